@@ -1,0 +1,140 @@
+"""The host backend: NumPy memory on the CPU the Python process runs on (kernels: Numba).
+
+Its buffers are flat ``uint8`` NumPy arrays, so host data is shared without
+copies (DLPack, torch, ``Array.numpy()``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetero.device import DeviceInfo, Health, HealthState, Kind
+from hetero.plugin import Backend, BackendRegistration, DeviceRuntime
+
+# Work-group size the CPU kernel emitter runs per group; a limit of hetero's, not of the hardware.
+MAX_WORK_GROUP_SIZE = 1024
+
+
+class CPURuntime(DeviceRuntime):
+    dlpack_device = (1, 0)  # kDLCPU
+    host_memory = True
+
+    def __init__(self, info: DeviceInfo) -> None:
+        self.info = info
+
+    def allocate(self, nbytes: int) -> np.ndarray:
+        return np.empty(nbytes, dtype=np.uint8)
+
+    def upload(self, dst: np.ndarray, src: np.ndarray) -> None:
+        np.copyto(dst, src.reshape(-1).view(np.uint8))
+
+    def download(self, dst: np.ndarray, src: np.ndarray) -> None:
+        np.copyto(dst.reshape(-1).view(np.uint8), src)
+
+    def copy(self, dst: np.ndarray, src: np.ndarray, nbytes: int) -> None:
+        np.copyto(dst[:nbytes], src[:nbytes])
+
+    def health(self) -> Health:
+        return Health(HealthState.OK)
+
+    def native_view(self, buffer: np.ndarray, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+        return buffer.view(dtype).reshape(shape)
+
+    def adopt(self, native: Any) -> np.ndarray | None:
+        if isinstance(native, np.ndarray):
+            return native
+        if hasattr(native, "__dlpack__"):
+            return np.from_dlpack(native)
+        return None
+
+    def wrap(self, native: np.ndarray) -> np.ndarray:
+        return native.reshape(-1).view(np.uint8)
+
+
+_CPU_VENDORS = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
+
+
+def _cpu_vendor_and_model() -> tuple[str, str]:
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    vendor = fields.get("vendor_id", "")
+    model = fields.get("model name") or platform.processor() or platform.machine()
+    return _CPU_VENDORS.get(vendor, vendor or platform.machine()), model
+
+
+def _host_id() -> str:
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        try:
+            return Path(path).read_text().strip()
+        except OSError:
+            continue
+    return platform.node()
+
+
+def _memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _versions() -> str:
+    parts = [f"numpy {np.__version__}"]
+    try:
+        parts.append(f"numba {metadata.version('numba')}")
+    except metadata.PackageNotFoundError:
+        pass
+    return ", ".join(parts)
+
+
+class CPUBackend(Backend):
+    name = "cpu"
+
+    def __init__(self) -> None:
+        vendor, model = _cpu_vendor_and_model()
+        info = DeviceInfo(
+            name="cpu",
+            backend="cpu",
+            index=0,
+            vendor=vendor,
+            kind=Kind.CPU,
+            model=model,
+            memory=_memory(),
+            compute_units=_cores(),
+            max_work_group_size=MAX_WORK_GROUP_SIZE,
+            fp64=True,
+            driver_version=_versions(),
+            stable_id="cpu-" + hashlib.sha1(_host_id().encode()).hexdigest()[:16],
+        )
+        self._devices = [CPURuntime(info)]
+
+    def devices(self) -> Sequence[DeviceRuntime]:
+        return self._devices
+
+
+registration = BackendRegistration(
+    name="cpu",
+    factory=CPUBackend,
+    priority=60,
+    description="the host CPU: NumPy memory, Numba-compiled kernels",
+)

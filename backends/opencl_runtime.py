@@ -1,0 +1,181 @@
+"""OpenCL devices through PyOpenCL, shared by the ``oneapi`` (Intel platforms) and
+``opencl`` (every other platform) backends: one implementation, two registrations.
+
+Each device gets its own context and in-order queue, created on first use so that
+listing devices stays cheap.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import threading
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any, NoReturn
+
+import numpy as np
+
+from hetero.config import get_config
+from hetero.device import DeviceInfo, Health, HealthState, Kind
+from hetero.errors import BackendUnavailableError, DeviceError, DeviceOutOfMemoryError
+from hetero.plugin import Backend, DeviceRuntime
+
+from . import opencl_icd
+
+_VENDOR_IDS = {0x8086: "Intel", 0x1002: "AMD", 0x10DE: "NVIDIA", 0x13B5: "ARM", 0x5143: "Qualcomm", 0x106B: "Apple"}
+# OpenCL status codes that mean "out of memory" (CL_MEM_OBJECT_ALLOCATION_FAILURE,
+# CL_OUT_OF_HOST_MEMORY); CL_OUT_OF_RESOURCES (-5) is ambiguous and left to fault handling.
+_OUT_OF_MEMORY = {-4, -6}
+
+
+def import_pyopencl(backend: str) -> ModuleType:
+    """PyOpenCL, imported after the ICD loader has been pointed at every runtime."""
+    opencl_icd.prepare(get_config().cache_dir)
+    try:
+        import pyopencl
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            backend, f"PyOpenCL is not installed ({exc})", f"pip install 'hetero[{backend}]'"
+        ) from exc
+    return pyopencl
+
+
+class OpenCLRuntime(DeviceRuntime):
+    def __init__(self, cl: ModuleType, cl_device: Any, info: DeviceInfo) -> None:
+        self.info = info
+        self.cl = cl
+        self.cl_device = cl_device
+        self.dlpack_device = (4, info.index)  # kDLOpenCL; no common consumer imports it
+        self._lock = threading.Lock()
+        self.context: Any = None
+        self.queue: Any = None
+
+    def _open(self) -> None:
+        with self._lock:
+            if self.queue is None:
+                try:
+                    self.context = self.cl.Context([self.cl_device])
+                    self.queue = self.cl.CommandQueue(self.context)
+                except self.cl.Error as exc:
+                    self._raise(exc, "creating a context and queue")
+
+    def _raise(self, exc: Any, doing: str) -> NoReturn:
+        code = getattr(exc, "code", None)
+        try:
+            name = self.cl.status_code.to_string(code) if code is not None else None
+        except Exception:
+            name = None
+        kind = DeviceOutOfMemoryError if code in _OUT_OF_MEMORY else DeviceError
+        raise kind(f"{doing} failed: {exc}", backend=self.info.backend, device=self.info.name, code=code, code_name=name) from exc
+
+    def allocate(self, nbytes: int) -> Any:
+        if self.queue is None:
+            self._open()
+        try:
+            return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, nbytes)
+        except self.cl.Error as exc:
+            self._raise(exc, f"allocating {nbytes} bytes")
+
+    def upload(self, dst: Any, src: np.ndarray) -> None:
+        try:
+            self.cl.enqueue_copy(self.queue, dst, src, is_blocking=True)
+        except self.cl.Error as exc:
+            self._raise(exc, f"copying {src.nbytes} bytes host->device")
+
+    def download(self, dst: np.ndarray, src: Any) -> None:
+        try:
+            self.cl.enqueue_copy(self.queue, dst, src, is_blocking=True)
+        except self.cl.Error as exc:
+            self._raise(exc, f"copying {dst.nbytes} bytes device->host")
+
+    def copy(self, dst: Any, src: Any, nbytes: int) -> None:
+        try:
+            self.cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes)
+        except self.cl.Error as exc:
+            self._raise(exc, f"copying {nbytes} bytes on the device")
+
+    def synchronize(self) -> None:
+        if self.queue is not None:
+            try:
+                self.queue.finish()
+            except self.cl.Error as exc:
+                self._raise(exc, "waiting for the queue")
+
+    def health(self) -> Health:
+        try:
+            self.cl_device.get_info(self.cl.device_info.AVAILABLE)
+        except self.cl.Error as exc:
+            return Health(HealthState.UNHEALTHY, f"device query failed: {exc}")
+        return Health(HealthState.OK)
+
+
+def _kind(cl: ModuleType, device_type: int) -> Kind:
+    if device_type & cl.device_type.GPU:
+        return Kind.GPU
+    if device_type & cl.device_type.ACCELERATOR:
+        return Kind.ACCELERATOR
+    return Kind.CPU
+
+
+def _info(cl: ModuleType, backend: str, index: int, platform: Any, device: Any) -> DeviceInfo:
+    identity = "|".join((platform.name, platform.vendor, device.name, str(device.vendor_id), device.driver_version))
+    return DeviceInfo(
+        name=f"{backend}:{index}",
+        backend=backend,
+        index=index,
+        vendor=_VENDOR_IDS.get(device.vendor_id, device.vendor.strip()),
+        kind=_kind(cl, device.type),
+        model=device.name.strip(),
+        memory=int(device.global_mem_size),
+        compute_units=int(device.max_compute_units),
+        max_work_group_size=int(device.max_work_group_size),
+        fp64=bool(device.double_fp_config),
+        driver_version=device.driver_version.strip(),
+        # OpenCL gives no UUID without cl_khr_device_uuid (which PyOpenCL does not
+        # expose): hash what identifies the device and its runtime instead.
+        stable_id=f"{backend}-" + hashlib.sha1(identity.encode()).hexdigest()[:16],
+        extra={"platform": platform.name.strip(), "platform_version": platform.version.strip(),
+               "opencl_version": device.version.strip()},
+    )
+
+
+class OpenCLBackend(Backend):
+    """Devices of the OpenCL platforms that ``wants(platform)`` accepts."""
+
+    def __init__(self, name: str, wants: Callable[[Any], bool], missing: Callable[[list[str]], NoReturn]) -> None:
+        self.name = name
+        cl = import_pyopencl(name)
+        try:
+            platforms = cl.get_platforms()
+        except cl.Error:  # CL_PLATFORM_NOT_FOUND_KHR: the loader found no runtime at all
+            platforms = []
+        self.platform_names = [p.name for p in platforms]
+        self._devices: list[DeviceRuntime] = []
+        for platform in platforms:
+            if not wants(platform):
+                continue
+            try:
+                found = platform.get_devices()
+            except cl.Error:  # CL_DEVICE_NOT_FOUND: a platform with no device right now
+                continue
+            for device in found:
+                info = _info(cl, name, len(self._devices), platform, device)
+                self._devices.append(OpenCLRuntime(cl, device, info))
+        if not self._devices:
+            missing(self.platform_names)
+
+    def devices(self) -> Sequence[DeviceRuntime]:
+        return self._devices
+
+    def diagnostics(self) -> dict[str, Any]:
+        return {"platforms": self.platform_names, "icd": opencl_icd.prepare(get_config().cache_dir).as_dict()}
+
+
+def library_load_error(path: str) -> str | None:
+    """Why ``path`` cannot be loaded (the dynamic linker's message), or None when it loads."""
+    try:
+        ctypes.CDLL(path)
+    except OSError as exc:
+        return str(exc)
+    return None

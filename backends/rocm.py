@@ -1,0 +1,22 @@
+"""The ``rocm`` backend: AMD GPUs through CuPy's ROCm build."""
+
+from __future__ import annotations
+
+from hetero.plugin import BackendRegistration
+
+from .cupy_runtime import CuPyBackend
+
+INSTALL_HINT = "pip install 'hetero[rocm]' (CuPy's ROCm build) and the ROCm driver"
+
+
+def open_backend() -> CuPyBackend:
+    return CuPyBackend("rocm", INSTALL_HINT)
+
+
+registration = BackendRegistration(
+    name="rocm",
+    factory=open_backend,
+    priority=90,
+    description="AMD GPUs through CuPy's ROCm build (HIP runtime, hipRTC)",
+    install_hint=INSTALL_HINT,
+)

@@ -1,0 +1,50 @@
+"""hetero: run AI code unchanged on NVIDIA, AMD, Intel and CPU devices.
+
+``import hetero`` loads no vendor library: backends are found through the
+``hetero.backends`` entry-point group and opened when devices are first listed.
+
+    >>> import hetero
+    >>> dev = hetero.device()                 # best healthy device, GPUs first
+    >>> x = hetero.arange(10, device=dev)
+    >>> x.to("cpu").numpy()
+"""
+
+from __future__ import annotations
+
+from hetero import dtypes
+from hetero._version import __version__
+from hetero.array import Array, arange, asarray, copyto, empty, from_dlpack, full, ones, zeros
+from hetero.config import Config, get_config, reload_config
+from hetero.device import Device, DeviceInfo, Health, HealthState, Kind
+from hetero.dtypes import (
+    bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+)
+from hetero.errors import (
+    ArrayError,
+    BackendUnavailableError,
+    ConfigError,
+    DeviceError,
+    DeviceNotFoundError,
+    DeviceOutOfMemoryError,
+    HeteroError,
+    PluginError,
+    UnsupportedDtypeError,
+)
+from hetero.registry import BackendStatus, backends, device, devices, register_backend
+
+
+def synchronize() -> None:
+    """Wait for the queued work of every device opened so far."""
+    for status in backends():
+        for each in status.devices:
+            each.synchronize()
+
+
+__all__ = [
+    "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "Config", "ConfigError", "Device",
+    "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health", "HealthState",
+    "HeteroError", "Kind", "PluginError", "UnsupportedDtypeError", "__version__", "arange", "asarray",
+    "backends", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
+    "from_dlpack", "full", "get_config", "int8", "int16", "int32", "int64", "ones", "register_backend",
+    "reload_config", "synchronize", "uint8", "uint16", "uint32", "uint64", "zeros",
+]

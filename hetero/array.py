@@ -1,0 +1,346 @@
+"""``hetero.Array``: a contiguous N-d array on any device, and the functions that make
+and move them.
+
+Arrays hold C-contiguous data of the dtypes in :mod:`hetero.dtypes`. Copies
+between devices go direct where a runtime can (host memory on either side),
+else through a host staging buffer. On the ``cpu`` device, arrays share memory
+with NumPy, DLPack consumers and torch without copies.
+
+The default floating dtype is float32: every device has it, while fp64 is
+optional on GPUs.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hetero import dtypes
+from hetero.device import Device
+from hetero.errors import ArrayError, HeteroError
+from hetero.registry import device as resolve_device
+
+_EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
+
+
+class Array:
+    """A C-contiguous array on one device. Make one with :func:`asarray`, :func:`empty`,
+    :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange` or :func:`from_dlpack`."""
+
+    __slots__ = ("_buffer", "_device", "shape", "dtype", "nbytes", "__weakref__")
+
+    def __init__(self, buffer: Any, device: Device, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+        # Internal: users get arrays from the functions in this module.
+        self._buffer = buffer
+        self._device = device
+        self.shape = shape
+        self.dtype = dtype
+        self.nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def buffer(self) -> Any:
+        """The backend's buffer object (``cl.Buffer``, CuPy ``MemoryPointer``, NumPy bytes)."""
+        return self._buffer
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return self.nbytes // self.dtype.itemsize if self.dtype.itemsize else 0
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d hetero.Array")
+        return self.shape[0]
+
+    # -- data out ------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """The data as a NumPy array: a view sharing memory on ``cpu``, a host copy elsewhere.
+        Waits for queued work that writes the array."""
+        runtime = self._device.runtime
+        if runtime.host_memory:
+            if self.nbytes == 0:
+                return np.empty(self.shape, self.dtype)
+            return runtime.native_view(self._buffer, self.shape, self.dtype)
+        out = np.empty(self.shape, self.dtype)
+        if self.nbytes:
+            runtime.download(out, self._buffer)
+        return out
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        data = self.numpy()
+        if dtype is not None and np.dtype(dtype) != data.dtype:
+            return data.astype(dtype)
+        return data.copy() if copy else data
+
+    def to(self, device: str | Device) -> Array:
+        """This array on ``device``: ``self`` when it is there already, else a copy."""
+        target = resolve_device(device)
+        if target is self._device:
+            return self
+        out = empty(self.shape, self.dtype, device=target)
+        _transfer(out, self)
+        return out
+
+    def copy(self) -> Array:
+        """A new array with the same data on the same device."""
+        out = empty(self.shape, self.dtype, device=self._device)
+        _transfer(out, self)
+        return out
+
+    # -- interop -------------------------------------------------------------------
+    def _native(self, what: str) -> Any:
+        view = self._device.runtime.native_view(self._buffer, self.shape, self.dtype) if self.nbytes else None
+        if view is None and self.nbytes:
+            raise BufferError(
+                f"{what} is not supported for arrays on {self._device.name}; "
+                f"copy to a device that supports it first, e.g. array.to('cpu')"
+            )
+        return view if view is not None else np.empty(self.shape, self.dtype)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None) -> Any:
+        native = self._native("DLPack export")
+        kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device), ("copy", copy)) if v is not None}
+        return native.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        kind = self._device.runtime.dlpack_device
+        if kind is None:
+            raise BufferError(f"arrays on {self._device.name} have no DLPack device type")
+        return kind
+
+    def torch(self) -> Any:
+        """This array as a torch tensor sharing its memory (``cpu`` and ``cuda``/``rocm`` devices)."""
+        try:
+            import torch
+        except ImportError as exc:
+            raise HeteroError("Array.torch() needs PyTorch: pip install 'hetero[torch]'") from exc
+        return torch.from_dlpack(self._native("torch interop"))
+
+    def __repr__(self) -> str:
+        if self.size <= 64:
+            body = np.array2string(self.numpy(), separator=", ")
+            return f"hetero.Array({body}, dtype={self.dtype}, device={self._device.name})"
+        return f"hetero.Array(shape={self.shape}, dtype={self.dtype}, device={self._device.name})"
+
+
+# -- making arrays ---------------------------------------------------------------------
+def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
+    try:
+        dims = (operator.index(shape),) if not isinstance(shape, Sequence) else tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise ArrayError(f"shape must be an int or a sequence of ints, got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise ArrayError(f"shape {dims} has a negative dimension")
+    return dims
+
+
+def empty(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str | Device | None = None) -> Array:
+    """An uninitialised array (float32 unless ``dtype`` says otherwise) on ``device``."""
+    target = resolve_device(device)
+    dims = _shape(shape)
+    kind = dtypes.as_dtype(dtype)
+    nbytes = int(np.prod(dims, dtype=np.int64)) * kind.itemsize
+    buffer = target.runtime.allocate(nbytes) if nbytes else _EMPTY
+    return Array(buffer, target, dims, kind)
+
+
+def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None, device: str | Device | None = None) -> Array:
+    """An array filled with ``fill_value``; the dtype follows the value (float32 for floats)."""
+    kind = dtypes.as_dtype(dtype) if dtype is not None else _python_dtype(np.asarray(fill_value))
+    out = empty(shape, kind, device)
+    if out.nbytes:
+        runtime = out.device.runtime
+        if runtime.host_memory:
+            runtime.native_view(out.buffer, out.shape, kind).fill(fill_value)
+        else:
+            runtime.upload(out.buffer, np.full(out.shape, fill_value, dtype=kind))
+    return out
+
+
+def zeros(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str | Device | None = None) -> Array:
+    return full(shape, 0, dtype, device)
+
+
+def ones(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str | Device | None = None) -> Array:
+    return full(shape, 1, dtype, device)
+
+
+def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any = None, device: str | Device | None = None) -> Array:
+    """Evenly spaced values as ``numpy.arange``; float32 unless ``dtype`` or integer bounds say otherwise."""
+    host = np.arange(start, stop, step) if stop is not None else np.arange(start)
+    kind = dtypes.as_dtype(dtype) if dtype is not None else _python_dtype(host)
+    return _from_host(host.astype(kind, copy=False), resolve_device(device), copy=True)
+
+
+def _python_dtype(host: np.ndarray) -> np.dtype[Any]:
+    # Python floats become float32 (not NumPy's float64): see the module docstring.
+    if host.dtype == np.float64:
+        return dtypes.float32
+    return dtypes.as_dtype(host.dtype)
+
+
+def asarray(obj: Any, dtype: Any = None, device: str | Device | None = None, copy: bool | None = None) -> Array:
+    """An array from ``obj`` (a hetero.Array, NumPy array, nested sequence, scalar, or any
+    DLPack-capable tensor such as torch's) on ``device`` (default: ``obj``'s device for
+    arrays, else the configured default device).
+
+    ``copy=None`` shares memory where it can (same device, matching dtype and layout);
+    ``copy=False`` raises where it cannot; ``copy=True`` always copies.
+    """
+    kind = dtypes.as_dtype(dtype) if dtype is not None else None
+    if isinstance(obj, Array):
+        target = obj.device if device is None else resolve_device(device)
+        if kind is not None and kind != obj.dtype:
+            _refuse_copy(copy, f"converting {obj.dtype} to {kind}")
+            return _from_host(obj.numpy().astype(kind), target, copy=True)
+        if target is obj.device:
+            return obj.copy() if copy else obj
+        _refuse_copy(copy, f"moving from {obj.device.name} to {target.name}")
+        return obj.to(target)
+    target = resolve_device(device)
+    if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack_device__"):
+        return _from_dlpack_object(obj, target, kind, copy)
+    if isinstance(obj, np.ndarray):
+        host = obj
+        if host.dtype == object:
+            raise dtypes.UnsupportedDtypeError("object arrays are not supported; convert to a numeric dtype first")
+    else:
+        try:
+            host = np.asarray(obj)
+        except ValueError as exc:
+            raise ArrayError(f"cannot make an array from {type(obj).__name__}: {exc} (ragged nested sequences are not supported)") from exc
+        if host.dtype == object:
+            raise ArrayError(f"cannot make an array from {type(obj).__name__}: elements are not numbers, or the nesting is ragged")
+        if kind is None:
+            kind = _python_dtype(host)
+    if kind is not None and kind != host.dtype:
+        _refuse_copy(copy, f"converting {host.dtype} to {kind}")
+        host = host.astype(kind)
+        copy = True
+    return _from_host(host, target, copy)
+
+
+def _refuse_copy(copy: bool | None, why: str) -> None:
+    if copy is False:
+        raise ArrayError(f"copy=False, but {why} needs a copy; pass copy=None to allow it")
+
+
+def _from_host(host: np.ndarray, target: Device, copy: bool | None) -> Array:
+    kind = dtypes.as_dtype(host.dtype)
+    runtime = target.runtime
+    contiguous = host.flags.c_contiguous
+    if runtime.host_memory and not copy and contiguous and host.flags.writeable and host.nbytes:
+        return Array(runtime.wrap(host), target, host.shape, kind)
+    if copy is False:
+        what = "a non-contiguous source" if not contiguous else (
+            "a read-only source" if runtime.host_memory else f"moving host data to {target.name}")
+        _refuse_copy(copy, what)
+    out = empty(host.shape, kind, device=target)
+    if out.nbytes:
+        runtime.upload(out.buffer, np.ascontiguousarray(host))
+    return out
+
+
+def _from_dlpack_object(obj: Any, target: Device, kind: np.dtype[Any] | None, copy: bool | None) -> Array:
+    source = _dlpack_owner(obj)
+    native = source.runtime.adopt(obj)
+    if native is None:
+        raise ArrayError(f"{source.name} cannot import {type(obj).__name__} through DLPack")
+    if kind is not None and kind != native.dtype or not native.flags.c_contiguous or source is not target:
+        why = (f"converting to {kind}" if kind is not None and kind != native.dtype
+               else "a non-contiguous source" if not native.flags.c_contiguous
+               else f"moving from {source.name} to {target.name}")
+        _refuse_copy(copy, why)
+        if source.runtime.host_memory or hasattr(native, "get"):
+            host = native.get() if hasattr(native, "get") else np.asarray(native)
+            return _from_host(np.asarray(host, dtype=kind) if kind is not None else host, target, copy=True)
+        raise ArrayError(f"cannot copy {type(obj).__name__} from {source.name}; move it to the host first")
+    dtypes.as_dtype(native.dtype)
+    array = Array(source.runtime.wrap(native) if native.nbytes else _EMPTY, source, tuple(native.shape), np.dtype(native.dtype))
+    return array.copy() if copy else array
+
+
+def _dlpack_owner(obj: Any) -> Device:
+    device_type, device_id = obj.__dlpack_device__()
+    from hetero.registry import devices
+
+    for candidate in devices():
+        if candidate.runtime.dlpack_device == (int(device_type), int(device_id)):
+            return candidate
+    raise ArrayError(
+        f"no hetero device holds DLPack device ({int(device_type)}, {int(device_id)}) of {type(obj).__name__}; "
+        "its backend is unavailable or excluded"
+    )
+
+
+def from_dlpack(obj: Any) -> Array:
+    """A zero-copy hetero.Array over a DLPack-capable object (torch/CuPy/NumPy) on its own device.
+    Raises :class:`ArrayError` for sources hetero cannot view without a copy (non-contiguous)."""
+    if not hasattr(obj, "__dlpack_device__"):
+        raise ArrayError(f"{type(obj).__name__} does not support DLPack (no __dlpack_device__)")
+    return _from_dlpack_object(obj, _dlpack_owner(obj), None, copy=False)
+
+
+# -- moving data -----------------------------------------------------------------------
+def copyto(dst: Array | np.ndarray, src: Array | np.ndarray) -> None:
+    """Copy ``src`` into ``dst`` (same shape; either may be a host NumPy array), across
+    any two devices. Returns once ``src`` may be reused when ``src`` is host memory and
+    once ``dst`` holds the data when ``dst`` is host memory."""
+    if type(dst) is Array:
+        if type(src) is np.ndarray:
+            if src.dtype != dst.dtype or src.shape != dst.shape or not src.flags.c_contiguous:
+                src = _conform(src, dst.shape, dst.dtype)
+            if dst.nbytes:
+                dst._device.runtime.upload(dst._buffer, src)
+            return
+        if type(src) is Array:
+            if src.shape != dst.shape or src.dtype != dst.dtype:
+                raise ArrayError(f"copyto: source {src.dtype}{list(src.shape)} does not match destination {dst.dtype}{list(dst.shape)}")
+            _transfer(dst, src)
+            return
+    elif type(dst) is np.ndarray and type(src) is Array:
+        if dst.shape != src.shape or dst.dtype != src.dtype or not dst.flags.c_contiguous or not dst.flags.writeable:
+            raise ArrayError(
+                f"copyto: destination must be a writeable C-contiguous {src.dtype}{list(src.shape)} array, "
+                f"got {dst.dtype}{list(dst.shape)}"
+            )
+        if src.nbytes:
+            src._device.runtime.download(dst, src._buffer)
+        return
+    raise ArrayError(f"copyto takes hetero.Array and numpy.ndarray arguments, got {type(dst).__name__} and {type(src).__name__}")
+
+
+def _conform(src: np.ndarray, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    if src.shape != shape:
+        raise ArrayError(f"copyto: source shape {src.shape} does not match destination shape {shape}")
+    if src.dtype != dtype and not np.can_cast(src.dtype, dtype, casting="same_kind"):
+        raise ArrayError(f"copyto: cannot cast {src.dtype} to {dtype} safely; convert the source first")
+    return np.ascontiguousarray(src, dtype=dtype)
+
+
+def _transfer(dst: Array, src: Array) -> None:
+    """Copy all bytes of ``src`` into ``dst`` (same nbytes), on whatever devices they are."""
+    nbytes = src.nbytes
+    if nbytes == 0:
+        return
+    source, target = src._device.runtime, dst._device.runtime
+    if source is target:
+        source.copy(dst._buffer, src._buffer, nbytes)
+    elif source.host_memory:
+        target.upload(dst._buffer, src._buffer)
+    elif target.host_memory:
+        source.download(dst._buffer, src._buffer)
+    else:
+        staging = np.empty(nbytes, dtype=np.uint8)
+        source.download(staging, src._buffer)
+        target.upload(dst._buffer, staging)

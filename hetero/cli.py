@@ -1,0 +1,87 @@
+"""The ``hetero`` command: ``hetero devices [--all] [--json]``, ``hetero --version``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import hetero
+from hetero.errors import BackendUnavailableError, HeteroError
+from hetero.registry import enabled_backends
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:.1f} GiB"
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    statuses = hetero.backends()
+    enabled = set(enabled_backends())
+    try:
+        found = hetero.devices()
+    except BackendUnavailableError:
+        if not args.all:
+            raise
+        found = [d for s in statuses if s.available and s.name in enabled for d in s.devices]
+    if args.json:
+        payload: dict[str, Any] = {
+            "version": hetero.__version__,
+            "devices": [{**d.info.as_dict(), "health": str(d.health().state), "health_reason": d.health().reason} for d in found],
+        }
+        if args.all:
+            payload["backends"] = [{**s.as_dict(), "enabled": s.name in enabled} for s in statuses]
+        print(json.dumps(payload, indent=2))
+        return 0
+    header = ["device", "vendor", "kind", "model", "memory", "units", "driver", "health"]
+    rows = [[d.name, d.vendor, str(d.kind), d.model, _gib(d.memory), str(d.compute_units), d.driver_version, str(d.health())]
+            for d in found]
+    print(_table(rows, header) if rows else "no devices found (run 'hetero devices --all' to see why)")
+    if args.all:
+        missing = [s for s in statuses if not s.available or s.name not in enabled]
+        if missing:
+            print("\nunavailable backends:")
+            for s in missing:
+                reason = "excluded by HETERO_BACKENDS" if s.name not in enabled else s.reason
+                remedy = f"\n      remedy: {s.remedy}" if s.remedy and s.name in enabled else ""
+                print(f"  {s.name}: {reason}{remedy}")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"devices": cmd_devices}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hetero", description="One device API over NVIDIA, AMD, Intel and CPU devices.")
+    parser.add_argument("--version", action="version", version=f"hetero {hetero.__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    devices = sub.add_parser("devices", help="list every device of every backend")
+    devices.add_argument("--all", action="store_true", help="also show unavailable backends and why")
+    devices.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return COMMANDS[args.command](args)
+    except HeteroError as exc:
+        print(f"hetero: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

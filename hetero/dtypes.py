@@ -1,0 +1,58 @@
+"""The element types hetero arrays hold, and how user spellings map onto them.
+
+Arrays hold contiguous data of bool, int8–int64, uint8–uint64 and float16/32/64.
+Anything else (complex, object, strings, datetimes) is refused with the list of
+what is supported. This module imports nothing else of the project but errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hetero.errors import UnsupportedDtypeError
+
+bool_ = np.dtype(np.bool_)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+uint8 = np.dtype(np.uint8)
+uint16 = np.dtype(np.uint16)
+uint32 = np.dtype(np.uint32)
+uint64 = np.dtype(np.uint64)
+float16 = np.dtype(np.float16)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+
+SUPPORTED: tuple[np.dtype[Any], ...] = (
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
+)
+_SUPPORTED_SET = frozenset(SUPPORTED)
+_NAMES = ", ".join(str(d) for d in SUPPORTED)
+
+
+def as_dtype(spec: Any) -> np.dtype[Any]:
+    """Resolve a dtype spelling (numpy dtype, type, name such as ``"float32"`` or a torch dtype).
+
+    Raises :class:`UnsupportedDtypeError` naming the supported dtypes.
+    """
+    if isinstance(spec, np.dtype) and spec in _SUPPORTED_SET:
+        return spec
+    text = str(spec)
+    if text.startswith("torch."):
+        # torch.float32 -> "float32": torch dtypes are resolved by name so that
+        # this module never imports torch.
+        spec = text.removeprefix("torch.")
+    try:
+        dtype = np.dtype(spec)
+    except TypeError as exc:
+        raise UnsupportedDtypeError(f"unknown dtype {spec!r}; supported dtypes: {_NAMES}") from exc
+    if not dtype.isnative:
+        raise UnsupportedDtypeError(
+            f"non-native byte order {dtype.str!r} is not supported; convert with .astype({dtype.name!r}) first"
+        )
+    if dtype not in _SUPPORTED_SET:
+        raise UnsupportedDtypeError(f"dtype {dtype} is not supported by hetero arrays; supported dtypes: {_NAMES}")
+    return dtype

@@ -1,0 +1,111 @@
+"""The errors a hetero user can meet: one hierarchy under :class:`HeteroError`.
+
+Every error says what happened, to which device/backend/file, and what to do.
+Later layers (compiler, fault handling, launcher) extend this hierarchy; this
+module imports nothing else of the project.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class HeteroError(Exception):
+    """Base class of every error hetero raises on purpose."""
+
+
+class ConfigError(HeteroError, ValueError):
+    """A configuration file or environment variable holds a bad key or value."""
+
+
+class BackendUnavailableError(HeteroError, RuntimeError):
+    """A backend the user asked for cannot be used here (library, driver or device missing)."""
+
+    def __init__(self, backend: str, reason: str, remedy: str = "") -> None:
+        self.backend = backend
+        self.reason = reason
+        self.remedy = remedy
+        message = f"backend {backend!r} is unavailable: {reason}"
+        if remedy:
+            message += f" ({remedy})"
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.backend, self.reason, self.remedy))
+
+
+class DeviceNotFoundError(HeteroError, LookupError):
+    """A device spec names no device that is present."""
+
+    def __init__(self, spec: str, valid: Iterable[str], detail: str = "") -> None:
+        self.spec = spec
+        self.valid = sorted(valid)
+        self.detail = detail
+        message = f"no device {spec!r}"
+        if detail:
+            message += f": {detail}"
+        message += f"; valid devices: {', '.join(self.valid) or '(none)'}"
+        message += did_you_mean(spec, self.valid)
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.spec, self.valid, self.detail))
+
+
+class DeviceError(HeteroError, RuntimeError):
+    """A vendor runtime call failed on a device.
+
+    Carries the backend, the device name and the vendor's own error code and name,
+    so that fault handling can classify it without parsing text.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        backend: str,
+        device: str,
+        code: int | None = None,
+        code_name: str | None = None,
+    ) -> None:
+        self.backend = backend
+        self.device = device
+        self.code = code
+        self.code_name = code_name
+        vendor = " ".join(p for p in (code_name, None if code is None else f"code {code}") if p)
+        super().__init__(f"{device}: {message}" + (f" [{vendor}]" if vendor else ""))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_device_error, (type(self), self.args[0], self.backend, self.device, self.code, self.code_name))
+
+
+def _rebuild_device_error(
+    cls: type[DeviceError], text: str, backend: str, device: str, code: int | None, code_name: str | None
+) -> DeviceError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, text)
+    error.backend, error.device, error.code, error.code_name = backend, device, code, code_name
+    return error
+
+
+class DeviceOutOfMemoryError(DeviceError, MemoryError):
+    """The device could not allocate the memory asked for."""
+
+
+class ArrayError(HeteroError, ValueError):
+    """An array operation got input it cannot work with (shape, dtype, layout, device)."""
+
+
+class UnsupportedDtypeError(ArrayError, TypeError):
+    """A dtype hetero arrays do not hold (complex, object, strings, …)."""
+
+
+class PluginError(HeteroError, RuntimeError):
+    """A backend plugin broke the plugin contract (bad entry point, bad registration)."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """A ' (did you mean X?)' suffix for error messages, or '' when nothing is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

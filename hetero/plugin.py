@@ -1,0 +1,106 @@
+"""The backend plugin interface: what a backend package implements and registers.
+
+A backend is found through the entry-point group ``hetero.backends``. The entry
+point names a :class:`BackendRegistration` (a record: name, factory, priority).
+hetero calls the factory only when devices are listed; the factory imports the
+vendor library, and raises :class:`~hetero.errors.BackendUnavailableError` (with
+a reason and a remedy) when the library, driver or device is missing. The
+built-in backends register exactly this way (see ``pyproject.toml``)::
+
+    [project.entry-points."hetero.backends"]
+    mydev = "mypackage.hetero_backend:registration"
+
+Buffers are opaque to hetero: whatever object the runtime's ``allocate`` returns
+is handed back to its ``upload``/``download``/``copy``. Zero-byte arrays never
+reach a runtime.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from hetero.device import DeviceInfo, Health, HealthState
+
+
+class DeviceRuntime(abc.ABC):
+    """One device's runtime: memory and queue operations, implemented by a backend."""
+
+    info: DeviceInfo
+    #: ``(device_type, device_id)`` per the DLPack spec, or None when the device
+    #: has no DLPack device type consumers understand.
+    dlpack_device: tuple[int, int] | None = None
+    #: True when buffers are host-addressable flat ``uint8`` NumPy arrays, so other
+    #: devices can copy to and from them directly, without staging.
+    host_memory: bool = False
+
+    @abc.abstractmethod
+    def allocate(self, nbytes: int) -> Any:
+        """Allocate ``nbytes`` (> 0) of device memory and return the buffer."""
+
+    @abc.abstractmethod
+    def upload(self, dst: Any, src: np.ndarray) -> None:
+        """Copy the C-contiguous host array ``src`` into ``dst``; return when ``src`` may be reused."""
+
+    @abc.abstractmethod
+    def download(self, dst: np.ndarray, src: Any) -> None:
+        """Copy ``src`` into the C-contiguous host array ``dst``; return when ``dst`` holds the data."""
+
+    @abc.abstractmethod
+    def copy(self, dst: Any, src: Any, nbytes: int) -> None:
+        """Copy ``nbytes`` between two buffers of this device (may return before it finishes)."""
+
+    def synchronize(self) -> None:
+        """Wait for every queued operation on this device."""
+
+    def health(self) -> Health:
+        return Health(HealthState.UNKNOWN, "this backend reports no health")
+
+    def native_view(self, buffer: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any | None:
+        """A zero-copy array object of the vendor's library over ``buffer`` (NumPy on the
+        host, CuPy on CUDA), used for DLPack and torch interop; None when there is none."""
+        return None
+
+    def adopt(self, native: Any) -> Any | None:
+        """The buffer behind a vendor array object (the inverse of :meth:`native_view`),
+        without copying; None when ``native`` is not one this device can adopt."""
+        return None
+
+    def wrap(self, native: Any) -> Any:
+        """The buffer (as :meth:`allocate` returns) over a C-contiguous native array from :meth:`adopt`."""
+        raise NotImplementedError(f"{type(self).__name__} cannot wrap vendor arrays")
+
+
+class Backend(abc.ABC):
+    """A vendor stack, opened: the devices it found."""
+
+    name: str
+
+    @abc.abstractmethod
+    def devices(self) -> Sequence[DeviceRuntime]:
+        """The devices of this backend, in index order (may be empty)."""
+
+    def diagnostics(self) -> dict[str, Any]:
+        """Details for ``hetero devices --all --json`` (versions, libraries found…)."""
+        return {}
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendRegistration:
+    """How a plugin announces a backend.
+
+    ``factory`` opens the backend (importing its vendor library); it raises
+    :class:`~hetero.errors.BackendUnavailableError` when the backend cannot be used.
+    ``priority`` orders devices of the same kind when picking one automatically
+    (higher first). ``install_hint`` says how to get the backend's requirements.
+    """
+
+    name: str
+    factory: Callable[[], Backend]
+    priority: int = 0
+    description: str = ""
+    install_hint: str = ""

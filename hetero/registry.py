@@ -1,0 +1,287 @@
+"""Backends found at run time through entry points, opened lazily, and the devices they hold.
+
+Lenient when discovering (a backend that cannot load is *unavailable, with the
+reason*, and logged), strict when the user named it (``hetero.device("cuda")``
+or ``HETERO_BACKENDS=cuda`` raise with the reason and the remedy).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import traceback
+from importlib import metadata
+from typing import Any
+
+from hetero.config import get_config
+from hetero.device import Device, HealthState
+from hetero.errors import BackendUnavailableError, ConfigError, DeviceNotFoundError, PluginError, did_you_mean
+from hetero.plugin import Backend, BackendRegistration
+
+ENTRY_POINT_GROUP = "hetero.backends"
+log = logging.getLogger("hetero.registry")
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendStatus:
+    """What became of one backend: its devices, or why it has none."""
+
+    name: str
+    available: bool
+    reason: str = ""
+    remedy: str = ""
+    description: str = ""
+    priority: int = 0
+    devices: tuple[Device, ...] = ()
+    diagnostics: dict[str, Any] = dataclasses.field(default_factory=dict)
+    plugin_error: str = ""  # the traceback, when the plugin itself broke
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "available": self.available,
+            "reason": self.reason,
+            "remedy": self.remedy,
+            "description": self.description,
+            "priority": self.priority,
+            "devices": [d.name for d in self.devices],
+            "diagnostics": self.diagnostics,
+            "plugin_error": self.plugin_error,
+        }
+
+
+def _apply_log_level() -> None:
+    """HETERO_LOG / the config's ``log`` sets the ``hetero`` logger's level."""
+    logger = logging.getLogger("hetero")
+    logger.setLevel(get_config().log)
+    if not logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("hetero %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+
+
+class Registry:
+    """The process-wide table of backends. Use the module functions, not this class."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._registrations: dict[str, BackendRegistration] | None = None
+        self._broken: dict[str, BackendStatus] = {}  # entry points that failed to load
+        self._statuses: dict[str, BackendStatus] = {}
+        self._by_spec: dict[str, Device] = {}
+
+    # -- discovery -----------------------------------------------------------------
+    def registrations(self) -> dict[str, BackendRegistration]:
+        with self._lock:
+            if self._registrations is None:
+                _apply_log_level()
+                self._registrations = {}
+                for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+                    self._load_entry_point(entry_point)
+            return self._registrations
+
+    def _load_entry_point(self, entry_point: metadata.EntryPoint) -> None:
+        assert self._registrations is not None
+        name = entry_point.name
+        if name in self._registrations or name in self._broken:
+            log.debug("backend %r registered twice; keeping the first (%s)", name, entry_point.value)
+            return
+        try:
+            obj = entry_point.load()
+            registration = obj if isinstance(obj, BackendRegistration) else obj()
+            if not isinstance(registration, BackendRegistration):
+                raise PluginError(
+                    f"entry point {entry_point.value!r} gave {type(registration).__name__}, "
+                    "expected a hetero.plugin.BackendRegistration or a function returning one"
+                )
+            if registration.name != name:
+                raise PluginError(
+                    f"entry point {name!r} registers a backend named {registration.name!r}; the names must match"
+                )
+        except Exception as exc:  # a broken plugin is reported, never fatal
+            log.warning("backend plugin %r (%s) failed to load: %s", name, entry_point.value, exc)
+            self._broken[name] = BackendStatus(
+                name,
+                available=False,
+                reason=f"plugin failed to load: {type(exc).__name__}: {exc}",
+                remedy=f"fix or uninstall the package providing entry point {entry_point.value!r}",
+                plugin_error=traceback.format_exc(),
+            )
+            return
+        self._registrations[name] = registration
+
+    def register(self, registration: BackendRegistration) -> None:
+        """Add a backend without an entry point (interactive use, tests)."""
+        with self._lock:
+            self.registrations()[registration.name] = registration
+            self._statuses.pop(registration.name, None)
+            self._broken.pop(registration.name, None)
+            self._by_spec.clear()
+
+    def names(self) -> list[str]:
+        return sorted({*self.registrations(), *self._broken})
+
+    # -- opening -------------------------------------------------------------------
+    def status(self, name: str) -> BackendStatus:
+        with self._lock:
+            if name in self._statuses:
+                return self._statuses[name]
+            registrations = self.registrations()
+            if name in self._broken:
+                return self._broken[name]
+            if name not in registrations:
+                raise DeviceNotFoundError(name, self.names(), "no backend of that name is installed")
+            status = self._open(registrations[name])
+            self._statuses[name] = status
+            return status
+
+    def _open(self, registration: BackendRegistration) -> BackendStatus:
+        common = dict(description=registration.description, priority=registration.priority)
+        try:
+            backend = registration.factory()
+            if not isinstance(backend, Backend):
+                raise PluginError(f"factory of backend {registration.name!r} returned {type(backend).__name__}, not a Backend")
+            runtimes = list(backend.devices())
+            diagnostics = backend.diagnostics()
+        except BackendUnavailableError as exc:
+            log.info("backend %s unavailable: %s", registration.name, exc.reason)
+            return BackendStatus(
+                registration.name, False, exc.reason, exc.remedy or registration.install_hint, **common
+            )
+        except Exception as exc:  # a plugin raising during discovery is reported, not fatal
+            log.warning("backend %s raised during discovery: %s", registration.name, exc, exc_info=True)
+            return BackendStatus(
+                registration.name,
+                False,
+                f"discovery raised {type(exc).__name__}: {exc}",
+                registration.install_hint,
+                plugin_error=traceback.format_exc(),
+                **common,
+            )
+        devices = tuple(Device(runtime.info, runtime) for runtime in runtimes)
+        if not devices:
+            return BackendStatus(
+                registration.name, False, "no devices found", registration.install_hint,
+                diagnostics=diagnostics, **common,
+            )
+        return BackendStatus(registration.name, True, devices=devices, diagnostics=diagnostics, **common)
+
+    # -- selection -----------------------------------------------------------------
+    def enabled(self) -> list[str]:
+        """Backend names the configuration lets load (``HETERO_BACKENDS``), checked against those installed."""
+        wanted = get_config().backends
+        names = self.names()
+        if wanted is None:
+            return names
+        for name in wanted:
+            if name not in names:
+                raise ConfigError(
+                    f"HETERO_BACKENDS/backends names {name!r}, which is not installed; "
+                    f"installed backends: {', '.join(names)}{did_you_mean(name, names)}"
+                )
+        return list(wanted)
+
+    def devices(self) -> list[Device]:
+        """Devices of every enabled backend, most preferred first."""
+        explicit = get_config().backends is not None
+        found: list[Device] = []
+        for name in self.enabled():
+            status = self.status(name)
+            if status.available:
+                found.extend(status.devices)
+            elif explicit:
+                raise BackendUnavailableError(name, status.reason, status.remedy)
+        order = {kind: rank for rank, kind in enumerate(get_config().device_order)}
+        priority = {name: self.status(name).priority for name in {d.backend for d in found}}
+        found.sort(key=lambda d: (order.get(str(d.kind), len(order)), -priority[d.backend], d.backend, d.index))
+        return found
+
+    def device(self, spec: str | Device | None = None) -> Device:
+        if isinstance(spec, Device):
+            return spec
+        text = get_config().device if spec is None else spec
+        cached = self._by_spec.get(text)
+        if cached is not None:
+            return cached
+        if not isinstance(text, str):
+            raise TypeError(f"device spec must be a string or a hetero.Device, got {type(text).__name__}")
+        found = self._resolve(text.strip().lower())
+        self._by_spec[text] = found
+        return found
+
+    def _resolve(self, spec: str) -> Device:
+        if spec == "auto":
+            candidates = self.devices()
+            for candidate in candidates:
+                if candidate.health().state is not HealthState.UNHEALTHY:
+                    return candidate
+            raise DeviceNotFoundError(spec, [d.name for d in candidates], "no healthy device is available")
+        backend, _, index_text = spec.partition(":")
+        if backend not in self.names():
+            valid = [d.name for d in self._all_devices()] + self.names() + ["auto"]
+            raise DeviceNotFoundError(spec, valid, f"{backend!r} is not an installed backend")
+        if get_config().backends is not None and backend not in self.enabled():
+            raise DeviceNotFoundError(spec, [d.name for d in self.devices()], "its backend is excluded by HETERO_BACKENDS")
+        status = self.status(backend)
+        if not status.available:
+            raise BackendUnavailableError(backend, status.reason, status.remedy)
+        if not index_text:
+            return status.devices[0]
+        try:
+            index = int(index_text)
+        except ValueError:
+            raise DeviceNotFoundError(spec, [d.name for d in status.devices], "the index must be a number") from None
+        for candidate in status.devices:
+            if candidate.index == index:
+                return candidate
+        raise DeviceNotFoundError(spec, [d.name for d in status.devices], f"backend {backend!r} has {len(status.devices)} device(s)")
+
+    def _all_devices(self) -> list[Device]:
+        return [d for name in self.names() for d in self.status(name).devices]
+
+    def reset(self) -> None:
+        """Forget every backend (tests, and after changing HETERO_BACKENDS)."""
+        with self._lock:
+            self._registrations = None
+            self._broken.clear()
+            self._statuses.clear()
+            self._by_spec.clear()
+
+
+_REGISTRY = Registry()
+
+
+def devices() -> list[Device]:
+    """Every device of every available (and enabled) backend, the preferred one first."""
+    return _REGISTRY.devices()
+
+
+def device(spec: str | Device | None = None) -> Device:
+    """The device named by ``spec``: ``"auto"`` (the default: best healthy device, GPUs
+    before CPUs), a backend (``"oneapi"``: its first device) or one device (``"cuda:1"``).
+    ``None`` takes ``HETERO_DEVICE`` / the config's ``device``."""
+    return _REGISTRY.device(spec)
+
+
+def backends() -> list[BackendStatus]:
+    """The status of every installed backend, available or not (opens each one)."""
+    return [_REGISTRY.status(name) for name in _REGISTRY.names()]
+
+
+def enabled_backends() -> list[str]:
+    """The backends the configuration lets load (all installed ones unless HETERO_BACKENDS says)."""
+    return _REGISTRY.enabled()
+
+
+def backend_status(name: str) -> BackendStatus:
+    return _REGISTRY.status(name)
+
+
+def register_backend(registration: BackendRegistration) -> None:
+    """Register a backend from code, as an entry point would."""
+    _REGISTRY.register(registration)
+
+
+def reset() -> None:
+    _REGISTRY.reset()
