@@ -30,12 +30,12 @@ from hetero.errors import (
     PluginError,
     UnsupportedDtypeError,
 )
-from hetero.registry import BackendStatus, backends, device, devices, register_backend
+from hetero.registry import BackendStatus, backend_statuses, device, devices, register_backend
 
 
 def synchronize() -> None:
     """Wait for the queued work of every device opened so far."""
-    for status in backends():
+    for status in backend_statuses():
         for each in status.devices:
             each.synchronize()
 
@@ -44,7 +44,7 @@ __all__ = [
     "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "Config", "ConfigError", "Device",
     "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health", "HealthState",
     "HeteroError", "Kind", "PluginError", "UnsupportedDtypeError", "__version__", "arange", "asarray",
-    "backends", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
+    "backend_statuses", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
     "from_dlpack", "full", "get_config", "int8", "int16", "int32", "int64", "ones", "register_backend",
     "reload_config", "synchronize", "uint8", "uint16", "uint32", "uint64", "zeros",
 ]

@@ -25,7 +25,7 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    statuses = hetero.backends()
+    statuses = hetero.backend_statuses()
     enabled = set(enabled_backends())
     try:
         found = hetero.devices()

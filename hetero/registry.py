@@ -264,8 +264,9 @@ def device(spec: str | Device | None = None) -> Device:
     return _REGISTRY.device(spec)
 
 
-def backends() -> list[BackendStatus]:
-    """The status of every installed backend, available or not (opens each one)."""
+def backend_statuses() -> list[BackendStatus]:
+    """The status of every installed backend, available or not (opens each one).
+    (Not ``hetero.backends()``: that name is the package of built-in backends.)"""
     return [_REGISTRY.status(name) for name in _REGISTRY.names()]
 
 

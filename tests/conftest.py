@@ -1,0 +1,55 @@
+"""Test set-up: one test per device (or device pair) the machine has, and a private cache dir.
+
+Tests that take a ``device`` or ``device_pair`` argument are generated for every
+device ``hetero.devices()`` lists here, so the same suite runs on a laptop's CPU
+and on a GPU node. CI fails early when fewer devices appear than the machine
+should have (see .ci/run), so a lost runtime cannot shrink the run quietly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HETERO_CACHE_DIR", tempfile.mkdtemp(prefix="hetero-test-cache-"))
+
+import hetero  # noqa: E402  (after the cache dir is set)
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = Path(__file__).resolve().parent / "plugins"
+DEVICE_NAMES = [d.name for d in hetero.devices()]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "device" in metafunc.fixturenames:
+        metafunc.parametrize("device", DEVICE_NAMES, indirect=True)
+    if "device_pair" in metafunc.fixturenames:
+        pairs = list(itertools.product(DEVICE_NAMES, repeat=2))
+        metafunc.parametrize("device_pair", pairs, ids=[f"{a}->{b}" for a, b in pairs], indirect=True)
+
+
+@pytest.fixture
+def device(request: pytest.FixtureRequest) -> hetero.Device:
+    return hetero.device(request.param)
+
+
+@pytest.fixture
+def device_pair(request: pytest.FixtureRequest) -> tuple[hetero.Device, hetero.Device]:
+    a, b = request.param
+    return hetero.device(a), hetero.device(b)
+
+
+def run_python(code: str, env: dict[str, str] | None = None, check: bool = True) -> "subprocess.CompletedProcess[str]":
+    """Run ``code`` in a fresh interpreter (for what only a new process shows: imports, env)."""
+    import subprocess
+
+    full_env = {**os.environ, **(env or {})}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=300)
+    if check and result.returncode != 0:
+        raise AssertionError(f"subprocess failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return result
