@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -70,7 +70,8 @@ class Array:
         if runtime.host_memory:
             if self.nbytes == 0:
                 return np.empty(self.shape, self.dtype)
-            return runtime.native_view(self._buffer, self.shape, self.dtype)
+            view = cast(np.ndarray, runtime.native_view(self._buffer, self.shape, self.dtype))
+            return view
         out = np.empty(self.shape, self.dtype)
         if self.nbytes:
             runtime.download(out, self._buffer)
@@ -161,7 +162,8 @@ def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None, device:
     if out.nbytes:
         runtime = out.device.runtime
         if runtime.host_memory:
-            runtime.native_view(out.buffer, out.shape, kind).fill(fill_value)
+            view = cast(np.ndarray, runtime.native_view(out.buffer, out.shape, kind))
+            view.fill(fill_value)
         else:
             runtime.upload(out.buffer, np.full(out.shape, fill_value, dtype=kind))
     return out

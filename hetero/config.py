@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ _ENV = {
 }
 
 
-def config_file(environ: dict[str, str] | None = None) -> Path | None:
+def config_file(environ: Mapping[str, str] | None = None) -> Path | None:
     """The YAML file that applies, or None when there is none."""
     env = os.environ if environ is None else environ
     if env.get("HETERO_CONFIG"):
@@ -73,7 +74,7 @@ def config_file(environ: dict[str, str] | None = None) -> Path | None:
     return None
 
 
-def load_config(environ: dict[str, str] | None = None) -> Config:
+def load_config(environ: Mapping[str, str] | None = None) -> Config:
     """Read the file and the environment into a :class:`Config` (uncached; see :func:`get_config`)."""
     env = os.environ if environ is None else environ
     path = config_file(env)

@@ -137,7 +137,10 @@ class Registry:
             return status
 
     def _open(self, registration: BackendRegistration) -> BackendStatus:
-        common = dict(description=registration.description, priority=registration.priority)
+        def status(available: bool, reason: str = "", remedy: str = "", **fields: Any) -> BackendStatus:
+            return BackendStatus(registration.name, available, reason, remedy,
+                                 registration.description, registration.priority, **fields)
+
         try:
             backend = registration.factory()
             if not isinstance(backend, Backend):
@@ -146,26 +149,15 @@ class Registry:
             diagnostics = backend.diagnostics()
         except BackendUnavailableError as exc:
             log.info("backend %s unavailable: %s", registration.name, exc.reason)
-            return BackendStatus(
-                registration.name, False, exc.reason, exc.remedy or registration.install_hint, **common
-            )
+            return status(False, exc.reason, exc.remedy or registration.install_hint)
         except Exception as exc:  # a plugin raising during discovery is reported, not fatal
             log.warning("backend %s raised during discovery: %s", registration.name, exc, exc_info=True)
-            return BackendStatus(
-                registration.name,
-                False,
-                f"discovery raised {type(exc).__name__}: {exc}",
-                registration.install_hint,
-                plugin_error=traceback.format_exc(),
-                **common,
-            )
+            return status(False, f"discovery raised {type(exc).__name__}: {exc}", registration.install_hint,
+                          plugin_error=traceback.format_exc())
         devices = tuple(Device(runtime.info, runtime) for runtime in runtimes)
         if not devices:
-            return BackendStatus(
-                registration.name, False, "no devices found", registration.install_hint,
-                diagnostics=diagnostics, **common,
-            )
-        return BackendStatus(registration.name, True, devices=devices, diagnostics=diagnostics, **common)
+            return status(False, "no devices found", registration.install_hint, diagnostics=diagnostics)
+        return status(True, devices=devices, diagnostics=diagnostics)
 
     # -- selection -----------------------------------------------------------------
     def enabled(self) -> list[str]:

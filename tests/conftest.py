@@ -9,6 +9,7 @@ should have (see .ci/run), so a lost runtime cannot shrink the run quietly.
 from __future__ import annotations
 
 import itertools
+import subprocess
 import os
 import sys
 import tempfile
@@ -44,9 +45,8 @@ def device_pair(request: pytest.FixtureRequest) -> tuple[hetero.Device, hetero.D
     return hetero.device(a), hetero.device(b)
 
 
-def run_python(code: str, env: dict[str, str] | None = None, check: bool = True) -> "subprocess.CompletedProcess[str]":
+def run_python(code: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter (for what only a new process shows: imports, env)."""
-    import subprocess
 
     full_env = {**os.environ, **(env or {})}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=300)
