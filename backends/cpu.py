@@ -18,6 +18,9 @@ import numpy as np
 
 from hetero.device import DeviceInfo, Health, HealthState, Kind
 from hetero.plugin import Backend, BackendRegistration, DeviceRuntime
+from hetero.target import Target
+
+from . import cpu_kernels
 
 # Work-group size the CPU kernel emitter runs per group; a limit of hetero's, not of the hardware.
 MAX_WORK_GROUP_SIZE = 1024
@@ -29,6 +32,8 @@ class CPURuntime(DeviceRuntime):
 
     def __init__(self, info: DeviceInfo) -> None:
         self.info = info
+        # Numba compiles for the host; its version is the toolchain part of cache keys.
+        self._target = Target("cpu", platform.machine(), frozenset({"fp64", "int64_atomics"}), info.driver_version)
 
     def allocate(self, nbytes: int) -> np.ndarray:
         return np.empty(nbytes, dtype=np.uint8)
@@ -44,6 +49,18 @@ class CPURuntime(DeviceRuntime):
 
     def health(self) -> Health:
         return Health(HealthState.OK)
+
+    def kernel_target(self) -> Target:
+        return self._target
+
+    def build_kernel(self, source: Any, artifact: bytes | None, path: Path) -> tuple[Any, bytes | None]:
+        return cpu_kernels.load(source, artifact, path, self.info.name)
+
+    def kernel_arg(self, buffer: np.ndarray, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+        return cpu_kernels.kernel_arg(buffer, shape, dtype)
+
+    def launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Any) -> None:
+        cpu_kernels.launch(kernel, global_size, local_size, args)
 
     def native_view(self, buffer: np.ndarray, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
         return buffer.view(dtype).reshape(shape)

@@ -12,14 +12,16 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from types import ModuleType
+from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
 
 from hetero.config import get_config
 from hetero.device import DeviceInfo, Health, HealthState, Kind
-from hetero.errors import BackendUnavailableError, DeviceError, DeviceOutOfMemoryError
+from hetero.errors import BackendUnavailableError, DeviceError, DeviceOutOfMemoryError, KernelBuildError
 from hetero.plugin import Backend, DeviceRuntime
+from hetero.target import Target
 
 from . import opencl_icd
 
@@ -101,6 +103,44 @@ class OpenCLRuntime(DeviceRuntime):
                 self.queue.finish()
             except self.cl.Error as exc:
                 self._raise(exc, "waiting for the queue")
+
+    # -- kernels ----------------------------------------------------------------------------
+    def kernel_target(self) -> Target:
+        extensions = self.cl_device.extensions
+        features = {"fp64"} if self.info.fp64 else set()
+        if "cl_khr_fp16" in extensions:
+            features.add("fp16")
+        if "cl_khr_int64_base_atomics" in extensions and "cl_khr_int64_extended_atomics" in extensions:
+            features.add("int64_atomics")
+        toolchain = f"{self.info.extra.get('platform_version', '')} driver {self.info.driver_version}"
+        return Target("opencl", self.info.stable_id, frozenset(features), toolchain)
+
+    def build_kernel(self, source: Any, artifact: bytes | None, path: Path) -> tuple[Any, bytes | None]:
+        if self.queue is None:
+            self._open()
+        cl = self.cl
+        if artifact is not None:
+            try:
+                program = cl.Program(self.context, [self.cl_device], [artifact]).build()
+                return cl.Kernel(program, source.entry), None
+            except cl.Error:
+                pass  # a binary the driver no longer takes: rebuild from source below
+        try:
+            program = cl.Program(self.context, source.text).build(options=list(source.options))
+        except cl.Error as exc:
+            log = str(exc)
+            raise KernelBuildError("the OpenCL compiler rejected the generated kernel", source=source.text,
+                                   options=tuple(source.options), target=self.info.name, log=log) from exc
+        binary = program.get_info(cl.program_info.BINARIES)[0]
+        return cl.Kernel(program, source.entry), bytes(binary)
+
+    def launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+               args: Any) -> None:
+        try:
+            kernel.set_args(*args)
+            self.cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
+        except self.cl.Error as exc:
+            self._raise(exc, f"launching {kernel.function_name}")
 
     def health(self) -> Health:
         try:

@@ -20,6 +20,9 @@ from hetero.dtypes import (
     bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
 from hetero.errors import (
+    CompileError,
+    KernelBuildError,
+    KernelLaunchError,
     ArrayError,
     BackendUnavailableError,
     ConfigError,
@@ -30,6 +33,13 @@ from hetero.errors import (
     PluginError,
     UnsupportedDtypeError,
 )
+from hetero import math
+from hetero.kernel import Kernel, kernel
+from hetero.language import (
+    DeviceFunction, atomic_add, atomic_cas, atomic_max, atomic_min, atomic_sub, barrier, func, global_id, global_size,
+    group_id, local_array, local_id, local_size, num_groups,
+)
+from hetero.types import ArrayType, ScalarType, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from hetero.registry import BackendStatus, backend_statuses, device, devices, register_backend
 
 
@@ -41,6 +51,10 @@ def synchronize() -> None:
 
 
 __all__ = [
+    "ArrayType", "CompileError", "DeviceFunction", "Kernel", "KernelBuildError", "KernelLaunchError", "ScalarType",
+    "atomic_add", "atomic_cas", "atomic_max", "atomic_min", "atomic_sub", "barrier", "f16", "f32", "f64", "func",
+    "global_id", "global_size", "group_id", "i8", "i16", "i32", "i64", "kernel", "local_array", "local_id",
+    "local_size", "math", "num_groups", "u8", "u16", "u32", "u64",
     "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "Config", "ConfigError", "Device",
     "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health", "HealthState",
     "HeteroError", "Kind", "PluginError", "UnsupportedDtypeError", "__version__", "arange", "asarray",

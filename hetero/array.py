@@ -22,6 +22,7 @@ from hetero import dtypes
 from hetero.device import Device
 from hetero.errors import ArrayError, HeteroError
 from hetero.registry import device as resolve_device
+from hetero.types import ArrayType, scalar_type
 
 _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
 
@@ -30,7 +31,7 @@ class Array:
     """A C-contiguous array on one device. Make one with :func:`asarray`, :func:`empty`,
     :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange` or :func:`from_dlpack`."""
 
-    __slots__ = ("_buffer", "_device", "shape", "dtype", "nbytes", "__weakref__")
+    __slots__ = ("_buffer", "_device", "shape", "dtype", "nbytes", "_karg", "__weakref__")
 
     def __init__(self, buffer: Any, device: Device, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
         # Internal: users get arrays from the functions in this module.
@@ -39,6 +40,16 @@ class Array:
         self.shape = shape
         self.dtype = dtype
         self.nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self._karg: Any = None  # what a kernel launch passes for this array, made on first launch
+
+    def __class_getitem__(cls, dtype: Any) -> ArrayType:
+        """``hetero.Array[hetero.f32]``: the type of an array parameter in a kernel signature."""
+        return ArrayType(scalar_type(dtype))
+
+    def _kernel_arg(self) -> Any:
+        if self._karg is None:
+            self._karg = self._device.runtime.kernel_arg(self._buffer, self.shape, self.dtype)
+        return self._karg
 
     @property
     def device(self) -> Device:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import hetero
+from hetero.cli_cache import add_cache_commands
 from hetero.errors import BackendUnavailableError, HeteroError
 from hetero.registry import enabled_backends
 
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     devices = sub.add_parser("devices", help="list every device of every backend")
     devices.add_argument("--all", action="store_true", help="also show unavailable backends and why")
     devices.add_argument("--json", action="store_true", help="machine-readable output")
+    COMMANDS.update(add_cache_commands(sub))
     return parser
 
 

@@ -101,6 +101,62 @@ class UnsupportedDtypeError(ArrayError, TypeError):
     """A dtype hetero arrays do not hold (complex, object, strings, …)."""
 
 
+class CompileError(HeteroError, SyntaxError):
+    """A kernel uses something outside hetero's kernel language, or is mistyped.
+
+    Names the user's file, line and column, shows the line, and says what is wrong.
+    """
+
+    def __init__(self, message: str, file: str = "<kernel>", line: int = 0, col: int = 0, source_line: str = "") -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.col = col
+        self.source_line = source_line
+        text = f"{file}:{line}:{col + 1}: {message}" if line else message
+        if source_line:
+            text += f"\n    {source_line.rstrip()}\n    {' ' * max(col, 0)}^"
+        Exception.__init__(self, text)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.message, self.file, self.line, self.col, self.source_line))
+
+
+class KernelBuildError(HeteroError, RuntimeError):
+    """A vendor compiler rejected generated source (a bug in hetero or a toolchain limit).
+
+    Carries the source, the options, the backend/device and the compiler's full log;
+    :meth:`dump` prints the source with line numbers.
+    """
+
+    def __init__(self, message: str, *, source: str, options: tuple[str, ...] = (), target: str = "", log: str = "") -> None:
+        self.source = source
+        self.options = tuple(options)
+        self.target = target
+        self.log = log
+        super().__init__(f"{target}: {message}\noptions: {' '.join(self.options) or '(none)'}\n{log}".rstrip())
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_build_error, (self.args[0], self.source, self.options, self.target, self.log))
+
+    def dump(self) -> str:
+        return "\n".join(f"{n:4d}  {line}" for n, line in enumerate(self.source.splitlines(), 1))
+
+
+def _rebuild_build_error(text: str, source: str, options: tuple[str, ...], target: str, log: str) -> KernelBuildError:
+    error = KernelBuildError.__new__(KernelBuildError)
+    Exception.__init__(error, text)
+    error.source, error.options, error.target, error.log = source, options, target, log
+    return error
+
+
+class KernelLaunchError(HeteroError, ValueError):
+    """A kernel was launched with arguments or sizes it cannot take (names the parameter)."""
+
+
 class PluginError(HeteroError, RuntimeError):
     """A backend plugin broke the plugin contract (bad entry point, bad registration)."""
 

@@ -20,11 +20,13 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hetero.device import DeviceInfo, Health, HealthState
+from hetero.target import Target
 
 
 class DeviceRuntime(abc.ABC):
@@ -69,6 +71,29 @@ class DeviceRuntime(abc.ABC):
         """The buffer behind a vendor array object (the inverse of :meth:`native_view`),
         without copying; None when ``native`` is not one this device can adopt."""
         return None
+
+    # -- kernels (a runtime without them returns None from kernel_target) ----------------
+    def kernel_target(self) -> Target | None:
+        """What this device's kernels are compiled for; None when it runs no hetero kernels."""
+        return None
+
+    def build_kernel(self, source: Any, artifact: bytes | None, path: Path) -> tuple[Any, bytes | None]:
+        """Load a kernel. ``source`` has ``text``, ``entry`` and ``options`` (generated code);
+        ``artifact`` is what this method returned before for the same source and device (from
+        the cache), or None: then compile ``source`` with the vendor's compiler. ``path`` is a
+        file path in the cache the runtime may use. Returns the loaded kernel and the artifact
+        to cache (None when there is nothing new to cache). Raises KernelBuildError."""
+        raise NotImplementedError(f"{type(self).__name__} runs no kernels")
+
+    def kernel_arg(self, buffer: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+        """What a kernel launch passes for an array: the buffer itself unless a runtime says otherwise."""
+        return buffer
+
+    def launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+               args: Sequence[Any]) -> None:
+        """Enqueue ``kernel`` over ``global_size`` work-items in groups of ``local_size``
+        (None: the runtime chooses); ``args`` follow the kernel's ABI. May return before it finishes."""
+        raise NotImplementedError(f"{type(self).__name__} runs no kernels")
 
     def wrap(self, native: Any) -> Any:
         """The buffer (as :meth:`allocate` returns) over a C-contiguous native array from :meth:`adopt`."""

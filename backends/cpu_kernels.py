@@ -1,0 +1,79 @@
+"""Kernels on the ``cpu`` device: generated Python modules compiled by Numba.
+
+The module is written into hetero's cache (atomically) and imported from there, so
+Numba's own cache (``__pycache__`` beside it) makes a new process skip compilation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetero.errors import KernelBuildError
+
+_lock = threading.Lock()
+#: Work-items per group when the launch does not say: large enough to amortise the
+#: per-group loop, small enough to spread work over cores.
+DEFAULT_GROUP = {1: (256,), 2: (16, 16), 3: (8, 8, 4)}
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    if path.exists() and path.read_bytes() == data:
+        return
+    fd, temp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def load(source: Any, artifact: bytes | None, path: Path, target: str) -> tuple[Any, bytes | None]:
+    """Import the generated module at ``path`` and return its entry function."""
+    data = artifact if artifact is not None else source.text.encode()
+    module_path = path.with_suffix(".py")
+    name = "hetero_cpu_kernel_" + hashlib.sha1(str(module_path).encode()).hexdigest()[:16]
+    with _lock:
+        if name in sys.modules:
+            return getattr(sys.modules[name], source.entry), None
+        try:
+            _write_atomically(module_path, data)
+        except OSError:
+            # An unwritable cache: compile from a private temporary file instead.
+            module_path = Path(tempfile.mkdtemp(prefix="hetero-cpu-")) / module_path.name
+            module_path.write_bytes(data)
+        spec = importlib.util.spec_from_file_location(name, module_path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise KernelBuildError(f"generated CPU module failed to load: {exc}", source=data.decode(),
+                                   target=target, log=repr(exc)) from exc
+        sys.modules[name] = module
+    return getattr(module, source.entry), (None if artifact is not None else data)
+
+
+def kernel_arg(buffer: np.ndarray, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+    # Numba has no float16 on the CPU: f16 arrays travel as their uint16 bits.
+    view_type = np.uint16 if dtype == np.float16 else dtype
+    return buffer.view(view_type).reshape(shape)
+
+
+def launch(kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]) -> None:
+    if local_size is None:
+        local_size = tuple(min(g, d) or 1 for g, d in zip(global_size, DEFAULT_GROUP[len(global_size)], strict=True))
+    g = (*global_size, 1, 1)
+    l_ = (*local_size, 1, 1)
+    kernel(g[0], g[1], g[2], l_[0], l_[1], l_[2], *args)

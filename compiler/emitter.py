@@ -1,0 +1,74 @@
+"""The interface every dialect's emitter implements, and the argument layout (ABI) a
+launch follows.
+
+An emitter turns one :class:`~hetero.compiler.ir.Function` (a kernel, with its
+device functions in ``callees``) into source text for one dialect. The ABI says how
+the kernel's parameters are passed: the launcher builds the argument list from it
+without knowing the dialect.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+
+from hetero.types import ScalarType
+
+from . import ir
+from .target import Target
+
+
+@dataclasses.dataclass(frozen=True)
+class AbiArg:
+    """One argument as passed to the compiled kernel.
+
+    ``kind`` is ``scalar`` (a value of ``dtype``), ``array`` (the array's buffer; on the
+    CPU a NumPy view with the array's shape) or ``shape`` (``param.shape[axis]`` as i64).
+    """
+
+    kind: str
+    param: str
+    dtype: ScalarType
+    axis: int = -1
+
+
+@dataclasses.dataclass(frozen=True)
+class EmittedSource:
+    """Generated source and how to compile and call it.
+
+    ``entry`` is the kernel's symbol (a C function name or a Python function name),
+    ``options`` the compiler options the source needs, ``abi`` the argument layout.
+    """
+
+    dialect: str
+    entry: str
+    text: str
+    abi: tuple[AbiArg, ...]
+    options: tuple[str, ...] = ()
+
+
+class Emitter(abc.ABC):
+    dialect: str
+
+    @abc.abstractmethod
+    def emit(self, fn: ir.Function, target: Target) -> EmittedSource:
+        """Source for kernel ``fn`` on ``target``. Raises CompileError for what the target lacks."""
+
+
+def default_abi(fn: ir.Function, with_shapes: bool) -> tuple[AbiArg, ...]:
+    """Parameters in order; each array followed by its shape (when ``with_shapes``)."""
+    from hetero.types import ArrayType, i64
+
+    layout: list[AbiArg] = []
+    for param in fn.params:
+        if isinstance(param.type, ArrayType):
+            layout.append(AbiArg("array", param.name, param.type.dtype))
+            if with_shapes:
+                layout.extend(AbiArg("shape", param.name, i64, axis) for axis in range(param.type.ndim or 0))
+        else:
+            layout.append(AbiArg("scalar", param.name, param.type))
+    return tuple(layout)
+
+
+def entry_name(fn: ir.Function) -> str:
+    return f"hetero_{fn.name}"

@@ -1,0 +1,417 @@
+"""Lowering of kernel expressions from Python AST to typed IR, following
+:mod:`~hetero.compiler.typing_rules` (every conversion becomes an explicit Cast).
+
+A :class:`Value` is a lowered expression plus whether it is still a weakly typed
+literal, which takes the type of the operand it meets.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+import operator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hetero import language
+from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, i64, scalar_type
+
+from . import ir, typing_rules
+from .source import MISSING
+
+if TYPE_CHECKING:
+    from .frontend import Lowerer
+
+Number = int | float | bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Value:
+    expr: ir.Expr
+    weak: bool = False  # an untyped literal: expr is a Const whose type may still change
+
+    @property
+    def type(self) -> ScalarType:
+        return self.expr.type
+
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+           ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
+_PY_BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
+              "%": operator.mod, "**": operator.pow, "&": operator.and_, "|": operator.or_, "^": operator.xor,
+              "<<": operator.lshift, ">>": operator.rshift}
+_COMPARES = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_PY_MATH = {getattr(math, name): name for name in language.MATH_FUNCTIONS if hasattr(math, name)}
+_PY_MATH[math.sqrt] = "sqrt"
+_UNSUPPORTED = {
+    ast.List: "list literals", ast.Dict: "dict literals", ast.Set: "set literals", ast.ListComp: "list comprehensions",
+    ast.DictComp: "dict comprehensions", ast.SetComp: "set comprehensions", ast.GeneratorExp: "generator expressions",
+    ast.Lambda: "lambda functions", ast.JoinedStr: "f-strings", ast.Starred: "starred expressions",
+    ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield", ast.NamedExpr: "assignment expressions (:=)",
+    ast.Tuple: "tuples (outside indexing)", ast.Slice: "slices",
+}
+
+
+def const(value: Number, t: ScalarType) -> ir.Const:
+    """A literal converted to ``t`` with C conversion rules (wrapping integers to width)."""
+    if t == bool_t:
+        return ir.Const(t, bool(value))
+    if t.is_float:
+        return ir.Const(t, float(t.dtype.type(value)))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"cannot convert {value} to {t}")
+        value = int(value)  # truncates towards zero, as C
+    return ir.Const(t, int(np.array(int(value) & ((1 << t.bits) - 1), dtype=np.uint64).astype(t.dtype)))
+
+
+def cast(v: Value, t: ScalarType) -> ir.Expr:
+    if v.weak:
+        assert isinstance(v.expr, ir.Const)
+        return const(v.expr.value, t)
+    if v.type == t:
+        return v.expr
+    if isinstance(v.expr, ir.Const):
+        return const(v.expr.value, t)
+    return ir.Cast(t, v.expr)
+
+
+def weak(value: Number) -> Value:
+    return Value(ir.Const(typing_rules.literal_type(value), value), weak=True)
+
+
+class ExpressionLowering:
+    """Mixed into :class:`~hetero.compiler.frontend.Lowerer`: one method per expression form."""
+
+    def expr(self: Lowerer, node: ast.expr) -> Value:
+        method = getattr(self, f"expr_{type(node).__name__}", None)
+        if method is None:
+            what = _UNSUPPORTED.get(type(node), f"{type(node).__name__} expressions")
+            raise self.src.error(node, f"{what} are not supported in kernels")
+        result: Value = method(node)
+        return result
+
+    # -- leaves ------------------------------------------------------------------------
+    def expr_Constant(self: Lowerer, node: ast.Constant) -> Value:
+        if isinstance(node.value, (bool, int, float)):
+            return weak(node.value)
+        raise self.src.error(node, f"{type(node.value).__name__} constants are not supported in kernels")
+
+    def expr_Name(self: Lowerer, node: ast.Name) -> Value:
+        if node.id in self.arrays:
+            raise self.src.error(node, f"array {node.id!r} cannot be used as a value: index it, e.g. {node.id}[i]")
+        if node.id in self.var_types or node.id in self.assigned:
+            return Value(ir.Var(self.var_type(node.id, node), node.id))
+        return self.constant(self.src.resolve(node.id), node, node.id)
+
+    def constant(self: Lowerer, obj: Any, node: ast.AST, name: str) -> Value:
+        if obj is MISSING:
+            raise self.src.error(node, f"name {name!r} is not defined")
+        if isinstance(obj, (bool, int, float)):
+            return weak(obj)
+        if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
+            return Value(const(obj.item(), scalar_type(obj.dtype)))
+        raise self.src.error(node, f"{name!r} is a {type(obj).__name__}; kernels can only use int, float and bool "
+                                   "constants from outside the kernel")
+
+    def static(self: Lowerer, node: ast.expr) -> Any:
+        """The Python object a name or attribute chain denotes at compile time (MISSING if none)."""
+        if isinstance(node, ast.Name):
+            if node.id in self.var_types or node.id in self.assigned or node.id in self.arrays:
+                return MISSING
+            return self.src.resolve(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.static(node.value)
+            return MISSING if base is MISSING else getattr(base, node.attr, MISSING)
+        return MISSING
+
+    def expr_Attribute(self: Lowerer, node: ast.Attribute) -> Value:
+        if isinstance(node.value, ast.Name) and node.value.id in self.arrays:
+            array = self.arrays[node.value.id]
+            if node.attr == "ndim":
+                return weak(len(array.shape) if isinstance(array, ir.LocalArray) else array.ndim or 0)
+            raise self.src.error(node, f"{node.value.id}.{node.attr} is not supported in kernels; use .shape[k] or .ndim")
+        obj = self.static(node)
+        return self.constant(obj, node, ast.unparse(node))
+
+    def expr_Subscript(self: Lowerer, node: ast.Subscript) -> Value:
+        target = node.value
+        if isinstance(target, ast.Attribute) and target.attr == "shape" and isinstance(target.value, ast.Name) \
+                and target.value.id in self.arrays:
+            axis = self.static_int(node.slice, "a shape index")
+            return self.shape_of(target.value.id, axis, node)
+        if isinstance(target, ast.Name) and target.id in self.arrays:
+            indices = self.indices(target.id, node.slice, node)
+            element = self.element_type(target.id)
+            load = ir.Load(element, target.id, indices)
+            return Value(ir.Cast(f32, load) if element == f16 else load)
+        raise self.src.error(node, "only arrays and x.shape can be indexed in kernels")
+
+    def shape_of(self: Lowerer, name: str, axis: int, node: ast.AST) -> Value:
+        array = self.arrays[name]
+        ndim = len(array.shape) if isinstance(array, ir.LocalArray) else (array.ndim or 0)
+        if not -ndim <= axis < ndim:
+            raise self.src.error(node, f"{name} has {ndim} dimension(s); shape[{axis}] is out of range")
+        axis %= ndim
+        if isinstance(array, ir.LocalArray):
+            return Value(const(array.shape[axis], i64))
+        return Value(ir.Shape(i64, name, axis))
+
+    def indices(self: Lowerer, name: str, index: ast.expr, node: ast.AST) -> tuple[ir.Expr, ...]:
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        if any(isinstance(p, ast.Slice) for p in parts):
+            raise self.src.error(node, "slicing is not supported in kernels: index one element at a time")
+        array = self.arrays[name]
+        ndim = len(array.shape) if isinstance(array, ir.LocalArray) else (array.ndim or 0)
+        if len(parts) != ndim:
+            raise self.src.error(node, f"{name} has {ndim} dimension(s) but is indexed with {len(parts)}")
+        lowered = []
+        for part in parts:
+            value = self.expr(part)
+            if not (value.type.is_int or value.type == bool_t):
+                raise self.src.error(part, f"array index must be an integer, got {value.type}")
+            lowered.append(cast(value, i64))
+        return tuple(lowered)
+
+    def element_type(self: Lowerer, name: str) -> ScalarType:
+        array = self.arrays[name]
+        return array.dtype
+
+    def static_int(self: Lowerer, node: ast.expr, what: str) -> int:
+        value = self.expr(node)
+        if not (value.weak and isinstance(value.expr, ir.Const) and isinstance(value.expr.value, int)):
+            if isinstance(value.expr, ir.Const) and value.type.is_int:
+                return int(value.expr.value)
+            raise self.src.error(node, f"{what} must be a constant integer")
+        return int(value.expr.value)
+
+    # -- operators ---------------------------------------------------------------------
+    def expr_BinOp(self: Lowerer, node: ast.BinOp) -> Value:
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.src.error(node, f"operator {type(node.op).__name__} is not supported in kernels")
+        return self.binop(op, self.expr(node.left), self.expr(node.right), node)
+
+    def binop(self: Lowerer, op: str, left: Value, right: Value, node: ast.AST) -> Value:
+        if left.weak and right.weak:
+            return self.fold(op, left, right, node)
+        left, right = self.unweaken(left, right), self.unweaken(right, left)
+        lt, rt = left.type, right.type
+        if op in ("<<", ">>", "&", "|", "^") and not ((lt.is_int or lt == bool_t) and (rt.is_int or rt == bool_t)):
+            raise self.src.error(node, f"operator {op} needs integer operands, got {lt} and {rt}")
+        if op in ("<<", ">>"):
+            t = typing_rules.integer_promote(lt)
+            return Value(ir.BinOp(t, op, cast(left, t), cast(right, typing_rules.integer_promote(rt))))
+        if op in ("&", "|", "^") and lt == rt == bool_t:
+            return Value(ir.BinOp(bool_t, op, left.expr, right.expr))
+        t = typing_rules.promote(lt, rt)
+        if op == "/":
+            t = typing_rules.division_type(t)
+        self.note_type(t)
+        return Value(ir.BinOp(t, op, cast(left, t), cast(right, t)))
+
+    def unweaken(self: Lowerer, value: Value, other: Value) -> Value:
+        if not value.weak:
+            return value
+        assert isinstance(value.expr, ir.Const)
+        return Value(const(value.expr.value, typing_rules.weak_literal_type(value.expr.value, other.type)))
+
+    def fold(self: Lowerer, op: str, left: Value, right: Value, node: ast.AST) -> Value:
+        assert isinstance(left.expr, ir.Const) and isinstance(right.expr, ir.Const)
+        try:
+            result = _PY_BINOPS[op](left.expr.value, right.expr.value)
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:
+            raise self.src.error(node, f"constant expression fails: {exc}") from None
+        if isinstance(result, complex):
+            raise self.src.error(node, "constant expression gives a complex number")
+        return weak(result)
+
+    def expr_UnaryOp(self: Lowerer, node: ast.UnaryOp) -> Value:
+        operand = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            return Value(ir.UnaryOp(bool_t, "not", self.truth(operand)))
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        if operand.weak:
+            assert isinstance(operand.expr, ir.Const)
+            value = operand.expr.value
+            return weak(-value if isinstance(node.op, ast.USub) else ~int(value))
+        if isinstance(node.op, ast.Invert):
+            if not operand.type.is_int:
+                raise self.src.error(node, f"operator ~ needs an integer operand, got {operand.type}")
+        t = typing_rules.arithmetic_type(operand.type)
+        return Value(ir.UnaryOp(t, "-" if isinstance(node.op, ast.USub) else "~", cast(operand, t)))
+
+    def truth(self: Lowerer, value: Value) -> ir.Expr:
+        if value.type == bool_t:
+            return cast(value, bool_t)
+        if value.weak:
+            assert isinstance(value.expr, ir.Const)
+            return ir.Const(bool_t, bool(value.expr.value))
+        return ir.Compare(bool_t, "!=", value.expr, const(0, value.type))
+
+    def expr_BoolOp(self: Lowerer, node: ast.BoolOp) -> Value:
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        result = self.truth(self.expr(node.values[0]))
+        for operand in node.values[1:]:
+            result = ir.Logical(bool_t, op, result, self.truth(self.expr(operand)))
+        return Value(result)
+
+    def expr_Compare(self: Lowerer, node: ast.Compare) -> Value:
+        operands = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
+        result: ir.Expr | None = None
+        for index, op_node in enumerate(node.ops):
+            op = _COMPARES.get(type(op_node))
+            if op is None:
+                raise self.src.error(node, f"comparison {type(op_node).__name__} is not supported in kernels")
+            left, right = operands[index], operands[index + 1]
+            if left.weak and right.weak:
+                left = Value(const(left.expr.value, typing_rules.literal_type(left.expr.value)))  # type: ignore[attr-defined]
+            left, right = self.unweaken(left, right), self.unweaken(right, left)
+            t = typing_rules.promote(left.type, right.type)
+            compare = ir.Compare(bool_t, op, cast(left, t), cast(right, t))
+            result = compare if result is None else ir.Logical(bool_t, "and", result, compare)
+        assert result is not None
+        return Value(result)
+
+    def expr_IfExp(self: Lowerer, node: ast.IfExp) -> Value:
+        cond = self.truth(self.expr(node.test))
+        yes, no = self.expr(node.body), self.expr(node.orelse)
+        if yes.weak and no.weak:
+            yes = Value(const(yes.expr.value, typing_rules.literal_type(yes.expr.value)))  # type: ignore[attr-defined]
+        yes, no = self.unweaken(yes, no), self.unweaken(no, yes)
+        t = yes.type if yes.type == no.type else typing_rules.promote(yes.type, no.type)
+        return Value(ir.Select(t, cond, cast(yes, t), cast(no, t)))
+
+    # -- calls ---------------------------------------------------------------------------
+    def expr_Call(self: Lowerer, node: ast.Call) -> Value:
+        if node.keywords:
+            raise self.src.error(node, "keyword arguments are not supported in kernel calls")
+        callee = self.static(node.func)
+        name = ast.unparse(node.func)
+        if isinstance(callee, language.Intrinsic):
+            return self.call_intrinsic(callee.name, node)
+        if callee in _PY_MATH:
+            return self.call_math(_PY_MATH[callee], node)
+        if isinstance(callee, language.DeviceFunction):
+            return self.call_function(callee, node)
+        target_type = _cast_type(callee)
+        if target_type is not None:
+            if len(node.args) != 1:
+                raise self.src.error(node, f"cast {name}() takes one argument")
+            value = self.expr(node.args[0])
+            self.note_type(target_type)
+            return Value(cast(value, target_type))
+        if callee is min or callee is max:
+            if len(node.args) < 2:
+                raise self.src.error(node, f"{name}() in kernels takes two or more scalar arguments")
+            result = self.expr(node.args[0])
+            for arg in node.args[1:]:
+                result = self.minmax(callee.__name__, result, self.expr(arg), node)
+            return result
+        if callee is abs:
+            (value,) = self.args(node, 1)
+            if value.weak:
+                return weak(abs(value.expr.value))  # type: ignore[attr-defined]
+            t = typing_rules.arithmetic_type(value.type)
+            return Value(ir.UnaryOp(t, "abs", cast(value, t)))
+        if callee is len:
+            if len(node.args) != 1 or not (isinstance(node.args[0], ast.Name) and node.args[0].id in self.arrays):
+                raise self.src.error(node, "len() in kernels takes one array")
+            return self.shape_of(node.args[0].id, 0, node)
+        if callee is range:
+            raise self.src.error(node, "range() can only be used as the iterable of a for loop")
+        if callee in (int, float, bool):
+            raise self.src.error(node, f"{name}() is ambiguous in kernels; use a sized cast such as hetero.i32(x) or hetero.f32(x)")
+        raise self.src.error(node, f"calling {name} is not supported in kernels: only hetero built-ins, math functions, "
+                                   "casts and @hetero.func functions can be called")
+
+    def args(self: Lowerer, node: ast.Call, count: int) -> list[Value]:
+        if len(node.args) != count:
+            raise self.src.error(node, f"{ast.unparse(node.func)}() takes {count} argument(s), got {len(node.args)}")
+        return [self.expr(a) for a in node.args]
+
+    def minmax(self: Lowerer, op: str, left: Value, right: Value, node: ast.AST) -> Value:
+        if left.weak and right.weak:
+            return weak((min if op == "min" else max)(left.expr.value, right.expr.value))  # type: ignore[attr-defined]
+        left, right = self.unweaken(left, right), self.unweaken(right, left)
+        t = typing_rules.promote(left.type, right.type)
+        return Value(ir.BinOp(t, op, cast(left, t), cast(right, t)))
+
+    def call_math(self: Lowerer, name: str, node: ast.Call) -> Value:
+        arity = {"pow": 2, "fmin": 2, "fmax": 2, "fma": 3}.get(name, 1)
+        values = self.args(node, arity)
+        typed = [v for v in values if not v.weak]
+        t = f32
+        for v in typed:
+            t = typing_rules.promote(t, typing_rules.math_type(v.type))
+        self.note_type(t)
+        return Value(ir.Math(t, name, tuple(cast(v, t) for v in values)))
+
+    def call_intrinsic(self: Lowerer, name: str, node: ast.Call) -> Value:
+        if name.startswith("math."):
+            return self.call_math(name[5:], node)
+        if name in language.INDEX_BUILTINS:
+            axis = self.static_int(node.args[0], "the axis") if node.args else 0
+            if len(node.args) > 1 or not 0 <= axis <= 2:
+                raise self.src.error(node, f"{name}(axis) takes one constant axis 0, 1 or 2")
+            return Value(ir.WorkItem(i64, name, axis))
+        if name.startswith("atomic_"):
+            return self.call_atomic(name[7:], node)
+        if name == "barrier":
+            raise self.src.error(node, "barrier() is a statement: call it on a line of its own")
+        if name == "local_array":
+            raise self.src.error(node, "local_array() must be assigned to a name: tile = hetero.local_array((16, 16), hetero.f32)")
+        raise self.src.error(node, f"hetero.{name} is not supported here")  # pragma: no cover
+
+    def call_atomic(self: Lowerer, op: str, node: ast.Call) -> Value:
+        count = 4 if op == "cas" else 3
+        if len(node.args) != count or not isinstance(node.args[0], ast.Name) or node.args[0].id not in self.arrays:
+            usage = "atomic_cas(array, index, compare, value)" if op == "cas" else f"atomic_{op}(array, index, value)"
+            raise self.src.error(node, f"usage: {usage}")
+        array = node.args[0].id
+        element = self.element_type(array)
+        if element.name not in ("i32", "u32", "f32", "i64", "u64", "f64"):
+            raise self.src.error(node, f"atomics work on i32, u32, f32, i64, u64 and f64 arrays; {array} holds {element}")
+        if element.bits == 64:
+            self.features.add("int64_atomics")
+        self.note_type(element)
+        indices = self.indices(array, node.args[1], node)
+        values = tuple(cast(self.expr(a), element) for a in node.args[2:])
+        return Value(ir.Atomic(element, op, array, indices, values))
+
+    def call_function(self: Lowerer, callee: language.DeviceFunction, node: ast.Call) -> Value:
+        args: list[Value] = []
+        types: list[ScalarType | ArrayType] = []
+        for arg in node.args:
+            if isinstance(arg, ast.Name) and arg.id in self.arrays:
+                array = self.arrays[arg.id]
+                if isinstance(array, ir.LocalArray):
+                    raise self.src.error(arg, "local arrays cannot be passed to device functions")
+                args.append(Value(ir.Var(array.dtype, arg.id)))
+                types.append(array)
+                continue
+            value = self.expr(arg)
+            if value.weak:
+                value = Value(const(value.expr.value, typing_rules.literal_type(value.expr.value)))  # type: ignore[attr-defined]
+            args.append(value)
+            types.append(value.type)
+        function = self.program.function(callee, types, self.src, node)
+        params = function.params
+        if len(params) != len(args):
+            raise self.src.error(node, f"{callee.py_func.__name__}() takes {len(params)} argument(s), got {len(args)}")
+        lowered = tuple(a.expr if isinstance(p.type, ArrayType) else cast(a, p.type) for a, p in zip(args, params, strict=True))
+        return Value(ir.Call(function.return_type, function.name, lowered))
+
+
+def _cast_type(obj: Any) -> ScalarType | None:
+    if isinstance(obj, ScalarType):
+        return obj
+    if isinstance(obj, type) and issubclass(obj, np.generic):
+        try:
+            return scalar_type(np.dtype(obj))
+        except Exception:
+            return None
+    return None

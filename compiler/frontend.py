@@ -1,0 +1,438 @@
+"""The frontend: a ``@hetero.kernel`` / ``@hetero.func`` Python function -> typed IR.
+
+Local variable types are inferred the way Numba does it, by unification: a
+variable's type is the common type of everything assigned to it (weak literals
+yield to typed values), found by lowering the body until the types stop changing.
+Anything outside the kernel language is a CompileError at the user's line.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+from hetero import language
+from hetero.errors import CompileError
+from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, scalar_type
+
+from . import ir, typing_rules
+from .expressions import ExpressionLowering, Value, cast, const
+from .source import FunctionSource, function_source
+
+_MAX_PASSES = 8
+_UNSUPPORTED_STATEMENTS = {
+    ast.With: "with statements", ast.AsyncWith: "with statements", ast.Try: "try statements", ast.Raise: "raise",
+    ast.FunctionDef: "nested functions", ast.AsyncFunctionDef: "nested functions", ast.ClassDef: "class definitions",
+    ast.Import: "imports", ast.ImportFrom: "imports", ast.Global: "global statements", ast.Nonlocal: "nonlocal statements",
+    ast.Delete: "del statements", ast.Assert: "assert statements", ast.AsyncFor: "async for", ast.Match: "match statements",
+}
+if hasattr(ast, "TryStar"):
+    _UNSUPPORTED_STATEMENTS[ast.TryStar] = "try statements"
+
+
+class Program:
+    """The device functions specialised while lowering one kernel (shared by nested calls)."""
+
+    def __init__(self) -> None:
+        self.functions: dict[tuple[int, tuple[Any, ...]], ir.Function] = {}
+        self.order: list[ir.Function] = []
+        self.in_progress: set[int] = set()
+
+    def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType],
+                 caller: FunctionSource, node: ast.AST) -> ir.Function:
+        key = (id(callee), tuple(types))
+        if key in self.functions:
+            return self.functions[key]
+        if id(callee) in self.in_progress:
+            raise caller.error(node, f"{callee.py_func.__name__} calls itself (directly or indirectly); recursion is not supported")
+        self.in_progress.add(id(callee))
+        try:
+            src = function_source(callee.py_func)
+            params = _params(src, list(types), node_for_errors=src.tree)
+            suffix = "_".join(str(t).replace("[", "").replace("]", "").replace(":", "").replace(", ", "")
+                              .replace(" ", "") for t in types)
+            name = f"{callee.py_func.__name__}__{suffix}" if suffix else callee.py_func.__name__
+            function = lower(src, params, is_kernel=False, program=self, name=name)
+        finally:
+            self.in_progress.discard(id(callee))
+        self.functions[key] = function
+        self.order.append(function)
+        return function
+
+
+def _annotation(src: FunctionSource, annotation: ast.expr | None) -> ScalarType | ArrayType | None:
+    if annotation is None:
+        return None
+    try:
+        obj = eval(compile(ast.Expression(annotation), src.file, "eval"), src.namespace)  # annotations only
+    except Exception as exc:
+        raise src.error(annotation, f"cannot evaluate the annotation {ast.unparse(annotation)!r}: {exc}") from None
+    if isinstance(obj, (ScalarType, ArrayType)):
+        return obj
+    try:
+        return scalar_type(obj)
+    except Exception:
+        raise src.error(annotation, f"annotation {ast.unparse(annotation)!r} is not a hetero type "
+                                    "(use hetero.f32, hetero.i64, hetero.Array[hetero.f32], …)") from None
+
+
+def declared_types(py_func: Any) -> list[ScalarType | ArrayType | None]:
+    """The parameter types a function's annotations declare (None where unannotated)."""
+    src = function_source(py_func)
+    return [_annotation(src, arg.annotation) for arg in src.tree.args.args]
+
+
+def _params(src: FunctionSource, types: list[ScalarType | ArrayType], node_for_errors: ast.AST) -> tuple[ir.Param, ...]:
+    args = src.tree.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
+        raise src.error(node_for_errors, "kernels and device functions take plain positional parameters only "
+                                         "(no *args, **kwargs, keyword-only parameters or defaults)")
+    if len(types) != len(args.args):
+        raise src.error(node_for_errors, f"{src.tree.name} takes {len(args.args)} argument(s), got {len(types)}")
+    params = []
+    for arg, given in zip(args.args, types, strict=True):
+        declared = _annotation(src, arg.annotation)
+        if isinstance(declared, ArrayType):
+            if not isinstance(given, ArrayType) or given.dtype != declared.dtype or \
+                    (declared.ndim is not None and declared.ndim != given.ndim):
+                raise src.error(arg, f"parameter {arg.arg!r} is declared {declared}, got {given}")
+            params.append(ir.Param(arg.arg, given))
+        elif isinstance(declared, ScalarType):
+            if isinstance(given, ArrayType):
+                raise src.error(arg, f"parameter {arg.arg!r} is declared {declared}, got an array {given}")
+            params.append(ir.Param(arg.arg, declared))
+        else:
+            params.append(ir.Param(arg.arg, given))
+    return tuple(params)
+
+
+def lower_kernel(py_func: Any, types: Sequence[ScalarType | ArrayType]) -> ir.Function:
+    """Lower a kernel for concrete parameter types (arrays with their rank)."""
+    src = function_source(py_func)
+    params = _params(src, list(types), src.tree)
+    program = Program()
+    kernel = lower(src, params, is_kernel=True, program=program, name=src.tree.name)
+    return kernel
+
+
+def lower(src: FunctionSource, params: tuple[ir.Param, ...], *, is_kernel: bool, program: Program, name: str) -> ir.Function:
+    previous: dict[str, ScalarType] = {}
+    for _ in range(_MAX_PASSES):
+        lowerer = Lowerer(src, params, is_kernel, program, previous)
+        body = lowerer.block(src.tree.body)
+        types = lowerer.unified_types()
+        if types == previous:
+            return lowerer.function(name, body)
+        previous = types
+    raise src.error(src.tree, "the types of the local variables do not settle; add annotations (x: hetero.f32 = 0)")
+
+
+def _assigned_names(tree: ast.FunctionDef) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+class Lowerer(ExpressionLowering):
+    """One lowering pass over a function body with the variable types of the previous pass."""
+
+    def __init__(self, src: FunctionSource, params: tuple[ir.Param, ...], is_kernel: bool, program: Program,
+                 previous: dict[str, ScalarType]) -> None:
+        self.src = src
+        self.is_kernel = is_kernel
+        self.program = program
+        self.params = params
+        self.arrays: dict[str, Any] = {p.name: p.type for p in params if isinstance(p.type, ArrayType)}
+        self.scalar_params = {p.name: p.type for p in params if isinstance(p.type, ScalarType)}
+        self.previous = previous
+        self.var_types: dict[str, ScalarType] = {**previous, **self.scalar_params}
+        self.assigned = _assigned_names(src.tree) - set(self.arrays)
+        self.assignments: dict[str, list[Value]] = {}
+        self.declared: dict[str, ScalarType] = {}
+        self.local_arrays: list[ir.LocalArray] = []
+        self.features: set[str] = set()
+        self.loop_depth = 0
+        self.returns: list[Value] = []
+
+    # -- types ---------------------------------------------------------------------------
+    def var_type(self, name: str, node: ast.AST) -> ScalarType:
+        if name in self.var_types:
+            return self.var_types[name]
+        return self.previous.get(name, typing_rules.literal_type(0))
+
+    def note_type(self, t: ScalarType) -> None:
+        if t == f64:
+            self.features.add("fp64")
+
+    def record(self, name: str, value: Value, node: ast.AST) -> ScalarType:
+        """Note an assignment; return the variable's type for this pass."""
+        if name in self.scalar_params or name in self.declared:
+            return self.var_types[name]
+        self.assignments.setdefault(name, []).append(value)
+        if name not in self.var_types:
+            self.var_types[name] = value.type
+        return self.var_types[name]
+
+    def unified_types(self) -> dict[str, ScalarType]:
+        result = dict(self.declared)
+        for name, values in self.assignments.items():
+            typed = [v.type for v in values if not v.weak]
+            if typed:
+                t = typed[0]
+                for other in typed[1:]:
+                    t = t if t == other else typing_rules.promote(t, other)
+            else:
+                t = typing_rules.promote_literals([v.expr.value for v in values])  # type: ignore[attr-defined]
+            result[name] = t
+        return result
+
+    # -- statements ----------------------------------------------------------------------
+    def block(self, statements: list[ast.stmt]) -> tuple[ir.Stmt, ...]:
+        lowered: list[ir.Stmt] = []
+        for node in statements:
+            lowered.extend(self.stmt(node))
+        return tuple(lowered)
+
+    def stmt(self, node: ast.stmt) -> list[ir.Stmt]:
+        if type(node) in _UNSUPPORTED_STATEMENTS:
+            raise self.src.error(node, f"{_UNSUPPORTED_STATEMENTS[type(node)]} are not supported in kernels")
+        method = getattr(self, f"stmt_{type(node).__name__}", None)
+        if method is None:
+            raise self.src.error(node, f"{type(node).__name__} statements are not supported in kernels")
+        result: list[ir.Stmt] = method(node)
+        return result
+
+    def stmt_Pass(self, node: ast.Pass) -> list[ir.Stmt]:
+        return []
+
+    def stmt_Expr(self, node: ast.Expr) -> list[ir.Stmt]:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return []  # a docstring
+        if isinstance(node.value, ast.Call) and isinstance(self.static(node.value.func), language.Intrinsic) \
+                and self.static(node.value.func).name == "barrier":
+            if node.value.args:
+                raise self.src.error(node, "barrier() takes no arguments")
+            if not self.is_kernel:
+                raise self.src.error(node, "barrier() is only allowed in kernels, not in @hetero.func functions")
+            return [ir.Barrier(self.src.loc(node))]
+        if not isinstance(node.value, ast.Call):
+            raise self.src.error(node, "this expression has no effect; kernels allow calls as statements only")
+        return [ir.ExprStmt(self.src.loc(node), self.expr(node.value).expr)]
+
+    def stmt_Assign(self, node: ast.Assign) -> list[ir.Stmt]:
+        if len(node.targets) != 1:
+            raise self.src.error(node, "chained assignment (a = b = …) is not supported in kernels")
+        target = node.targets[0]
+        if isinstance(target, ast.Tuple):
+            raise self.src.error(node, "tuple assignment is not supported in kernels; assign one name at a time")
+        if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
+            callee = self.static(node.value.func)
+            if isinstance(callee, language.Intrinsic) and callee.name == "local_array":
+                return self.local_array(target.id, node.value)
+        return self.assign(target, self.expr(node.value), node)
+
+    def assign(self, target: ast.expr, value: Value, node: ast.stmt) -> list[ir.Stmt]:
+        loc = self.src.loc(node)
+        if isinstance(target, ast.Name):
+            if target.id in self.arrays:
+                raise self.src.error(target, f"array {target.id!r} cannot be reassigned in a kernel")
+            t = self.record(target.id, value, node)
+            return [ir.Assign(loc, target.id, cast(value, t))]
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in self.arrays:
+            name = target.value.id
+            element = self.element_type(name)
+            return [ir.Store(loc, name, self.indices(name, target.slice, target), cast(value, element))]
+        raise self.src.error(target, "kernels can assign to local names and array elements only")
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> list[ir.Stmt]:
+        from .expressions import _BINOPS
+
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.src.error(node, f"operator {type(node.op).__name__} is not supported in kernels")
+        current = self.expr(node.target) if not isinstance(node.target, ast.Name) or node.target.id in self.var_types \
+            else Value(ir.Var(self.var_type(node.target.id, node), node.target.id))
+        return self.assign(node.target, self.binop(op, current, self.expr(node.value), node), node)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> list[ir.Stmt]:
+        if not isinstance(node.target, ast.Name):
+            raise self.src.error(node, "annotations are allowed on local names only")
+        declared = _annotation(self.src, node.annotation)
+        if not isinstance(declared, ScalarType):
+            raise self.src.error(node, "local variables hold scalars; annotate with a scalar type such as hetero.f32")
+        name = node.target.id
+        if name in self.declared and self.declared[name] != declared:
+            raise self.src.error(node, f"{name} is declared {self.declared[name]} earlier")
+        self.declared[name] = declared
+        self.var_types[name] = declared
+        self.note_type(declared)
+        if node.value is None:
+            return []
+        return self.assign(node.target, self.expr(node.value), node)
+
+    def local_array(self, name: str, call: ast.Call) -> list[ir.Stmt]:
+        if not self.is_kernel:
+            raise self.src.error(call, "local_array() is only allowed in kernels")
+        if len(call.args) != 2:
+            raise self.src.error(call, "usage: local_array(shape, dtype), e.g. local_array((16, 16), hetero.f32)")
+        shape_node = call.args[0]
+        parts = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
+        shape = tuple(self.static_int(p, "a local_array dimension") for p in parts)
+        if any(d <= 0 for d in shape):
+            raise self.src.error(call, f"local_array shape {shape} must be positive")
+        dtype_obj = self.static(call.args[1])
+        try:
+            dtype = scalar_type(dtype_obj)
+        except Exception:
+            raise self.src.error(call.args[1], f"{ast.unparse(call.args[1])} is not a hetero scalar type") from None
+        if name in self.arrays and not any(a.name == name for a in self.local_arrays):
+            raise self.src.error(call, f"{name!r} is already an array parameter")
+        existing = next((a for a in self.local_arrays if a.name == name), None)
+        array = ir.LocalArray(name, dtype, shape)
+        if existing is not None and existing != array:
+            raise self.src.error(call, f"local array {name!r} is declared twice with different shapes or types")
+        if existing is None:
+            self.local_arrays.append(array)
+        self.arrays[name] = array
+        self.assigned.discard(name)
+        self.note_type(dtype)
+        return []
+
+    def stmt_If(self, node: ast.If) -> list[ir.Stmt]:
+        cond = self.truth(self.expr(node.test))
+        return [ir.If(self.src.loc(node), cond, self.block(node.body), self.block(node.orelse))]
+
+    def stmt_While(self, node: ast.While) -> list[ir.Stmt]:
+        if node.orelse:
+            raise self.src.error(node, "while … else is not supported in kernels")
+        cond = self.truth(self.expr(node.test))
+        self.loop_depth += 1
+        body = self.block(node.body)
+        self.loop_depth -= 1
+        return [ir.While(self.src.loc(node), cond, body)]
+
+    def stmt_For(self, node: ast.For) -> list[ir.Stmt]:
+        if node.orelse:
+            raise self.src.error(node, "for … else is not supported in kernels")
+        call = node.iter
+        if not (isinstance(call, ast.Call) and self.static(call.func) is range):
+            raise self.src.error(node.iter, "kernels can only loop over range(…)")
+        if not isinstance(node.target, ast.Name):
+            raise self.src.error(node.target, "the loop variable must be a single name")
+        if call.keywords or not 1 <= len(call.args) <= 3:
+            raise self.src.error(call, "range() takes 1 to 3 positional arguments")
+        values = [self.expr(a) for a in call.args]
+        if len(values) == 1:
+            values = [Value(ir.Const(values[0].type, 0), weak=True), values[0]]
+        if len(values) == 2:
+            values.append(Value(ir.Const(values[0].type, 1), weak=True))
+        for value, arg in zip(values, call.args, strict=False):
+            if not (value.type.is_int or value.type == bool_t):
+                raise self.src.error(arg, f"range() takes integers, got {value.type}")
+        start, stop, step = values
+        if step.weak and step.expr.value == 0:  # type: ignore[attr-defined]
+            raise self.src.error(call, "range() step must not be zero")
+        typed = [v.type for v in values if not v.weak]
+        if typed:
+            t = typed[0]
+            for other in typed[1:]:
+                t = typing_rules.promote(t, other)
+            loop_value = Value(ir.Var(t, node.target.id))
+        else:
+            loop_value = Value(const(0, typing_rules.promote_literals([v.expr.value for v in values])), weak=True)  # type: ignore[attr-defined]
+        var = node.target.id
+        if var in self.arrays:
+            raise self.src.error(node.target, f"{var!r} is an array and cannot be a loop variable")
+        t = self.record(var, loop_value, node)
+        self.loop_depth += 1
+        body = self.block(node.body)
+        self.loop_depth -= 1
+        return [ir.For(self.src.loc(node), var, cast(start, t), cast(stop, t), cast(step, t), body)]
+
+    def stmt_Break(self, node: ast.Break) -> list[ir.Stmt]:
+        if not self.loop_depth:
+            raise self.src.error(node, "break outside a loop")
+        return [ir.Break(self.src.loc(node))]
+
+    def stmt_Continue(self, node: ast.Continue) -> list[ir.Stmt]:
+        if not self.loop_depth:
+            raise self.src.error(node, "continue outside a loop")
+        return [ir.Continue(self.src.loc(node))]
+
+    def stmt_Return(self, node: ast.Return) -> list[ir.Stmt]:
+        loc = self.src.loc(node)
+        if node.value is None:
+            return [ir.Return(loc)]
+        if self.is_kernel:
+            raise self.src.error(node, "kernels cannot return a value; write results into an array argument")
+        value = self.expr(node.value)
+        self.returns.append(value)
+        return [ir.Return(loc, value.expr)]
+
+    # -- result --------------------------------------------------------------------------
+    def return_type(self) -> ScalarType:
+        declared = _annotation(self.src, self.src.tree.returns) if self.src.tree.returns is not None else None
+        if isinstance(declared, ArrayType):
+            raise self.src.error(self.src.tree, "device functions return scalars, not arrays")
+        if declared is not None:
+            return declared
+        typed = [v.type for v in self.returns if not v.weak]
+        if typed:
+            t = typed[0]
+            for other in typed[1:]:
+                t = t if t == other else typing_rules.promote(t, other)
+            return t
+        if self.returns:
+            return typing_rules.promote_literals([v.expr.value for v in self.returns])  # type: ignore[attr-defined]
+        return ir.VOID
+
+    def function(self, name: str, body: tuple[ir.Stmt, ...]) -> ir.Function:
+        return_type = ir.VOID if self.is_kernel else self.return_type()
+        if return_type is not ir.VOID:
+            body = _cast_returns(body, return_type)
+        local_types = {n: t for n, t in self.var_types.items() if n not in self.scalar_params and n in self.assigned | set(self.declared)}
+        for t in [*local_types.values(), *self.scalar_params.values(), return_type]:
+            self.note_type(t)
+            if t == f16:
+                self.features.add("fp16")
+        for param in self.params:
+            if isinstance(param.type, ArrayType):
+                self.note_type(param.type.dtype)
+        callees = tuple(self.program.order) if self.is_kernel else ()
+        features = set(self.features)
+        for callee in callees:
+            features |= callee.features
+        return ir.Function(
+            name=name, params=self.params, return_type=return_type, locals=local_types,
+            local_arrays=tuple(self.local_arrays), body=body, is_kernel=self.is_kernel,
+            loc=self.src.loc(self.src.tree), callees=callees, features=frozenset(features),
+        )
+
+
+def _cast_returns(body: tuple[ir.Stmt, ...], t: ScalarType) -> tuple[ir.Stmt, ...]:
+    out: list[ir.Stmt] = []
+    for s in body:
+        if isinstance(s, ir.Return) and s.value is not None and s.value.type != t:
+            s = ir.Return(s.loc, cast(Value(s.value, isinstance(s.value, ir.Const)), t))
+        elif isinstance(s, ir.If):
+            s = ir.If(s.loc, s.cond, _cast_returns(s.then, t), _cast_returns(s.orelse, t))
+        elif isinstance(s, ir.For):
+            s = ir.For(s.loc, s.var, s.start, s.stop, s.step, _cast_returns(s.body, t))
+        elif isinstance(s, ir.While):
+            s = ir.While(s.loc, s.cond, _cast_returns(s.body, t))
+        out.append(s)
+    return tuple(out)
+
+
+def signature_of(py_func: Any) -> inspect.Signature:
+    return inspect.signature(py_func)
+
+
+__all__ = ["CompileError", "Program", "declared_types", "lower_kernel"]

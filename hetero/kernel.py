@@ -1,0 +1,271 @@
+"""``@hetero.kernel``: write a kernel once in Python, launch it on any device.
+
+    @hetero.kernel
+    def saxpy(a: hetero.f32, x: hetero.Array[hetero.f32], y: hetero.Array[hetero.f32]):
+        i = hetero.global_id(0)
+        if i < x.shape[0]:
+            y[i] = a * x[i] + y[i]
+
+    saxpy[n](2.0, x, y)              # n work-items; the backend picks the work-group size
+    saxpy[(n,), (256,)](2.0, x, y)   # explicit global and local sizes
+
+A launch runs on the device that holds the array arguments. The first launch for a
+new combination of argument types and device compiles: Python -> IR -> the device's
+dialect -> the vendor's compiler, cached in memory and on disk. Later launches take
+a fast path keyed on the argument types. Launches are asynchronous: ``.numpy()``,
+``device.synchronize()`` and ``hetero.synchronize()`` wait.
+
+Scalars passed to unannotated parameters are typed as Numba does, except that a
+Python float is f32 (hetero's default float): ``bool`` -> bool, ``int`` -> i64,
+``float`` -> f32, NumPy scalars -> their own type.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from hetero.array import Array
+from hetero.compiler import frontend, passes
+from hetero.compiler.cache import CacheKey, default_cache
+from hetero.compiler.emitters import emitter_for
+from hetero.compiler.printer import format_function
+from hetero.compiler.signature import format_signature, parse_signature
+from hetero.compiler.stats import stats
+from hetero.device import Device
+from hetero.errors import CompileError, KernelLaunchError
+from hetero.registry import device as resolve_device
+from hetero.types import ArrayType, ScalarType, bool_t, f32, i64, scalar_type
+
+ParamType = ScalarType | ArrayType
+
+
+def _size_tuple(value: Any, what: str) -> tuple[int, ...]:
+    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) and d >= 0 for d in dims):
+        raise KernelLaunchError(f"{what} must be 1 to 3 non-negative integers, got {value!r}")
+    return tuple(int(d) for d in dims)
+
+
+class Specialization:
+    """One kernel compiled for one argument-type signature on one device."""
+
+    def __init__(self, kernel: Kernel, types: tuple[ParamType, ...], device: Device) -> None:
+        self.kernel = kernel
+        self.types = types
+        self.device = device
+        self.runtime = device.runtime
+        target = self.runtime.kernel_target()
+        if target is None:
+            raise KernelLaunchError(f"{device.name} cannot run hetero kernels (its backend has no kernel support)")
+        self.function = kernel._lowered(types)
+        self.source = emitter_for(target.dialect).emit(self.function, target)
+        key = CacheKey.from_ir(format_function(self.function), dialect=target.dialect, target=target.arch,
+                               toolchain=target.toolchain, options=self.source.options)
+        cache = default_cache()
+        artifact = cache.get(key)
+        self.loaded, new_artifact = self.runtime.build_kernel(self.source, artifact, cache.path_for(key, ".bin"))
+        if artifact is None:
+            stats.add("builds")
+        else:
+            stats.add("disk_hits")
+        if new_artifact is not None:
+            cache.put(key, new_artifact)
+        index = {p.name: i for i, p in enumerate(self.function.params)}
+        self.plan = [(arg.kind, index[arg.param], arg.axis, arg.dtype.dtype) for arg in self.source.abi]
+        self.host = self.runtime.host_memory
+        self._checked_sizes: set[tuple[Any, Any]] = set()
+
+    def check_sizes(self, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
+        if (global_size, local_size) in self._checked_sizes:
+            return
+        if local_size is not None:
+            if len(local_size) != len(global_size):
+                raise KernelLaunchError(f"{self.kernel.name}: local size {local_size} and global size {global_size} "
+                                        "must have the same number of dimensions")
+            items = int(np.prod(local_size))
+            if items == 0 or items > self.device.max_work_group_size:
+                raise KernelLaunchError(f"{self.kernel.name}: local size {local_size} ({items} work-items) is outside "
+                                        f"1..{self.device.max_work_group_size} on {self.device.name}")
+            if not self.host and any(g % loc for g, loc in zip(global_size, local_size, strict=True)):
+                raise KernelLaunchError(
+                    f"{self.kernel.name}: global size {global_size} is not a multiple of local size {local_size} on "
+                    f"{self.device.name}; round the global size up and guard with `if i < n:` in the kernel")
+        self._checked_sizes.add((global_size, local_size))
+
+    def launch(self, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]) -> None:
+        """Launch with sizes already checked by :meth:`check_sizes`."""
+        if not all(global_size):
+            return
+        runtime = self.runtime
+        values: list[Any] = []
+        for kind, position, axis, dtype in self.plan:
+            arg = args[position]
+            if kind == "array":
+                values.append(arg._kernel_arg() if arg.nbytes else
+                              (np.empty(arg.shape, dtype) if self.host else None))
+            elif kind == "shape":
+                values.append(np.int64(arg.shape[axis]))
+            else:
+                values.append(dtype.type(arg))
+        runtime.launch(self.loaded, global_size, local_size, values)
+
+
+class Launcher:
+    """``kernel[global]`` or ``kernel[global, local]``: call it with the kernel's arguments."""
+
+    __slots__ = ("kernel", "global_size", "local_size")
+
+    def __init__(self, kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
+        self.kernel = kernel
+        self.global_size = global_size
+        self.local_size = local_size
+
+    def __call__(self, *args: Any) -> None:
+        kernel = self.kernel
+        key = tuple((a.dtype, len(a.shape), a._device) if type(a) is Array else type(a) for a in args)
+        entry = kernel._dispatch.get(key)
+        if entry is None:
+            entry = kernel._specialize(args, key)
+        entry.check_sizes(self.global_size, self.local_size)
+        entry.launch(self.global_size, self.local_size, args)
+
+
+class Kernel:
+    """A ``@hetero.kernel`` function. Launch with ``kernel[global_size](…)`` or
+    ``kernel[global_size, local_size](…)``; inspect with :meth:`ir` and :meth:`source`."""
+
+    def __init__(self, py_func: Callable[..., Any]) -> None:
+        self.py_func = py_func
+        self.name = py_func.__name__
+        functools.update_wrapper(self, py_func)  # type: ignore[arg-type]
+        self._declared: list[ParamType | None] | None = None
+        self._dispatch: dict[tuple[Any, ...], Specialization] = {}
+        self._ir: dict[tuple[ParamType, ...], Any] = {}
+        self._launchers: dict[Any, Launcher] = {}
+        self._lock = threading.RLock()
+
+    def __getitem__(self, config: Any) -> Launcher:
+        try:
+            return self._launchers[config]
+        except (KeyError, TypeError):
+            pass
+        if isinstance(config, tuple) and len(config) == 2 and not isinstance(config[0], (int, np.integer)):
+            global_size, local_size = _size_tuple(config[0], "global size"), _size_tuple(config[1], "local size")
+        else:
+            global_size, local_size = _size_tuple(config, "global size"), None
+        launcher = Launcher(self, global_size, local_size)
+        try:
+            self._launchers[config] = launcher
+        except TypeError:
+            pass  # an unhashable config (a list): fine, just not cached
+        return launcher
+
+    def __call__(self, *args: Any) -> None:
+        raise KernelLaunchError(f"launch kernel {self.name} with sizes: {self.name}[n](…) or {self.name}[(n,), (256,)](…)")
+
+    def __repr__(self) -> str:
+        return f"<hetero.kernel {self.py_func.__qualname__}>"
+
+    # -- compilation ---------------------------------------------------------------------
+    def declared(self) -> list[ParamType | None]:
+        if self._declared is None:
+            self._declared = frontend.declared_types(self.py_func)
+        return self._declared
+
+    def _lowered(self, types: tuple[ParamType, ...]) -> Any:
+        with self._lock:
+            if types not in self._ir:
+                stats.add("lowered")
+                self._ir[types] = passes.optimize(frontend.lower_kernel(self.py_func, types))
+            return self._ir[types]
+
+    def _parse(self, signature: str | Sequence[ParamType]) -> tuple[ParamType, ...]:
+        if isinstance(signature, str):
+            name, types = parse_signature(signature)
+            if name is not None and name != self.name:
+                raise CompileError(f"signature {signature!r} names {name!r}, but this kernel is {self.name!r}")
+            return types
+        return tuple(signature)
+
+    def ir(self, signature: str | Sequence[ParamType]) -> str:
+        """The optimised IR for ``signature`` (``"f32, f32[:], f32[:]"``), as text."""
+        return format_function(self._lowered(self._parse(signature)))
+
+    def source(self, device: str | Device | None = None, signature: str | Sequence[ParamType] | None = None) -> str:
+        """The generated source for ``device``, for ``signature`` (default: the last one launched there)."""
+        target_device = resolve_device(device)
+        if signature is None:
+            launched = [s for s in self._dispatch.values() if s.device is target_device]
+            if not launched:
+                raise CompileError(f"{self.name} has not run on {target_device.name} yet; pass a signature, "
+                                   f"e.g. {self.name}.source({target_device.name!r}, 'f32, f32[:]')")
+            return launched[-1].source.text
+        target = target_device.runtime.kernel_target()
+        if target is None:
+            raise KernelLaunchError(f"{target_device.name} cannot run hetero kernels")
+        return emitter_for(target.dialect).emit(self._lowered(self._parse(signature)), target).text
+
+    def signature(self, types: Sequence[ParamType]) -> str:
+        return format_signature(self.name, tuple(types))
+
+    # -- the slow path of a launch ----------------------------------------------------------
+    def _specialize(self, args: Sequence[Any], key: tuple[Any, ...]) -> Specialization:
+        declared = self.declared()
+        names = [a.arg for a in frontend.function_source(self.py_func).tree.args.args]
+        if len(args) != len(declared):
+            raise KernelLaunchError(f"{self.name} takes {len(declared)} argument(s) ({', '.join(names)}), got {len(args)}")
+        types: list[ParamType] = []
+        devices: dict[str, str] = {}
+        for name, want, arg in zip(names, declared, args, strict=True):
+            types.append(_arg_type(self.name, name, want, arg))
+            if isinstance(arg, Array):
+                devices.setdefault(arg.device.name, name)
+        if len(devices) > 1:
+            where = ", ".join(f"{param} on {dev}" for dev, param in devices.items())
+            raise KernelLaunchError(f"{self.name}: array arguments are on different devices ({where}); "
+                                    "move them to one device with .to(…)")
+        device = next((a.device for a in args if isinstance(a, Array)), None) or resolve_device(None)
+        with self._lock:
+            entry = self._dispatch.get(key)
+            if entry is None:
+                entry = Specialization(self, tuple(types), device)
+                self._dispatch[key] = entry
+        return entry
+
+
+def _arg_type(kernel: str, name: str, want: ParamType | None, arg: Any) -> ParamType:
+    if isinstance(arg, Array):
+        given = ArrayType(scalar_type(arg.dtype), arg.ndim)
+        if isinstance(want, ScalarType):
+            raise KernelLaunchError(f"{kernel}: parameter {name!r} is a scalar {want}, got an array {given}")
+        if isinstance(want, ArrayType) and (want.dtype != given.dtype or want.ndim not in (None, given.ndim)):
+            raise KernelLaunchError(f"{kernel}: parameter {name!r} is declared {want}, got an array {given} "
+                                    f"on {arg.device.name}")
+        return given
+    if isinstance(arg, np.ndarray):
+        raise KernelLaunchError(f"{kernel}: parameter {name!r} got a numpy array; pass a hetero array: "
+                                "hetero.asarray(x, device=…)")
+    if isinstance(arg, (bool, np.bool_)):
+        given_scalar = bool_t
+    elif isinstance(arg, (int, np.integer)) and not isinstance(arg, np.generic):
+        given_scalar = i64
+    elif isinstance(arg, float) and not isinstance(arg, np.generic):
+        given_scalar = f32
+    elif isinstance(arg, np.generic) and arg.dtype.kind in "biuf":
+        given_scalar = scalar_type(arg.dtype)
+    else:
+        raise KernelLaunchError(f"{kernel}: parameter {name!r} got {type(arg).__name__}; kernels take hetero arrays "
+                                "and int, float or bool scalars")
+    if isinstance(want, ArrayType):
+        raise KernelLaunchError(f"{kernel}: parameter {name!r} is declared {want}, got a scalar {given_scalar}")
+    return want if want is not None else given_scalar
+
+
+def kernel(py_func: Callable[..., Any]) -> Kernel:
+    """Make ``py_func`` a hetero kernel (see the module docstring)."""
+    return Kernel(py_func)

@@ -1,0 +1,75 @@
+"""The names of hetero's kernel language: index built-ins, barrier, local arrays,
+atomics, and the ``@hetero.func`` device-function marker.
+
+These objects only *name* things: the compiler recognises them inside a kernel's
+source and lowers them. Called from ordinary Python they raise, saying so.
+Vocabulary: imports nothing else of the project.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+
+class Intrinsic:
+    """A kernel-language built-in such as ``hetero.global_id`` or ``hetero.math.sqrt``."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"hetero.{self.name}() can only be used inside a @hetero.kernel or @hetero.func")
+
+    def __repr__(self) -> str:
+        return f"<hetero kernel intrinsic {self.name}>"
+
+
+def _intrinsic(name: str, doc: str) -> Intrinsic:
+    return Intrinsic(name, doc)
+
+
+global_id = _intrinsic("global_id", "global_id(axis): this work-item's index in the whole launch (i64)")
+local_id = _intrinsic("local_id", "local_id(axis): this work-item's index in its work-group (i64)")
+group_id = _intrinsic("group_id", "group_id(axis): this work-group's index (i64)")
+local_size = _intrinsic("local_size", "local_size(axis): work-items per work-group along axis (i64)")
+global_size = _intrinsic("global_size", "global_size(axis): work-items in the launch along axis (i64)")
+num_groups = _intrinsic("num_groups", "num_groups(axis): work-groups along axis (i64)")
+barrier = _intrinsic("barrier", "barrier(): wait until every work-item of the group gets here; local memory is then visible")
+local_array = _intrinsic("local_array", "local_array(shape, dtype): work-group shared memory of constant shape")
+atomic_add = _intrinsic("atomic_add", "atomic_add(array, index, value): add atomically, return the old value")
+atomic_sub = _intrinsic("atomic_sub", "atomic_sub(array, index, value): subtract atomically, return the old value")
+atomic_min = _intrinsic("atomic_min", "atomic_min(array, index, value): minimum atomically, return the old value")
+atomic_max = _intrinsic("atomic_max", "atomic_max(array, index, value): maximum atomically, return the old value")
+atomic_cas = _intrinsic("atomic_cas", "atomic_cas(array, index, compare, value): store value if the element "
+                        "equals compare; return the old value")
+
+INDEX_BUILTINS = ("global_id", "local_id", "group_id", "local_size", "global_size", "num_groups")
+ATOMICS = ("add", "sub", "min", "max", "cas")
+MATH_FUNCTIONS = ("sqrt", "rsqrt", "exp", "log", "log2", "sin", "cos", "tan", "tanh", "pow", "fabs", "floor",
+                  "ceil", "fmin", "fmax", "fma")
+
+
+class DeviceFunction:
+    """A ``@hetero.func``: a function kernels (and other device functions) may call.
+
+    Parameters may be annotated with hetero types; unannotated ones take the types of
+    the call's arguments. The return type is the annotation, or that of the returns.
+    """
+
+    def __init__(self, py_func: Callable[..., Any]) -> None:
+        self.py_func = py_func
+        functools.update_wrapper(self, py_func)  # type: ignore[arg-type]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"@hetero.func {self.py_func.__name__} can only be called from a kernel or another @hetero.func")
+
+    def __repr__(self) -> str:
+        return f"<hetero.func {self.py_func.__qualname__}>"
+
+
+def func(py_func: Callable[..., Any]) -> DeviceFunction:
+    """Mark ``py_func`` as a device function callable from kernels."""
+    return DeviceFunction(py_func)

@@ -1,0 +1,1 @@
+"""Kernels written the way their users write them, used by the tests and benchmarks."""
