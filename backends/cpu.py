@@ -38,14 +38,16 @@ class CPURuntime(DeviceRuntime):
     def allocate(self, nbytes: int) -> np.ndarray:
         return np.empty(nbytes, dtype=np.uint8)
 
-    def upload(self, dst: np.ndarray, src: np.ndarray) -> None:
-        np.copyto(dst, src.reshape(-1).view(np.uint8))
+    def upload(self, dst: np.ndarray, src: np.ndarray, offset: int = 0) -> None:
+        flat = src.reshape(-1).view(np.uint8)
+        np.copyto(dst[offset:offset + flat.size] if offset or flat.size != dst.size else dst, flat)
 
-    def download(self, dst: np.ndarray, src: np.ndarray) -> None:
-        np.copyto(dst.reshape(-1).view(np.uint8), src)
+    def download(self, dst: np.ndarray, src: np.ndarray, offset: int = 0) -> None:
+        flat = dst.reshape(-1).view(np.uint8)
+        np.copyto(flat, src[offset:offset + flat.size] if offset or flat.size != src.size else src)
 
     def copy(self, dst: np.ndarray, src: np.ndarray, nbytes: int) -> None:
-        np.copyto(dst[:nbytes], src[:nbytes])
+        np.copyto(dst, src) if nbytes == dst.size == src.size else np.copyto(dst[:nbytes], src[:nbytes])
 
     def health(self) -> Health:
         return Health(HealthState.OK)

@@ -44,13 +44,13 @@ class CuPyRuntime(DeviceRuntime):
         with self._device:
             return self.cupy.cuda.alloc(nbytes)
 
-    def upload(self, dst: Any, src: np.ndarray) -> None:
+    def upload(self, dst: Any, src: np.ndarray, offset: int = 0) -> None:
         with self._device:
-            dst.copy_from_host(src.ctypes.data, src.nbytes)
+            (dst + offset).copy_from_host(src.ctypes.data, src.nbytes)
 
-    def download(self, dst: np.ndarray, src: Any) -> None:
+    def download(self, dst: np.ndarray, src: Any, offset: int = 0) -> None:
         with self._device:
-            src.copy_to_host(dst.ctypes.data, dst.nbytes)
+            (src + offset).copy_to_host(dst.ctypes.data, dst.nbytes)
 
     def copy(self, dst: Any, src: Any, nbytes: int) -> None:
         with self._device:

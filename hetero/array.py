@@ -13,6 +13,7 @@ optional on GPUs.
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -341,6 +342,19 @@ def _conform(src: np.ndarray, shape: tuple[int, ...], dtype: np.dtype[Any]) -> n
     return np.ascontiguousarray(src, dtype=dtype)
 
 
+STAGING_BYTES = 16 << 20  # copies between two non-host devices go through host memory in chunks of this size
+_staging = threading.local()
+
+
+def _staging_buffer(nbytes: int) -> np.ndarray:
+    """A host buffer of ``min(nbytes, STAGING_BYTES)`` bytes, reused by this thread (its pages stay mapped)."""
+    size = min(nbytes, STAGING_BYTES)
+    buffer: np.ndarray | None = getattr(_staging, "buffer", None)
+    if buffer is None or buffer.size < size:
+        buffer = _staging.buffer = np.empty(size, dtype=np.uint8)
+    return buffer[:size]
+
+
 def _transfer(dst: Array, src: Array) -> None:
     """Copy all bytes of ``src`` into ``dst`` (same nbytes), on whatever devices they are."""
     nbytes = src.nbytes
@@ -354,6 +368,8 @@ def _transfer(dst: Array, src: Array) -> None:
     elif target.host_memory:
         source.download(dst._buffer, src._buffer)
     else:
-        staging = np.empty(nbytes, dtype=np.uint8)
-        source.download(staging, src._buffer)
-        target.upload(dst._buffer, staging)
+        staging = _staging_buffer(nbytes)
+        for offset in range(0, nbytes, staging.size):
+            chunk = staging[: min(staging.size, nbytes - offset)]
+            source.download(chunk, src._buffer, offset)
+            target.upload(dst._buffer, chunk, offset)

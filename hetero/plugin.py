@@ -45,12 +45,14 @@ class DeviceRuntime(abc.ABC):
         """Allocate ``nbytes`` (> 0) of device memory and return the buffer."""
 
     @abc.abstractmethod
-    def upload(self, dst: Any, src: np.ndarray) -> None:
-        """Copy the C-contiguous host array ``src`` into ``dst``; return when ``src`` may be reused."""
+    def upload(self, dst: Any, src: np.ndarray, offset: int = 0) -> None:
+        """Copy the C-contiguous host array ``src`` into ``dst`` at byte ``offset``; return
+        when ``src`` may be reused."""
 
     @abc.abstractmethod
-    def download(self, dst: np.ndarray, src: Any) -> None:
-        """Copy ``src`` into the C-contiguous host array ``dst``; return when ``dst`` holds the data."""
+    def download(self, dst: np.ndarray, src: Any, offset: int = 0) -> None:
+        """Copy ``dst.nbytes`` bytes of ``src`` from byte ``offset`` into the C-contiguous host
+        array ``dst``; return when ``dst`` holds the data."""
 
     @abc.abstractmethod
     def copy(self, dst: Any, src: Any, nbytes: int) -> None:

@@ -11,13 +11,15 @@ import dataclasses
 import logging
 import threading
 import traceback
-from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hetero.config import get_config
 from hetero.device import Device, HealthState
 from hetero.errors import BackendUnavailableError, ConfigError, DeviceNotFoundError, PluginError, did_you_mean
 from hetero.plugin import Backend, BackendRegistration
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 ENTRY_POINT_GROUP = "hetero.backends"
 log = logging.getLogger("hetero.registry")
@@ -75,6 +77,8 @@ class Registry:
     def registrations(self) -> dict[str, BackendRegistration]:
         with self._lock:
             if self._registrations is None:
+                from importlib import metadata  # only when backends are first listed
+
                 _apply_log_level()
                 self._registrations = {}
                 for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):

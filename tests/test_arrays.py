@@ -159,3 +159,19 @@ def test_copy_to_an_unavailable_device_says_why() -> None:
 def test_copy_to_a_misspelled_device() -> None:
     with pytest.raises(hetero.DeviceNotFoundError, match="did you mean"):
         hetero.zeros(3, device="cpu").to("cpuu")
+
+
+def test_staged_copies_between_non_host_devices_go_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hetero.array
+
+    staged = [d for d in hetero.devices() if not d.runtime.host_memory]
+    if len(staged) < 2:
+        pytest.skip("needs two devices without host memory (e.g. oneapi:0 and opencl:0)")
+    monkeypatch.setattr(hetero.array, "STAGING_BYTES", 4096)
+    monkeypatch.setattr(hetero.array._staging, "buffer", None, raising=False)
+    data = _random(np.dtype(np.float64), (2500,), seed=9)  # 20000 bytes: five chunks, the last one short
+    for a in staged:
+        for b in staged:
+            if a is not b:
+                moved = hetero.asarray(data, device=a).to(b)
+                assert moved.numpy().tobytes() == data.tobytes(), f"{a.name}->{b.name}"

@@ -28,11 +28,13 @@ class FakeRuntime(DeviceRuntime):
     def allocate(self, nbytes: int) -> Any:
         return bytearray(nbytes)
 
-    def upload(self, dst: Any, src: np.ndarray) -> None:
-        dst[:] = src.reshape(-1).view(np.uint8).tobytes()
+    def upload(self, dst: Any, src: np.ndarray, offset: int = 0) -> None:
+        data = src.reshape(-1).view(np.uint8).tobytes()
+        dst[offset:offset + len(data)] = data
 
-    def download(self, dst: np.ndarray, src: Any) -> None:
-        dst.reshape(-1).view(np.uint8)[:] = np.frombuffer(src, dtype=np.uint8)
+    def download(self, dst: np.ndarray, src: Any, offset: int = 0) -> None:
+        flat = dst.reshape(-1).view(np.uint8)
+        flat[:] = np.frombuffer(src, dtype=np.uint8)[offset:offset + flat.size]
 
     def copy(self, dst: Any, src: Any, nbytes: int) -> None:
         dst[:nbytes] = src[:nbytes]

@@ -1,0 +1,224 @@
+"""The benchmark runner: time callables (alone or interleaved with rivals), show progress,
+and write results with the machine and library versions that produced them.
+
+Timings are reported, never asserted: a slow machine is not a failing test.
+"""
+
+from __future__ import annotations
+
+import datetime
+import gc
+import json
+import math
+import os
+import platform
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# A sample shorter than this is too close to the timer's own cost and to scheduler
+# jitter, so fast calls are timed in batches that last at least this long.
+DEFAULT_MIN_TIME = 0.002
+_MAX_BATCH = 1_000_000
+_VERSIONED = ("hetero", "numpy", "pyopencl", "numba")
+
+Timing = dict[str, float | int]
+
+
+def measure(fn: Callable[[], object], repeats: int = 21, warmup: int = 3, min_time: float = DEFAULT_MIN_TIME) -> Timing:
+    """Time ``fn()``: ``repeats`` samples of the seconds one call takes, after ``warmup``
+    untimed calls. Calls faster than ``min_time`` are timed in batches of N calls (the
+    same N for every sample) and each sample is the batch time divided by N.
+
+    Returns ``median_s``, ``min_s``, ``max_s``, ``mean_s``, ``stdev_s``, ``repeats`` and
+    ``batch`` (calls per sample)."""
+    return compare({"fn": fn}, repeats, warmup, min_time)["fn"]
+
+
+def compare(candidates: Mapping[str, Callable[[], object]], repeats: int = 21, warmup: int = 3,
+            min_time: float = DEFAULT_MIN_TIME) -> dict[str, Timing]:
+    """Time several callables doing the same work, one sample of each in turn (ABBA order),
+    so that machine noise lands on all of them alike. Each gets its own batch size."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    names = list(candidates)
+    for name in names:
+        for _ in range(warmup):
+            candidates[name]()
+    batches = {name: _batch_size(candidates[name], min_time) for name in names}
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # a collection inside one sample would be charged to whoever ran then
+    try:
+        for round_ in range(repeats):
+            for name in names if round_ % 2 == 0 else reversed(names):
+                samples[name].append(_sample(candidates[name], batches[name]))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return {name: _summary(samples[name], batches[name]) for name in names}
+
+
+def _sample(fn: Callable[[], object], batch: int) -> float:
+    calls = range(batch)
+    clock = time.perf_counter_ns
+    start = clock()
+    for _ in calls:
+        fn()
+    return (clock() - start) / batch / 1e9
+
+
+def _batch_size(fn: Callable[[], object], min_time: float) -> int:
+    """How many calls of ``fn`` it takes to fill ``min_time``: 1 for slow calls. Each estimate
+    is the fastest of three tries, so that one hiccup does not shrink the batch."""
+    if _sample(fn, 1) >= min_time:
+        return 1
+    calls = 1
+    while True:
+        per_call = min(_sample(fn, calls) for _ in range(3))
+        if per_call * calls >= min_time:
+            return calls
+        if per_call * calls >= min_time / 8 or calls >= _MAX_BATCH:
+            return min(_MAX_BATCH, math.ceil(min_time / max(per_call, 1e-12)))
+        calls *= 8
+
+
+def _summary(samples: Sequence[float], batch: int) -> Timing:
+    return {
+        "median_s": statistics.median(samples),
+        "min_s": min(samples),
+        "max_s": max(samples),
+        "mean_s": statistics.fmean(samples),
+        "stdev_s": statistics.stdev(samples) if len(samples) > 1 else 0.0,
+        "repeats": len(samples),
+        "batch": batch,
+    }
+
+
+class Progress:
+    """Counter lines on stderr (``[12/180] oneapi:0 -> cpu 4 MiB``) so long runs show life."""
+
+    def __init__(self, total: int, enabled: bool = True) -> None:
+        self.total = total
+        self.done = 0
+        self.enabled = enabled
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        if self.enabled:
+            print(f"[{self.done}/{self.total}] {label}", file=sys.stderr, flush=True)
+
+
+# -- describing values ---------------------------------------------------------------
+def format_bytes(nbytes: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale and nbytes % scale == 0:
+            return f"{nbytes // scale} {unit}"
+    return f"{nbytes} B"
+
+
+def parse_bytes(text: str) -> int:
+    """``"4MiB"``, ``"4 MiB"``, ``"4M"``, ``"4096"`` -> bytes (binary units)."""
+    cleaned = text.strip().lower().replace(" ", "").removesuffix("ib").removesuffix("b")
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(cleaned[-1:], 1)
+    digits = cleaned[:-1] if scale > 1 else cleaned
+    try:
+        value = int(digits) * scale
+    except ValueError:
+        raise ValueError(f"cannot read {text!r} as a size; write e.g. 1024, 4KiB, 16MiB") from None
+    if value <= 0:
+        raise ValueError(f"size {text!r} must be positive")
+    return value
+
+
+def format_seconds(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds * 1e6:.2f} us"
+
+
+# -- writing results -----------------------------------------------------------------
+def machine() -> dict[str, Any]:
+    """What ran the benchmark: platform, CPU model, cores, Python, hostname."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_model": _cpu_model(),
+        "cores": cores,
+        "logical_cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "hostname": platform.node(),
+        # Other work on the machine is the main source of noise: this says how busy it was.
+        "load_average_1_5_15min": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def versions() -> dict[str, str]:
+    """Versions of the libraries a result depends on, for those installed."""
+    found = {}
+    for name in _VERSIONED:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def command_line(module: str, argv: Sequence[str]) -> str:
+    """The shell command that reruns ``module`` with ``argv`` from the repository root."""
+    return shlex.join(["python", "-m", module, *argv])
+
+
+def write_results(name: str, payload: Mapping[str, Any], command: str | None = None) -> Path:
+    """Write ``benchmarks/results/<name>.json`` atomically: ``payload`` plus ``benchmark``,
+    ``command``, ``timestamp_utc``, ``machine`` and ``versions``. Returns the path."""
+    header: dict[str, Any] = {
+        "benchmark": name,
+        "command": command or command_line(f"benchmarks.{name}", sys.argv[1:]),
+        "timestamp_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "versions": versions(),
+    }
+    clash = header.keys() & payload.keys()
+    if clash:
+        raise ValueError(f"payload of benchmark {name!r} uses reserved keys {sorted(clash)}")
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    target = RESULTS_DIR / f"{name}.json"
+    handle, temp = tempfile.mkstemp(dir=RESULTS_DIR, prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as out:
+            json.dump({**header, **payload}, out, indent=2)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temp, 0o644)  # mkstemp makes it private; results are for sharing
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return target

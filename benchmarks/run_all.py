@@ -1,0 +1,33 @@
+"""Run every benchmark in turn, each writing its own ``benchmarks/results/<name>.json``.
+
+    python -m benchmarks.run_all [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from benchmarks import copy_bandwidth, import_time
+
+BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
+    "import_time": import_time.main,
+    "copy_bandwidth": copy_bandwidth.main,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run_all", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="the short version of every benchmark")
+    args = parser.parse_args(argv)
+    passed = ["--quick"] if args.quick else []
+    for name, run in BENCHMARKS.items():
+        print(f"== {name} ==", flush=True)
+        run(passed)
+        print(flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
