@@ -29,6 +29,9 @@ DEVICE_NAMES = [d.name for d in hetero.devices()]
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "device" in metafunc.fixturenames:
         metafunc.parametrize("device", DEVICE_NAMES, indirect=True)
+    if "opencl_device_fixture" in metafunc.fixturenames:
+        opencl = [d.name for d in hetero.devices() if d.backend in ("oneapi", "opencl")]
+        metafunc.parametrize("opencl_device_fixture", opencl, indirect=True)
     if "device_pair" in metafunc.fixturenames:
         pairs = list(itertools.product(DEVICE_NAMES, repeat=2))
         metafunc.parametrize("device_pair", pairs, ids=[f"{a}->{b}" for a, b in pairs], indirect=True)
@@ -36,6 +39,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture
 def device(request: pytest.FixtureRequest) -> hetero.Device:
+    return hetero.device(request.param)
+
+
+@pytest.fixture
+def opencl_device_fixture(request: pytest.FixtureRequest) -> hetero.Device:
+    """One OpenCL device (oneapi or opencl backend) per test; none here means the test is skipped."""
     return hetero.device(request.param)
 
 
