@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from pathlib import Path
@@ -52,6 +53,7 @@ class OpenCLRuntime(DeviceRuntime):
         self._lock = threading.Lock()
         self.context: Any = None
         self.queue: Any = None
+        self.pending = False  # work enqueued without waiting (kernels, device copies)
 
     def _open(self) -> None:
         with self._lock:
@@ -79,30 +81,36 @@ class OpenCLRuntime(DeviceRuntime):
         except self.cl.Error as exc:
             self._raise(exc, f"allocating {nbytes} bytes")
 
-    def upload(self, dst: Any, src: np.ndarray) -> None:
+    # Blocking copies on the in-order queue finish everything queued before them, so
+    # they clear ``pending``; synchronize() then skips a clFinish that would wait for nothing.
+    def upload(self, dst: Any, src: np.ndarray, offset: int = 0) -> None:
         try:
-            self.cl.enqueue_copy(self.queue, dst, src, is_blocking=True)
+            self.cl.enqueue_copy(self.queue, dst, src, dst_offset=offset, is_blocking=True)
         except self.cl.Error as exc:
             self._raise(exc, f"copying {src.nbytes} bytes host->device")
+        self.pending = False
 
-    def download(self, dst: np.ndarray, src: Any) -> None:
+    def download(self, dst: np.ndarray, src: Any, offset: int = 0) -> None:
         try:
-            self.cl.enqueue_copy(self.queue, dst, src, is_blocking=True)
+            self.cl.enqueue_copy(self.queue, dst, src, src_offset=offset, is_blocking=True)
         except self.cl.Error as exc:
             self._raise(exc, f"copying {dst.nbytes} bytes device->host")
+        self.pending = False
 
     def copy(self, dst: Any, src: Any, nbytes: int) -> None:
         try:
             self.cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes)
         except self.cl.Error as exc:
             self._raise(exc, f"copying {nbytes} bytes on the device")
+        self.pending = True
 
     def synchronize(self) -> None:
-        if self.queue is not None:
+        if self.pending:
             try:
                 self.queue.finish()
             except self.cl.Error as exc:
                 self._raise(exc, "waiting for the queue")
+            self.pending = False
 
     # -- kernels ----------------------------------------------------------------------------
     def kernel_target(self) -> Target:
@@ -126,7 +134,10 @@ class OpenCLRuntime(DeviceRuntime):
             except cl.Error:
                 pass  # a binary the driver no longer takes: rebuild from source below
         try:
-            program = cl.Program(self.context, source.text).build(options=list(source.options))
+            with warnings.catch_warnings():
+                # hetero keeps its own cache (keyed on the driver) and shows build logs on failure.
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                program = cl.Program(self.context, source.text).build(options=list(source.options), cache_dir=False)
         except cl.Error as exc:
             log = str(exc)
             raise KernelBuildError("the OpenCL compiler rejected the generated kernel", source=source.text,
@@ -141,6 +152,7 @@ class OpenCLRuntime(DeviceRuntime):
             self.cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
         except self.cl.Error as exc:
             self._raise(exc, f"launching {kernel.function_name}")
+        self.pending = True
 
     def health(self) -> Health:
         try:

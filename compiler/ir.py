@@ -198,8 +198,11 @@ class If(Stmt):
 @dataclasses.dataclass(frozen=True)
 class For(Stmt):
     """``for var in range(start, stop, step)``: all of ``var``'s type; the loop runs while
-    ``var < stop`` for a positive step, ``var > stop`` for a negative one. ``step`` is
-    evaluated once; when it is not a constant its sign is tested at run time."""
+    ``var < stop`` for a positive step, ``var > stop`` for a negative one. ``stop`` and
+    ``step`` are evaluated once; when ``step`` is not a constant its sign is tested at run
+    time. Python's semantics hold: assigning ``var`` in the body does not change the
+    iteration, and after the loop ``var`` keeps the last value it took (unchanged when the
+    loop ran zero times)."""
 
     var: str
     start: Expr

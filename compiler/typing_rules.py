@@ -20,6 +20,11 @@ followed by every target (the frontend makes each conversion an explicit Cast).
    stay bool.
 8. Math functions take floats: integer arguments become f32, f16 becomes f32.
 9. ``x.shape[k]``, ``len(x)``, and the index built-ins (``global_id`` …) are ``i64``.
+
+Left to the target, as in C and CUDA: signed integer overflow (wraps on every target
+here, but OpenCL C does not promise it), shifts by the bit width or more, integer
+division by zero (hetero's helpers give 0 instead of trapping), negative or
+out-of-range array indices (never checked, never wrapped).
 """
 
 from __future__ import annotations

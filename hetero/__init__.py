@@ -34,13 +34,23 @@ from hetero.errors import (
     UnsupportedDtypeError,
 )
 from hetero import math
-from hetero.kernel import Kernel, kernel
 from hetero.language import (
     DeviceFunction, atomic_add, atomic_cas, atomic_max, atomic_min, atomic_sub, barrier, func, global_id, global_size,
     group_id, local_array, local_id, local_size, num_groups,
 )
 from hetero.types import ArrayType, ScalarType, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from hetero.registry import BackendStatus, backend_statuses, device, devices, register_backend
+
+
+def __getattr__(name: str) -> object:
+    # The kernel API pulls in the compiler: load it on first use, keeping `import hetero` light.
+    if name in ("kernel", "Kernel"):
+        from hetero import kernels
+
+        value = getattr(kernels, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hetero' has no attribute {name!r}")
 
 
 def synchronize() -> None:

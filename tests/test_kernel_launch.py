@@ -1,0 +1,129 @@
+"""Launching kernels: errors name the parameter or device; sources and caches behave."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hetero
+from conftest import ROOT, run_python
+from kernels import corpus
+
+
+def test_arrays_on_different_devices_are_refused() -> None:
+    others = [d for d in hetero.devices() if d.name != "cpu"]
+    if not others:
+        pytest.skip("needs a second device")
+    x = hetero.zeros(4, device="cpu")
+    y = hetero.zeros(4, device=others[0])
+    with pytest.raises(hetero.KernelLaunchError) as info:
+        corpus.saxpy[4](1.0, x, y)
+    assert "x on cpu" in str(info.value) and f"y on {others[0].name}" in str(info.value)
+
+
+def test_wrong_arguments_name_the_parameter(device: hetero.Device) -> None:
+    x = hetero.zeros(4, device=device)
+    with pytest.raises(hetero.KernelLaunchError, match="takes 3 argument"):
+        corpus.saxpy[4](1.0, x)
+    with pytest.raises(hetero.KernelLaunchError, match="parameter 'x' is declared f32"):
+        corpus.saxpy[4](1.0, hetero.zeros(4, dtype="int32", device=device), x)
+    with pytest.raises(hetero.KernelLaunchError, match="parameter 'a' is a scalar"):
+        corpus.saxpy[4](x, x, x)
+    with pytest.raises(hetero.KernelLaunchError, match="numpy array"):
+        corpus.saxpy[4](1.0, np.zeros(4, np.float32), x)
+    with pytest.raises(hetero.KernelLaunchError, match="got str"):
+        corpus.triad[4](x, x, x, "3")
+    with pytest.raises(hetero.KernelLaunchError, match="launch kernel saxpy with sizes"):
+        corpus.saxpy(1.0, x, x)
+
+
+def test_bad_sizes(device: hetero.Device) -> None:
+    x = hetero.zeros(4, device=device)
+    with pytest.raises(hetero.KernelLaunchError, match="global size"):
+        corpus.saxpy[-1](1.0, x, x)
+    with pytest.raises(hetero.KernelLaunchError, match="local size"):
+        corpus.saxpy[(4,), (1 << 20,)](1.0, x, x)
+    corpus.saxpy[0](1.0, x, x)  # nothing to do is fine
+
+
+def test_source_shows_the_generated_code(device: hetero.Device) -> None:
+    text = corpus.saxpy.source(device, "f32, f32[:], f32[:]")
+    dialect = device.runtime.kernel_target().dialect
+    if dialect == "opencl":
+        assert "__kernel" in text and "get_global_id(0)" in text
+    else:
+        assert "numba" in text
+    assert text == corpus.saxpy.source(device, "saxpy(f32, f32[:], f32[:])")
+
+
+def test_source_before_launch_asks_for_a_signature() -> None:
+    @hetero.kernel
+    def never_launched(x):
+        x[0] = 1.0
+
+    with pytest.raises(hetero.CompileError, match="pass a signature"):
+        never_launched.source("cpu")
+
+
+CACHE_SCRIPT = """
+import json, sys
+sys.path.insert(0, {tests!r})
+import numpy as np, hetero
+from hetero.compiler.stats import stats
+from kernels import corpus
+results = {{}}
+for dev in hetero.devices():
+    x = hetero.asarray(np.arange(8, dtype=np.float32), device=dev)
+    y = hetero.zeros(8, device=dev)
+    corpus.saxpy[8](2.0, x, y)
+    results[dev.name] = y.numpy().tolist()
+print(json.dumps({{"builds": stats.builds, "disk_hits": stats.disk_hits, "results": results}}))
+"""
+
+
+def test_disk_cache_hit_after_process_restart(tmp_path: Path) -> None:
+    env = {"HETERO_CACHE_DIR": str(tmp_path)}
+    code = CACHE_SCRIPT.format(tests=str(ROOT / "tests"))
+    first = json.loads(run_python(code, env).stdout.strip().splitlines()[-1])
+    second = json.loads(run_python(code, env).stdout.strip().splitlines()[-1])
+    assert first["builds"] == len(first["results"]) and first["disk_hits"] == 0
+    assert second["builds"] == 0 and second["disk_hits"] == len(second["results"])
+    assert first["results"] == second["results"]
+    assert all(r == [2.0 * i for i in range(8)] for r in second["results"].values())
+
+
+def test_corrupted_cache_entry_is_rebuilt(tmp_path: Path) -> None:
+    env = {"HETERO_CACHE_DIR": str(tmp_path)}
+    code = CACHE_SCRIPT.format(tests=str(ROOT / "tests"))
+    first = json.loads(run_python(code, env).stdout.strip().splitlines()[-1])
+    entries = list((tmp_path / "kernels").rglob("*.bin"))
+    entries = [p for p in entries if "modules" not in p.parts]
+    assert entries
+    for path in entries:
+        data = bytearray(path.read_bytes())
+        data[-1] ^= 0xFF  # flip one payload byte
+        path.write_bytes(bytes(data))
+    result = run_python(code, env)
+    again = json.loads(result.stdout.strip().splitlines()[-1])
+    assert again["builds"] == len(entries)
+    assert again["results"] == first["results"]
+    assert "CacheWarning" in result.stderr or "checksum" in result.stderr
+
+
+def test_cache_cli_info_and_clear(tmp_path: Path) -> None:
+    env = {**os.environ, "HETERO_CACHE_DIR": str(tmp_path)}
+    run_python(CACHE_SCRIPT.format(tests=str(ROOT / "tests")), {"HETERO_CACHE_DIR": str(tmp_path)})
+    import subprocess
+    import sys
+
+    info = subprocess.run([sys.executable, "-m", "hetero.cli", "cache", "info", "--json"], capture_output=True,
+                          text=True, env=env, check=True)
+    assert json.loads(info.stdout)["entries"] > 0
+    subprocess.run([sys.executable, "-m", "hetero.cli", "cache", "clear"], capture_output=True, text=True, env=env, check=True)
+    info = subprocess.run([sys.executable, "-m", "hetero.cli", "cache", "info", "--json"], capture_output=True,
+                          text=True, env=env, check=True)
+    assert json.loads(info.stdout)["entries"] == 0
