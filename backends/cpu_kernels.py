@@ -71,9 +71,20 @@ def kernel_arg(buffer: np.ndarray, shape: tuple[int, ...], dtype: np.dtype[Any])
     return buffer.view(view_type).reshape(shape)
 
 
-def launch(kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]) -> None:
+_padded: dict[tuple[tuple[int, ...], tuple[int, ...] | None], tuple[int, int, int, int, int, int]] = {}
+
+
+def _sizes(global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> tuple[int, int, int, int, int, int]:
     if local_size is None:
         local_size = tuple(min(g, d) or 1 for g, d in zip(global_size, DEFAULT_GROUP[len(global_size)], strict=True))
     g = (*global_size, 1, 1)
-    l_ = (*local_size, 1, 1)
-    kernel(g[0], g[1], g[2], l_[0], l_[1], l_[2], *args)
+    loc = (*local_size, 1, 1)
+    return g[0], g[1], g[2], loc[0], loc[1], loc[2]
+
+
+def launch(kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]) -> None:
+    key = (global_size, local_size)
+    sizes = _padded.get(key)
+    if sizes is None:
+        sizes = _padded[key] = _sizes(global_size, local_size)
+    kernel(*sizes, *args)

@@ -127,29 +127,31 @@ class OpenCLRuntime(DeviceRuntime):
         if self.queue is None:
             self._open()
         cl = self.cl
-        if artifact is not None:
-            try:
-                program = cl.Program(self.context, [self.cl_device], [artifact]).build()
-                return cl.Kernel(program, source.entry), None
-            except cl.Error:
-                pass  # a binary the driver no longer takes: rebuild from source below
-        try:
-            with warnings.catch_warnings():
-                # hetero keeps its own cache (keyed on the driver) and shows build logs on failure.
-                warnings.simplefilter("ignore", cl.CompilerWarning)
-                program = cl.Program(self.context, source.text).build(options=list(source.options), cache_dir=False)
-        except cl.Error as exc:
-            log = str(exc)
-            raise KernelBuildError("the OpenCL compiler rejected the generated kernel", source=source.text,
-                                   options=tuple(source.options), target=self.info.name, log=log) from exc
-        binary = program.get_info(cl.program_info.BINARIES)[0]
-        return cl.Kernel(program, source.entry), bytes(binary)
+        program, binary = None, None
+        with warnings.catch_warnings():
+            # hetero keeps its own cache (keyed on the driver) and shows build logs on failure.
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            if artifact is not None:
+                try:
+                    program = cl.Program(self.context, [self.cl_device], [artifact]).build()
+                except cl.Error:
+                    program = None  # a binary the driver no longer takes: rebuild from source below
+            if program is None:
+                try:
+                    program = cl.Program(self.context, source.text).build(options=list(source.options), cache_dir=False)
+                except cl.Error as exc:
+                    raise KernelBuildError("the OpenCL compiler rejected the generated kernel", source=source.text,
+                                           options=tuple(source.options), target=self.info.name, log=str(exc)) from exc
+                binary = bytes(program.get_info(cl.program_info.BINARIES)[0])
+        kernel = cl.Kernel(program, source.entry)
+        # Declared scalar types let PyOpenCL pack arguments without inspecting each one per launch.
+        kernel.set_scalar_arg_dtypes([None if arg.kind == "array" else _abi_dtype(arg) for arg in source.abi])
+        return kernel, binary
 
     def launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
                args: Any) -> None:
         try:
-            kernel.set_args(*args)
-            self.cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
+            kernel(self.queue, global_size, local_size, *args)
         except self.cl.Error as exc:
             self._raise(exc, f"launching {kernel.function_name}")
         self.pending = True
@@ -160,6 +162,11 @@ class OpenCLRuntime(DeviceRuntime):
         except self.cl.Error as exc:
             return Health(HealthState.UNHEALTHY, f"device query failed: {exc}")
         return Health(HealthState.OK)
+
+
+def _abi_dtype(arg: Any) -> np.dtype[Any]:
+    # bool kernel arguments are declared uchar (OpenCL forbids bool parameters).
+    return np.dtype(np.uint8) if arg.dtype.dtype == np.bool_ else arg.dtype.dtype
 
 
 def _kind(cl: ModuleType, device_type: int) -> Kind:

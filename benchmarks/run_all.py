@@ -9,11 +9,15 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from benchmarks import copy_bandwidth, import_time
+from benchmarks import compile_time, copy_bandwidth, import_time, launch_overhead, sgemm, stream_triad
 
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "import_time": import_time.main,
     "copy_bandwidth": copy_bandwidth.main,
+    "launch_overhead": launch_overhead.main,
+    "stream_triad": stream_triad.main,
+    "sgemm": sgemm.main,
+    "compile_time": compile_time.main,
 }
 
 

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hetero import dtypes
 from hetero._version import __version__
 from hetero.array import Array, arange, asarray, copyto, empty, from_dlpack, full, ones, zeros
@@ -25,12 +27,15 @@ from hetero.errors import (
     KernelLaunchError,
     ArrayError,
     BackendUnavailableError,
+    BundleBuildError,
+    BundleError,
     ConfigError,
     DeviceError,
     DeviceNotFoundError,
     DeviceOutOfMemoryError,
     HeteroError,
     PluginError,
+    ToolchainNotFoundError,
     UnsupportedDtypeError,
 )
 from hetero import math
@@ -42,6 +47,10 @@ from hetero.types import ArrayType, ScalarType, f16, f32, f64, i8, i16, i32, i64
 from hetero.registry import BackendStatus, backend_statuses, device, devices, register_backend
 
 
+if TYPE_CHECKING:
+    from hetero.kernels import Kernel, kernel
+
+
 def __getattr__(name: str) -> object:
     # The kernel API pulls in the compiler: load it on first use, keeping `import hetero` light.
     if name in ("kernel", "Kernel"):
@@ -50,6 +59,11 @@ def __getattr__(name: str) -> object:
         value = getattr(kernels, name)
         globals()[name] = value
         return value
+    if name == "load_bundle":
+        from hetero.compiler.bundle_registry import load_bundle
+
+        globals()[name] = load_bundle
+        return load_bundle
     raise AttributeError(f"module 'hetero' has no attribute {name!r}")
 
 
@@ -64,10 +78,11 @@ __all__ = [
     "ArrayType", "CompileError", "DeviceFunction", "Kernel", "KernelBuildError", "KernelLaunchError", "ScalarType",
     "atomic_add", "atomic_cas", "atomic_max", "atomic_min", "atomic_sub", "barrier", "f16", "f32", "f64", "func",
     "global_id", "global_size", "group_id", "i8", "i16", "i32", "i64", "kernel", "local_array", "local_id",
-    "local_size", "math", "num_groups", "u8", "u16", "u32", "u64",
-    "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "Config", "ConfigError", "Device",
-    "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health", "HealthState",
-    "HeteroError", "Kind", "PluginError", "UnsupportedDtypeError", "__version__", "arange", "asarray",
+    "load_bundle", "local_size", "math", "num_groups", "u8", "u16", "u32", "u64",
+    "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "BundleBuildError", "BundleError", "Config",
+    "ConfigError", "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health",
+    "HealthState", "HeteroError", "Kind", "PluginError", "ToolchainNotFoundError", "UnsupportedDtypeError",
+    "__version__", "arange", "asarray",
     "backend_statuses", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
     "from_dlpack", "full", "get_config", "int8", "int16", "int32", "int64", "ones", "register_backend",
     "reload_config", "synchronize", "uint8", "uint16", "uint32", "uint64", "zeros",

@@ -11,7 +11,8 @@
 
 A launch runs on the device that holds the array arguments. The first launch for a
 new combination of argument types and device compiles: Python -> IR -> the device's
-dialect -> the vendor's compiler, cached in memory and on disk. Later launches take
+dialect -> the vendor's compiler, cached in memory and on disk; or, when a bundle loaded
+with ``hetero.load_bundle`` holds the kernel, uses what the bundle prebuilt. Later launches take
 a fast path keyed on the argument types. Launches are asynchronous: ``.numpy()``,
 ``device.synchronize()`` and ``hetero.synchronize()`` wait.
 
@@ -23,6 +24,7 @@ Python float is f32 (hetero's default float): ``bool`` -> bool, ``int`` -> i64,
 from __future__ import annotations
 
 import functools
+import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from hetero.array import Array
-from hetero.compiler import frontend, passes
+from hetero.compiler import bundle_registry, frontend, passes
 from hetero.compiler.cache import CacheKey, default_cache
 from hetero.compiler.emitters import emitter_for
 from hetero.compiler.printer import format_function
@@ -62,16 +64,28 @@ class Specialization:
         target = self.runtime.kernel_target()
         if target is None:
             raise KernelLaunchError(f"{device.name} cannot run hetero kernels (its backend has no kernel support)")
-        self.function = kernel._lowered(types)
-        self.source = emitter_for(target.dialect).emit(self.function, target)
-        key = CacheKey.from_ir(format_function(self.function), dialect=target.dialect, target=target.arch,
-                               toolchain=target.toolchain, options=self.source.options)
-        cache = default_cache()
-        artifact = cache.get(key)
-        self.loaded, new_artifact = self.runtime.build_kernel(self.source, artifact, cache.path_for(key, ".bin"))
-        if artifact is None:
-            stats.add("builds")
+        # A loaded bundle may hold this kernel already built, or at least its IR.
+        prebuilt = bundle_registry.lookup(kernel.py_func, types, target)
+        self.function = kernel._lowered(types) if prebuilt is None else prebuilt.function
+        if prebuilt is not None and prebuilt.source is not None:
+            self.source = prebuilt.source
+            extra = {"bundled_source": hashlib.sha256(self.source.text.encode()).hexdigest()}
         else:
+            self.source = emitter_for(target.dialect).emit(self.function, target)
+            stats.add("emitted")
+            extra = {}
+        key = CacheKey.from_ir(format_function(self.function), dialect=target.dialect, target=target.arch,
+                               toolchain=target.toolchain, options=self.source.options, **extra)
+        cache = default_cache()
+        from_bundle = prebuilt is not None and prebuilt.entry is not None
+        binary = prebuilt.binary if prebuilt is not None else None
+        artifact = binary if binary is not None else cache.get(key)
+        self.loaded, new_artifact = self.runtime.build_kernel(self.source, artifact, cache.path_for(key, ".bin"))
+        if from_bundle:
+            stats.add("bundle_hits")
+        if artifact is None:
+            stats.add("finalized" if from_bundle else "builds")
+        elif binary is None:
             stats.add("disk_hits")
         if new_artifact is not None:
             cache.put(key, new_artifact)
@@ -109,7 +123,7 @@ class Specialization:
                 values.append(arg._kernel_arg() if arg.nbytes else
                               (np.empty(arg.shape, dtype) if self.host else None))
             elif kind == "shape":
-                values.append(np.int64(arg.shape[axis]))
+                values.append(arg.shape[axis])
             else:
                 values.append(dtype.type(arg))
         runtime.launch(self.loaded, global_size, local_size, values)

@@ -215,7 +215,7 @@ class Registry:
             raise DeviceNotFoundError(spec, [d.name for d in candidates], "no healthy device is available")
         backend, _, index_text = spec.partition(":")
         if backend not in self.names():
-            valid = [d.name for d in self._all_devices()] + self.names() + ["auto"]
+            valid = sorted({d.name for d in self._all_devices()} | set(self.names()) | {"auto"})
             raise DeviceNotFoundError(spec, valid, f"{backend!r} is not an installed backend")
         if get_config().backends is not None and backend not in self.enabled():
             raise DeviceNotFoundError(spec, [d.name for d in self.devices()], "its backend is excluded by HETERO_BACKENDS")
