@@ -11,8 +11,8 @@ import pytest
 
 import hetero
 from hetero.compiler import ir
+from hetero.compiler.c_opencl import c_literal
 from hetero.compiler.emit_opencl import EMITTER, opencl_target
-from hetero.compiler.opencl_prelude import c_literal
 from hetero.compiler.target import Target
 from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i8, i32, i64, u32, u64
