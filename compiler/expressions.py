@@ -22,7 +22,8 @@ from . import ir, typing_rules
 from .source import MISSING
 
 if TYPE_CHECKING:
-    from .frontend import Lowerer
+    from .frontend import Program
+    from .source import FunctionSource
 
 Number = int | float | bool
 
@@ -85,7 +86,19 @@ def weak(value: Number) -> Value:
 class ExpressionLowering:
     """Mixed into :class:`~hetero.compiler.frontend.Lowerer`: one method per expression form."""
 
-    def expr(self: Lowerer, node: ast.expr) -> Value:
+    if TYPE_CHECKING:  # provided by Lowerer
+        src: FunctionSource
+        arrays: dict[str, Any]
+        var_types: dict[str, ScalarType]
+        assigned: set[str]
+        features: set[str]
+        program: Program
+
+        def var_type(self, name: str, node: ast.AST) -> ScalarType: ...
+
+        def note_type(self, t: ScalarType) -> None: ...
+
+    def expr(self, node: ast.expr) -> Value:
         method = getattr(self, f"expr_{type(node).__name__}", None)
         if method is None:
             what = _UNSUPPORTED.get(type(node), f"{type(node).__name__} expressions")
@@ -94,19 +107,19 @@ class ExpressionLowering:
         return result
 
     # -- leaves ------------------------------------------------------------------------
-    def expr_Constant(self: Lowerer, node: ast.Constant) -> Value:
+    def expr_Constant(self, node: ast.Constant) -> Value:
         if isinstance(node.value, (bool, int, float)):
             return weak(node.value)
         raise self.src.error(node, f"{type(node.value).__name__} constants are not supported in kernels")
 
-    def expr_Name(self: Lowerer, node: ast.Name) -> Value:
+    def expr_Name(self, node: ast.Name) -> Value:
         if node.id in self.arrays:
             raise self.src.error(node, f"array {node.id!r} cannot be used as a value: index it, e.g. {node.id}[i]")
         if node.id in self.var_types or node.id in self.assigned:
             return Value(ir.Var(self.var_type(node.id, node), node.id))
         return self.constant(self.src.resolve(node.id), node, node.id)
 
-    def constant(self: Lowerer, obj: Any, node: ast.AST, name: str) -> Value:
+    def constant(self, obj: Any, node: ast.AST, name: str) -> Value:
         if obj is MISSING:
             raise self.src.error(node, f"name {name!r} is not defined")
         if isinstance(obj, (bool, int, float)):
@@ -116,7 +129,7 @@ class ExpressionLowering:
         raise self.src.error(node, f"{name!r} is a {type(obj).__name__}; kernels can only use int, float and bool "
                                    "constants from outside the kernel")
 
-    def static(self: Lowerer, node: ast.expr) -> Any:
+    def static(self, node: ast.expr) -> Any:
         """The Python object a name or attribute chain denotes at compile time (MISSING if none)."""
         if isinstance(node, ast.Name):
             if node.id in self.var_types or node.id in self.assigned or node.id in self.arrays:
@@ -127,7 +140,7 @@ class ExpressionLowering:
             return MISSING if base is MISSING else getattr(base, node.attr, MISSING)
         return MISSING
 
-    def expr_Attribute(self: Lowerer, node: ast.Attribute) -> Value:
+    def expr_Attribute(self, node: ast.Attribute) -> Value:
         if isinstance(node.value, ast.Name) and node.value.id in self.arrays:
             array = self.arrays[node.value.id]
             if node.attr == "ndim":
@@ -136,7 +149,7 @@ class ExpressionLowering:
         obj = self.static(node)
         return self.constant(obj, node, ast.unparse(node))
 
-    def expr_Subscript(self: Lowerer, node: ast.Subscript) -> Value:
+    def expr_Subscript(self, node: ast.Subscript) -> Value:
         target = node.value
         if isinstance(target, ast.Attribute) and target.attr == "shape" and isinstance(target.value, ast.Name) \
                 and target.value.id in self.arrays:
@@ -149,7 +162,7 @@ class ExpressionLowering:
             return Value(ir.Cast(f32, load) if element == f16 else load)
         raise self.src.error(node, "only arrays and x.shape can be indexed in kernels")
 
-    def shape_of(self: Lowerer, name: str, axis: int, node: ast.AST) -> Value:
+    def shape_of(self, name: str, axis: int, node: ast.AST) -> Value:
         array = self.arrays[name]
         ndim = len(array.shape) if isinstance(array, ir.LocalArray) else (array.ndim or 0)
         if not -ndim <= axis < ndim:
@@ -159,7 +172,7 @@ class ExpressionLowering:
             return Value(const(array.shape[axis], i64))
         return Value(ir.Shape(i64, name, axis))
 
-    def indices(self: Lowerer, name: str, index: ast.expr, node: ast.AST) -> tuple[ir.Expr, ...]:
+    def indices(self, name: str, index: ast.expr, node: ast.AST) -> tuple[ir.Expr, ...]:
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
         if any(isinstance(p, ast.Slice) for p in parts):
             raise self.src.error(node, "slicing is not supported in kernels: index one element at a time")
@@ -175,11 +188,11 @@ class ExpressionLowering:
             lowered.append(cast(value, i64))
         return tuple(lowered)
 
-    def element_type(self: Lowerer, name: str) -> ScalarType:
+    def element_type(self, name: str) -> ScalarType:
         array = self.arrays[name]
         return array.dtype
 
-    def static_int(self: Lowerer, node: ast.expr, what: str) -> int:
+    def static_int(self, node: ast.expr, what: str) -> int:
         value = self.expr(node)
         if not (value.weak and isinstance(value.expr, ir.Const) and isinstance(value.expr.value, int)):
             if isinstance(value.expr, ir.Const) and value.type.is_int:
@@ -188,13 +201,13 @@ class ExpressionLowering:
         return int(value.expr.value)
 
     # -- operators ---------------------------------------------------------------------
-    def expr_BinOp(self: Lowerer, node: ast.BinOp) -> Value:
+    def expr_BinOp(self, node: ast.BinOp) -> Value:
         op = _BINOPS.get(type(node.op))
         if op is None:
             raise self.src.error(node, f"operator {type(node.op).__name__} is not supported in kernels")
         return self.binop(op, self.expr(node.left), self.expr(node.right), node)
 
-    def binop(self: Lowerer, op: str, left: Value, right: Value, node: ast.AST) -> Value:
+    def binop(self, op: str, left: Value, right: Value, node: ast.AST) -> Value:
         if left.weak and right.weak:
             return self.fold(op, left, right, node)
         left, right = self.unweaken(left, right), self.unweaken(right, left)
@@ -212,13 +225,13 @@ class ExpressionLowering:
         self.note_type(t)
         return Value(ir.BinOp(t, op, cast(left, t), cast(right, t)))
 
-    def unweaken(self: Lowerer, value: Value, other: Value) -> Value:
+    def unweaken(self, value: Value, other: Value) -> Value:
         if not value.weak:
             return value
         assert isinstance(value.expr, ir.Const)
         return Value(const(value.expr.value, typing_rules.weak_literal_type(value.expr.value, other.type)))
 
-    def fold(self: Lowerer, op: str, left: Value, right: Value, node: ast.AST) -> Value:
+    def fold(self, op: str, left: Value, right: Value, node: ast.AST) -> Value:
         assert isinstance(left.expr, ir.Const) and isinstance(right.expr, ir.Const)
         try:
             result = _PY_BINOPS[op](left.expr.value, right.expr.value)
@@ -228,7 +241,7 @@ class ExpressionLowering:
             raise self.src.error(node, "constant expression gives a complex number")
         return weak(result)
 
-    def expr_UnaryOp(self: Lowerer, node: ast.UnaryOp) -> Value:
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Value:
         operand = self.expr(node.operand)
         if isinstance(node.op, ast.Not):
             return Value(ir.UnaryOp(bool_t, "not", self.truth(operand)))
@@ -244,7 +257,7 @@ class ExpressionLowering:
         t = typing_rules.arithmetic_type(operand.type)
         return Value(ir.UnaryOp(t, "-" if isinstance(node.op, ast.USub) else "~", cast(operand, t)))
 
-    def truth(self: Lowerer, value: Value) -> ir.Expr:
+    def truth(self, value: Value) -> ir.Expr:
         if value.type == bool_t:
             return cast(value, bool_t)
         if value.weak:
@@ -252,14 +265,14 @@ class ExpressionLowering:
             return ir.Const(bool_t, bool(value.expr.value))
         return ir.Compare(bool_t, "!=", value.expr, const(0, value.type))
 
-    def expr_BoolOp(self: Lowerer, node: ast.BoolOp) -> Value:
+    def expr_BoolOp(self, node: ast.BoolOp) -> Value:
         op = "and" if isinstance(node.op, ast.And) else "or"
         result = self.truth(self.expr(node.values[0]))
         for operand in node.values[1:]:
             result = ir.Logical(bool_t, op, result, self.truth(self.expr(operand)))
         return Value(result)
 
-    def expr_Compare(self: Lowerer, node: ast.Compare) -> Value:
+    def expr_Compare(self, node: ast.Compare) -> Value:
         operands = [self.expr(node.left)] + [self.expr(c) for c in node.comparators]
         result: ir.Expr | None = None
         for index, op_node in enumerate(node.ops):
@@ -276,7 +289,7 @@ class ExpressionLowering:
         assert result is not None
         return Value(result)
 
-    def expr_IfExp(self: Lowerer, node: ast.IfExp) -> Value:
+    def expr_IfExp(self, node: ast.IfExp) -> Value:
         cond = self.truth(self.expr(node.test))
         yes, no = self.expr(node.body), self.expr(node.orelse)
         if yes.weak and no.weak:
@@ -286,7 +299,7 @@ class ExpressionLowering:
         return Value(ir.Select(t, cond, cast(yes, t), cast(no, t)))
 
     # -- calls ---------------------------------------------------------------------------
-    def expr_Call(self: Lowerer, node: ast.Call) -> Value:
+    def expr_Call(self, node: ast.Call) -> Value:
         if node.keywords:
             raise self.src.error(node, "keyword arguments are not supported in kernel calls")
         callee = self.static(node.func)
@@ -328,19 +341,19 @@ class ExpressionLowering:
         raise self.src.error(node, f"calling {name} is not supported in kernels: only hetero built-ins, math functions, "
                                    "casts and @hetero.func functions can be called")
 
-    def args(self: Lowerer, node: ast.Call, count: int) -> list[Value]:
+    def args(self, node: ast.Call, count: int) -> list[Value]:
         if len(node.args) != count:
             raise self.src.error(node, f"{ast.unparse(node.func)}() takes {count} argument(s), got {len(node.args)}")
         return [self.expr(a) for a in node.args]
 
-    def minmax(self: Lowerer, op: str, left: Value, right: Value, node: ast.AST) -> Value:
+    def minmax(self, op: str, left: Value, right: Value, node: ast.AST) -> Value:
         if left.weak and right.weak:
             return weak((min if op == "min" else max)(left.expr.value, right.expr.value))  # type: ignore[attr-defined]
         left, right = self.unweaken(left, right), self.unweaken(right, left)
         t = typing_rules.promote(left.type, right.type)
         return Value(ir.BinOp(t, op, cast(left, t), cast(right, t)))
 
-    def call_math(self: Lowerer, name: str, node: ast.Call) -> Value:
+    def call_math(self, name: str, node: ast.Call) -> Value:
         arity = {"pow": 2, "fmin": 2, "fmax": 2, "fma": 3}.get(name, 1)
         values = self.args(node, arity)
         typed = [v for v in values if not v.weak]
@@ -350,7 +363,7 @@ class ExpressionLowering:
         self.note_type(t)
         return Value(ir.Math(t, name, tuple(cast(v, t) for v in values)))
 
-    def call_intrinsic(self: Lowerer, name: str, node: ast.Call) -> Value:
+    def call_intrinsic(self, name: str, node: ast.Call) -> Value:
         if name.startswith("math."):
             return self.call_math(name[5:], node)
         if name in language.INDEX_BUILTINS:
@@ -366,7 +379,7 @@ class ExpressionLowering:
             raise self.src.error(node, "local_array() must be assigned to a name: tile = hetero.local_array((16, 16), hetero.f32)")
         raise self.src.error(node, f"hetero.{name} is not supported here")  # pragma: no cover
 
-    def call_atomic(self: Lowerer, op: str, node: ast.Call) -> Value:
+    def call_atomic(self, op: str, node: ast.Call) -> Value:
         count = 4 if op == "cas" else 3
         if len(node.args) != count or not isinstance(node.args[0], ast.Name) or node.args[0].id not in self.arrays:
             usage = "atomic_cas(array, index, compare, value)" if op == "cas" else f"atomic_{op}(array, index, value)"
@@ -382,7 +395,7 @@ class ExpressionLowering:
         values = tuple(cast(self.expr(a), element) for a in node.args[2:])
         return Value(ir.Atomic(element, op, array, indices, values))
 
-    def call_function(self: Lowerer, callee: language.DeviceFunction, node: ast.Call) -> Value:
+    def call_function(self, callee: language.DeviceFunction, node: ast.Call) -> Value:
         args: list[Value] = []
         types: list[ScalarType | ArrayType] = []
         for arg in node.args:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from hetero.types import ScalarType, bool_t
 
 from . import ir
 
-_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "&": operator.and_, "|": operator.or_,
+_ARITH: dict[str, Callable[[Any, Any], Any]] = {"+": operator.add, "-": operator.sub, "*": operator.mul, "&": operator.and_, "|": operator.or_,
           "^": operator.xor, "min": min, "max": max}
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
 
@@ -42,13 +43,12 @@ def fold_expr(e: ir.Expr) -> ir.Expr:
     if isinstance(e, ir.BinOp):
         left, right = fold_expr(e.left), fold_expr(e.right)
         if isinstance(left, ir.Const) and isinstance(right, ir.Const) and e.op in _ARITH:
-            if e.type.is_float or e.op in ("min", "max") or e.type.is_int or e.type == bool_t:
-                try:
-                    folded = _typed(_ARITH[e.op](left.value, right.value), e.type)
-                except (OverflowError, ValueError, TypeError):
-                    folded = None
-                if folded is not None:
-                    return folded
+            try:
+                folded = _typed(_ARITH[e.op](left.value, right.value), e.type)
+            except (OverflowError, ValueError, TypeError):
+                folded = None
+            if folded is not None:
+                return folded
         return dataclasses.replace(e, left=left, right=right)
     if isinstance(e, ir.Compare):
         left, right = fold_expr(e.left), fold_expr(e.right)
@@ -73,13 +73,13 @@ def fold_expr(e: ir.Expr) -> ir.Expr:
                 return folded
         return dataclasses.replace(e, operand=operand)
     if isinstance(e, ir.Cast):
-        value = fold_expr(e.value)
-        if isinstance(value, ir.Const) and not (isinstance(value.value, float) and not math.isfinite(value.value)
+        inner = fold_expr(e.value)
+        if isinstance(inner, ir.Const) and not (isinstance(inner.value, float) and not math.isfinite(inner.value)
                                                 and not e.type.is_float):
-            folded = _typed(int(value.value) if e.type.is_int and isinstance(value.value, float) else value.value, e.type)
+            folded = _typed(int(inner.value) if e.type.is_int and isinstance(inner.value, float) else inner.value, e.type)
             if folded is not None:
                 return folded
-        return dataclasses.replace(e, value=value)
+        return dataclasses.replace(e, value=inner)
     if isinstance(e, ir.Select):
         cond = fold_expr(e.cond)
         if isinstance(cond, ir.Const):
