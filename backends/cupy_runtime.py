@@ -2,25 +2,35 @@
 other: one implementation, two registrations.
 
 Memory is CuPy's (``cupy.cuda.MemoryPointer``, from CuPy's pool); copies go
-through the device's current stream.
+through the device's current stream. Kernels are compiled with NVRTC (hipRTC on ROCm)
+through ``cupy.RawModule``, or loaded from a prebuilt module image (a CUDA fatbin, cubin
+or PTX; an AMD code object) with ``cupy.cuda.function.Module.load``: the loading hook
+that kernel bundles use.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid as uuid_module
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from hetero.device import DeviceInfo, Kind
-from hetero.errors import BackendUnavailableError
+from hetero.errors import BackendUnavailableError, DeviceError, KernelBuildError
 from hetero.plugin import Backend, DeviceRuntime
+from hetero.target import FEATURES, Target
+
+logger = logging.getLogger("hetero.backends.cupy")
 
 # DLPack device types (dlpack.h): kDLCUDA = 2, kDLROCM = 10.
 _DLPACK_TYPE = {"cuda": 2, "rocm": 10}
 _STACK = {"cuda": "CUDA", "rocm": "ROCm/HIP"}
+#: Largest work-group extent per dimension when a launch leaves the local size to the runtime.
+_DEFAULT_BLOCK = {1: (256,), 2: (16, 16), 3: (8, 8, 4)}
 
 
 def import_cupy(backend: str, hint: str) -> ModuleType:
@@ -34,11 +44,14 @@ def import_cupy(backend: str, hint: str) -> ModuleType:
 
 
 class CuPyRuntime(DeviceRuntime):
-    def __init__(self, cupy: ModuleType, info: DeviceInfo) -> None:
+    def __init__(self, cupy: ModuleType, info: DeviceInfo, toolchain: str = "") -> None:
         self.info = info
         self.cupy = cupy
         self.dlpack_device = (_DLPACK_TYPE[info.backend], info.index)
         self._device = cupy.cuda.Device(info.index)
+        # gcnArchName carries target features ("gfx90a:sramecc+:xnack-"); code objects are named by the processor.
+        arch = str(info.extra.get("arch", "")).split(":")[0]
+        self._target = Target("hip" if info.backend == "rocm" else "cuda", arch, frozenset(FEATURES), toolchain)
 
     def allocate(self, nbytes: int) -> Any:
         with self._device:
@@ -72,6 +85,60 @@ class CuPyRuntime(DeviceRuntime):
     def wrap(self, native: Any) -> Any:
         return native.data
 
+    # -- kernels (untested on hardware: this project's CI has no GPU) --------------------------
+    def kernel_target(self) -> Target:
+        return self._target
+
+    def build_kernel(self, source: Any, artifact: bytes | None, path: Path) -> tuple[Any, bytes | None]:
+        """Load ``artifact`` (a fatbin, cubin, PTX or code object) when given; otherwise, or when
+        the driver refuses the image, compile ``source.text`` with NVRTC/hipRTC (CuPy caches that)."""
+        cupy = self.cupy
+        with self._device:
+            if artifact is not None:
+                try:
+                    module = cupy.cuda.function.Module()
+                    module.load(bytes(artifact))
+                    return module.get_function(source.entry), None
+                except cupy.cuda.driver.CUDADriverError as exc:  # no image for this GPU, or PTX newer than the driver
+                    logger.info("%s: prebuilt image for %s not loadable (%s); compiling from source",
+                                self.info.name, source.entry, exc)
+            compile_error = getattr(cupy.cuda.compiler, "CompileException", RuntimeError)
+            try:
+                module = cupy.RawModule(code=source.text, options=tuple(source.options), backend="nvrtc")
+                return module.get_function(source.entry), None
+            except compile_error as exc:
+                log = exc.get_message() if hasattr(exc, "get_message") else str(exc)
+                compiler = "hipRTC" if self._target.dialect == "hip" else "NVRTC"
+                raise KernelBuildError(f"{compiler} rejected the generated kernel", source=source.text,
+                                       options=tuple(source.options), target=self.info.name, log=log) from exc
+
+    def kernel_arg(self, buffer: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+        # A pointer-sized value: CuPy passes NumPy scalars by value, which is what a T* parameter takes.
+        return np.uint64(buffer.ptr)
+
+    def launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+               args: Sequence[Any]) -> None:
+        # CUDA grids count blocks; hetero's global size counts work-items, and kernels read
+        # global_size as gridDim * blockDim, so the block must divide the global size exactly.
+        block = local_size if local_size is not None else tuple(
+            _largest_divisor(g, cap) for g, cap in zip(global_size, _DEFAULT_BLOCK[len(global_size)], strict=True))
+        grid = tuple(g // b for g, b in zip(global_size, block, strict=True))
+        errors = (self.cupy.cuda.driver.CUDADriverError, self.cupy.cuda.runtime.CUDARuntimeError)
+        try:
+            with self._device:
+                kernel(grid, block, tuple(args))
+        except errors as exc:
+            raise DeviceError(f"launching {getattr(kernel, 'name', 'a kernel')} (grid {grid}, block {block}) failed: {exc}",
+                              backend=self.info.backend, device=self.info.name) from exc
+
+
+def _largest_divisor(n: int, cap: int) -> int:
+    """The largest divisor of ``n`` that is at most ``cap`` (1 for a prime above ``cap``)."""
+    for size in range(min(n, cap), 0, -1):
+        if n % size == 0:
+            return size
+    return 1
+
 
 class CuPyBackend(Backend):
     def __init__(self, name: str, hint: str) -> None:
@@ -93,7 +160,10 @@ class CuPyBackend(Backend):
                 f"cannot use a GPU: {exc}",
                 _driver_hint(name, str(exc), hint),
             ) from exc
-        self._devices = [CuPyRuntime(cupy, self._info(cupy, index)) for index in range(count)]
+        compiler = "hiprtc" if name == "rocm" else "nvrtc"
+        self.versions[compiler] = _rtc_version(cupy)
+        toolchain = ", ".join(f"{part} {version}" for part, version in self.versions.items())
+        self._devices = [CuPyRuntime(cupy, self._info(cupy, index), toolchain) for index in range(count)]
 
     def _info(self, cupy: ModuleType, index: int) -> DeviceInfo:
         props = cupy.cuda.runtime.getDeviceProperties(index)
@@ -124,6 +194,15 @@ class CuPyBackend(Backend):
 
     def diagnostics(self) -> dict[str, Any]:
         return dict(self.versions)
+
+
+def _rtc_version(cupy: ModuleType) -> str:
+    """NVRTC's (hipRTC's) version: a cache-key part of every kernel compiled at run time."""
+    try:
+        major, minor = cupy.cuda.nvrtc.getVersion()
+    except Exception as exc:  # a missing or broken NVRTC shows up when the first kernel compiles
+        return f"unknown ({type(exc).__name__})"
+    return f"{major}.{minor}"
 
 
 def _version(number: int) -> str:

@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from benchmarks import compile_time, copy_bandwidth, import_time, launch_overhead, sgemm, stream_triad
+from benchmarks import compile_bundle, compile_time, copy_bandwidth, import_time, launch_overhead, sgemm, stream_triad
 
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "import_time": import_time.main,
@@ -18,6 +18,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "stream_triad": stream_triad.main,
     "sgemm": sgemm.main,
     "compile_time": compile_time.main,
+    "compile_bundle": compile_bundle.main,
 }
 
 

@@ -72,3 +72,23 @@ def default_abi(fn: ir.Function, with_shapes: bool) -> tuple[AbiArg, ...]:
 
 def entry_name(fn: ir.Function) -> str:
     return f"hetero_{fn.name}"
+
+
+def source_to_json(source: EmittedSource) -> dict[str, object]:
+    """``source`` as plain JSON data (for the compile cache's record of a specialization)."""
+    return {
+        "dialect": source.dialect, "entry": source.entry, "text": source.text, "options": list(source.options),
+        "abi": [[arg.kind, arg.param, arg.dtype.name, arg.axis] for arg in source.abi],
+    }
+
+
+def source_from_json(data: dict[str, object]) -> EmittedSource:
+    """The inverse of :func:`source_to_json`; raises ValueError/KeyError/TypeError on malformed data."""
+    from hetero.types import BY_NAME
+
+    abi = tuple(AbiArg(str(kind), str(param), BY_NAME[str(dtype)], int(axis))  # type: ignore[call-overload]
+                for kind, param, dtype, axis in data["abi"])  # type: ignore[attr-defined]
+    if any(arg.kind not in ("scalar", "array", "shape") for arg in abi):
+        raise ValueError("unknown argument kind in a cached kernel record")
+    return EmittedSource(str(data["dialect"]), str(data["entry"]), str(data["text"]), abi,
+                         tuple(str(o) for o in data["options"]))  # type: ignore[attr-defined]

@@ -2,6 +2,7 @@
 
 Gives the AST of a function with positions in the user's file, and builds
 :class:`~hetero.errors.CompileError` that names file, line and column and shows the line.
+:func:`fingerprint` hashes what a kernel's code depends on, for matching kernel bundles.
 """
 
 from __future__ import annotations
@@ -9,13 +10,17 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import functools
+import hashlib
 import inspect
 import linecache
 import textwrap
+import types
 from collections.abc import Callable
 from typing import Any
 
 from hetero.errors import CompileError
+from hetero.language import DeviceFunction
 
 from . import ir
 
@@ -52,8 +57,9 @@ class FunctionSource:
         return getattr(builtins, name, _MISSING)
 
 
-def function_source(py_func: Callable[..., Any]) -> FunctionSource:
-    """Parse ``py_func``'s source. Raises CompileError when the source is not available."""
+@functools.lru_cache(maxsize=512)
+def _parse(py_func: Callable[..., Any]) -> tuple[ast.FunctionDef, str, int, int]:
+    """The function's AST, file, first line and indent: parsed once per function object."""
     try:
         lines, first_line = inspect.getsourcelines(py_func)
         file = inspect.getsourcefile(py_func) or "<unknown>"
@@ -69,6 +75,13 @@ def function_source(py_func: Callable[..., Any]) -> FunctionSource:
     tree = next((node for node in module.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if not isinstance(tree, ast.FunctionDef):
         raise CompileError(f"{py_func.__qualname__} is not a plain function (async functions cannot be kernels)", file, first_line)
+    return tree, file, first_line, indent
+
+
+def function_source(py_func: Callable[..., Any]) -> FunctionSource:
+    """Parse ``py_func``'s source (cached) and take its globals and closure as they are now.
+    Raises CompileError when the source is not available."""
+    tree, file, first_line, indent = _parse(py_func)
     namespace = dict(py_func.__globals__)
     if py_func.__closure__:
         for name, cell in zip(py_func.__code__.co_freevars, py_func.__closure__, strict=True):
@@ -77,6 +90,52 @@ def function_source(py_func: Callable[..., Any]) -> FunctionSource:
             except ValueError:  # an empty cell: the closure variable is not assigned yet
                 continue
     return FunctionSource(py_func, tree, file, first_line, indent, namespace)
+
+
+def fingerprint(py_func: Callable[..., Any]) -> str:
+    """sha256 of what a kernel's generated code depends on in Python: its source text, the
+    source of every ``@hetero.func`` it calls (transitively), and the value of every plain
+    constant (int, float, bool, str) it reads from globals or closures. A kernel bundle
+    records it, so that a kernel edited after bundling is compiled afresh, not matched."""
+    digest = hashlib.sha256()
+    seen: set[int] = set()
+    pending = [py_func]
+    while pending:
+        func = pending.pop()
+        if id(func) in seen:
+            continue
+        seen.add(id(func))
+        try:
+            digest.update(inspect.getsource(func).encode("utf-8"))
+        except (OSError, TypeError):
+            digest.update(func.__code__.co_code)
+        namespace = dict(func.__globals__)
+        for name, cell in zip(func.__code__.co_freevars, func.__closure__ or (), strict=True):
+            try:
+                namespace[name] = cell.cell_contents
+            except ValueError:
+                continue
+        for name in sorted(_names_read(func.__code__)):
+            value = namespace.get(name, _MISSING)
+            if isinstance(value, DeviceFunction):
+                pending.append(value.py_func)
+                part = f"func {name}"
+            elif isinstance(value, (bool, int, float, str)):
+                part = f"const {name}={value!r}"
+            elif isinstance(value, types.ModuleType):
+                part = f"module {name}={value.__name__}"
+            else:
+                part = f"name {name}:{type(value).__name__}"
+            digest.update(b"\0" + part.encode("utf-8"))
+    return digest.hexdigest()
+
+
+def _names_read(code: types.CodeType) -> set[str]:
+    names = set(code.co_names) | set(code.co_freevars)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names_read(const)
+    return names
 
 
 MISSING = _MISSING

@@ -48,6 +48,7 @@ from hetero.registry import BackendStatus, backend_statuses, device, devices, re
 
 
 if TYPE_CHECKING:
+    from hetero.compiler.bundle_registry import load_bundle
     from hetero.kernels import Kernel, kernel
 
 

@@ -1,4 +1,5 @@
-"""The ``hetero`` command: ``hetero devices [--all] [--json]``, ``hetero --version``."""
+"""The ``hetero`` command: ``hetero devices [--all] [--json]``, ``hetero cache …``,
+``hetero compile …``, ``hetero bundle inspect …``, ``hetero --version``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import hetero
 from hetero.cli_cache import add_cache_commands
+from hetero.cli_compile import add_compile_commands
 from hetero.errors import BackendUnavailableError, HeteroError
 from hetero.registry import enabled_backends
 
@@ -69,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     devices.add_argument("--all", action="store_true", help="also show unavailable backends and why")
     devices.add_argument("--json", action="store_true", help="machine-readable output")
     COMMANDS.update(add_cache_commands(sub))
+    COMMANDS.update(add_compile_commands(sub))
     return parser
 
 

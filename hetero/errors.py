@@ -153,6 +153,49 @@ def _rebuild_build_error(text: str, source: str, options: tuple[str, ...], targe
     return error
 
 
+class ToolchainNotFoundError(HeteroError, RuntimeError):
+    """A vendor compiler (nvcc, hipcc, …) that a build needs is not installed or not on PATH."""
+
+    def __init__(self, tool: str, purpose: str, install_hint: str) -> None:
+        self.tool = tool
+        self.purpose = purpose
+        self.install_hint = install_hint
+        super().__init__(f"{tool} not found on PATH; it is needed {purpose}. Install it: {install_hint}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.tool, self.purpose, self.install_hint))
+
+
+class BundleError(HeteroError, ValueError):
+    """A kernel bundle (``.hbundle``) is malformed, tampered with, or from an unknown format version."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"kernel bundle {path} rejected: {problem}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.path, self.problem))
+
+
+class BundleBuildError(HeteroError, RuntimeError):
+    """``hetero compile`` could not build some kernels for some targets.
+
+    ``failures`` holds ``(what, error)`` pairs: the kernel, signature and target, and the
+    error with the toolchain's full log.
+    """
+
+    def __init__(self, failures: list[tuple[str, str]], total: int) -> None:
+        self.failures = list(failures)
+        self.total = total
+        lines = [f"{len(self.failures)} of {total} builds failed (--keep-going writes the bundle without them):"]
+        lines += [f"--- {what}\n{error}" for what, error in self.failures]
+        super().__init__("\n".join(lines))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.failures, self.total))
+
+
 class KernelLaunchError(HeteroError, ValueError):
     """A kernel was launched with arguments or sizes it cannot take (names the parameter)."""
 

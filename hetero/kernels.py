@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,9 +35,11 @@ import numpy as np
 from hetero.array import Array
 from hetero.compiler import bundle_registry, frontend, passes
 from hetero.compiler.cache import CacheKey, default_cache
+from hetero.compiler.emitter import source_from_json, source_to_json
 from hetero.compiler.emitters import emitter_for
 from hetero.compiler.printer import format_function
 from hetero.compiler.signature import format_signature, parse_signature
+from hetero.compiler.source import fingerprint
 from hetero.compiler.stats import stats
 from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
@@ -64,19 +67,29 @@ class Specialization:
         target = self.runtime.kernel_target()
         if target is None:
             raise KernelLaunchError(f"{device.name} cannot run hetero kernels (its backend has no kernel support)")
+        cache = default_cache()
         # A loaded bundle may hold this kernel already built, or at least its IR.
         prebuilt = bundle_registry.lookup(kernel.py_func, types, target)
-        self.function = kernel._lowered(types) if prebuilt is None else prebuilt.function
-        if prebuilt is not None and prebuilt.source is not None:
-            self.source = prebuilt.source
-            extra = {"bundled_source": hashlib.sha256(self.source.text.encode()).hexdigest()}
+        # A disk-cache record of this specialization skips the frontend and the emitter.
+        record_key = CacheKey(ir=kernel.fingerprint(), dialect=target.dialect, target=target.arch,
+                              toolchain=target.toolchain, extra={"signature": repr(types), "record": "specialization"})
+        recorded = _read_record(cache, record_key) if prebuilt is None else None
+        if recorded is not None:
+            self.source, key = recorded
         else:
-            self.source = emitter_for(target.dialect).emit(self.function, target)
-            stats.add("emitted")
-            extra = {}
-        key = CacheKey.from_ir(format_function(self.function), dialect=target.dialect, target=target.arch,
-                               toolchain=target.toolchain, options=self.source.options, **extra)
-        cache = default_cache()
+            function = kernel._lowered(types) if prebuilt is None else prebuilt.function
+            if prebuilt is not None and prebuilt.source is not None:
+                self.source = prebuilt.source
+                extra = {"bundled_source": hashlib.sha256(self.source.text.encode()).hexdigest()}
+            else:
+                self.source = emitter_for(target.dialect).emit(function, target)
+                stats.add("emitted")
+                extra = {}
+            key = CacheKey.from_ir(format_function(function), dialect=target.dialect, target=target.arch,
+                                   toolchain=target.toolchain, options=self.source.options, **extra)
+            if prebuilt is None:
+                record = {"source": source_to_json(self.source), "key": key.digest}
+                cache.put(record_key, json.dumps(record).encode())
         from_bundle = prebuilt is not None and prebuilt.entry is not None
         binary = prebuilt.binary if prebuilt is not None else None
         artifact = binary if binary is not None else cache.get(key)
@@ -89,7 +102,7 @@ class Specialization:
             stats.add("disk_hits")
         if new_artifact is not None:
             cache.put(key, new_artifact)
-        index = {p.name: i for i, p in enumerate(self.function.params)}
+        index = {name: i for i, name in enumerate(kernel.param_names())}
         self.plan = [(arg.kind, index[arg.param], arg.axis, arg.dtype.dtype) for arg in self.source.abi]
         self.host = self.runtime.host_memory
         self._checked_sizes: set[tuple[Any, Any]] = set()
@@ -158,6 +171,8 @@ class Kernel:
         self.name = py_func.__name__
         functools.update_wrapper(self, py_func)  # type: ignore[arg-type]
         self._declared: list[ParamType | None] | None = None
+        self._fingerprint: str | None = None
+        self._param_names: list[str] | None = None
         self._dispatch: dict[tuple[Any, ...], Specialization] = {}
         self._ir: dict[tuple[ParamType, ...], Any] = {}
         self._launchers: dict[Any, Launcher] = {}
@@ -186,6 +201,17 @@ class Kernel:
         return f"<hetero.kernel {self.py_func.__qualname__}>"
 
     # -- compilation ---------------------------------------------------------------------
+    def fingerprint(self) -> str:
+        """A hash of this kernel's source and what it depends on (device functions, constants)."""
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint(self.py_func)
+        return self._fingerprint
+
+    def param_names(self) -> list[str]:
+        if self._param_names is None:
+            self._param_names = [a.arg for a in frontend.function_source(self.py_func).tree.args.args]
+        return self._param_names
+
     def declared(self) -> list[ParamType | None]:
         if self._declared is None:
             self._declared = frontend.declared_types(self.py_func)
@@ -230,7 +256,7 @@ class Kernel:
     # -- the slow path of a launch ----------------------------------------------------------
     def _specialize(self, args: Sequence[Any], key: tuple[Any, ...]) -> Specialization:
         declared = self.declared()
-        names = [a.arg for a in frontend.function_source(self.py_func).tree.args.args]
+        names = self.param_names()
         if len(args) != len(declared):
             raise KernelLaunchError(f"{self.name} takes {len(declared)} argument(s) ({', '.join(names)}), got {len(args)}")
         types: list[ParamType] = []
@@ -250,6 +276,18 @@ class Kernel:
                 entry = Specialization(self, tuple(types), device)
                 self._dispatch[key] = entry
         return entry
+
+
+def _read_record(cache: Any, record_key: CacheKey) -> tuple[Any, str] | None:
+    """The emitted source and artifact key recorded for a specialization, or None."""
+    data = cache.get(record_key)
+    if data is None:
+        return None
+    try:
+        record = json.loads(data)
+        return source_from_json(record["source"]), str(record["key"])
+    except (ValueError, KeyError, TypeError):
+        return None  # a record from another hetero version: compile afresh
 
 
 def _arg_type(kernel: str, name: str, want: ParamType | None, arg: Any) -> ParamType:

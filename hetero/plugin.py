@@ -84,7 +84,13 @@ class DeviceRuntime(abc.ABC):
         ``artifact`` is what this method returned before for the same source and device (from
         the cache), or None: then compile ``source`` with the vendor's compiler. ``path`` is a
         file path in the cache the runtime may use. Returns the loaded kernel and the artifact
-        to cache (None when there is nothing new to cache). Raises KernelBuildError."""
+        to cache (None when there is nothing new to cache). Raises KernelBuildError.
+
+        On ``cuda`` and ``hip`` targets ``artifact`` may also be a prebuilt module image from a
+        kernel bundle, built by nvcc or hipcc for this device's arch: a CUDA fatbin (cubin plus
+        PTX), cubin or PTX, or an AMD code object (see
+        :data:`hetero.compiler.toolchains.BINARY_KINDS`). The driver's module loader
+        (``cuModuleLoadData``, ``hipModuleLoadData``) takes each of them as is."""
         raise NotImplementedError(f"{type(self).__name__} runs no kernels")
 
     def kernel_arg(self, buffer: Any, shape: tuple[int, ...], dtype: Any) -> Any:
