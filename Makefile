@@ -20,6 +20,7 @@ setup: $(VENV)/.installed
 demo: setup
 	$(VENV)/bin/hetero devices --all
 	$(PY) examples/copy_across_devices.py
+	$(PY) examples/kernel_everywhere.py
 
 test: setup
 	$(PY) -m pytest
