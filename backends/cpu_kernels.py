@@ -86,5 +86,7 @@ def launch(kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...
     key = (global_size, local_size)
     sizes = _padded.get(key)
     if sizes is None:
+        if len(_padded) >= 4096:  # launch sizes that change every call must not grow this forever
+            _padded.clear()
         sizes = _padded[key] = _sizes(global_size, local_size)
     kernel(*sizes, *args)

@@ -188,6 +188,8 @@ class Kernel:
         else:
             global_size, local_size = _size_tuple(config, "global size"), None
         launcher = Launcher(self, global_size, local_size)
+        if len(self._launchers) >= 1024:  # sizes that change every call must not grow this forever
+            self._launchers.clear()
         try:
             self._launchers[config] = launcher
         except TypeError:
