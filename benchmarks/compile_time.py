@@ -36,7 +36,7 @@ import numpy as np
 
 import hetero
 from benchmarks.harness import Progress, command_line, format_seconds, write_results
-from benchmarks.kernel_bench import choose_devices, describe, load_average
+from benchmarks.kernel_bench import choose_devices, describe, load_average, print_footer
 from hetero import f32
 
 GOAL_DISK_HIT_S = 0.005
@@ -397,9 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_device(s)
         print()
     print_summary(summaries)
-    for name, reason in missing.items():
-        print(f"not measured: {name}: {reason}")
-    print(f"load average at start {load_before}, results: {path}")
+    print_footer(missing, load_before, path)
     return 0
 
 

@@ -66,3 +66,10 @@ def load_average() -> list[float] | None:
 
 def same(got: np.ndarray, want: np.ndarray, rtol: float = 1e-6, atol: float = 0.0) -> bool:
     return bool(got.shape == want.shape and np.allclose(got, want, rtol=rtol, atol=atol))
+
+
+def print_footer(missing: dict[str, str], load_before: object, path: object) -> None:
+    """The closing lines every kernel benchmark prints: what was not measured, load, results file."""
+    for name, reason in missing.items():
+        print(f"not measured: {name}: {reason}")
+    print(f"load average at start {load_before}, results: {path}")

@@ -22,7 +22,7 @@ import numpy as np
 
 import hetero
 from benchmarks.harness import Progress, Timing, command_line, compare, format_seconds, write_results
-from benchmarks.kernel_bench import DEFAULT_DEVICES, build_opencl, choose_devices, describe, is_opencl, load_average, opencl
+from benchmarks.kernel_bench import DEFAULT_DEVICES, build_opencl, choose_devices, describe, is_opencl, load_average, opencl, print_footer
 from hetero import f32
 
 GOAL_ONEAPI_MAX_RATIO = 1.3
@@ -253,9 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(rows)
     print()
     print_summary(summary)
-    for name, reason in missing.items():
-        print(f"not measured: {name}: {reason}")
-    print(f"load average at start {load_before}, results: {path}")
+    print_footer(missing, load_before, path)
     return 0
 
 

@@ -23,7 +23,17 @@ import numpy as np
 
 import hetero
 from benchmarks.harness import Progress, Timing, command_line, compare, format_seconds, write_results
-from benchmarks.kernel_bench import DEFAULT_DEVICES, build_opencl, choose_devices, describe, is_opencl, load_average, opencl, same
+from benchmarks.kernel_bench import (
+    DEFAULT_DEVICES,
+    build_opencl,
+    choose_devices,
+    describe,
+    is_opencl,
+    load_average,
+    opencl,
+    print_footer,
+    same,
+)
 from hetero import f32
 
 FULL_SIZE, QUICK_SIZE = 1024, 512
@@ -269,9 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(rows)
     print()
     print_summary(summary, blas)
-    for name, reason in missing.items():
-        print(f"not measured: {name}: {reason}")
-    print(f"load average at start {load_before}, results: {path}")
+    print_footer(missing, load_before, path)
     return 0
 
 
