@@ -10,9 +10,10 @@ that kernel bundles use.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid as uuid_module
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,9 +21,11 @@ from typing import Any
 import numpy as np
 
 from hetero.device import DeviceInfo, Kind
-from hetero.errors import BackendUnavailableError, DeviceError, KernelBuildError
+from hetero.errors import BackendUnavailableError, KernelBuildError
 from hetero.plugin import Backend, DeviceRuntime
 from hetero.target import FEATURES, Target
+
+from . import cuda_errors
 
 logger = logging.getLogger("hetero.backends.cupy")
 
@@ -49,28 +52,40 @@ class CuPyRuntime(DeviceRuntime):
         self.cupy = cupy
         self.dlpack_device = (_DLPACK_TYPE[info.backend], info.index)
         self._device = cupy.cuda.Device(info.index)
+        self._errors = (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError,
+                        cupy.cuda.memory.OutOfMemoryError)
         # gcnArchName carries target features ("gfx90a:sramecc+:xnack-"); code objects are named by the processor.
         arch = str(info.extra.get("arch", "")).split(":")[0]
         self._target = Target("hip" if info.backend == "rocm" else "cuda", arch, frozenset(FEATURES), toolchain)
 
+    @contextlib.contextmanager
+    def _on_device(self, doing: str) -> Iterator[None]:
+        """Run CuPy calls on this device; a failure becomes a hetero DeviceError (see cuda_errors)."""
+        try:
+            with self._device:
+                yield
+        except self._errors as exc:
+            raise cuda_errors.translate(exc, self.info.backend, self.info.name, doing) from exc
+
     def allocate(self, nbytes: int) -> Any:
-        with self._device:
+        with self._on_device(f"allocating {nbytes} bytes"):
             return self.cupy.cuda.alloc(nbytes)
 
     def upload(self, dst: Any, src: np.ndarray, offset: int = 0) -> None:
-        with self._device:
+        with self._on_device(f"copying {src.nbytes} bytes host->device"):
             (dst + offset).copy_from_host(src.ctypes.data, src.nbytes)
 
     def download(self, dst: np.ndarray, src: Any, offset: int = 0) -> None:
-        with self._device:
+        with self._on_device(f"copying {dst.nbytes} bytes device->host"):
             (src + offset).copy_to_host(dst.ctypes.data, dst.nbytes)
 
     def copy(self, dst: Any, src: Any, nbytes: int) -> None:
-        with self._device:
+        with self._on_device(f"copying {nbytes} bytes on the device"):
             dst.copy_from_device_async(src, nbytes)
 
     def synchronize(self) -> None:
-        self._device.synchronize()
+        with self._on_device("waiting for the device"):
+            self._device.synchronize()
 
     def native_view(self, buffer: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
         return self.cupy.ndarray(shape, dtype=dtype, memptr=buffer)
@@ -123,13 +138,8 @@ class CuPyRuntime(DeviceRuntime):
         block = local_size if local_size is not None else tuple(
             _largest_divisor(g, cap) for g, cap in zip(global_size, _DEFAULT_BLOCK[len(global_size)], strict=True))
         grid = tuple(g // b for g, b in zip(global_size, block, strict=True))
-        errors = (self.cupy.cuda.driver.CUDADriverError, self.cupy.cuda.runtime.CUDARuntimeError)
-        try:
-            with self._device:
-                kernel(grid, block, tuple(args))
-        except errors as exc:
-            raise DeviceError(f"launching {getattr(kernel, 'name', 'a kernel')} (grid {grid}, block {block}) failed: {exc}",
-                              backend=self.info.backend, device=self.info.name) from exc
+        with self._on_device(f"launching {getattr(kernel, 'name', 'a kernel')} (grid {grid}, block {block})"):
+            kernel(grid, block, tuple(args))
 
 
 def _largest_divisor(n: int, cap: int) -> int:

@@ -400,6 +400,7 @@ def test_cupy_runtime_loads_prebuilt_images_and_launches_exact_grids() -> None:
     error = type("CUDAError", (Exception,), {})
     cuda = types.SimpleNamespace(Device=Device, function=types.SimpleNamespace(Module=Module),
                                  driver=types.SimpleNamespace(CUDADriverError=error),
+                                 memory=types.SimpleNamespace(OutOfMemoryError=error),
                                  runtime=types.SimpleNamespace(CUDARuntimeError=error))
     info = DeviceInfo(name="rocm:0", backend="rocm", index=0, vendor="AMD", kind=Kind.GPU, model="MI210", memory=1 << 30,
                       compute_units=104, max_work_group_size=1024, fp64=True, driver_version="", stable_id="x",
