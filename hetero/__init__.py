@@ -44,7 +44,7 @@ from hetero.language import (
     group_id, local_array, local_id, local_size, num_groups,
 )
 from hetero.types import ArrayType, ScalarType, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
-from hetero.registry import BackendStatus, backend_statuses, device, devices, register_backend
+from hetero.registry import BackendStatus, backend_statuses, device, devices, opened_devices, register_backend
 
 
 if TYPE_CHECKING:
@@ -69,10 +69,9 @@ def __getattr__(name: str) -> object:
 
 
 def synchronize() -> None:
-    """Wait for the queued work of every device opened so far."""
-    for status in backend_statuses():
-        for each in status.devices:
-            each.synchronize()
+    """Wait for the queued work of every device opened so far (opening no other backend)."""
+    for each in opened_devices():
+        each.synchronize()
 
 
 __all__ = [

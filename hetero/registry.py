@@ -260,6 +260,13 @@ def device(spec: str | Device | None = None) -> Device:
     return _REGISTRY.device(spec)
 
 
+def opened_devices() -> list[Device]:
+    """Devices of the backends opened so far in this process (opens nothing new)."""
+    with _REGISTRY._lock:
+        statuses = list(_REGISTRY._statuses.values())
+    return [d for status in statuses for d in status.devices]
+
+
 def backend_statuses() -> list[BackendStatus]:
     """The status of every installed backend, available or not (opens each one).
     (Not ``hetero.backends()``: that name is the package of built-in backends.)"""

@@ -125,3 +125,9 @@ def test_errors_pickle_with_their_fields() -> None:
     assert str(again) == str(error) == "cuda:0: launch failed [cudaErrorIllegalAddress code 700]"
     unavailable = pickle.loads(pickle.dumps(hetero.BackendUnavailableError("cuda", "no driver", "install it")))
     assert unavailable.remedy == "install it"
+
+
+def test_synchronize_opens_no_backend_it_was_not_using() -> None:
+    code = ("import sys, json, hetero; hetero.device('cpu'); hetero.synchronize(); "
+            "print(json.dumps([m for m in ('pyopencl', 'cupy') if m in sys.modules]))")
+    assert json.loads(run_python(code, {"HETERO_DEVICE": "cpu"}).stdout) == []
