@@ -23,7 +23,12 @@ from hetero.dtypes import (
 )
 from hetero.errors import (
     CompileError,
+    ContextCorruptedError,
+    DeviceDegradedError,
+    DeviceLostError,
     KernelBuildError,
+    QuotaExceeded,
+    RecoveryFailedError,
     KernelLaunchError,
     ArrayError,
     BackendUnavailableError,
@@ -44,28 +49,43 @@ from hetero.language import (
     group_id, local_array, local_id, local_size, num_groups,
 )
 from hetero.types import ArrayType, ScalarType, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
-from hetero.registry import BackendStatus, backend_statuses, device, devices, opened_devices, register_backend
+from hetero.registry import BackendStatus, backend_statuses, device, devices, opened_devices, register_backend, use_device
 
 
 if TYPE_CHECKING:
+    from hetero import checkpoint, fault, scheduler
     from hetero.compiler.bundle_registry import load_bundle
+    from hetero.fault.guard import guard
+    from hetero.fault.heartbeat import heartbeat
     from hetero.kernels import Kernel, kernel
+    from hetero.stream import Stream
+
+# Lazily loaded public names: attribute -> (module, name in it; None for the module itself).
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "kernel": ("hetero.kernels", "kernel"),
+    "Kernel": ("hetero.kernels", "Kernel"),
+    "load_bundle": ("hetero.compiler.bundle_registry", "load_bundle"),
+    "guard": ("hetero.fault.guard", "guard"),
+    "heartbeat": ("hetero.fault.heartbeat", "heartbeat"),
+    "Stream": ("hetero.stream", "Stream"),
+    "checkpoint": ("hetero.checkpoint", None),
+    "fault": ("hetero.fault", None),
+    "scheduler": ("hetero.scheduler", None),
+}
 
 
 def __getattr__(name: str) -> object:
-    # The kernel API pulls in the compiler: load it on first use, keeping `import hetero` light.
-    if name in ("kernel", "Kernel"):
-        from hetero import kernels
+    # The kernel API pulls in the compiler, the guard the fault layer: load each on first use,
+    # keeping `import hetero` light.
+    if name not in _LAZY:
+        raise AttributeError(f"module 'hetero' has no attribute {name!r}")
+    import importlib
 
-        value = getattr(kernels, name)
-        globals()[name] = value
-        return value
-    if name == "load_bundle":
-        from hetero.compiler.bundle_registry import load_bundle
-
-        globals()[name] = load_bundle
-        return load_bundle
-    raise AttributeError(f"module 'hetero' has no attribute {name!r}")
+    module_name, attribute = _LAZY[name]
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
 
 
 def synchronize() -> None:
@@ -80,7 +100,9 @@ __all__ = [
     "global_id", "global_size", "group_id", "i8", "i16", "i32", "i64", "kernel", "local_array", "local_id",
     "load_bundle", "local_size", "math", "num_groups", "u8", "u16", "u32", "u64",
     "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "BundleBuildError", "BundleError", "Config",
-    "ConfigError", "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health",
+    "ConfigError", "ContextCorruptedError", "DeviceDegradedError", "DeviceLostError", "QuotaExceeded",
+    "RecoveryFailedError", "Stream", "checkpoint", "fault", "guard", "heartbeat", "scheduler", "use_device",
+    "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health",
     "HealthState", "HeteroError", "Kind", "PluginError", "ToolchainNotFoundError", "UnsupportedDtypeError",
     "__version__", "arange", "asarray",
     "backend_statuses", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",

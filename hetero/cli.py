@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -61,6 +62,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"devices": cmd_devices}
+#: Modules with ``add_commands(subparsers) -> {name: handler}``: ``hetero quarantine …``, ``hetero calibrate``.
+_OPTIONAL_COMMANDS = ("hetero.cli_quarantine", "hetero.cli_calibrate")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     devices.add_argument("--json", action="store_true", help="machine-readable output")
     COMMANDS.update(add_cache_commands(sub))
     COMMANDS.update(add_compile_commands(sub))
+    for module in _OPTIONAL_COMMANDS:  # command groups of the fault and scheduler layers
+        COMMANDS.update(importlib.import_module(module).add_commands(sub))
     return parser
 
 

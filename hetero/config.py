@@ -12,7 +12,12 @@ HETERO_BACKENDS    backends       comma-separated backends to load; others are i
 HETERO_CACHE_DIR   cache_dir      where compiled kernels and generated files go
 HETERO_STATE_DIR   state_dir      where persistent state (quarantine, costs) goes
 HETERO_LOG         log            log level of the ``hetero`` logger
+HETERO_FAULTS      faults         fault-injection rules, ``;``-separated (see ``hetero.fault.inject``)
+HETERO_POLICY      policy         default placement policy of ``hetero.device("auto")``
+HETERO_HEALTH_INTERVAL health_interval seconds between health polls of the monitor
 ================== ============== ==========================================
+
+``quarantine_ttl`` (file only) maps a fault class to seconds a device stays quarantined.
 
 This is the only module that reads ``os.environ`` for hetero's own settings.
 """
@@ -47,6 +52,10 @@ class Config:
     cache_dir: Path = dataclasses.field(default_factory=lambda: _user_dir("XDG_CACHE_HOME", ".cache"))
     state_dir: Path = dataclasses.field(default_factory=lambda: _user_dir("XDG_STATE_HOME", ".local/state"))
     log: str = "WARNING"
+    faults: tuple[str, ...] = ()
+    policy: str = "first-fit"
+    health_interval: float = 5.0
+    quarantine_ttl: Mapping[str, float] = dataclasses.field(default_factory=dict)
     source: str | None = None  # the file the settings came from, for error messages
 
 
@@ -57,7 +66,11 @@ _ENV = {
     "HETERO_CACHE_DIR": "cache_dir",
     "HETERO_STATE_DIR": "state_dir",
     "HETERO_LOG": "log",
+    "HETERO_FAULTS": "faults",
+    "HETERO_POLICY": "policy",
+    "HETERO_HEALTH_INTERVAL": "health_interval",
 }
+POLICIES = ("first-fit", "binpack", "spread", "fastest", "priority")
 
 
 def config_file(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -157,4 +170,36 @@ def _parse(key: str, value: Any, origin: str) -> Any:
         if level not in LOG_LEVELS:
             raise ConfigError(f"{origin}: 'log' is {value!r}; valid levels: {', '.join(LOG_LEVELS)}")
         return level
+    if key == "faults":
+        if isinstance(value, str):
+            rules = tuple(part.strip() for part in value.split(";") if part.strip())
+        elif isinstance(value, (list, tuple)):
+            rules = tuple(str(part).strip() for part in value if str(part).strip())
+        else:
+            raise ConfigError(f"{origin}: 'faults' must be a list of rules or a ';'-separated string, got {value!r}")
+        return rules
+    if key == "policy":
+        policy = str(value).strip().lower()
+        if policy not in POLICIES:
+            raise ConfigError(f"{origin}: 'policy' is {value!r}; valid policies: {', '.join(POLICIES)}"
+                              + did_you_mean(policy, POLICIES))
+        return policy
+    if key == "health_interval":
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = -1.0
+        if not seconds > 0:
+            raise ConfigError(f"{origin}: 'health_interval' must be a positive number of seconds, got {value!r}")
+        return seconds
+    if key == "quarantine_ttl":
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{origin}: 'quarantine_ttl' must map fault classes to seconds, got {value!r}")
+        ttl: dict[str, float] = {}
+        for name, seconds in value.items():
+            try:
+                ttl[str(name)] = float(seconds)
+            except (TypeError, ValueError):
+                raise ConfigError(f"{origin}: quarantine_ttl[{name!r}] must be seconds, got {seconds!r}") from None
+        return ttl
     raise ConfigError(f"{origin}: unknown key {key!r}; valid keys: {', '.join(_KEYS)}")  # pragma: no cover

@@ -68,29 +68,79 @@ class DeviceError(HeteroError, RuntimeError):
         device: str,
         code: int | None = None,
         code_name: str | None = None,
+        xid: int | None = None,
+        injected: bool = False,
     ) -> None:
         self.backend = backend
         self.device = device
         self.code = code
         self.code_name = code_name
-        vendor = " ".join(p for p in (code_name, None if code is None else f"code {code}") if p)
+        self.xid = xid  # NVIDIA Xid seen with the error, when known
+        self.injected = injected  # raised by hetero.fault injection, not by the device
+        vendor = " ".join(p for p in (code_name, None if code is None else f"code {code}",
+                                      None if xid is None else f"Xid {xid}", "injected" if injected else None) if p)
         super().__init__(f"{device}: {message}" + (f" [{vendor}]" if vendor else ""))
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_device_error, (type(self), self.args[0], self.backend, self.device, self.code, self.code_name))
+        return (_rebuild_device_error, (type(self), self.args[0], self.backend, self.device, self.code, self.code_name,
+                                        self.xid, self.injected))
 
 
 def _rebuild_device_error(
-    cls: type[DeviceError], text: str, backend: str, device: str, code: int | None, code_name: str | None
+    cls: type[DeviceError], text: str, backend: str, device: str, code: int | None, code_name: str | None,
+    xid: int | None = None, injected: bool = False,
 ) -> DeviceError:
     error = cls.__new__(cls)
     Exception.__init__(error, text)
     error.backend, error.device, error.code, error.code_name = backend, device, code, code_name
+    error.xid, error.injected = xid, injected
     return error
 
 
 class DeviceOutOfMemoryError(DeviceError, MemoryError):
-    """The device could not allocate the memory asked for."""
+    """The device could not allocate the memory asked for (recoverable: free memory or shrink, then retry)."""
+
+
+class ContextCorruptedError(DeviceError):
+    """A "sticky" error: the device's context is unusable in this process (CUDA 700, 710, 714-719,
+    their HIP equivalents, OpenCL CL_OUT_OF_RESOURCES after a kernel). Work must move to another
+    device or the process must restart."""
+
+
+class DeviceLostError(DeviceError):
+    """The device is gone (fell off the bus, Xid 79, removed, CL_DEVICE_NOT_AVAILABLE)."""
+
+
+class DeviceDegradedError(DeviceError):
+    """The device reports a hardware problem (uncorrectable ECC 214, pending page retirement or row
+    remap, thermal): move work off it and quarantine it."""
+
+
+class QuotaExceeded(HeteroError, MemoryError):
+    """An allocation would take a task past its memory quota on a device; raised before the vendor
+    allocator is touched."""
+
+    def __init__(self, device: str, task: str, quota: int, used: int, requested: int) -> None:
+        self.device, self.task, self.quota, self.used, self.requested = device, task, quota, used, requested
+        super().__init__(
+            f"{device}: allocating {requested} bytes would exceed task {task!r}'s memory quota of {quota} bytes "
+            f"({used} bytes in use); free arrays, or raise the quota (hetero.scheduler.task(..., quota=...))"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.device, self.task, self.quota, self.used, self.requested))
+
+
+class RecoveryFailedError(HeteroError, RuntimeError):
+    """``hetero.guard`` could not recover: no healthy device is left, or retries ran out.
+    ``history`` lists each fault and what was tried; the last device error is ``__cause__``."""
+
+    def __init__(self, message: str, history: list[dict[str, object]] | None = None) -> None:
+        self.history = list(history or [])
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.args[0], self.history))
 
 
 class ArrayError(HeteroError, ValueError):

@@ -103,6 +103,29 @@ class DeviceRuntime(abc.ABC):
         (None: the runtime chooses); ``args`` follow the kernel's ABI. May return before it finishes."""
         raise NotImplementedError(f"{type(self).__name__} runs no kernels")
 
+    # -- faults -------------------------------------------------------------------------
+    def fault_error(self, kind: str, code: int | None = None, doing: str = "launch") -> BaseException:
+        """The exception this backend's real path raises for a fault, built the same way (fault
+        injection raises it, so classification and recovery run unchanged). ``kind`` is one of
+        ``lost``, ``sticky``, ``oom``, ``degraded``, or ``code`` for an explicit vendor ``code``
+        (``cuda:700``, ``opencl:-5``); ``doing`` names the operation. Backends override this to
+        go through their own vendor-error translation."""
+        from hetero.errors import ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
+
+        classes: dict[str, type[DeviceError]] = {
+            "lost": DeviceLostError, "sticky": ContextCorruptedError, "oom": DeviceOutOfMemoryError,
+            "degraded": DeviceDegradedError, "code": DeviceError,
+        }
+        if kind not in classes:
+            raise ValueError(f"unknown fault kind {kind!r}; valid kinds: {', '.join(classes)}")
+        return classes[kind](f"{doing} failed: {kind} fault", backend=self.info.backend, device=self.info.name,
+                             code=code, code_name=None)
+
+    def drain_health_events(self) -> list[dict[str, Any]]:
+        """Health events the backend saw since the last call (e.g. NVML Xid events: ``{"kind": "xid",
+        "xid": 79, "time": <epoch seconds>, ...}``), oldest first; empty when it has no event source."""
+        return []
+
     def wrap(self, native: Any) -> Any:
         """The buffer (as :meth:`allocate` returns) over a C-contiguous native array from :meth:`adopt`."""
         raise NotImplementedError(f"{type(self).__name__} cannot wrap vendor arrays")

@@ -7,10 +7,13 @@ or ``HETERO_BACKENDS=cuda`` raise with the reason and the remedy).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import logging
 import threading
 import traceback
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from hetero.config import get_config
@@ -22,6 +25,9 @@ if TYPE_CHECKING:
     from importlib import metadata
 
 ENTRY_POINT_GROUP = "hetero.backends"
+#: The device ``hetero.device()`` (no spec) returns in this context, set by :func:`use_device`
+#: (``hetero.guard`` moves it when work migrates). None: the configured default.
+_CURRENT: contextvars.ContextVar[Device | None] = contextvars.ContextVar("hetero_current_device", default=None)
 log = logging.getLogger("hetero.registry")
 
 
@@ -196,6 +202,10 @@ class Registry:
     def device(self, spec: str | Device | None = None) -> Device:
         if isinstance(spec, Device):
             return spec
+        if spec is None:
+            current = _CURRENT.get()
+            if current is not None:
+                return current
         text = get_config().device if spec is None else spec
         cached = self._by_spec.get(text)
         if cached is not None:
@@ -258,6 +268,17 @@ def device(spec: str | Device | None = None) -> Device:
     before CPUs), a backend (``"oneapi"``: its first device) or one device (``"cuda:1"``).
     ``None`` takes ``HETERO_DEVICE`` / the config's ``device``."""
     return _REGISTRY.device(spec)
+
+
+@contextlib.contextmanager
+def use_device(spec: str | Device) -> Iterator[Device]:
+    """Within the block (this thread/task), ``hetero.device()`` with no spec returns this device."""
+    chosen = device(spec)
+    token = _CURRENT.set(chosen)
+    try:
+        yield chosen
+    finally:
+        _CURRENT.reset(token)
 
 
 def opened_devices() -> list[Device]:

@@ -1,0 +1,52 @@
+"""The contract between ``hetero-run`` (the supervisor) and its workers: environment
+variable names, the reserved exit code, and the fault-report and heartbeat formats.
+
+Only constants and tiny pure helpers live here, so both sides (and tests) import it
+without pulling anything else in.
+
+Environment the launcher sets for each worker (besides ``HETERO_DEVICE``, the vendor's
+visibility variable and torch.distributed's ``RANK``/``LOCAL_RANK``/``WORLD_SIZE``/
+``MASTER_ADDR``/``MASTER_PORT``):
+
+- ``HETERO_RUN_DIR``: a directory private to this run (fault reports, heartbeats).
+- ``HETERO_WORKER``: the worker's rank, as a string.
+- ``HETERO_HEARTBEAT_FILE``: the file :func:`hetero.heartbeat` rewrites (JSON, see
+  :data:`HEARTBEAT_FIELDS`); the launcher reads its contents' ``time`` (and the file's mtime).
+- ``HETERO_FAULT_REPORT``: where a worker that meets a fatal device error writes a JSON
+  report (:data:`FAULT_REPORT_FIELDS`) before exiting with :data:`FAULT_EXIT_CODE`.
+- ``HETERO_CHECKPOINT_DIR``: where :mod:`hetero.checkpoint` saves by default.
+- ``HETERO_RESUME_STEP``: the step the restarted worker resumes from (absent on a first start).
+- ``HETERO_RESTART``: how many times this worker has been restarted (``0`` on a first start).
+"""
+
+from __future__ import annotations
+
+ENV_RUN_DIR = "HETERO_RUN_DIR"
+ENV_WORKER = "HETERO_WORKER"
+ENV_HEARTBEAT_FILE = "HETERO_HEARTBEAT_FILE"
+ENV_FAULT_REPORT = "HETERO_FAULT_REPORT"
+ENV_CHECKPOINT_DIR = "HETERO_CHECKPOINT_DIR"
+ENV_RESUME_STEP = "HETERO_RESUME_STEP"
+ENV_RESTART = "HETERO_RESTART"
+
+#: Exit status of a worker that stopped because of a device fault it reported in
+#: ``HETERO_FAULT_REPORT`` (EX_SOFTWARE+16; not used by Python, shells or signals).
+FAULT_EXIT_CODE = 86
+
+#: Keys of the fault report JSON object.
+FAULT_REPORT_FIELDS = (
+    "device",       # "cuda:0"
+    "stable_id",    # the device's stable id (quarantine key)
+    "backend",
+    "error_type",   # the hetero error class name, e.g. "ContextCorruptedError"
+    "fault_class",  # the classifier's class: recoverable|context-corrupting|device-lost|degraded
+    "code",         # vendor code or null
+    "code_name",
+    "xid",
+    "injected",
+    "message",
+    "time",         # wall clock, epoch seconds
+)
+
+#: Keys of the heartbeat JSON object.
+HEARTBEAT_FIELDS = ("time", "step", "pid", "device", "launches")
