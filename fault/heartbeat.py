@@ -1,0 +1,114 @@
+"""``hetero.heartbeat(step)``: tell the ``hetero-run`` supervisor this worker is alive.
+
+Outside ``hetero-run`` (``HETERO_HEARTBEAT_FILE`` unset) a call costs one check of a
+module-level cached value, so training loops may call it every step unconditionally.
+Under ``hetero-run`` it rewrites the heartbeat file (JSON, fields in
+:data:`hetero.fault.protocol.HEARTBEAT_FIELDS`) atomically, at most every
+:data:`MIN_INTERVAL` seconds; the first call always writes, and :func:`flush` writes the
+latest step at once (the worker bootstrap calls it on a clean exit).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from hetero.fault.protocol import ENV_HEARTBEAT_FILE
+
+#: The shortest time between two heartbeat writes, in seconds.
+MIN_INTERVAL = 0.2
+
+_UNRESOLVED: Any = object()
+_path: Path | None | Any = _UNRESOLVED  # resolved from the environment on first call
+_last_write = float("-inf")  # monotonic time of the last write
+_step: int | None = None  # the latest step reported, written or not
+
+
+def heartbeat(step: int | None = None) -> None:
+    """Report that this worker is alive (and, optionally, at ``step``).
+
+    A no-op unless the process runs under ``hetero-run``; writes are throttled to one
+    every :data:`MIN_INTERVAL` seconds, so calling it every step is cheap."""
+    global _step
+    path = _path if _path is not _UNRESOLVED else _resolve()
+    if path is None:
+        return
+    if step is not None:
+        _step = int(step)
+    if time.monotonic() - _last_write >= MIN_INTERVAL:
+        _write(path)
+
+
+def flush() -> None:
+    """Write the latest heartbeat now, unthrottled (no-op outside ``hetero-run``)."""
+    path = _path if _path is not _UNRESOLVED else _resolve()
+    if path is not None:
+        _write(path)
+
+
+def heartbeat_path() -> Path | None:
+    """The heartbeat file this process writes, or None outside ``hetero-run``."""
+    return _path if _path is not _UNRESOLVED else _resolve()
+
+
+def reset() -> None:
+    """Forget the cached environment and throttle state (for tests that change the env)."""
+    global _path, _last_write, _step
+    _path, _last_write, _step = _UNRESOLVED, float("-inf"), None
+
+
+def _resolve() -> Path | None:
+    global _path
+    value = os.environ.get(ENV_HEARTBEAT_FILE, "")
+    _path = Path(value) if value else None
+    return _path
+
+
+def _write(path: Path) -> None:
+    global _last_write
+    record = {
+        "time": time.time(),
+        "step": _step,
+        "pid": os.getpid(),
+        "device": _device_name(),
+        "launches": _launches(),
+    }
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_text(json.dumps(record))
+        os.replace(temp, path)
+    except OSError as exc:
+        # A heartbeat that cannot be written must not kill the training step; the supervisor
+        # will notice the silence. Say so once per failure, on stderr.
+        print(f"hetero: cannot write heartbeat file {path}: {exc} "
+              f"(check that {ENV_HEARTBEAT_FILE}'s directory is writable)", file=sys.stderr)
+        temp.unlink(missing_ok=True)
+    _last_write = time.monotonic()
+
+
+def _device_name() -> str | None:
+    # Never opens a backend: the device in use (hetero.use_device) or the configured spec.
+    registry = sys.modules.get("hetero.registry")
+    if registry is not None:
+        current = registry._CURRENT.get()
+        if current is not None:
+            return str(current.name)
+    return os.environ.get("HETERO_DEVICE") or None
+
+
+def _launches() -> int | None:
+    # Only when the kernel layer is loaded already: importing the compiler for a heartbeat
+    # would cost more than the step it reports.
+    kernels = sys.modules.get("hetero.kernels")
+    counts = getattr(kernels, "launch_counts", None) if kernels is not None else None
+    if counts is None:
+        return None
+    try:
+        return int(sum(counts().values()))
+    except Exception:  # noqa: BLE001 - a counter bug must not break the heartbeat
+        return None

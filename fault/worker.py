@@ -1,0 +1,176 @@
+"""The worker bootstrap ``hetero-run`` starts: ``python -m hetero.fault.worker script.py args…``
+or ``python -m hetero.fault.worker -m module args…``.
+
+It runs the user's program exactly as ``python script.py`` / ``python -m module`` would
+(``__main__``, ``sys.argv``, ``sys.path[0]``), and adds the worker side of the supervision
+protocol (:mod:`hetero.fault.protocol`):
+
+- a hetero :class:`~hetero.errors.DeviceError` that escapes the program (directly, or as the
+  ``__cause__``/``__context__`` of another error such as the guard's ``RecoveryFailedError``)
+  is classified, written as a fault report to ``$HETERO_FAULT_REPORT`` (atomically), its
+  traceback printed, and the process exits with :data:`FAULT_EXIT_CODE` (86), so the
+  supervisor knows which device failed and how, without guessing;
+- any other exception: the usual traceback and exit status 1; ``SystemExit`` passes through;
+- on a clean exit a last heartbeat is written (when ``$HETERO_HEARTBEAT_FILE`` is set);
+- ``SIGUSR1`` dumps every thread's stack to stderr (what a supervisor sends a hung worker
+  before killing it).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import runpy
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hetero.errors import ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
+from hetero.fault import heartbeat as _heartbeat
+from hetero.fault.protocol import ENV_FAULT_REPORT, ENV_WORKER, FAULT_EXIT_CODE
+
+USAGE = "usage: python -m hetero.fault.worker [-m module | script.py] [args...]"
+
+# By error class, when the classifier (hetero.fault.classify) is not available.
+_FALLBACK_CLASS: tuple[tuple[type[DeviceError], str, str], ...] = (
+    (DeviceOutOfMemoryError, "recoverable", "retry"),
+    (ContextCorruptedError, "context-corrupting", "restart-process"),
+    (DeviceLostError, "device-lost", "quarantine"),
+    (DeviceDegradedError, "degraded", "migrate"),
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the target program; return the worker's exit status (see the module docstring)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "--":
+        args = args[1:]
+    if not args or args[0] in ("-h", "--help") or (args[0] == "-m" and len(args) < 2):
+        print(USAGE, file=sys.stderr)
+        return 0 if args and args[0] in ("-h", "--help") else 2
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    try:
+        if args[0] == "-m":
+            sys.argv = [args[1], *args[2:]]  # runpy puts the module's file in argv[0]
+            runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+        else:
+            script = Path(args[0])
+            if not script.exists():
+                print(f"hetero.fault.worker: can't open file {str(script)!r}: no such file", file=sys.stderr)
+                return 2
+            sys.argv = [args[0], *args[1:]]
+            sys.path[0] = str(script.resolve().parent)
+            runpy.run_path(args[0], run_name="__main__")
+    except SystemExit as exc:
+        if exc.code in (None, 0):
+            _heartbeat.flush()
+        raise
+    except Exception as exc:  # noqa: BLE001 - every error the program lets escape is reported
+        device_error = find_device_error(exc)
+        traceback.print_exception(exc)
+        if device_error is None:
+            return 1
+        report = fault_report(device_error)
+        write_report(report)
+        print(f"hetero.fault.worker: device fault on {report['device']} ({report['fault_class']}, "
+              f"{report['error_type']}); exiting with status {FAULT_EXIT_CODE}", file=sys.stderr)
+        return FAULT_EXIT_CODE
+    _heartbeat.flush()
+    return 0
+
+
+def find_device_error(exc: BaseException) -> DeviceError | None:
+    """The first hetero DeviceError in ``exc``, its causes, contexts and group members."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, DeviceError):
+            return current
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        pending.extend(getattr(current, "exceptions", ()) or ())
+    return None
+
+
+def fault_report(error: DeviceError) -> dict[str, Any]:
+    """The fault report of ``error`` (fields in :data:`hetero.fault.protocol.FAULT_REPORT_FIELDS`,
+    plus the classifier's action and reason, this worker's rank and pid)."""
+    fault_class, action, reason, quarantine, ttl = _classify(error)
+    return {
+        "device": error.device,
+        "stable_id": _stable_id(error.device),
+        "backend": error.backend,
+        "error_type": type(error).__name__,
+        "fault_class": fault_class,
+        "code": error.code,
+        "code_name": error.code_name,
+        "xid": error.xid,
+        "injected": bool(error.injected),
+        "message": str(error),
+        "time": time.time(),
+        "action": action,
+        "quarantine": quarantine,
+        "ttl": ttl,
+        "reason": reason,
+        "worker": os.environ.get(ENV_WORKER),
+        "pid": os.getpid(),
+    }
+
+
+def write_report(report: dict[str, Any]) -> Path | None:
+    """Write ``report`` to ``$HETERO_FAULT_REPORT`` atomically (temp + rename); None when unset."""
+    target = os.environ.get(ENV_FAULT_REPORT)
+    if not target:
+        return None
+    path = Path(target)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_text(json.dumps(report, default=str))
+        os.replace(temp, path)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        print(f"hetero.fault.worker: cannot write the fault report to {path}: {exc} "
+              f"(the supervisor will see exit status {FAULT_EXIT_CODE} without details)", file=sys.stderr)
+        return None
+    return path
+
+
+def _classify(error: DeviceError) -> tuple[str, str | None, str, bool | None, float | None]:
+    try:
+        from hetero.fault import classify
+
+        result = classify(error)
+        fault_class = result.fault_class
+        return (str(getattr(fault_class, "value", fault_class)), str(result.action), str(result.reason),
+                bool(result.quarantine), result.ttl)
+    except Exception as exc:  # noqa: BLE001 - classifier missing or failing: the report must still go out
+        for kind, fault_class, action in _FALLBACK_CLASS:
+            if isinstance(error, kind):
+                return fault_class, action, f"by error class (classifier unavailable: {exc})", None, None
+        return "context-corrupting", "restart-process", f"unknown device error (classifier unavailable: {exc})", None, None
+
+
+def _stable_id(name: str | None) -> str | None:
+    # Only among devices already open (the failing one is): re-probing a broken driver on the way
+    # out could hang. The supervisor knows which device it assigned when this is None.
+    registry = sys.modules.get("hetero.registry")
+    if not name or registry is None:
+        return None
+    try:
+        return next((str(each.stable_id) for each in registry.opened_devices() if each.name == name), None)
+    except Exception:  # noqa: BLE001 - best effort on the way out
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

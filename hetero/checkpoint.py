@@ -1,0 +1,308 @@
+"""Checkpoints a worker can resume from, on any device: ``save(state, step)`` / ``load()``.
+
+    >>> state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "w": w}
+    >>> hetero.checkpoint.save(state, step)            # atomic, checksummed, keeps the last 3
+    >>> loaded = hetero.checkpoint.load()              # newest valid one, or None
+    >>> if loaded: state, step = loaded
+
+One checkpoint is a directory ``step-00000120.hckpt/`` under the checkpoint directory
+(``directory=``, else ``$HETERO_CHECKPOINT_DIR``, else ``./checkpoints``): a
+``manifest.json`` (the state's structure, plain values inline, and the sha256 and size of
+every payload file; the manifest checks its own digest too) plus one payload file per
+array, tensor, bytes or pickled value. What each value type becomes is documented in
+:mod:`hetero.checkpoint_codec`; hetero arrays are stored as host bytes and restored onto
+the device ``load`` is given, of any kind (saved on ``oneapi:0``, resumed on ``cpu``).
+
+A save writes into a hidden temporary directory, fsyncs every file, then renames the
+whole directory into place, so a crash leaves either the new checkpoint or none; old
+checkpoints are pruned only after that. ``load`` verifies checksums and, when the newest
+checkpoint is corrupt, warns naming the bad file and falls back to the previous one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import time
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetero.checkpoint_codec import CheckpointError, Decoder, PayloadReader, encode
+from hetero.fault.protocol import ENV_CHECKPOINT_DIR, ENV_RESUME_STEP
+
+__all__ = ["CheckpointError", "CheckpointWarning", "checkpoints", "latest_step", "load", "resume_step", "save", "verify"]
+
+FORMAT = "hetero.checkpoint"
+VERSION = 1
+MANIFEST = "manifest.json"
+_NAME = re.compile(r"^step-(\d+)\.hckpt$")
+_TEMP = re.compile(r"^\.step-\d+\.hckpt\.(?:tmp|old)-(\d+)-[0-9a-f]+$")
+_CHUNK = 1 << 20
+
+
+class CheckpointWarning(UserWarning):
+    """A checkpoint was skipped because it is corrupt or unreadable."""
+
+
+def default_directory() -> Path:
+    """``$HETERO_CHECKPOINT_DIR``, else ``./checkpoints``."""
+    return Path(os.environ.get(ENV_CHECKPOINT_DIR) or "checkpoints")
+
+
+def resume_step() -> int | None:
+    """The step ``hetero-run`` told this (restarted) worker to resume from, or None on a first start."""
+    value = os.environ.get(ENV_RESUME_STEP, "").strip()
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise CheckpointError(f"{ENV_RESUME_STEP}={value!r} is not a step number; "
+                              f"unset it or set it to an integer") from None
+
+
+def save(state: Mapping[str, Any], step: int, directory: str | os.PathLike[str] | None = None,
+         keep: int | None = 3) -> Path:
+    """Write ``state`` as the checkpoint of ``step`` and return its path.
+
+    ``keep``: how many checkpoints to keep (the newest by step, and always this one);
+    None keeps all. Saving a step that exists replaces it. Nothing is left half-written:
+    on any error the temporary files are removed and the previous checkpoints are intact."""
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+        raise CheckpointError(f"hetero.checkpoint.save: step must be a non-negative int, got {step!r}")
+    if keep is not None and (not isinstance(keep, int) or keep < 1):
+        raise CheckpointError(f"hetero.checkpoint.save: keep must be a positive int or None (keep all), got {keep!r}")
+    step = int(step)
+    root = Path(directory) if directory is not None else default_directory()
+    final = root / f"step-{step:08d}.hckpt"
+    temp = root / f".{final.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        _clean_stale(root)
+        temp.mkdir()
+    except OSError as exc:
+        raise CheckpointError(f"hetero.checkpoint.save: cannot write checkpoints to {root}: {exc.strerror or exc}; "
+                              f"pass directory= or set {ENV_CHECKPOINT_DIR} to a writable directory") from exc
+    try:
+        _write(temp, state, step)
+        _install(temp, final)
+    except BaseException as exc:
+        shutil.rmtree(temp, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, CheckpointError):
+            raise CheckpointError(f"hetero.checkpoint.save: writing step {step} to {root} failed: {exc}; "
+                                  f"the previous checkpoints are intact (check free space and permissions)") from exc
+        raise
+    if keep is not None:
+        _prune(root, keep, final)
+    return final
+
+
+def load(directory: str | os.PathLike[str] | None = None, device: Any = None, *,
+         map_location: Any = None) -> tuple[dict[str, Any], int] | None:
+    """The newest valid checkpoint as ``(state, step)``, or None when there is none.
+
+    Hetero arrays are restored onto ``device`` (default ``hetero.device()``), whatever
+    device saved them; torch tensors become CPU tensors, or go to ``map_location``. A
+    corrupt or unreadable checkpoint is skipped with a :class:`CheckpointWarning` naming it."""
+    for step, path in checkpoints(directory):
+        try:
+            manifest = _manifest(path)
+            payloads = {name: _read_payload(path, name, meta) for name, meta in manifest["files"].items()}
+            state = Decoder(_lookup(path, payloads), device, map_location).decode(manifest["state"])
+        except (CheckpointError, OSError, ValueError, KeyError, TypeError) as exc:
+            _warn_skip(path, exc)
+            continue
+        return dict(state), step
+    return None
+
+
+def latest_step(directory: str | os.PathLike[str] | None = None) -> int | None:
+    """The step of the newest valid checkpoint (checksums verified), or None. Corrupt ones are
+    skipped with a warning, as :func:`load` does."""
+    for step, path in checkpoints(directory):
+        try:
+            verify(path)
+        except (CheckpointError, OSError, ValueError, KeyError, TypeError) as exc:
+            _warn_skip(path, exc)
+            continue
+        return step
+    return None
+
+
+def verify(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Check one checkpoint directory's manifest and every payload's size and sha256; return
+    the manifest. Raises :class:`CheckpointError` naming the first bad file."""
+    path = Path(path)
+    manifest = _manifest(path)
+    for name, meta in manifest["files"].items():
+        _read_payload(path, name, meta, keep=False)
+    return manifest
+
+
+def checkpoints(directory: str | os.PathLike[str] | None = None) -> list[tuple[int, Path]]:
+    """Every checkpoint directory as ``(step, path)``, newest first (not verified)."""
+    root = Path(directory) if directory is not None else default_directory()
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return []
+    found = [(int(m.group(1)), root / e.name) for e in entries if (m := _NAME.match(e.name)) and e.is_dir()]
+    return sorted(found, reverse=True)
+
+
+# -- writing -----------------------------------------------------------------------------
+def _write(temp: Path, state: Mapping[str, Any], step: int) -> None:
+    files: dict[str, dict[str, Any]] = {}
+
+    def write(where: str, data: Any) -> str:
+        name = f"{len(files):06d}.bin"
+        raw: Any = data.reshape(-1).view(np.uint8) if isinstance(data, np.ndarray) else data
+        view = memoryview(raw)
+        digest = hashlib.sha256(view).hexdigest()
+        with open(temp / name, "wb") as out:
+            out.write(view)
+            out.flush()
+            os.fsync(out.fileno())
+        files[name] = {"sha256": digest, "bytes": view.nbytes, "key": where}
+        return name
+
+    tree = encode(state, write)
+    body = {"format": FORMAT, "version": VERSION, "step": step, "time": time.time(), "host": socket.gethostname(),
+            "pid": os.getpid(), "state": tree, "files": files}
+    body["manifest_sha256"] = _digest(body)
+    with open(temp / MANIFEST, "w", encoding="utf-8") as out:
+        json.dump(body, out)
+        out.flush()
+        os.fsync(out.fileno())
+    _fsync_dir(temp)
+
+
+def _install(temp: Path, final: Path) -> None:
+    old = None
+    if final.exists():  # replacing a step: move the old one aside, then remove it once the new one is in
+        old = final.with_name(f".{final.name}.old-{os.getpid()}-{os.urandom(4).hex()}")
+        os.replace(final, old)
+    try:
+        os.replace(temp, final)
+    except BaseException:
+        if old is not None:
+            os.replace(old, final)
+        raise
+    _fsync_dir(final.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _prune(root: Path, keep: int, saved: Path) -> None:
+    for _, path in checkpoints(root)[keep:]:
+        if path == saved:
+            continue
+        trash = path.with_name(f".{path.name}.old-{os.getpid()}-{os.urandom(4).hex()}")
+        try:
+            os.replace(path, trash)  # out of sight first, so no half-deleted checkpoint is ever listed
+            shutil.rmtree(trash, ignore_errors=True)
+        except OSError:
+            pass  # another process pruned it, or it is busy: harmless, the next save retries
+
+
+def _clean_stale(root: Path) -> None:
+    # Temporary directories of processes that died mid-save (the launcher SIGKILLs workers).
+    for entry in os.scandir(root):
+        match = _TEMP.match(entry.name)
+        if match and not _alive(int(match.group(1))):
+            shutil.rmtree(root / entry.name, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _digest(body: Mapping[str, Any]) -> str:
+    canonical = {k: v for k, v in body.items() if k != "manifest_sha256"}
+    return hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+# -- reading -----------------------------------------------------------------------------
+def _manifest(path: Path) -> dict[str, Any]:
+    file = path / MANIFEST
+    try:
+        body = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{file} is missing or not valid JSON ({exc})") from exc
+    if not isinstance(body, dict) or body.get("format") != FORMAT:
+        raise CheckpointError(f"{file} is not a hetero checkpoint manifest")
+    if body.get("version", 0) > VERSION:
+        raise CheckpointError(f"{file} has format version {body.get('version')}, newer than this hetero "
+                              f"reads ({VERSION}); upgrade hetero")
+    if body.get("manifest_sha256") != _digest(body):
+        raise CheckpointError(f"{file} does not match its own checksum (the manifest is corrupt)")
+    return body
+
+
+def _read_payload(path: Path, name: str, meta: Mapping[str, Any], keep: bool = True) -> bytearray:
+    file = path / name
+    if "/" in name or name.startswith("."):
+        raise CheckpointError(f"{path / MANIFEST} names an invalid payload file {name!r}")
+    size = int(meta["bytes"])
+    data = bytearray(size if keep else _CHUNK)
+    hasher = hashlib.sha256()
+    total = 0
+    with open(file, "rb") as src:
+        if keep:
+            total = src.readinto(data)
+            hasher.update(memoryview(data)[:total])
+            extra = src.read(1)
+            total += len(extra)
+        else:
+            for chunk in _chunks(src, data):
+                hasher.update(chunk)
+                total += len(chunk)
+    if total != size:
+        raise CheckpointError(f"{file} has {total} bytes, the manifest says {size} (truncated or corrupt)")
+    if hasher.hexdigest() != meta["sha256"]:
+        raise CheckpointError(f"{file} does not match its sha256 in the manifest (corrupt)")
+    return data
+
+
+def _lookup(path: Path, payloads: Mapping[str, bytearray]) -> PayloadReader:
+    def read(name: str) -> bytearray:
+        if name not in payloads:
+            raise CheckpointError(f"{path / name} is referenced but not listed in {path / MANIFEST}")
+        return payloads[name]
+
+    return read
+
+
+def _chunks(src: Any, buffer: bytearray) -> Iterator[memoryview]:
+    view = memoryview(buffer)
+    while n := src.readinto(buffer):
+        yield view[:n]
+
+
+def _warn_skip(path: Path, exc: BaseException) -> None:
+    warnings.warn(f"hetero.checkpoint: skipping {path}: {exc}; falling back to the previous checkpoint",
+                  CheckpointWarning, stacklevel=3)

@@ -1,0 +1,190 @@
+"""How :mod:`hetero.checkpoint` turns a state tree into a JSON manifest plus binary payloads,
+and back.
+
+Each value becomes a manifest node ``{"type": ..., ...}``:
+
+- ``hetero.Array`` -> ``"array"``: host bytes in a payload, with dtype, shape and the device
+  (name, backend, kind) it came from; restored onto the device ``load`` is given.
+- ``numpy.ndarray`` / NumPy scalar -> ``"numpy"``: host bytes, restored as NumPy.
+- ``torch.Tensor`` (strided; ``nn.Parameter`` too) -> ``"torch"``: CPU bytes, torch dtype,
+  shape, ``requires_grad``; restored as CPU tensors (or onto ``map_location``).
+- ``bytes``/``bytearray`` -> ``"bytes"`` payload.
+- ``dict``/``OrderedDict`` (module and optimizer ``state_dict()``\\ s included) -> ``"dict"``
+  with keys kept as JSON scalars (``str``, ``int``, ``float``, ``bool``, ``None``), so
+  optimizer state keyed by int survives; ``list``/``tuple`` -> ``"list"``/``"tuple"``.
+- ``None``, ``bool``, ``int``, ``float``, ``str`` -> ``"json"``, inline in the manifest.
+- anything else -> ``"pickle"`` payload (``pickle.dumps``). Checksums catch corruption,
+  not tampering: load only checkpoints you trust, as with ``torch.load``.
+
+Modules and optimizers themselves are refused: save their ``state_dict()``.
+"""
+
+from __future__ import annotations
+
+import collections
+import pickle
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from hetero.errors import HeteroError
+
+#: Writes one payload (bytes-like) and returns the file name it went to.
+PayloadWriter = Callable[[str, Any], str]
+#: Returns the verified bytes of a payload file (a writable bytearray).
+PayloadReader = Callable[[str], bytearray]
+
+_JSON_SCALARS = (type(None), bool, int, float, str)
+
+
+class CheckpointError(HeteroError, OSError):
+    """A checkpoint could not be written or read (bad value, unwritable directory, corrupt files)."""
+
+
+def encode(state: Mapping[str, Any], write: PayloadWriter) -> dict[str, Any]:
+    """The manifest tree of ``state`` (a mapping with str keys); payloads go through ``write``."""
+    if not isinstance(state, Mapping):
+        raise CheckpointError(
+            f"hetero.checkpoint.save: state must be a mapping of names to values (e.g. "
+            f"{{'model': model.state_dict(), 'step': 3}}), got {type(state).__name__}")
+    for key in state:
+        if not isinstance(key, str):
+            raise CheckpointError(f"hetero.checkpoint.save: top-level key {key!r} is a {type(key).__name__}; "
+                                  f"use str names at the top level of the state")
+    return _encode(state, "state", write)
+
+
+def _encode(value: Any, where: str, write: PayloadWriter) -> dict[str, Any]:
+    from hetero.array import Array
+
+    torch = sys.modules.get("torch")
+    if isinstance(value, _JSON_SCALARS):
+        return {"type": "json", "value": value}
+    if isinstance(value, Array):
+        host = _contiguous(value.numpy())
+        info = value.device.info
+        return {"type": "array", "file": write(where, host), "dtype": host.dtype.str, "shape": list(host.shape),
+                "device": info.name, "backend": info.backend, "kind": str(info.kind)}
+    if isinstance(value, (np.ndarray, np.generic)):
+        host = _contiguous(value)
+        if host.dtype.hasobject:
+            raise CheckpointError(f"hetero.checkpoint.save: {where} is a NumPy array of Python objects; "
+                                  f"convert it to a numeric dtype, or to a list, before saving")
+        return {"type": "numpy", "file": write(where, host), "dtype": host.dtype.str, "shape": list(host.shape),
+                "scalar": isinstance(value, np.generic)}
+    if torch is not None and isinstance(value, torch.Tensor):
+        return _encode_tensor(torch, value, where, write)
+    if isinstance(value, (bytes, bytearray)):
+        return {"type": "bytes", "file": write(where, bytes(value))}
+    if isinstance(value, Mapping):
+        keys, values = [], []
+        for key, item in value.items():
+            if not isinstance(key, _JSON_SCALARS):
+                raise CheckpointError(f"hetero.checkpoint.save: {where} has key {key!r} of type {type(key).__name__}; "
+                                      f"use str, int, float, bool or None keys")
+            keys.append(key)
+            values.append(_encode(item, f"{where}[{key!r}]", write))
+        return {"type": "dict", "ordered": isinstance(value, collections.OrderedDict), "keys": keys, "values": values}
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return {"type": type(value).__name__, "items": [_encode(item, f"{where}[{i}]", write) for i, item in enumerate(value)]}
+    if torch is not None and isinstance(value, (torch.nn.Module, torch.optim.Optimizer)):
+        raise CheckpointError(f"hetero.checkpoint.save: {where} is a {type(value).__name__}; "
+                              f"save its state_dict() instead and load it back with load_state_dict()")
+    try:
+        blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        raise CheckpointError(
+            f"hetero.checkpoint.save: {where} is a {type(value).__name__}, which is neither an array, a tensor, "
+            f"a container nor a plain value, and cannot be pickled ({exc}); convert it to one of those, "
+            f"or leave it out of the state") from exc
+    return {"type": "pickle", "file": write(where, blob), "class": f"{type(value).__module__}.{type(value).__qualname__}"}
+
+
+def _contiguous(value: Any) -> np.ndarray:
+    # np.ascontiguousarray would turn a 0-d array into shape (1,).
+    host = np.asarray(value)
+    return host if host.flags.c_contiguous else host.copy(order="C")
+
+
+def _encode_tensor(torch: Any, value: Any, where: str, write: PayloadWriter) -> dict[str, Any]:
+    if value.layout != torch.strided or value.is_quantized:
+        raise CheckpointError(f"hetero.checkpoint.save: {where} is a {value.layout} tensor; "
+                              f"convert it with .to_dense() (or dequantize()) before saving")
+    host = value.detach().to("cpu").contiguous()
+    raw = host.reshape(-1).view(torch.uint8).numpy() if host.numel() else b""
+    return {"type": "torch", "file": write(where, raw), "dtype": str(host.dtype).removeprefix("torch."),
+            "shape": list(host.shape), "device": str(value.device), "requires_grad": bool(value.requires_grad),
+            "parameter": isinstance(value, torch.nn.Parameter)}
+
+
+class Decoder:
+    """Rebuilds values from manifest nodes. The target device is resolved on the first
+    hetero array only, so checkpoints without one open no backend."""
+
+    def __init__(self, read: PayloadReader, device: Any = None, map_location: Any = None) -> None:
+        self._read = read
+        self._device_spec = device
+        self._device: Any = None
+        self._map_location = map_location
+
+    def decode(self, node: Mapping[str, Any], where: str = "state") -> Any:
+        kind = node.get("type")
+        if kind == "json":
+            return node["value"]
+        if kind == "dict":
+            keys, values = node["keys"], node["values"]
+            if len(keys) != len(values):
+                raise CheckpointError(f"{where}: {len(keys)} keys but {len(values)} values")
+            pairs = [(key, self.decode(item, f"{where}[{key!r}]")) for key, item in zip(keys, values)]
+            return collections.OrderedDict(pairs) if node.get("ordered") else dict(pairs)
+        if kind in ("list", "tuple"):
+            items = [self.decode(item, f"{where}[{i}]") for i, item in enumerate(node["items"])]
+            return items if kind == "list" else tuple(items)
+        if kind == "numpy":
+            host = self._host(node, where)
+            return host[()] if node.get("scalar") else host
+        if kind == "array":
+            return self._array(node, where)
+        if kind == "torch":
+            return self._tensor(node)
+        if kind == "bytes":
+            return bytes(self._read(node["file"]))
+        if kind == "pickle":
+            return pickle.loads(self._read(node["file"]))
+        raise CheckpointError(f"{where}: unknown value type {kind!r} (written by a newer hetero? upgrade hetero)")
+
+    def _host(self, node: Mapping[str, Any], where: str) -> np.ndarray:
+        data = self._read(node["file"])
+        dtype, shape = np.dtype(node["dtype"]), tuple(node["shape"])
+        expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if len(data) != expected:
+            raise CheckpointError(f"{where}: payload {node['file']} has {len(data)} bytes, "
+                                  f"but a {dtype} array of shape {shape} needs {expected}")
+        return np.frombuffer(data, dtype=dtype).reshape(shape) if expected else np.empty(shape, dtype)
+
+    def _array(self, node: Mapping[str, Any], where: str) -> Any:
+        import hetero
+
+        if self._device is None:
+            self._device = hetero.device(self._device_spec)
+        return hetero.asarray(self._host(node, where), device=self._device)
+
+    def _tensor(self, node: Mapping[str, Any]) -> Any:
+        import torch
+
+        dtype = getattr(torch, node["dtype"])
+        data = self._read(node["file"])
+        shape = tuple(node["shape"])
+        if data:
+            tensor = torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape)
+        else:
+            tensor = torch.empty(shape, dtype=dtype)
+        if self._map_location is not None:
+            tensor = tensor.to(self._map_location)
+        if node.get("parameter"):
+            return torch.nn.Parameter(tensor, requires_grad=bool(node.get("requires_grad")))
+        if node.get("requires_grad") and tensor.is_floating_point():
+            tensor.requires_grad_(True)
+        return tensor
