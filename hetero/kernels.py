@@ -19,6 +19,12 @@ a fast path keyed on the argument types. Launches are asynchronous: ``.numpy()``
 Scalars passed to unannotated parameters are typed as Numba does, except that a
 Python float is f32 (hetero's default float): ``bool`` -> bool, ``int`` -> i64,
 ``float`` -> f32, NumPy scalars -> their own type.
+
+``kernel.split(devices=[...] | "all")[n](…)`` spreads one launch over several devices in
+proportion to their predicted speed (see :mod:`hetero.split`). :func:`launch_counts` counts
+launches per device (one dict increment per launch); timing samples for the cost model are
+taken only while :func:`hetero.scheduler.cost_model.sampling` is on, by swapping the launch
+method, so that with sampling off a launch runs no sampling code at all.
 """
 
 from __future__ import annotations
@@ -27,8 +33,9 @@ import functools
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,9 +51,22 @@ from hetero.compiler.stats import stats
 from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
 from hetero.registry import device as resolve_device
+from hetero.scheduler import cost_model
 from hetero.types import ArrayType, ScalarType, bool_t, f32, i64, scalar_type
 
+if TYPE_CHECKING:
+    from hetero.split import SplitKernel
+
 ParamType = ScalarType | ArrayType
+
+#: Launches per device name since the process started (see :func:`launch_counts`).
+_LAUNCH_COUNTS: dict[str, int] = {}
+
+
+def launch_counts() -> dict[str, int]:
+    """How many kernel launches each device has had in this process (device name -> count);
+    the launcher's metrics read it. Devices that never ran a kernel are absent."""
+    return dict(_LAUNCH_COUNTS)
 
 
 def _size_tuple(value: Any, what: str) -> tuple[int, ...]:
@@ -106,6 +126,9 @@ class Specialization:
         self.plan = [(arg.kind, index[arg.param], arg.axis, arg.dtype.dtype) for arg in self.source.abi]
         self.host = self.runtime.host_memory
         self._checked_sizes: set[tuple[Any, Any]] = set()
+        self.device_name = device.name
+        _LAUNCH_COUNTS.setdefault(device.name, 0)
+        self.calls = 0  # launches seen while sampling is on (every k-th is timed)
 
     def check_sizes(self, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
         if (global_size, local_size) in self._checked_sizes:
@@ -160,6 +183,47 @@ class Launcher:
             entry = kernel._specialize(args, key)
         entry.check_sizes(self.global_size, self.local_size)
         entry.launch(self.global_size, self.local_size, args)
+        _LAUNCH_COUNTS[entry.device_name] += 1
+
+    _plain_call = __call__
+
+    def _sampled_call(self, *args: Any) -> None:
+        """``__call__`` while sampling is on: every k-th launch of a specialization waits for
+        its device before and after, and records the time in the cost model."""
+        kernel = self.kernel
+        key = tuple((a.dtype, len(a.shape), a._device) if type(a) is Array else type(a) for a in args)
+        entry = kernel._dispatch.get(key)
+        fresh = entry is None  # the first launch compiles: never a sample
+        if entry is None:
+            entry = kernel._specialize(args, key)
+        entry.check_sizes(self.global_size, self.local_size)
+        every = _sampling_every
+        entry.calls += 1
+        if fresh or not every or entry.calls % every:
+            entry.launch(self.global_size, self.local_size, args)
+        else:
+            device = entry.device
+            device.synchronize()
+            start = time.perf_counter()
+            entry.launch(self.global_size, self.local_size, args)
+            device.synchronize()
+            seconds = time.perf_counter() - start
+            work_items = 1
+            for size in self.global_size:
+                work_items *= size
+            cost_model.default_model().record(kernel.cost_key(), device.stable_id, work_items, seconds,
+                                              signature=kernel.signature(entry.types), device_name=device.name)
+        _LAUNCH_COUNTS[entry.device_name] += 1
+
+
+_sampling_every: int | None = None
+
+
+def _on_sampling_change(every: int | None) -> None:
+    """Switch the launch method: the plain one when sampling is off, the timing one when on."""
+    global _sampling_every
+    _sampling_every = every
+    Launcher.__call__ = Launcher._sampled_call if every else Launcher._plain_call  # type: ignore[method-assign]
 
 
 class Kernel:
@@ -201,6 +265,24 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<hetero.kernel {self.py_func.__qualname__}>"
+
+    def split(self, devices: Sequence[str | Device] | str = "all", combine: dict[str, str] | None = None,
+              model: cost_model.CostModel | None = None) -> SplitKernel:
+        """This kernel spread over several devices: ``kernel.split(["cpu", "oneapi:0"])[n](…)``.
+
+        The launch's work-items along one axis are divided among ``devices`` (``"all"``: every
+        healthy device that runs kernels) in proportion to their predicted speed including
+        copies, run concurrently, and gathered into the arrays passed. ``combine`` names arrays
+        every part updates as a whole (``{"total": "sum"}``: atomics, reductions), with how to
+        merge them: ``sum``, ``min`` or ``max``. ``model`` is the cost model to plan with
+        (default: the process's). See :mod:`hetero.split` for what can be split."""
+        from hetero.split import SplitKernel
+
+        return SplitKernel(self, devices, combine or {}, model)
+
+    def cost_key(self) -> str:
+        """This kernel's key in the cost model (name and source fingerprint)."""
+        return cost_model.kernel_key(self.name, self.fingerprint())
 
     # -- compilation ---------------------------------------------------------------------
     def fingerprint(self) -> str:
@@ -256,15 +338,19 @@ class Kernel:
         return format_signature(self.name, tuple(types))
 
     # -- the slow path of a launch ----------------------------------------------------------
-    def _specialize(self, args: Sequence[Any], key: tuple[Any, ...]) -> Specialization:
+    def arg_types(self, args: Sequence[Any]) -> tuple[ParamType, ...]:
+        """The signature a launch with ``args`` compiles for (checked against the declared types)."""
         declared = self.declared()
         names = self.param_names()
         if len(args) != len(declared):
             raise KernelLaunchError(f"{self.name} takes {len(declared)} argument(s) ({', '.join(names)}), got {len(args)}")
-        types: list[ParamType] = []
+        return tuple(_arg_type(self.name, name, want, arg) for name, want, arg in zip(names, declared, args, strict=True))
+
+    def _specialize(self, args: Sequence[Any], key: tuple[Any, ...]) -> Specialization:
+        names = self.param_names()
+        types = self.arg_types(args)
         devices: dict[str, str] = {}
-        for name, want, arg in zip(names, declared, args, strict=True):
-            types.append(_arg_type(self.name, name, want, arg))
+        for name, arg in zip(names, args, strict=True):
             if isinstance(arg, Array):
                 devices.setdefault(arg.device.name, name)
         if len(devices) > 1:
@@ -323,3 +409,6 @@ def _arg_type(kernel: str, name: str, want: ParamType | None, arg: Any) -> Param
 def kernel(py_func: Callable[..., Any]) -> Kernel:
     """Make ``py_func`` a hetero kernel (see the module docstring)."""
     return Kernel(py_func)
+
+
+cost_model.add_sampling_listener(_on_sampling_change)

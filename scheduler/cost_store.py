@@ -1,0 +1,121 @@
+"""Where the cost model lives on disk: ``<state_dir>/costs.json``.
+
+Reads and writes hold an exclusive ``fcntl`` lock on ``costs.json.lock`` so that processes
+sampling at once merge rather than overwrite each other; writes are atomic (temp file
+then ``os.replace``). A file that cannot be read as a cost model is reported with a
+warning naming it, and the model starts afresh (the next save replaces the file).
+
+The document::
+
+    {"version": 1,
+     "kernels": {kernel_key: {stable_id: {signature: {bucket: [[n, seconds], ...]}}}},
+     "transfers": {stable_id: {"h2d": [[bytes, seconds], ...], "d2h": [...]}},
+     "devices": {stable_id: device name}}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger("hetero.scheduler")
+
+VERSION = 1
+FILE_NAME = "costs.json"
+
+
+def empty_document() -> dict[str, Any]:
+    return {"version": VERSION, "kernels": {}, "transfers": {}, "devices": {}}
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the exclusive lock of ``path`` (a sibling ``.lock`` file) for the block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = path.with_name(path.name + ".lock")
+    with open(lock_path, "a+b") as handle:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no inter-process lock
+            yield
+            return
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def read(path: Path) -> dict[str, Any]:
+    """The document in ``path``; an empty one when the file is missing, and (with a warning
+    naming the file) when it is corrupt or of another version."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return empty_document()
+    except OSError as exc:
+        warnings.warn(f"cannot read the cost model {path}: {exc}; starting with an empty model", RuntimeWarning,
+                      stacklevel=3)
+        return empty_document()
+    try:
+        data = json.loads(text)
+        problem = _problem(data)
+    except ValueError as exc:
+        problem = f"not valid JSON ({exc})"
+    if problem:
+        warnings.warn(f"the cost model {path} is corrupt: {problem}; starting with an empty model "
+                      f"(the next save replaces the file; `hetero calibrate` refills it)", RuntimeWarning, stacklevel=3)
+        return empty_document()
+    return data  # type: ignore[no-any-return]
+
+
+def _problem(data: Any) -> str | None:
+    if not isinstance(data, dict):
+        return f"the top level is a {type(data).__name__}, not an object"
+    if data.get("version") != VERSION:
+        return f"version {data.get('version')!r}, this hetero reads version {VERSION}"
+    for key in ("kernels", "transfers", "devices"):
+        if not isinstance(data.get(key), dict):
+            return f"{key!r} is missing or not an object"
+    for kernel, per_device in data["kernels"].items():
+        if not isinstance(per_device, dict):
+            return f"kernel {kernel!r} is not an object"
+        for device, per_signature in per_device.items():
+            if not isinstance(per_signature, dict):
+                return f"kernel {kernel!r} on {device!r} is not an object"
+            for buckets in per_signature.values():
+                if not isinstance(buckets, dict) or not all(_samples_ok(s) for s in buckets.values()):
+                    return f"kernel {kernel!r} on {device!r} holds malformed samples"
+    for device, directions in data["transfers"].items():
+        if not isinstance(directions, dict) or not all(_samples_ok(s) for s in directions.values()):
+            return f"transfers of {device!r} hold malformed samples"
+    return None
+
+
+def _samples_ok(samples: Any) -> bool:
+    return isinstance(samples, list) and all(
+        isinstance(s, list) and len(s) == 2 and all(isinstance(v, (int, float)) for v in s) for s in samples)
+
+
+def write(path: Path, document: dict[str, Any]) -> None:
+    """Replace ``path`` with ``document`` atomically (call under :func:`locked`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(document, out, indent=1, sort_keys=True)
+            out.write("\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    logger.debug("cost model saved to %s", path)
