@@ -2,6 +2,9 @@
 
 Its buffers are flat ``uint8`` NumPy arrays, so host data is shared without
 copies (DLPack, torch, ``Array.numpy()``).
+
+The CPU has no vendor error codes: its errors carry ``code=None`` and a ``code_name`` of
+hetero's own (``CPU_OUT_OF_MEMORY``, ``CPU_DEVICE_LOST``, ...), see :data:`FAULT_NAMES`.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from hetero.device import DeviceInfo, Health, HealthState, Kind
+from hetero.errors import ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
 from hetero.plugin import Backend, BackendRegistration, DeviceRuntime
 from hetero.target import Target
 
@@ -24,6 +28,15 @@ from . import cpu_kernels
 
 # Work-group size the CPU kernel emitter runs per group; a limit of hetero's, not of the hardware.
 MAX_WORK_GROUP_SIZE = 1024
+
+#: Fault kind -> (error class, code name). The CPU has no vendor codes, so the names are hetero's;
+#: only out-of-memory happens for real here (NumPy's MemoryError), the others come from fault injection.
+FAULT_NAMES: dict[str, tuple[type[DeviceError], str]] = {
+    "oom": (DeviceOutOfMemoryError, "CPU_OUT_OF_MEMORY"),
+    "lost": (DeviceLostError, "CPU_DEVICE_LOST"),
+    "sticky": (ContextCorruptedError, "CPU_CONTEXT_CORRUPTED"),
+    "degraded": (DeviceDegradedError, "CPU_DEGRADED"),
+}
 
 
 class CPURuntime(DeviceRuntime):
@@ -36,7 +49,24 @@ class CPURuntime(DeviceRuntime):
         self._target = Target("cpu", platform.machine(), frozenset({"fp64", "int64_atomics"}), info.driver_version)
 
     def allocate(self, nbytes: int) -> np.ndarray:
-        return np.empty(nbytes, dtype=np.uint8)
+        try:
+            return np.empty(nbytes, dtype=np.uint8)
+        except MemoryError as exc:
+            raise self._error("oom", f"allocating {nbytes} bytes failed: {exc or 'out of host memory'}") from exc
+
+    def _error(self, kind: str, message: str) -> DeviceError:
+        cls, name = FAULT_NAMES[kind]
+        return cls(message, backend=self.info.backend, device=self.info.name, code=None, code_name=name)
+
+    def fault_error(self, kind: str, code: int | None = None, doing: str = "launch") -> BaseException:
+        """The error of ``kind`` (lost, sticky, oom, degraded) as this backend raises it; the CPU has
+        no vendor codes, so ``kind="code"`` is refused."""
+        if kind not in FAULT_NAMES:
+            raise ValueError(f"the cpu backend has no fault kind {kind!r} (it has no vendor error codes); "
+                             f"valid kinds: {', '.join(FAULT_NAMES)}")
+        messages = {"oom": "out of host memory", "lost": "the device is lost", "sticky": "the context is corrupted",
+                    "degraded": "the device reports degraded hardware"}
+        return self._error(kind, f"{doing} failed: {messages[kind]}")
 
     def upload(self, dst: np.ndarray, src: np.ndarray, offset: int = 0) -> None:
         flat = src.reshape(-1).view(np.uint8)

@@ -10,26 +10,28 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import threading
+import time
 import warnings
 from collections.abc import Callable, Sequence
-from types import ModuleType
 from pathlib import Path
+from types import ModuleType
 from typing import Any, NoReturn
 
 import numpy as np
 
 from hetero.config import get_config
 from hetero.device import DeviceInfo, Health, HealthState, Kind
-from hetero.errors import BackendUnavailableError, DeviceError, DeviceOutOfMemoryError, KernelBuildError
+from hetero.errors import BackendUnavailableError, DeviceDegradedError, KernelBuildError
 from hetero.plugin import Backend, DeviceRuntime
 from hetero.target import Target
 
-from . import opencl_icd
+from . import opencl_errors, opencl_icd
 
 _VENDOR_IDS = {0x8086: "Intel", 0x1002: "AMD", 0x10DE: "NVIDIA", 0x13B5: "ARM", 0x5143: "Qualcomm", 0x106B: "Apple"}
-# OpenCL status codes that mean "out of memory" (CL_MEM_OBJECT_ALLOCATION_FAILURE,
-# CL_OUT_OF_HOST_MEMORY); CL_OUT_OF_RESOURCES (-5) is ambiguous and left to fault handling.
-_OUT_OF_MEMORY = {-4, -6}
+#: How long health() waits for its probe kernel before calling the device unhealthy (seconds).
+PROBE_TIMEOUT = 5.0
+_PROBE_SOURCE = "__kernel void hetero_probe(__global int *out) { int i = get_global_id(0); out[i] = i * 3 + 7; }"
+_PROBE_ITEMS = 64
 
 
 def import_pyopencl(backend: str) -> ModuleType:
@@ -54,6 +56,9 @@ class OpenCLRuntime(DeviceRuntime):
         self.context: Any = None
         self.queue: Any = None
         self.pending = False  # work enqueued without waiting (kernels, device copies)
+        self._probe: tuple[Any, Any, Any] | None = None  # health probe: its queue, kernel and buffer
+        self._probe_lock = threading.Lock()
+        self._probe_stuck: tuple[Any, float] | None = None  # a probe that timed out: its event, start time
 
     def _open(self) -> None:
         with self._lock:
@@ -64,14 +69,28 @@ class OpenCLRuntime(DeviceRuntime):
                 except self.cl.Error as exc:
                     self._raise(exc, "creating a context and queue")
 
-    def _raise(self, exc: Any, doing: str) -> NoReturn:
-        code = getattr(exc, "code", None)
-        try:
-            name = self.cl.status_code.to_string(code) if code is not None else None
-        except Exception:
-            name = None
-        kind = DeviceOutOfMemoryError if code in _OUT_OF_MEMORY else DeviceError
-        raise kind(f"{doing} failed: {exc}", backend=self.info.backend, device=self.info.name, code=code, code_name=name) from exc
+    def _raise(self, exc: Any, doing: str, after_kernel: bool = False) -> NoReturn:
+        """Raise the hetero error for a PyOpenCL error (``after_kernel``: a kernel may be what failed)."""
+        raise opencl_errors.translate(self.cl, exc, self.info.backend, self.info.name, doing, after_kernel) from exc
+
+    def fault_error(self, kind: str, code: int | None = None, doing: str = "launch") -> BaseException:
+        """A genuine PyOpenCL error with the OpenCL code of ``kind`` (lost: CL_DEVICE_NOT_AVAILABLE,
+        sticky: CL_OUT_OF_RESOURCES after a kernel, oom: CL_MEM_OBJECT_ALLOCATION_FAILURE, code: ``code``),
+        run through the translation every failing call uses. ``degraded`` has no OpenCL code."""
+        if kind == "code":
+            if code is None:
+                raise ValueError("fault kind 'code' needs an OpenCL status code, e.g. -5")
+        elif kind in opencl_errors.KIND_CODES:
+            code = opencl_errors.KIND_CODES[kind]
+        else:
+            raise ValueError(f"unknown fault kind {kind!r}; valid kinds: {', '.join(opencl_errors.KIND_CODES)}, code")
+        if code is None:
+            return DeviceDegradedError(f"{doing} failed: the device reports degraded hardware",
+                                       backend=self.info.backend, device=self.info.name)
+        routine = opencl_errors.ROUTINES.get(doing, doing)
+        after_kernel = kind == "sticky" or doing in ("launch", "sync") or self.pending
+        exc = opencl_errors.pyopencl_error(self.cl, code, routine, "")
+        return opencl_errors.translate(self.cl, exc, self.info.backend, self.info.name, doing, after_kernel)
 
     def allocate(self, nbytes: int) -> Any:
         if self.queue is None:
@@ -87,21 +106,21 @@ class OpenCLRuntime(DeviceRuntime):
         try:
             self.cl.enqueue_copy(self.queue, dst, src, dst_offset=offset, is_blocking=True)
         except self.cl.Error as exc:
-            self._raise(exc, f"copying {src.nbytes} bytes host->device")
+            self._raise(exc, f"copying {src.nbytes} bytes host->device", self.pending)
         self.pending = False
 
     def download(self, dst: np.ndarray, src: Any, offset: int = 0) -> None:
         try:
             self.cl.enqueue_copy(self.queue, dst, src, src_offset=offset, is_blocking=True)
         except self.cl.Error as exc:
-            self._raise(exc, f"copying {dst.nbytes} bytes device->host")
+            self._raise(exc, f"copying {dst.nbytes} bytes device->host", self.pending)
         self.pending = False
 
     def copy(self, dst: Any, src: Any, nbytes: int) -> None:
         try:
             self.cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes)
         except self.cl.Error as exc:
-            self._raise(exc, f"copying {nbytes} bytes on the device")
+            self._raise(exc, f"copying {nbytes} bytes on the device", self.pending)
         self.pending = True
 
     def synchronize(self) -> None:
@@ -109,7 +128,7 @@ class OpenCLRuntime(DeviceRuntime):
             try:
                 self.queue.finish()
             except self.cl.Error as exc:
-                self._raise(exc, "waiting for the queue")
+                self._raise(exc, "waiting for the queue", after_kernel=True)
             self.pending = False
 
     # -- kernels ----------------------------------------------------------------------------
@@ -153,15 +172,74 @@ class OpenCLRuntime(DeviceRuntime):
         try:
             kernel(self.queue, global_size, local_size, *args)
         except self.cl.Error as exc:
-            self._raise(exc, f"launching {kernel.function_name}")
+            self._raise(exc, f"launching {kernel.function_name}", after_kernel=True)
         self.pending = True
 
     def health(self) -> Health:
+        """OK when the device answers a query and runs a tiny probe kernel correctly within
+        :data:`PROBE_TIMEOUT` seconds; UNHEALTHY with the reason otherwise. The probe is built once
+        (and cached on disk), runs on its own queue, and costs well under a millisecond after that."""
         try:
-            self.cl_device.get_info(self.cl.device_info.AVAILABLE)
+            if not self.cl_device.get_info(self.cl.device_info.AVAILABLE):
+                return Health(HealthState.UNHEALTHY, "the driver reports the device unavailable (CL_DEVICE_AVAILABLE "
+                              "is false)")
         except self.cl.Error as exc:
             return Health(HealthState.UNHEALTHY, f"device query failed: {exc}")
+        with self._probe_lock:
+            return self._run_probe(PROBE_TIMEOUT)
+
+    def _run_probe(self, timeout: float) -> Health:
+        cl = self.cl
+        if self._probe_stuck is not None:
+            event, started = self._probe_stuck
+            if _event_status(cl, event) > 0:  # > CL_COMPLETE (0): still queued or running
+                return Health(HealthState.UNHEALTHY, f"the probe kernel started {time.monotonic() - started:.0f} s "
+                              "ago has not finished (the device is hung)")
+            self._probe_stuck = None
+        try:
+            if self._probe is None:
+                self._probe = self._build_probe()
+            queue, kernel, buffer = self._probe
+            kernel(queue, (_PROBE_ITEMS,), None, buffer)
+            out = np.zeros(_PROBE_ITEMS, np.int32)
+            event = cl.enqueue_copy(queue, out, buffer, is_blocking=False)
+            queue.flush()
+        except cl.Error as exc:
+            error = opencl_errors.translate(cl, exc, self.info.backend, self.info.name, "the health probe", True)
+            return Health(HealthState.UNHEALTHY, f"probe kernel failed: {error}")
+        started = time.monotonic()
+        pause = 0.0001
+        while (status := _event_status(cl, event)) > 0:
+            if time.monotonic() - started > timeout:
+                self._probe_stuck = (event, started)
+                return Health(HealthState.UNHEALTHY, f"the probe kernel did not finish within {timeout:g} s "
+                              "(the device is hung or overloaded)")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.01)
+        if status < 0:
+            return Health(HealthState.UNHEALTHY, f"probe kernel failed with {opencl_errors.code_name(cl, status)}")
+        expected = np.arange(_PROBE_ITEMS, dtype=np.int32) * 3 + 7
+        if not np.array_equal(out, expected):
+            return Health(HealthState.UNHEALTHY, "the probe kernel computed wrong values (first bad item "
+                          f"{int(np.argmax(out != expected))})")
         return Health(HealthState.OK)
+
+    def _build_probe(self) -> tuple[Any, Any, Any]:
+        if self.queue is None:
+            self._open()
+        cl = self.cl
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            program = cl.Program(self.context, _PROBE_SOURCE).build(
+                cache_dir=str(get_config().cache_dir / "opencl-probe"))
+        queue = cl.CommandQueue(self.context)  # its own queue: a probe never waits behind user work
+        buffer = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, _PROBE_ITEMS * 4)
+        return queue, cl.Kernel(program, "hetero_probe"), buffer
+
+
+def _event_status(cl: ModuleType, event: Any) -> int:
+    """An event's execution status: > 0 pending, 0 complete, < 0 the error code it failed with."""
+    return int(event.get_info(cl.event_info.COMMAND_EXECUTION_STATUS))
 
 
 def _abi_dtype(arg: Any) -> np.dtype[Any]:

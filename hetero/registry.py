@@ -11,6 +11,7 @@ import contextlib
 import contextvars
 import dataclasses
 import logging
+import sys
 import threading
 import traceback
 from collections.abc import Iterator
@@ -164,6 +165,14 @@ class Registry:
             log.warning("backend %s raised during discovery: %s", registration.name, exc, exc_info=True)
             return status(False, f"discovery raised {type(exc).__name__}: {exc}", registration.install_hint,
                           plugin_error=traceback.format_exc())
+        # Fault injection: rules from HETERO_FAULTS/the config or an active hetero.fault.inject() block
+        # wrap the matching runtimes; with none (the usual case) this is one check and nothing is imported.
+        faults = get_config().faults
+        injection = sys.modules.get("hetero.fault.injection")
+        if faults or (injection is not None and injection.active()):
+            from hetero.fault.injection import apply_at_open
+
+            apply_at_open(runtimes, faults)
         devices = tuple(Device(runtime.info, runtime) for runtime in runtimes)
         if not devices:
             return status(False, "no devices found", registration.install_hint, diagnostics=diagnostics)

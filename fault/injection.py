@@ -1,0 +1,373 @@
+"""Fault injection for tests and drills: configured faults raised at the backend boundary as
+exactly the error the real path raises, so classification, quarantine and recovery run unchanged.
+
+Rules (syntax in :mod:`hetero.fault.injection_rules`) come from ``HETERO_FAULTS`` /
+the config's ``faults:`` list (applied to each device as its backend opens) or from::
+
+    with hetero.fault.inject("oneapi:0:launch:nth=300:lost") as inj:
+        train()
+    print(inj.fired)          # one FaultRecord per injected fault
+
+Mechanism: on a device a rule matches, the runtime *instance* gets attributes (``launch``,
+``allocate``, ...) that shadow its class's methods, count calls and fire. Cached references to the
+runtime (kernels keep one) see them; devices no rule matches, and every device when no rule is
+active, carry no wrapper at all (``"launch" not in vars(runtime)``). Every injected fault is
+logged (logger ``hetero.fault.injection``, WARNING) and its error has ``injected = True``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fnmatch
+import functools
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from hetero.device import Health, HealthState
+from hetero.errors import ConfigError, DeviceError, did_you_mean
+from hetero.plugin import DeviceRuntime
+
+from .injection_rules import OPS, XID_ERRORS, Rule, RuleState, parse_rules
+
+log = logging.getLogger("hetero.fault.injection")
+
+_INJECTED_METHODS = ("allocate", "upload", "download", "copy", "launch", "synchronize", "health",
+                     "drain_health_events")
+
+
+@dataclasses.dataclass(frozen=True)
+class FaultRecord:
+    """One injected fault: which rule fired, where, on which call, and when (epoch seconds)."""
+
+    rule: str
+    device: str
+    op: str
+    method: str
+    call: int
+    what: str
+    time: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class Injection:
+    """A set of active rules (from :func:`inject` or the configuration) and what they fired."""
+
+    def __init__(self, rules: Sequence[Rule], source: str) -> None:
+        self.rules = tuple(rules)
+        self.source = source
+        self.fired: list[FaultRecord] = []
+        self.active = False
+        self._states: dict[tuple[int, str], RuleState] = {}  # (rule index, device) -> state
+
+    def count(self, rule: str | None = None) -> int:
+        """How many faults fired (of one rule, given its text)."""
+        return sum(1 for record in self.fired if rule is None or record.rule == rule.strip())
+
+    def states_for(self, runtime: DeviceRuntime) -> list[RuleState]:
+        """This injection's rule states on ``runtime``'s device (created on first match)."""
+        name, backend = runtime.info.name, runtime.info.backend
+        found = []
+        for index, rule in enumerate(self.rules):
+            if not fnmatch.fnmatchcase(name, rule.device) and not fnmatchcase_backend(name, rule.device):
+                continue
+            if not rule.matches_backend(backend):
+                log.debug("fault rule %r skips %s: its vendor code is not a %s error", rule.text, name, backend)
+                continue
+            key = (index, name)
+            if key not in self._states:
+                self._states[key] = RuleState(rule, name)
+            found.append(self._states[key])
+        return found
+
+    def __repr__(self) -> str:
+        return f"<hetero.fault.Injection {self.source}: {len(self.rules)} rule(s), {len(self.fired)} fired>"
+
+
+def fnmatchcase_backend(name: str, pattern: str) -> bool:
+    """``cpu`` names the device ``cpu``; a bare backend name (``oneapi``) names all its devices."""
+    return ":" not in pattern and not any(ch in pattern for ch in "*?[") and name.split(":", 1)[0] == pattern
+
+
+# -- per-runtime patch table ------------------------------------------------------------------
+class _Patched:
+    """The rule states active on one runtime, grouped by method, with the injection owning each."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[Injection, RuleState]] = []
+        self.events: list[dict[str, Any]] = []  # injected health events waiting for drain_health_events()
+
+    def by_method(self, method: str) -> list[tuple[Injection, RuleState]]:
+        return [(inj, s) for inj, s in self.entries if method in s.rule.methods]
+
+
+_PATCHED: weakref.WeakKeyDictionary[DeviceRuntime, _Patched] = weakref.WeakKeyDictionary()
+_LOCK = threading.RLock()
+_ACTIVE: list[Injection] = []  # inject() blocks in effect (applied to devices opened later too)
+
+
+def _attach(injection: Injection, runtimes: Iterable[DeviceRuntime]) -> None:
+    with _LOCK:
+        for runtime in runtimes:
+            states = injection.states_for(runtime)
+            if not states:
+                continue
+            patched = _PATCHED.setdefault(runtime, _Patched())
+            patched.entries.extend((injection, s) for s in states)
+            _install(runtime, patched)
+
+
+def _detach(injection: Injection) -> None:
+    with _LOCK:
+        for runtime, patched in list(_PATCHED.items()):
+            patched.entries = [(inj, s) for inj, s in patched.entries if inj is not injection]
+            _install(runtime, patched)
+            if not patched.entries:
+                del _PATCHED[runtime]
+
+
+def _install(runtime: DeviceRuntime, patched: _Patched) -> None:
+    """Make the instance attributes match the active rules: a wrapper per covered method, none else."""
+    wanted = {m for _, s in patched.entries for m in s.rule.methods}
+    if any(s.rule.what.kind == "xid" for _, s in patched.entries) or patched.events:
+        wanted.add("drain_health_events")
+    for method in _INJECTED_METHODS:
+        present = method in vars(runtime)
+        if method in wanted and not present:
+            original = getattr(type(runtime), method).__get__(runtime)
+            setattr(runtime, method, _wrapper(runtime, method, original))
+        elif method not in wanted and present and getattr(vars(runtime)[method], "_hetero_injection", False):
+            delattr(runtime, method)
+
+
+def _wrapper(runtime: DeviceRuntime, method: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    ref = weakref.ref(runtime)
+
+    if method == "drain_health_events":
+        def drain() -> list[dict[str, Any]]:
+            events = original()
+            patched = _PATCHED.get(ref())  # type: ignore[arg-type]
+            if patched is not None and patched.events:
+                with _LOCK:
+                    events, patched.events = [*events, *patched.events], []
+            return events
+        drain._hetero_injection = True  # type: ignore[attr-defined]
+        return drain
+
+    if method == "health":
+        def health() -> Health:
+            injected = _fire(ref(), method)
+            return injected if injected is not None else original()
+        health._hetero_injection = True  # type: ignore[attr-defined]
+        return health
+
+    @functools.wraps(original)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        _fire(ref(), method)
+        return original(*args, **kwargs)
+    call._hetero_injection = True  # type: ignore[attr-defined]
+    return call
+
+
+# -- firing -----------------------------------------------------------------------------------
+def _fire(runtime: DeviceRuntime | None, method: str) -> Health | None:
+    """Count this call against every rule covering ``method``; act on the first that fires."""
+    patched = _PATCHED.get(runtime) if runtime is not None else None  # type: ignore[arg-type]
+    if patched is None or runtime is None:
+        return None
+    for injection, state in patched.by_method(method):
+        call = state.hit()
+        if call is not None:
+            return _act(runtime, patched, injection, state, method, call)
+    return None
+
+
+def _act(runtime: DeviceRuntime, patched: _Patched, injection: Injection, state: RuleState, method: str,
+         call: int) -> Health | None:
+    rule, what = state.rule, state.rule.what
+    name = runtime.info.name
+    if rule.op == "health" and state.fires > 1:  # a latched health fault: reported again, not re-injected
+        return _injected_health(rule)
+    description = _describe(rule)
+    injection.fired.append(FaultRecord(rule.text, name, rule.op, method, call, description, time.time()))
+    log.warning("injected fault on %s: %s at %s call #%d (rule %r, %s)", name, description, method, call,
+                rule.text, injection.source)
+    if what.kind == "crash":
+        _crash(name, rule)
+    if what.kind == "hang":
+        _hang(what.seconds)
+        return None
+    kind = what.kind
+    if what.kind == "xid":
+        event = {"kind": "xid", "xid": what.xid, "injected": True, "time": time.time(), "device": name,
+                 "rule": rule.text}
+        with _LOCK:
+            patched.events.append(event)
+            _install(runtime, patched)
+        mapped = XID_ERRORS.get(what.xid or 0)
+        if rule.op == "health":
+            return _injected_health(rule)
+        if rule.op not in ("launch", "sync") or mapped is None:
+            return None  # the event alone: the call itself goes through
+        kind = mapped
+    if rule.op == "health":
+        return _injected_health(rule)
+    raise _error(runtime, rule, kind, what.code, what.xid)
+
+
+def _injected_health(rule: Rule) -> Health:
+    """What health() reports for a fired health rule: DEGRADED for degraded hardware, else UNHEALTHY."""
+    what = rule.what
+    kind = (XID_ERRORS.get(what.xid or 0) or "degraded") if what.kind == "xid" else what.kind
+    return Health(HealthState.DEGRADED if kind == "degraded" else HealthState.UNHEALTHY, f"injected: {rule.text}")
+
+
+def _describe(rule: Rule) -> str:
+    what = rule.what
+    if what.kind == "code":
+        return f"{what.vendor}:{what.code}"
+    if what.kind == "xid":
+        return f"xid:{what.xid}"
+    if what.kind == "hang":
+        return "hang forever" if what.seconds is None else f"hang {what.seconds:g}s"
+    return what.kind
+
+
+def _error(runtime: DeviceRuntime, rule: Rule, kind: str, code: int | None, xid: int | None) -> BaseException:
+    error = runtime.fault_error(kind, code=code, doing=rule.op) if kind == "code" else \
+        runtime.fault_error(kind, doing=rule.op)
+    error.injected = True  # type: ignore[attr-defined]
+    if xid is not None and isinstance(error, DeviceError):
+        error.xid = xid
+    if error.args and isinstance(error.args[0], str):
+        error.args = (f"{error.args[0]} (injected by fault rule {rule.text!r})", *error.args[1:])
+    return error
+
+
+def _crash(device: str, rule: Rule) -> None:
+    """Die as a segfault would (SIGKILL: no cleanup, no exit handlers), after flushing the logs."""
+    log.critical("injected crash on %s (rule %r): process %d kills itself with SIGKILL", device, rule.text,
+                 os.getpid())
+    for handler in [*logging.getLogger().handlers, *_all_handlers()]:
+        with contextlib.suppress(OSError, ValueError):  # a closed or broken handler must not stop the crash
+            handler.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _all_handlers() -> list[logging.Handler]:
+    handlers: list[logging.Handler] = []
+    for logger in list(logging.Logger.manager.loggerDict.values()):
+        if isinstance(logger, logging.Logger):
+            handlers.extend(logger.handlers)
+    return handlers
+
+
+def _hang(seconds: float | None) -> None:
+    """Hold the calling thread (the process stops making progress there); None: forever."""
+    if seconds is None:
+        threading.Event().wait()
+    else:
+        time.sleep(seconds)
+
+
+# -- public entry points ----------------------------------------------------------------------
+def _check_devices(rules: Sequence[Rule]) -> None:
+    """A rule naming a backend that is not installed is a typo: say so, with the close name."""
+    from hetero.registry import _REGISTRY
+
+    names = _REGISTRY.names()
+    for rule in rules:
+        if any(ch in rule.device for ch in "*?["):
+            continue
+        backend = rule.device.split(":", 1)[0]
+        if backend not in names:
+            raise ConfigError(f"fault rule {rule.text!r}: device {rule.device!r} names backend {backend!r}, which "
+                              f"is not installed; installed backends: {', '.join(names)}"
+                              + did_you_mean(backend, names))
+
+
+class inject:  # lower case: used like a function, ``with hetero.fault.inject(...)``
+    """Inject faults while the block runs, on devices already opened and on those opened inside it.
+
+    ``rules``: one rule, a ``;``-separated string, or a list. On exit the devices are restored
+    (no wrapper is left behind). The object bound by ``as`` is the :class:`Injection`: its
+    ``fired`` list holds a :class:`FaultRecord` per injected fault.
+    """
+
+    def __init__(self, rules: str | Rule | Sequence[str | Rule]) -> None:
+        parsed = parse_rules(rules)  # type: ignore[arg-type]
+        _check_devices(parsed)
+        self.injection = Injection(parsed, "hetero.fault.inject")
+
+    def __enter__(self) -> Injection:
+        from hetero.registry import opened_devices
+
+        with _LOCK:
+            self.injection.active = True
+            _ACTIVE.append(self.injection)
+            _attach(self.injection, [d.runtime for d in opened_devices()])
+        return self.injection
+
+    def __exit__(self, *exc: object) -> None:
+        with _LOCK:
+            self.injection.active = False
+            if self.injection in _ACTIVE:
+                _ACTIVE.remove(self.injection)
+            _detach(self.injection)
+
+
+_CONFIGURED: dict[tuple[str, ...], Injection] = {}
+
+
+def configured() -> Injection | None:
+    """The injection built from the configuration's ``faults`` (HETERO_FAULTS), once a backend opened."""
+    from hetero.config import get_config
+
+    return _CONFIGURED.get(get_config().faults)
+
+
+def apply_at_open(runtimes: Sequence[DeviceRuntime], faults: tuple[str, ...]) -> None:
+    """Apply configured rules (``faults``) and active :func:`inject` blocks to a backend's devices as
+    it opens (called by the registry; never when no rule is configured or active)."""
+    with _LOCK:
+        if faults:
+            injection = _CONFIGURED.get(faults)
+            if injection is None:
+                parsed = parse_rules(list(faults))
+                _check_devices(parsed)
+                injection = _CONFIGURED[faults] = Injection(parsed, "HETERO_FAULTS/config faults")
+                injection.active = True
+            _attach(injection, runtimes)
+        for injection in _ACTIVE:
+            _attach(injection, runtimes)
+
+
+def active() -> bool:
+    """Whether any :func:`inject` block is in effect (the registry's cheap check)."""
+    return bool(_ACTIVE)
+
+
+def wrapped_methods(runtime: DeviceRuntime) -> list[str]:
+    """The runtime methods injection has wrapped on this instance (empty when injection is off)."""
+    return [m for m in _INJECTED_METHODS if m in vars(runtime)]
+
+
+def iter_records() -> Iterator[FaultRecord]:
+    """Every fault injected by the active blocks and the configured rules, in order per source."""
+    for injection in [*_CONFIGURED.values(), *_ACTIVE]:
+        yield from injection.fired
+
+
+__all__ = ["OPS", "FaultRecord", "Injection", "active", "apply_at_open", "configured", "inject", "wrapped_methods"]
