@@ -1,0 +1,352 @@
+"""Persistent device quarantine: devices hetero must not place work on, shared by every process.
+
+The store is ``<state_dir>/quarantine.json`` (``HETERO_STATE_DIR``), keyed by the device's
+stable id (it survives reboots and renumbering), each entry with the device name, reason,
+fault class, time and expiry. Writers take an exclusive ``fcntl`` lock on
+``quarantine.json.lock`` and replace the file atomically (temp file + ``os.replace``), so
+concurrent processes lose no entry and readers never see half a file.
+
+An entry whose TTL has passed is released only once the device's health reads ``ok``
+(:func:`auto_release`; the health monitor calls it every poll, and
+:func:`quarantined_ids` does when an entry has expired). A device whose backend reports
+no health (``unknown``) stays quarantined until released by hand
+(``hetero quarantine release DEVICE``).
+
+A corrupt store (not JSON, or not hetero's format) is moved aside to
+``quarantine.json.corrupt-<time>`` with a warning naming both files, and an empty store
+takes its place: a broken file must not stop every process from choosing a device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import logging
+import math
+import os
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from hetero.config import get_config
+from hetero.device import Device, DeviceInfo, HealthState
+from hetero.errors import HeteroError
+from hetero.fault import event_bus
+from hetero.fault.taxonomy import FaultClass, ttl_for
+
+log = logging.getLogger("hetero.fault.quarantine")
+
+FORMAT_VERSION = 1
+FILE_NAME = "quarantine.json"
+
+
+class QuarantineError(HeteroError, RuntimeError):
+    """The quarantine store cannot be used (unwritable state dir, a newer format)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One quarantined device. ``expires`` is a wall-clock time (epoch seconds), or None
+    for "until released by hand"."""
+
+    stable_id: str
+    name: str
+    reason: str
+    fault_class: str
+    time: float
+    expires: float | None
+    host: str = ""
+    pid: int = 0
+
+    def expired(self, now: float | None = None) -> bool:
+        return self.expires is not None and (time.time() if now is None else now) >= self.expires
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Entry:
+        expires = data.get("expires")
+        return cls(stable_id=str(data["stable_id"]), name=str(data.get("name", "")), reason=str(data.get("reason", "")),
+                   fault_class=str(data.get("fault_class", "")), time=float(data.get("time", 0.0)),
+                   expires=None if expires is None else float(expires), host=str(data.get("host", "")),
+                   pid=int(data.get("pid", 0)))
+
+    def describe(self) -> str:
+        """``quarantined until 21:05:03 (reason)`` for ``hetero devices``."""
+        if self.expires is None:
+            until = "until released"
+        elif self.expired():
+            until = "expired; released once healthy"
+        else:
+            until = "until " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.expires))
+        return f"quarantined {until} ({self.fault_class}: {self.reason})"
+
+
+def store_path() -> Path:
+    """Where the store lives: ``<state_dir>/quarantine.json``."""
+    return Path(get_config().state_dir) / FILE_NAME
+
+
+# -- reading ------------------------------------------------------------------------------
+_cache_lock = threading.Lock()
+_cache: dict[str, Any] = {"key": None, "entries": {}}
+_last_auto_check = 0.0
+
+
+def _stat_key(path: Path) -> tuple[str, int, int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (str(path), st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+class _Corrupt(Exception):
+    pass
+
+
+def _parse(path: Path, text: str) -> dict[str, Entry]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _Corrupt(f"not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
+        raise _Corrupt("not a hetero quarantine store (no 'entries' mapping)")
+    version = data.get("version")
+    if isinstance(version, int) and version > FORMAT_VERSION:
+        raise QuarantineError(f"{path} was written by a newer hetero (format {version}, this one reads "
+                              f"{FORMAT_VERSION}); upgrade hetero, or point HETERO_STATE_DIR elsewhere")
+    try:
+        return {key: Entry.from_dict({**value, "stable_id": key}) for key, value in data["entries"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise _Corrupt(f"an entry is malformed ({type(exc).__name__}: {exc})") from None
+
+
+def _read(path: Path) -> dict[str, Entry]:
+    """The entries in the file (empty when there is none). Never takes the lock."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise QuarantineError(f"cannot read the quarantine store {path}: {exc}; check its permissions") from None
+    return _parse(path, text)
+
+
+def _load(path: Path) -> dict[str, Entry]:
+    """The entries, cached on the file's identity (inode, mtime, size): a stat per call."""
+    key = _stat_key(path)
+    with _cache_lock:
+        if key is not None and key == _cache["key"]:
+            return dict(_cache["entries"])
+    try:
+        entries = _read(path)
+    except _Corrupt:
+        with _locked(path):
+            entries = _read_or_reset(path)
+        key = _stat_key(path)
+    with _cache_lock:
+        _cache["key"], _cache["entries"] = key, entries
+    return dict(entries)
+
+
+def _read_or_reset(path: Path) -> dict[str, Entry]:
+    """Under the lock: the entries, or (file corrupt) move it aside and start empty."""
+    try:
+        return _read(path)
+    except _Corrupt as problem:
+        backup = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+        os.replace(path, backup)
+        log.warning("quarantine store %s is corrupt: %s; moved it to %s and started an empty store. "
+                    "Devices quarantined there are no longer excluded: inspect the backup and re-add them "
+                    "with 'hetero quarantine add DEVICE --reason ...' if needed", path, problem, backup)
+        event_bus.publish("quarantine-store-reset", path=str(path), backup=str(backup), problem=str(problem))
+        return {}
+
+
+# -- writing ------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise QuarantineError(f"cannot create the quarantine store in {path.parent}: {exc}; make the state "
+                              "directory writable or set HETERO_STATE_DIR to one that is") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _write(path: Path, entries: Mapping[str, Entry]) -> None:
+    payload = {"version": FORMAT_VERSION,
+               "entries": {key: {k: v for k, v in entry.as_dict().items() if k != "stable_id"}
+                           for key, entry in sorted(entries.items())}}
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(payload, handle, indent=2)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with _cache_lock:
+        _cache["key"], _cache["entries"] = _stat_key(path), dict(entries)
+
+
+@contextlib.contextmanager
+def _transaction() -> Iterator[dict[str, Entry]]:
+    """Read-modify-write under the lock; the dict yielded is written back when it changed."""
+    path = store_path()
+    with _locked(path):
+        entries = _read_or_reset(path)
+        before = dict(entries)
+        yield entries
+        if entries != before:
+            _write(path, entries)
+
+
+# -- the API ------------------------------------------------------------------------------
+def _identify(target: Device | DeviceInfo | str, name: str | None) -> tuple[str, str]:
+    """``(stable_id, device name)`` of a device, a descriptor, or a stable id."""
+    if isinstance(target, (Device, DeviceInfo)):
+        info = target.info if isinstance(target, Device) else target
+        return info.stable_id, name or info.name
+    if isinstance(target, str) and target:
+        return target, name or ""
+    raise TypeError(f"quarantine needs a hetero.Device, a DeviceInfo or a stable id string, got {target!r}")
+
+
+def add(device: Device | DeviceInfo | str, reason: str, fault_class: FaultClass | str,
+        ttl: float | None = None, name: str | None = None) -> Entry:
+    """Quarantine a device for ``ttl`` seconds (None: the class's TTL from the config's
+    ``quarantine_ttl`` or :data:`~hetero.fault.taxonomy.DEFAULT_TTL`; ``math.inf``: until
+    released by hand). Quarantining a device already quarantined keeps the later expiry and
+    takes the new reason. Publishes a ``quarantined`` event; returns the entry."""
+    stable_id, device_name = _identify(device, name)
+    klass = str(FaultClass(fault_class)) if isinstance(fault_class, FaultClass) else str(fault_class)
+    if ttl is None:
+        ttl = ttl_for(klass, get_config().quarantine_ttl)
+        if ttl is None:
+            ttl = ttl_for("context-corrupting", get_config().quarantine_ttl) or 3600.0
+    now = time.time()
+    expires = None if math.isinf(ttl) else now + max(float(ttl), 0.0)
+    with _transaction() as entries:
+        old = entries.get(stable_id)
+        if old is not None and (old.expires is None or (expires is not None and old.expires > expires)):
+            expires = old.expires
+        entry = Entry(stable_id, device_name or (old.name if old else stable_id), reason, klass, now, expires,
+                      socket.gethostname(), os.getpid())
+        entries[stable_id] = entry
+    log.warning("%s (%s) %s", entry.name, stable_id, entry.describe())
+    event_bus.publish("quarantined", device=entry.name, stable_id=stable_id, reason=reason,
+                      fault_class=klass, expires=expires)
+    return entry
+
+
+def _matches(entry: Entry, spec: str) -> bool:
+    return spec in (entry.stable_id, entry.name)
+
+
+def release(spec: Device | DeviceInfo | str, why: str = "released by hand") -> bool:
+    """Release a device by Device, descriptor, stable id or device name (``cuda:0``); True when
+    it was quarantined. Publishes a ``released`` event."""
+    key = spec.info.stable_id if isinstance(spec, Device) else spec.stable_id if isinstance(spec, DeviceInfo) else spec
+    with _transaction() as entries:
+        gone = [entries.pop(k) for k in [k for k, e in entries.items() if _matches(e, key)]]
+    for entry in gone:
+        log.warning("released %s (%s) from quarantine: %s", entry.name, entry.stable_id, why)
+        event_bus.publish("released", device=entry.name, stable_id=entry.stable_id, why=why,
+                          fault_class=entry.fault_class)
+    return bool(gone)
+
+
+def release_all(why: str = "released by hand") -> list[Entry]:
+    """Release every device; returns the entries released."""
+    with _transaction() as entries:
+        gone = list(entries.values())
+        entries.clear()
+    for entry in gone:
+        event_bus.publish("released", device=entry.name, stable_id=entry.stable_id, why=why,
+                          fault_class=entry.fault_class)
+    return gone
+
+
+def entries() -> list[Entry]:
+    """Every entry, expired ones included (they stay until the device reports healthy), oldest first."""
+    return sorted(_load(store_path()).values(), key=lambda e: e.time)
+
+
+def entry(spec: Device | DeviceInfo | str) -> Entry | None:
+    """The entry of a device (by Device, descriptor, stable id or name), or None."""
+    key = spec.info.stable_id if isinstance(spec, Device) else spec.stable_id if isinstance(spec, DeviceInfo) else spec
+    return next((e for e in _load(store_path()).values() if _matches(e, key)), None)
+
+
+def quarantined_ids() -> frozenset[str]:
+    """Stable ids of the devices in quarantine. Cheap: one ``stat`` unless the file changed.
+    When an entry has expired, the opened devices are checked (at most once per health
+    interval) and the healthy ones released."""
+    global _last_auto_check
+    found = _load(store_path())
+    now = time.time()
+    if any(e.expired(now) for e in found.values()) and time.monotonic() - _last_auto_check >= get_config().health_interval:
+        _last_auto_check = time.monotonic()
+        try:
+            from hetero.registry import opened_devices
+
+            if auto_release(opened_devices()):
+                found = _load(store_path())
+        except QuarantineError:
+            raise
+        except Exception:  # a failing health source must not break device selection
+            log.debug("auto-release check failed", exc_info=True)
+    return frozenset(found)
+
+
+def is_quarantined(stable_id: str | Device | DeviceInfo) -> bool:
+    """True when the device (by stable id, Device or descriptor) is in quarantine."""
+    key = stable_id.info.stable_id if isinstance(stable_id, Device) else (
+        stable_id.stable_id if isinstance(stable_id, DeviceInfo) else stable_id)
+    return key in quarantined_ids()
+
+
+def auto_release(devices: Iterable[Device]) -> list[Entry]:
+    """Release the expired entries of those ``devices`` whose health reads ``ok`` now; returns
+    the entries released. Devices not given, or not healthy, stay quarantined."""
+    current = _load(store_path())
+    now = time.time()
+    expired = {e.stable_id for e in current.values() if e.expired(now)}
+    if not expired:
+        return []
+    healthy: set[str] = set()
+    for device in devices:
+        if device.stable_id in expired:
+            try:
+                if device.health().state is HealthState.OK:
+                    healthy.add(device.stable_id)
+            except Exception as exc:  # noqa: BLE001 - a raising health source is not "ok"
+                log.debug("health of %s raised %s; keeping it quarantined", device.name, exc)
+    if not healthy:
+        return []
+    with _transaction() as entries:
+        gone = [entries.pop(k) for k in list(entries) if k in healthy and entries[k].expired(now)]
+    for released in gone:
+        log.warning("released %s (%s) from quarantine: expired and healthy", released.name, released.stable_id)
+        event_bus.publish("released", device=released.name, stable_id=released.stable_id,
+                          why="expired and healthy", fault_class=released.fault_class)
+    return gone
