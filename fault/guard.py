@@ -1,0 +1,374 @@
+"""``hetero.guard``: keep a training loop running when its device fails, inside the process.
+
+    with hetero.guard(state={"w": w, "b": b}, snapshot_every=10) as g:
+        for step in range(steps):
+            loss = g.run(train_step, step)   # retried on a healthy device on fault
+
+The guard owns ``state`` (a dict: hetero arrays, torch modules and optimizers, NumPy arrays,
+plain values) and snapshots it to host memory at the first step and every ``snapshot_every``
+steps, and on no other step. ``g.run`` remembers the calls made since the last snapshot. When
+one raises a :class:`~hetero.DeviceError`, the guard classifies it (:func:`hetero.fault.classify`):
+
+- *recoverable* (out of memory): restore the snapshot on the same device, replay the calls
+  since it, and run the failed step again; a second recoverable fault in the same step moves on
+  as below, without quarantining the device;
+- *context-corrupting*, *device lost*, *degraded*: quarantine the device when the classifier
+  says so, pick the next healthy device (same backend, then the same vendor, then any other
+  vendor's device, then the host CPU; never a quarantined, unhealthy or already-failed one),
+  restore the snapshot there (``state`` is updated in place), replay, run the failed step.
+
+Inside the ``with`` block ``hetero.device()`` is the guard's current device (``g.device``), so
+arrays and kernels a step creates follow it. Each recovery is published as a ``recovery`` event
+(:func:`hetero.fault.publish`) and listed in ``g.recoveries``. When no device is left or
+``max_recoveries`` is spent, :class:`~hetero.RecoveryFailedError` is raised with the history of
+every fault (the last device error as its ``__cause__``). Errors that are not device errors
+propagate unchanged.
+
+Steps must be deterministic functions of their arguments and of ``state`` (draw a batch from
+the step number, not from a shared random stream), and must keep what they change in
+``state``: the replay re-runs them and discards their return values.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import gc
+import logging
+import time
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import Any, NoReturn, TypeVar
+
+import hetero
+from hetero.array import Array
+from hetero.device import Device, HealthState
+from hetero.errors import DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError, RecoveryFailedError
+from hetero.fault import snapshot
+from hetero.registry import _CURRENT
+
+log = logging.getLogger("hetero.fault.guard")
+T = TypeVar("T")
+Record = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """What a device error calls for, as the guard acts on it."""
+
+    fault_class: str
+    action: str
+    quarantine: bool
+    ttl: float | None
+    reason: str
+
+
+def classify(error: DeviceError) -> Verdict:
+    """The classifier's verdict (:func:`hetero.fault.classify`), or one from the error's class
+    alone when the classifier is not installed."""
+    try:
+        from hetero.fault.classify import classify as full_classify
+    except ImportError:
+        return _classify_by_type(error)
+    found = full_classify(error)
+    return Verdict(str(found.fault_class), str(found.action), bool(found.quarantine), found.ttl, str(found.reason))
+
+
+def _classify_by_type(error: DeviceError) -> Verdict:
+    if isinstance(error, DeviceOutOfMemoryError):
+        return Verdict("recoverable", "retry", False, None, "out of memory")
+    if isinstance(error, DeviceLostError):
+        return Verdict("device-lost", "quarantine", True, None, "device lost")
+    if isinstance(error, DeviceDegradedError):
+        return Verdict("degraded", "quarantine", True, None, "device degraded")
+    return Verdict("context-corrupting", "migrate", False, None, type(error).__name__)
+
+
+class Guard:
+    """In-process recovery for a training loop; make one with :func:`guard`."""
+
+    def __init__(self, state: MutableMapping[str, Any], *, snapshot_every: int = 10,
+                 devices: Sequence[str | Device] | None = None, max_recoveries: int = 3,
+                 device: str | Device | None = None, start_step: int = 0) -> None:
+        if not isinstance(state, MutableMapping):
+            raise TypeError(f"hetero.guard: state must be a dict of the values to protect, got {type(state).__name__}")
+        if int(snapshot_every) < 1:
+            raise ValueError(f"hetero.guard: snapshot_every must be >= 1, got {snapshot_every}")
+        if int(max_recoveries) < 0:
+            raise ValueError(f"hetero.guard: max_recoveries must be >= 0, got {max_recoveries}")
+        self.state = state
+        self.snapshot_every = int(snapshot_every)
+        self.max_recoveries = int(max_recoveries)
+        self._candidates = None if devices is None else [hetero.device(d) for d in devices]
+        self._device = self._starting_device(device)
+        self.step = int(start_step)  # the step the next g.run call is
+        self.recoveries: list[dict[str, Any]] = []  # one event per recovery
+        self.history: list[dict[str, Any]] = []  # one entry per fault seen
+        self.snapshots_taken = 0
+        self.last_snapshot: snapshot.Snapshot | None = None
+        self._records: list[Record] = []  # the calls since the last snapshot
+        self._failed: set[str] = set()  # devices this guard left because of a fault
+        self._attempts = 0  # recovery attempts so far
+        self._in_place_step: int | None = None  # the step last retried in place
+        self._token: contextvars.Token[Device | None] | None = None
+        self._heartbeat = _heartbeat_function()
+
+    # -- public ------------------------------------------------------------------------------
+    @property
+    def device(self) -> Device:
+        """The device the guarded work runs on now."""
+        return self._device
+
+    def __enter__(self) -> Guard:  # noqa: PYI034
+        self._token = _CURRENT.set(self._device)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        token, self._token = self._token, None
+        if token is not None:
+            try:
+                _CURRENT.reset(token)
+            except ValueError:  # left in another context than it was entered: nothing of ours to undo there
+                pass
+        self._records.clear()  # host memory the finished loop no longer needs
+        self.last_snapshot = None
+
+    def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` as guarded step ``g.step``; on a device fault, recover (see the
+        module docs) and run it again. Returns what the successful call returned."""
+        if self._heartbeat is not None:
+            self._heartbeat(self.step)
+        while True:
+            token = _CURRENT.set(self._device) if _CURRENT.get() is not self._device else None
+            try:
+                if self._snapshot_due():
+                    self._take_snapshot()
+                result = fn(*args, **kwargs)
+                break
+            except DeviceError as error:
+                args, kwargs = self._recover(error, args, kwargs)
+            finally:
+                if token is not None:
+                    _CURRENT.reset(token)
+        self._records.append((fn, args, kwargs))
+        self.step += 1
+        return result
+
+    # -- snapshots ---------------------------------------------------------------------------
+    def _snapshot_due(self) -> bool:
+        last = self.last_snapshot
+        return last is None or (self.step % self.snapshot_every == 0 and last.step != self.step)
+
+    def _take_snapshot(self) -> None:
+        taken = snapshot.take(self.state, self.step)  # a device error here keeps the previous one
+        self.last_snapshot = taken
+        self._records.clear()
+        self.snapshots_taken += 1
+
+    # -- recovery ----------------------------------------------------------------------------
+    def _recover(self, error: DeviceError, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Bring the state back to where the failed step started, on a usable device; returns the
+        step's arguments moved there. Raises RecoveryFailedError when that cannot be done."""
+        detected_wall, detected = time.time(), time.perf_counter()
+        first_failed = failed = self._device_of(error)
+        while True:
+            verdict = classify(error)
+            entry: dict[str, Any] = {
+                "step": self.step, "device": failed.name, "error_type": type(error).__name__, "message": str(error),
+                "fault_class": verdict.fault_class, "action": verdict.action, "injected": error.injected,
+                "time": time.time(),
+            }
+            self.history.append(entry)
+            if verdict.fault_class == "none":
+                raise error
+            if self._attempts >= self.max_recoveries:
+                self._give_up(error, f"{self._attempts} recoveries already made (max_recoveries={self.max_recoveries})")
+            if self.last_snapshot is None:
+                self._give_up(error, "the fault came before the first snapshot could be taken")
+            self._attempts += 1
+            target = self._choose(failed, verdict, error)
+            entry["chosen"] = target.name
+            try:
+                self._move_to(target)
+                assert self.last_snapshot is not None
+                snapshot.restore(self.last_snapshot, self.state, target)
+                args, kwargs = _rehome(args, target), {k: _rehome(v, target) for k, v in kwargs.items()}
+                self._replay(target)
+            except DeviceError as again:
+                error, failed = again, self._device_of(again)
+                continue
+            break
+        assert self.last_snapshot is not None
+        event = {
+            "step": self.step, "detected_at": detected_wall, "failed_device": first_failed.name,
+            "device": target.name, "fault_class": verdict.fault_class, "action": verdict.action,
+            "in_place": target is first_failed, "error": f"{type(error).__name__}: {error}",
+            "injected": error.injected, "snapshot_step": self.last_snapshot.step,
+            "steps_replayed": len(self._records), "recovery_seconds": time.perf_counter() - detected,
+        }
+        self.recoveries.append(event)
+        _publish("recovery", **event)
+        log.warning("hetero.guard: step %d: %s on %s; %s, replayed %d step(s) in %.3f s", self.step,
+                    type(error).__name__, first_failed.name, f"resumed on {target.name}", event["steps_replayed"],
+                    event["recovery_seconds"])
+        return args, kwargs
+
+    def _choose(self, failed: Device, verdict: Verdict, error: DeviceError) -> Device:
+        """Where to resume: the same device for a first recoverable fault in this step, else the
+        next usable one (quarantining ``failed`` first when the verdict says so)."""
+        if verdict.action == "retry" and self._in_place_step != self.step and failed.name not in self._failed:
+            self._in_place_step = self.step
+            gc.collect()  # free what dropped references still hold on the device
+            return failed
+        self._failed.add(failed.name)
+        if verdict.quarantine:
+            _quarantine(failed, error, verdict)
+        target = self._next_device(failed)
+        if target is None:
+            self._give_up(error, "no healthy device is left to move the work to")
+        return target
+
+    def _next_device(self, failed: Device) -> Device | None:
+        candidates = self._candidates if self._candidates is not None else hetero.devices()
+        quarantined = _quarantined_ids()
+        usable = [d for d in candidates
+                  if d.name not in self._failed and d.stable_id not in quarantined and _healthy(d)]
+        if not usable:
+            return None
+        vendor = failed.vendor.lower()
+
+        def rank(pair: tuple[int, Device]) -> tuple[int, bool, int]:
+            position, d = pair
+            if d.backend == failed.backend:
+                tier = 0  # a sibling device of the same vendor stack
+            elif d.backend != "cpu" and d.vendor.lower() == vendor:
+                tier = 1
+            elif d.backend != "cpu":
+                tier = 2
+            else:
+                tier = 3  # the host CPU: always there, slowest
+            return tier, d.kind != failed.kind, position
+
+        return min(enumerate(usable), key=rank)[1]
+
+    def _move_to(self, target: Device) -> None:
+        if target is self._device:
+            return
+        self._device = target
+        if self._token is not None:  # inside the `with`: hetero.device() follows the guard
+            _CURRENT.set(target)
+
+    def _replay(self, target: Device) -> None:
+        token = _CURRENT.set(target)
+        try:
+            moved: list[Record] = []
+            for fn, args, kwargs in self._records:
+                args, kwargs = _rehome(args, target), {k: _rehome(v, target) for k, v in kwargs.items()}
+                fn(*args, **kwargs)
+                moved.append((fn, args, kwargs))
+            self._records = moved
+        finally:
+            _CURRENT.reset(token)
+
+    def _device_of(self, error: DeviceError) -> Device:
+        if error.device and error.device != self._device.name:
+            try:
+                return hetero.device(error.device)
+            except hetero.HeteroError:
+                pass
+        return self._device
+
+    def _give_up(self, error: DeviceError, why: str) -> NoReturn:
+        _publish("recovery-failed", step=self.step, device=self._device.name, reason=why,
+                 error=f"{type(error).__name__}: {error}")
+        lines = "; ".join(f"step {h['step']} on {h['device']}: {h['error_type']} ({h['fault_class']})"
+                          + (f" -> {h['chosen']}" if "chosen" in h else "") for h in self.history)
+        raise RecoveryFailedError(
+            f"hetero.guard could not recover step {self.step}: {why}. Faults: {lines}. Free or add a device, "
+            "release quarantined ones (hetero quarantine list / release DEVICE), or raise max_recoveries",
+            self.history,
+        ) from error
+
+    def _starting_device(self, device: str | Device | None) -> Device:
+        if device is not None:
+            return hetero.device(device)
+        for value in self.state.values():  # where the state already lives
+            if isinstance(value, Array):
+                return value.device
+        if self._candidates:
+            return self._candidates[0]
+        return hetero.device()
+
+
+def guard(state: MutableMapping[str, Any], snapshot_every: int = 10, devices: Sequence[str | Device] | None = None,
+          max_recoveries: int = 3, device: str | Device | None = None, start_step: int = 0) -> Guard:
+    """Protect a training loop's ``state`` against device faults (see the module docs).
+
+    ``snapshot_every``: steps between host snapshots (the first ``g.run`` always takes one).
+    ``devices``: where the work may go (default: every device, ``hetero.devices()``).
+    ``max_recoveries``: recovery attempts allowed over the guard's life. ``device``: where to
+    start (default: the device of the state's first hetero array, else ``hetero.device()``).
+    ``start_step``: the number of the first step (a run resumed from a checkpoint)."""
+    return Guard(state, snapshot_every=snapshot_every, devices=devices, max_recoveries=max_recoveries,
+                 device=device, start_step=start_step)
+
+
+# -- the fault layer's other parts, each optional --------------------------------------------
+def _rehome(value: Any, target: Device) -> Any:
+    """A hetero array argument on another device, copied to ``target``; anything else as is."""
+    if isinstance(value, Array) and value.device is not target:
+        try:
+            return value.to(target)
+        except DeviceError as exc:
+            raise RecoveryFailedError(
+                f"hetero.guard: a step argument ({value!r}) lives on {value.device.name}, which cannot be read "
+                f"any more ({exc}); pass host data (NumPy) or keep device data in the guard's state", []) from exc
+    if isinstance(value, tuple):
+        return tuple(_rehome(v, target) for v in value)
+    if isinstance(value, list):
+        return [_rehome(v, target) for v in value]
+    return value
+
+
+def _healthy(device: Device) -> bool:
+    try:
+        return device.health().state is not HealthState.UNHEALTHY
+    except Exception as exc:  # noqa: BLE001 - a health query that fails says enough
+        log.info("hetero.guard: skipping %s: its health query raised %s", device.name, exc)
+        return False
+
+
+def _quarantined_ids() -> frozenset[str]:
+    try:
+        from hetero.fault import quarantine
+    except ImportError:
+        return frozenset()
+    return frozenset(quarantine.quarantined_ids())
+
+
+def _quarantine(device: Device, error: DeviceError, verdict: Verdict) -> None:
+    try:
+        from hetero.fault import quarantine
+    except ImportError:
+        return
+    try:
+        quarantine.add(device, f"{type(error).__name__}: {error}", verdict.fault_class, ttl=verdict.ttl,
+                       name=device.name)
+    except OSError as exc:  # the work must move on even when the state dir cannot be written
+        log.warning("hetero.guard: could not quarantine %s: %s", device.name, exc)
+
+
+def _publish(kind: str, **fields: Any) -> None:
+    try:
+        from hetero.fault.event_bus import publish
+    except ImportError:
+        return
+    publish(kind, **fields)
+
+
+def _heartbeat_function() -> Callable[[int], None] | None:
+    try:
+        from hetero.fault.heartbeat import heartbeat
+    except ImportError:
+        return None
+    return heartbeat

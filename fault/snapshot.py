@@ -1,0 +1,200 @@
+"""Host-memory snapshots of the state ``hetero.guard`` protects, and their restoration onto any
+device.
+
+What a snapshot keeps, per value of the state dict:
+
+- ``hetero.Array``: a host NumPy copy; restored into the same array when it is still on the
+  target device (no allocation, which matters after an out-of-memory error), else as a new
+  array on the target device.
+- torch ``nn.Module``: its ``state_dict`` copied to the CPU; restored by moving the module to the
+  target's torch device and ``load_state_dict`` (parameters keep their identity, so optimizers
+  that hold them stay valid). torch ``Optimizer``: its ``state_dict`` with tensors on the CPU;
+  restored after the modules, so its state lands on the parameters' device. torch ``Tensor``: a CPU
+  clone, copied back in place when it stays on its device.
+- NumPy arrays: a copy, restored in place when the shape and dtype still match.
+- dicts and lists: each item, recursively (restored in place). Anything else: ``copy.deepcopy``.
+
+Nothing here runs between snapshot steps: the guard calls :func:`take` only on them.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import sys
+import time
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+import numpy as np
+
+import hetero
+from hetero.array import Array
+from hetero.device import Device
+
+_TORCH_KINDS = ("module", "optimizer", "tensor")
+
+
+@dataclasses.dataclass
+class Captured:
+    """One value of the state, in host memory. ``kind`` says how it is restored."""
+
+    kind: str  # "array" | "ndarray" | "module" | "optimizer" | "tensor" | "dict" | "list" | "object"
+    data: Any
+    nbytes: int
+
+
+@dataclasses.dataclass
+class Snapshot:
+    """The state at the start of guarded step ``step``, in host memory."""
+
+    step: int
+    values: dict[str, Captured]
+    nbytes: int
+    seconds: float  # how long taking it took
+
+
+def take(state: Mapping[str, Any], step: int) -> Snapshot:
+    """Copy every value of ``state`` to host memory. Raises the device's own error when a device
+    cannot be read (the guard then falls back to the previous snapshot)."""
+    start = time.perf_counter()
+    values = {key: capture(value) for key, value in state.items()}
+    return Snapshot(step, values, sum(v.nbytes for v in values.values()), time.perf_counter() - start)
+
+
+def restore(snapshot: Snapshot, state: MutableMapping[str, Any], device: Device) -> None:
+    """Put the snapshot's values back into ``state`` (in place where they can go), on ``device``.
+    torch modules come back before optimizers, so optimizer state follows its parameters."""
+    order = sorted(snapshot.values, key=lambda key: snapshot.values[key].kind == "optimizer")
+    for key in order:
+        state[key] = put_back(snapshot.values[key], state.get(key), device)
+
+
+# -- one value -----------------------------------------------------------------------------
+def capture(value: Any) -> Captured:
+    if isinstance(value, Array):
+        host = np.array(value.numpy(), copy=True)  # on `cpu` numpy() is a view: copy it
+        return Captured("array", host, host.nbytes)
+    if isinstance(value, np.ndarray):
+        return Captured("ndarray", value.copy(), value.nbytes)
+    torch_kind = _torch_kind(value)
+    if torch_kind is not None:
+        return _capture_torch(torch_kind, value)
+    if isinstance(value, dict):
+        items = {k: capture(v) for k, v in value.items()}
+        return Captured("dict", items, sum(c.nbytes for c in items.values()))
+    if isinstance(value, list):
+        entries = [capture(v) for v in value]
+        return Captured("list", entries, sum(c.nbytes for c in entries))
+    return Captured("object", copy.deepcopy(value), 0)
+
+
+def put_back(captured: Captured, current: Any, device: Device) -> Any:
+    """The restored value: ``current`` refilled in place when possible, else a new object."""
+    kind, data = captured.kind, captured.data
+    if kind == "array":
+        if isinstance(current, Array) and current.device is device and current.shape == data.shape \
+                and current.dtype == data.dtype:
+            hetero.copyto(current, data)
+            return current
+        return hetero.asarray(data, device=device, copy=True)
+    if kind == "ndarray":
+        if isinstance(current, np.ndarray) and current.shape == data.shape and current.dtype == data.dtype \
+                and current.flags.writeable:
+            np.copyto(current, data)
+            return current
+        return data.copy()
+    if kind in _TORCH_KINDS:
+        return _put_back_torch(kind, data, current, device)
+    if kind == "dict":
+        target = current if isinstance(current, dict) else {}
+        for k, item in data.items():
+            target[k] = put_back(item, target.get(k), device)
+        return target
+    if kind == "list":
+        old = current if isinstance(current, list) and len(current) == len(data) else [None] * len(data)
+        restored = [put_back(item, old[i], device) for i, item in enumerate(data)]
+        if isinstance(current, list):
+            current[:] = restored
+            return current
+        return restored
+    return copy.deepcopy(data)
+
+
+# -- torch (imported only when the state holds torch objects) -------------------------------
+def torch_device(device: Device) -> str:
+    """torch's name for a hetero device: CUDA and ROCm GPUs are ``cuda:N`` (ROCm builds of torch
+    use the same name), Intel GPUs ``xpu:N``; CPU-kind devices of any backend use host memory,
+    so torch state for them lives on ``cpu``."""
+    if str(device.kind) == "cpu":
+        return "cpu"
+    if device.backend in ("cuda", "rocm"):
+        return f"cuda:{device.index}"
+    if device.backend == "oneapi":
+        return f"xpu:{device.index}"
+    return "cpu"
+
+
+def _torch_kind(value: Any) -> str | None:
+    torch = sys.modules.get("torch")
+    if torch is None:  # no torch object can exist without torch imported
+        return None
+    if isinstance(value, torch.nn.Module):
+        return "module"
+    if isinstance(value, torch.optim.Optimizer):
+        return "optimizer"
+    if isinstance(value, torch.Tensor):
+        return "tensor"
+    return None
+
+
+def _to_cpu(value: Any) -> Any:
+    """``value`` with every tensor in it (dicts, lists, tuples) copied to the CPU."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu", copy=True)
+    if isinstance(value, dict):
+        return {k: _to_cpu(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_cpu(v) for v in value)
+    return copy.deepcopy(value)
+
+
+def _tensor_bytes(value: Any) -> int:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.element_size() * value.nelement()
+    if isinstance(value, dict):
+        return sum(_tensor_bytes(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_tensor_bytes(v) for v in value)
+    return 0
+
+
+def _capture_torch(kind: str, value: Any) -> Captured:
+    data = _to_cpu(value if kind == "tensor" else value.state_dict())
+    return Captured(kind, data, _tensor_bytes(data))
+
+
+def _put_back_torch(kind: str, data: Any, current: Any, device: Device) -> Any:
+    import torch
+
+    where = torch.device(torch_device(device))
+    if kind == "module":
+        current.to(where)
+        current.load_state_dict(data)  # copies into the existing parameters and buffers
+        return current
+    if kind == "optimizer":
+        current.load_state_dict(_to_cpu(data))  # torch casts state onto each parameter's device
+        return current
+    if isinstance(current, torch.Tensor) and current.device == where and current.shape == data.shape \
+            and current.dtype == data.dtype:
+        with torch.no_grad():
+            current.copy_(data)
+        return current
+    restored = data.to(where, copy=True)
+    if isinstance(current, torch.Tensor) and current.requires_grad:
+        restored.requires_grad_(True)
+    return restored
