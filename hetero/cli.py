@@ -37,17 +37,24 @@ def cmd_devices(args: argparse.Namespace) -> int:
         if not args.all:
             raise
         found = [d for s in statuses if s.available and s.name in enabled for d in s.devices]
+    from hetero.fault import quarantine
+
+    quarantine.auto_release(found)  # expired entries of devices that read healthy now
+    held = {e.stable_id: e for e in quarantine.entries()}
     if args.json:
         payload: dict[str, Any] = {
             "version": hetero.__version__,
-            "devices": [{**d.info.as_dict(), "health": str(d.health().state), "health_reason": d.health().reason} for d in found],
+            "devices": [{**d.info.as_dict(), "health": str(d.health().state), "health_reason": d.health().reason,
+                         "quarantined": d.stable_id in held,
+                         "quarantine": held[d.stable_id].as_dict() if d.stable_id in held else None} for d in found],
         }
         if args.all:
             payload["backends"] = [{**s.as_dict(), "enabled": s.name in enabled} for s in statuses]
         print(json.dumps(payload, indent=2))
         return 0
     header = ["device", "vendor", "kind", "model", "memory", "units", "driver", "health"]
-    rows = [[d.name, d.vendor, str(d.kind), d.model, _gib(d.memory), str(d.compute_units), d.driver_version, str(d.health())]
+    rows = [[d.name, d.vendor, str(d.kind), d.model, _gib(d.memory), str(d.compute_units), d.driver_version,
+             str(d.health()) + (", " + held[d.stable_id].describe() if d.stable_id in held else "")]
             for d in found]
     print(_table(rows, header) if rows else "no devices found (run 'hetero devices --all' to see why)")
     if args.all:
