@@ -1,0 +1,138 @@
+"""Which device each ``hetero-run`` worker gets, and the environment that tells it so.
+
+Candidates come from ``--devices`` (default: every healthy device hetero lists), minus
+quarantined devices. The first placement goes through the scheduler's policy
+(``hetero.scheduler.assign``); a replacement after a failure prefers a device other than
+the one that failed and, under ``spread``, the least loaded one.
+
+A worker sees its device twice: ``HETERO_DEVICE`` (what ``hetero.device()`` returns) and
+the vendor's visibility variable, so vendor libraries and torch see only that device.
+Under ``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES`` the one visible GPU is number 0 in
+the worker, so ``HETERO_DEVICE`` is ``cuda:0``/``rocm:0`` there; the launcher's logs name
+the device as the launcher sees it (``cuda:3``). ``ONEAPI_DEVICE_SELECTOR`` only filters
+SYCL/Level Zero runtimes, not hetero's OpenCL enumeration, so ``oneapi:N`` keeps its name.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from hetero.device import DeviceInfo, HealthState
+from hetero.errors import HeteroError
+
+POLICIES = ("spread", "binpack")
+#: The visibility variable each vendor stack reads, and the value that shows device ``i``.
+VISIBILITY = {
+    "cuda": ("CUDA_VISIBLE_DEVICES", "{index}"),
+    "rocm": ("HIP_VISIBLE_DEVICES", "{index}"),
+    "oneapi": ("ONEAPI_DEVICE_SELECTOR", "opencl:{index}"),
+}
+#: Backends whose device is renumbered to 0 inside the worker by its visibility variable.
+_RENUMBERED = ("cuda", "rocm")
+
+
+class LaunchError(HeteroError):
+    """hetero-run cannot start or continue a run (no device left, bad arguments)."""
+
+
+def candidate_devices(spec: str | None) -> list[DeviceInfo]:
+    """The devices ``--devices SPEC`` names, in order, without repeats.
+
+    ``SPEC`` is comma-separated: ``auto``/``all`` (every healthy device), a backend
+    (``oneapi``: all its devices) or one device (``cuda:1``). Devices whose backend reports
+    them unhealthy are left out when they come from ``auto``/a backend name, kept when
+    named one by one (the user asked for that device)."""
+    import hetero
+    from hetero.registry import backend_status, enabled_backends
+
+    found: list[DeviceInfo] = []
+    for part in (spec or "auto").split(","):
+        entry = part.strip().lower()
+        if not entry:
+            continue
+        if entry in ("auto", "all"):
+            chosen = [d for d in hetero.devices() if d.health().state is not HealthState.UNHEALTHY]
+        elif ":" in entry:
+            chosen = [hetero.device(entry)]
+        else:
+            status = backend_status(entry) if entry in enabled_backends() else None
+            if status is None or not status.available:
+                hetero.device(entry)  # raises the error naming the backend and the remedy
+                continue
+            chosen = [d for d in status.devices if d.health().state is not HealthState.UNHEALTHY]
+        for device in chosen:
+            if all(device.info.name != info.name for info in found):
+                found.append(device.info)
+    if not found:
+        raise LaunchError(f"--devices {spec or 'auto'!r} names no healthy device; "
+                          "run 'hetero devices --all' to see what is present and why")
+    return found
+
+
+def quarantined_ids() -> frozenset[str]:
+    """Stable ids of quarantined devices (empty when the quarantine store is not there)."""
+    try:
+        from hetero.fault.quarantine import quarantined_ids as ids
+    except ImportError:
+        return frozenset()
+    return frozenset(ids())
+
+
+def usable(candidates: Iterable[DeviceInfo], excluded: Iterable[str] = ()) -> list[DeviceInfo]:
+    """Candidates that are neither quarantined nor excluded (by name or stable id)."""
+    blocked = set(quarantined_ids()) | set(excluded)
+    return [d for d in candidates if d.stable_id not in blocked and d.name not in blocked]
+
+
+def assign(count: int, policy: str, candidates: Sequence[DeviceInfo]) -> list[DeviceInfo]:
+    """One device per worker for ``count`` workers, by the scheduler's ``policy``."""
+    if not candidates:
+        raise LaunchError("no usable device: every candidate is quarantined or unhealthy; "
+                          "see 'hetero quarantine list', release one, or name others with --devices")
+    scheduler_assign = _scheduler_assign()
+    if scheduler_assign is not None:
+        return list(scheduler_assign(count, policy, list(candidates)))
+    if policy == "binpack":
+        return [candidates[0]] * count
+    return [candidates[i % len(candidates)] for i in range(count)]
+
+
+def _scheduler_assign():  # type: ignore[no-untyped-def]
+    try:
+        from hetero import scheduler
+    except ImportError:
+        return None
+    return getattr(scheduler, "assign", None)
+
+
+def replacement(failed: DeviceInfo, policy: str, candidates: Sequence[DeviceInfo],
+                in_use: Counter[str]) -> DeviceInfo:
+    """The device a failed worker restarts on: usable, preferably not ``failed``; under
+    ``spread`` the least loaded (``in_use`` counts live workers per device name), under
+    ``binpack`` the most loaded, ties broken by candidate order."""
+    if not candidates:
+        raise LaunchError(f"no usable device to restart the worker of {failed.name} on: every candidate "
+                          "is quarantined or unhealthy; release one ('hetero quarantine release') or add "
+                          "devices with --devices")
+    others = [d for d in candidates if d.name != failed.name] or list(candidates)
+    order = {d.name: i for i, d in enumerate(others)}
+    sign = -1 if policy == "binpack" else 1
+    return min(others, key=lambda d: (sign * in_use[d.name], order[d.name]))
+
+
+def device_env(info: DeviceInfo) -> dict[str, str]:
+    """``HETERO_DEVICE`` and the vendor visibility variable for a worker on ``info``."""
+    env = {"HETERO_DEVICE": f"{info.backend}:0" if info.backend in _RENUMBERED else info.name}
+    if info.backend in VISIBILITY:
+        variable, template = VISIBILITY[info.backend]
+        env[variable] = template.format(index=info.index)
+    return env
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free now on ``host`` (for ``MASTER_PORT``)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])

@@ -1,0 +1,195 @@
+"""One ``hetero-run`` worker process: its environment, start, heartbeat reading, and stop.
+
+Each worker runs in its own session (``start_new_session=True``), so its process group
+holds it and everything it spawns; stopping it signals the whole group, and after the
+worker exits the group is swept so nothing it started outlives it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hetero.device import DeviceInfo
+from hetero.fault import protocol
+from hetero.fault.launch_assign import device_env
+from hetero.fault.launch_events import Progress
+
+BOOTSTRAP = "hetero.fault.worker"
+
+
+def bootstrap_command(command: Sequence[str]) -> list[str]:
+    """The argv that runs the user's ``script.py args`` / ``-m module args`` under the worker
+    bootstrap (fault reports, heartbeat flush); the bare script if the bootstrap is absent."""
+    if importlib.util.find_spec(BOOTSTRAP) is not None:
+        return [sys.executable, "-m", BOOTSTRAP, *command]
+    print(f"hetero-run: warning: {BOOTSTRAP} is not installed; workers run without fault reports",
+          file=sys.stderr)
+    return [sys.executable, *command]
+
+
+@dataclasses.dataclass
+class Worker:
+    """A rank and its current incarnation (the process now running for it, if any)."""
+
+    rank: int
+    device: DeviceInfo
+    checkpoint_dir: Path
+    restarts: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+    started: float = 0.0  # monotonic
+    resume_step: int | None = None
+    progress: Progress = dataclasses.field(default_factory=Progress)
+    heartbeat_file: Path | None = None
+    fault_report: Path | None = None
+    last_mtime: int = -1
+    launches: int = 0  # the latest launch count this incarnation reported
+    failed_at: float | None = None  # monotonic time the previous incarnation was seen failing
+    lost_since: float | None = None  # last progress of the previous incarnation that was kept
+    finished: bool = False
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None
+
+    def start(self, argv: Sequence[str], run_dir: Path, base_env: Mapping[str, str],
+              dist: Mapping[str, str]) -> None:
+        """Start a new incarnation on ``self.device`` (fresh heartbeat and report files)."""
+        self.heartbeat_file = run_dir / f"heartbeat-{self.rank}-{self.restarts}.json"
+        self.fault_report = run_dir / f"fault-{self.rank}-{self.restarts}.json"
+        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(base_env)
+        for variable in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ONEAPI_DEVICE_SELECTOR"):
+            env.pop(variable, None)  # the launcher's own view must not leak into a worker's
+        env.update(device_env(self.device))
+        env.update(dist)
+        env.update({
+            protocol.ENV_RUN_DIR: str(run_dir),
+            protocol.ENV_WORKER: str(self.rank),
+            protocol.ENV_HEARTBEAT_FILE: str(self.heartbeat_file),
+            protocol.ENV_FAULT_REPORT: str(self.fault_report),
+            protocol.ENV_CHECKPOINT_DIR: str(self.checkpoint_dir),
+            protocol.ENV_RESTART: str(self.restarts),
+        })
+        env.pop(protocol.ENV_RESUME_STEP, None)
+        if self.resume_step is not None:
+            env[protocol.ENV_RESUME_STEP] = str(self.resume_step)
+        self.progress = Progress()
+        self.last_mtime = -1
+        self.launches = 0
+        self.proc = subprocess.Popen(list(argv), env=env, start_new_session=True)
+        self.started = time.monotonic()
+
+    def exited(self) -> int | None:
+        """The exit status if the process has ended (reaped, with its group swept), else None.
+        Negative: killed by that signal."""
+        if self.proc is None:
+            return None
+        pid = self.proc.pid
+        try:  # look without reaping: while unreaped, the pid (and so the group id) cannot be reused
+            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # reaped already (by Popen): its group id may be reused, leave it
+            code = self.proc.poll()
+            self.proc = None
+            return code if code is not None else 0
+        if info is None:
+            return None
+        kill_group(pid, signal.SIGKILL)  # children it left behind go with it
+        code = self.proc.wait()
+        self.proc = None
+        return code
+
+    def read_heartbeat(self, now: float) -> dict[str, Any] | None:
+        """The heartbeat record if the file changed since the last look, else None."""
+        if self.heartbeat_file is None:
+            return None
+        try:
+            mtime = self.heartbeat_file.stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
+        if mtime == self.last_mtime:
+            return None
+        try:
+            record = json.loads(self.heartbeat_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # replaced atomically by the worker, so this is rare: look again next time
+        self.last_mtime = mtime
+        step = record.get("step")
+        self.progress.beats.append((now, step if isinstance(step, int) else None))
+        return record if isinstance(record, dict) else None
+
+    def silent_for(self, now: float) -> float | None:
+        """Seconds since the last heartbeat, or None before the first (hang detection is armed
+        by the first heartbeat: a script that never calls ``hetero.heartbeat`` is never a hang)."""
+        if not self.progress.beats:
+            return None
+        return now - self.progress.beats[-1][0]
+
+    def read_fault_report(self) -> dict[str, Any] | None:
+        if self.fault_report is None:
+            return None
+        try:
+            report = json.loads(self.fault_report.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            print(f"hetero-run: worker {self.rank}: unreadable fault report {self.fault_report}: {exc}",
+                  file=sys.stderr)
+            return None
+        return report if isinstance(report, dict) else None
+
+
+def kill_group(pgid: int, sig: int) -> bool:
+    """Signal a process group; False when it no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # the pgid was reused by someone else's group: it is not ours any more
+        return False
+    return True
+
+
+def stop_workers(workers: Iterable[Worker], grace: float) -> dict[int, int]:
+    """SIGTERM every live worker's process group, SIGKILL what is left after ``grace``
+    seconds, reap; returns rank -> exit status of those that were running."""
+    live = [w for w in workers if w.proc is not None]
+    for worker in live:
+        assert worker.proc is not None
+        kill_group(worker.proc.pid, signal.SIGTERM)
+    codes: dict[int, int] = {}
+    deadline = time.monotonic() + grace
+    while live and time.monotonic() < deadline:
+        for worker in list(live):
+            code = worker.exited()
+            if code is not None:
+                codes[worker.rank] = code
+                live.remove(worker)
+        if live:
+            time.sleep(0.02)
+    for worker in live:
+        assert worker.proc is not None
+        kill_group(worker.proc.pid, signal.SIGKILL)
+    deadline = time.monotonic() + grace
+    while live and time.monotonic() < deadline:
+        for worker in list(live):
+            code = worker.exited()
+            if code is not None:
+                codes[worker.rank] = code
+                live.remove(worker)
+        if live:
+            time.sleep(0.02)
+    for worker in live:  # unkillable (stuck in the kernel): report it, do not hang the launcher
+        print(f"hetero-run: worker {worker.rank} (pid {worker.proc.pid if worker.proc else '?'}) did not "
+              "exit after SIGKILL; it may be stuck in a driver call", file=sys.stderr)
+        codes[worker.rank] = -signal.SIGKILL
+    return codes

@@ -1,0 +1,150 @@
+"""``hetero-run``: run a training script as supervised workers, one per device, restarting
+failed workers on healthy devices from their newest checkpoint.
+
+    hetero-run train.py --epochs 3
+    hetero-run --nproc 2 --devices cpu,oneapi --inject 'cpu:launch:nth=300:crash' train.py
+    hetero-run --nnodes 2 --node-rank 0 --rdzv-endpoint host0:29400 --nproc 4 -m my.train
+
+Exit status: 0 when every worker finished; 1 when the run gave up (``--max-restarts``
+used up, no usable device left); 2 for bad arguments; 128+N when stopped by signal N
+(130 for Ctrl-C, 143 for SIGTERM). The summary table goes to stderr in every case.
+See docs/launcher.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from hetero.fault.launch_assign import POLICIES, LaunchError
+
+DEFAULT_MAX_RESTARTS = 3
+DEFAULT_HEARTBEAT_TIMEOUT = 300.0
+DEFAULT_GRACE = 5.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hetero-run",
+        usage="hetero-run [options] (script.py | -m module) [args ...]",
+        description="Run a script as supervised workers, one per device; restart failed workers on "
+                    "healthy devices from their newest checkpoint.",
+        epilog="Exit status: 0 done, 1 gave up, 2 bad arguments, 128+N stopped by signal N. "
+               "Docs: docs/launcher.md",
+    )
+    add = parser.add_argument
+    add("--nproc", "--nproc-per-node", type=int, default=1, metavar="N", help="workers on this node (default 1)")
+    add("--devices", metavar="SPEC",
+        help="devices to use, comma-separated: auto (default: every healthy device), a backend "
+             "(cuda, oneapi…) or a device (cuda:1); quarantined devices are always left out")
+    add("--policy", choices=POLICIES, default="spread",
+        help="spread: one worker per device, round robin (default); binpack: fill the first device")
+    add("--max-restarts", type=int, default=DEFAULT_MAX_RESTARTS, metavar="K",
+        help=f"restarts allowed over the whole run before giving up (default {DEFAULT_MAX_RESTARTS})")
+    add("--heartbeat-timeout", type=float, default=DEFAULT_HEARTBEAT_TIMEOUT, metavar="S",
+        help="a worker silent this long after its first hetero.heartbeat() is hung: killed and "
+             f"restarted (default {DEFAULT_HEARTBEAT_TIMEOUT:g}; 0 turns hang detection off)")
+    add("--restart", choices=("worker", "group"), default="worker",
+        help="restart only the failed worker (default) or every worker (collective training)")
+    add("--run-dir", type=Path, metavar="DIR",
+        help="where heartbeats, fault reports and (by default) events and checkpoints go "
+             "(default: $HETERO_STATE_DIR/runs/<time>-<pid>)")
+    add("--checkpoint-dir", type=Path, metavar="DIR",
+        help="checkpoints, one subfolder per worker (default: RUN_DIR/checkpoints); give an existing "
+             "one to resume a previous run")
+    add("--events", type=Path, metavar="FILE.jsonl", help="event log (default: RUN_DIR/events.jsonl)")
+    add("--metrics-port", type=int, metavar="P", help="serve Prometheus metrics on this port")
+    add("--inject", action="append", default=[], metavar="RULE",
+        help="fault-injection rule for the workers (repeatable), e.g. 'cpu:launch:nth=300:crash'")
+    add("--grace", type=float, default=DEFAULT_GRACE, metavar="S",
+        help=f"seconds between SIGTERM and SIGKILL when stopping workers (default {DEFAULT_GRACE:g})")
+    add("--master-addr", default="127.0.0.1", help="MASTER_ADDR for single-node runs (default 127.0.0.1)")
+    add("--master-port", type=int, help="MASTER_PORT for single-node runs (default: a free port)")
+    add("--nnodes", type=int, default=1, help="nodes in the job; >1 uses torch elastic rendezvous")
+    add("--node-rank", type=int, default=0, help="this node's rank; node 0 hosts the rendezvous store")
+    add("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous endpoint (c10d), required with --nnodes > 1")
+    add("--rdzv-id", default="hetero", help="rendezvous (job) id shared by every node (default 'hetero')")
+    add("-m", dest="module", metavar="module", help="run a module, as python -m does")
+    add("command", nargs=argparse.REMAINDER, help="script.py and its arguments")
+    return parser
+
+
+def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    rest = list(args.command)
+    if args.module:
+        return ["-m", args.module, *rest]
+    if not rest:
+        parser.error("name a script (hetero-run train.py) or a module (hetero-run -m package.train)")
+    if rest[0].startswith("-"):
+        parser.error(f"unknown option {rest[0]!r} (options go before the script)")
+    if not Path(rest[0]).is_file():
+        parser.error(f"script {rest[0]!r} not found (relative to {os.getcwd()})")
+    return rest
+
+
+def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.nproc < 1:
+        parser.error(f"--nproc must be at least 1, got {args.nproc}")
+    if args.max_restarts < 0:
+        parser.error(f"--max-restarts must be 0 or more, got {args.max_restarts}")
+    if args.heartbeat_timeout < 0:
+        parser.error(f"--heartbeat-timeout must be 0 (off) or positive seconds, got {args.heartbeat_timeout}")
+    if args.nnodes < 1 or not 0 <= args.node_rank < args.nnodes:
+        parser.error(f"--node-rank must be in 0..{args.nnodes - 1} for --nnodes {args.nnodes}, got {args.node_rank}")
+    if args.nnodes > 1 and not args.rdzv_endpoint:
+        parser.error("--nnodes > 1 needs --rdzv-endpoint HOST:PORT (the address of node 0)")
+
+
+def default_run_dir() -> Path:
+    from hetero.config import get_config
+
+    return get_config().state_dir / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _check(parser, args)
+    command = _command(parser, args)
+    run_dir = (args.run_dir or default_run_dir()).resolve()
+    checkpoint_dir = (args.checkpoint_dir or run_dir / "checkpoints").resolve()
+    events = (args.events or run_dir / "events.jsonl").resolve()
+
+    from hetero.fault.metrics import Metrics
+
+    metrics = Metrics()
+    try:
+        if args.metrics_port is not None:
+            from hetero.fault.metrics import serve
+
+            metrics = serve(args.metrics_port)
+        if args.nnodes > 1 or args.rdzv_endpoint:
+            from hetero.fault.elastic import ElasticConfig, run_elastic
+
+            return run_elastic(ElasticConfig(
+                command=command, run_dir=run_dir, checkpoint_dir=checkpoint_dir, events=events,
+                nproc=args.nproc, devices=args.devices, policy=args.policy, max_restarts=args.max_restarts,
+                inject=tuple(args.inject), nnodes=args.nnodes, node_rank=args.node_rank,
+                rdzv_endpoint=args.rdzv_endpoint, rdzv_id=args.rdzv_id))
+        from hetero.fault.supervisor import RunConfig, run
+
+        config = RunConfig(
+            command=command, run_dir=run_dir, checkpoint_dir=checkpoint_dir, events=events, nproc=args.nproc,
+            devices=args.devices, policy=args.policy, max_restarts=args.max_restarts,
+            heartbeat_timeout=args.heartbeat_timeout, restart=args.restart, inject=tuple(args.inject),
+            grace=args.grace, master_addr=args.master_addr, master_port=args.master_port)
+        return run(config, metrics, handle_signals=(signal.SIGINT, signal.SIGTERM))
+    except (LaunchError, OSError) as exc:
+        print(f"hetero-run: error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        metrics.close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

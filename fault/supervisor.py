@@ -1,0 +1,363 @@
+"""The ``hetero-run`` supervisor: starts one worker per rank on its device, watches exit
+statuses, fault reports and heartbeats, and restarts what failed on a healthy device from
+its newest checkpoint.
+
+What a failure does:
+
+- exit :data:`~hetero.fault.protocol.FAULT_EXIT_CODE` with a fault report: the fault is
+  classified; a device the classifier says to quarantine (context-corrupting, lost,
+  degraded) is quarantined and never used again by this run; the worker restarts elsewhere;
+- killed by a signal (a crash), or any other non-zero exit: restarted, on another device
+  when there is one; the device is *not* quarantined (a crash says nothing certain about
+  the device), but the restart prefers a different one;
+- no heartbeat for ``--heartbeat-timeout`` seconds after at least one: a hang; its process
+  group is SIGKILLed (a hung device call does not answer SIGTERM) and it restarts.
+
+Only the failed worker restarts unless ``restart="group"``; ``max_restarts`` counts
+restarts of the whole run (a group restart is one). Past it, every worker is stopped and
+the run fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hetero.device import DeviceInfo
+from hetero.errors import HeteroError
+from hetero.fault.launch_assign import LaunchError, assign, candidate_devices, free_port, quarantined_ids, replacement, usable
+from hetero.fault.launch_events import EventLog, Progress, Summary
+from hetero.fault.launch_worker import Worker, bootstrap_command, kill_group, stop_workers
+from hetero.fault.metrics import Metrics
+from hetero.fault.protocol import FAULT_EXIT_CODE
+
+POLL_SECONDS = 0.05
+QUARANTINE_POLL_SECONDS = 1.0
+_QUARANTINE_CLASSES = ("context-corrupting", "device-lost", "degraded")
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """Everything a run needs, resolved from the command line (see :mod:`hetero.fault.run_cli`)."""
+
+    command: list[str]  # ["script.py", *args] or ["-m", "module", *args]
+    run_dir: Path
+    checkpoint_dir: Path
+    events: Path | None
+    nproc: int = 1
+    devices: str | None = None
+    policy: str = "spread"
+    max_restarts: int = 3
+    heartbeat_timeout: float = 300.0  # 0: never a hang
+    restart: str = "worker"  # or "group"
+    inject: tuple[str, ...] = ()
+    grace: float = 5.0
+    master_addr: str = "127.0.0.1"
+    master_port: int | None = None
+
+
+class Supervisor:
+    """Runs one job to completion, failure, or a stop signal. Use :meth:`run`."""
+
+    def __init__(self, config: RunConfig, metrics: Metrics | None = None) -> None:
+        self.config = config
+        self.metrics = metrics or Metrics()
+        self.log = EventLog(config.events)
+        self.summary = Summary(nproc=config.nproc)
+        self.stop_signal: int | None = None  # set from a signal handler
+        self.workers: list[Worker] = []
+        self.candidates: list[DeviceInfo] = []
+        self._quarantined_seen: frozenset[str] = frozenset()
+        self._excluded: set[str] = set()  # stable ids this run quarantined: never reused
+        self._next_quarantine_poll = 0.0
+
+    # -- the run -------------------------------------------------------------------------
+    def run(self) -> int:
+        config = self.config
+        config.run_dir.mkdir(parents=True, exist_ok=True)
+        code = 1
+        try:
+            self.candidates = candidate_devices(config.devices)
+            self._quarantined_seen = quarantined_ids() & {d.stable_id for d in self.candidates}
+            devices = assign(config.nproc, config.policy, usable(self.candidates))
+            self.log.emit("run_started", run_dir=str(config.run_dir), nproc=config.nproc,
+                          devices=[d.name for d in self.candidates], policy=config.policy,
+                          max_restarts=config.max_restarts, restart=config.restart, command=config.command)
+            self.argv = bootstrap_command(config.command)
+            self.base_env = self._base_env()
+            self.dist = {"MASTER_ADDR": config.master_addr,
+                         "MASTER_PORT": str(config.master_port or free_port(config.master_addr)),
+                         "WORLD_SIZE": str(config.nproc), "LOCAL_WORLD_SIZE": str(config.nproc)}
+            self.workers = [Worker(rank, device, config.checkpoint_dir / f"worker-{rank}")
+                            for rank, device in enumerate(devices)]
+            for worker in self.workers:
+                self._resume_step(worker)  # a --checkpoint-dir from an earlier run resumes it
+                self._start(worker)
+            code = self._loop()
+        except HeteroError as exc:  # LaunchError, or a --devices spec naming nothing usable
+            print(f"hetero-run: error: {exc}", file=sys.stderr)
+            self.log.emit("gave_up", worker=None, reason=str(exc))
+            self._stop_all()
+            code = 1
+        finally:
+            if any(w.alive for w in self.workers):  # an unexpected error: leave no orphans
+                self._stop_all()
+            self._finish(code)
+        return code
+
+    def _loop(self) -> int:
+        while True:
+            if self.stop_signal is not None:
+                signum = self.stop_signal
+                self.log.emit("shutdown", signal=signal.Signals(signum).name)
+                self._stop_all()
+                return 128 + signum
+            now = time.monotonic()
+            for worker in self.workers:
+                if not worker.alive:
+                    continue
+                code = worker.exited()
+                if code is not None:
+                    self._on_exit(worker, code, reason=None)
+                    continue
+                self._watch_heartbeat(worker, now)
+            if all(w.finished for w in self.workers):
+                return 0
+            if any(not w.alive and not w.finished for w in self.workers):
+                return 1  # gave up (max restarts, no device left): _on_exit said why
+            if now >= self._next_quarantine_poll:
+                self._poll_quarantine(now)
+            time.sleep(POLL_SECONDS)
+
+    # -- watching ------------------------------------------------------------------------
+    def _watch_heartbeat(self, worker: Worker, now: float) -> None:
+        record = worker.read_heartbeat(now)
+        if record is not None:
+            launches = record.get("launches")
+            if isinstance(launches, int) and launches > worker.launches:
+                self.metrics.add_launches(worker.device.name, launches - worker.launches)
+                worker.launches = launches
+            if worker.failed_at is not None:  # first progress after a restart: recovered
+                self._recovered(worker, now)
+        timeout = self.config.heartbeat_timeout
+        silent = worker.silent_for(now)
+        if timeout > 0 and silent is not None and silent > timeout:
+            self.log.emit("heartbeat_lost", worker=worker.rank, device=worker.device.name, silent_s=round(silent, 3))
+            assert worker.proc is not None
+            kill_group(worker.proc.pid, signal.SIGKILL)
+            code = worker.exited()
+            while code is None:  # SIGKILL is not instant, but it is certain
+                time.sleep(0.01)
+                code = worker.exited()
+            self._on_exit(worker, code, reason="hang")
+
+    def _recovered(self, worker: Worker, now: float) -> None:
+        assert worker.failed_at is not None
+        recovery = now - worker.failed_at
+        self.summary.recoveries.append(recovery)
+        self.metrics.observe_recovery(recovery)
+        if worker.lost_since is not None:
+            self.summary.time_lost += now - worker.lost_since
+        worker.failed_at = worker.lost_since = None
+
+    def _poll_quarantine(self, now: float) -> None:
+        """Devices quarantined or released by others (another run, ``hetero quarantine``, a TTL)."""
+        self._next_quarantine_poll = now + QUARANTINE_POLL_SECONDS
+        current = quarantined_ids() & {d.stable_id for d in self.candidates}
+        by_id = {d.stable_id: d for d in self.candidates}
+        for stable_id in sorted(current - self._quarantined_seen):
+            self.log.emit("device_quarantined", device=by_id[stable_id].name, stable_id=stable_id,
+                          reason="quarantined outside this run", fault_class=None)
+            self.metrics.set_quarantined(by_id[stable_id].name, True)
+        for stable_id in sorted(self._quarantined_seen - current):
+            self.log.emit("device_released", device=by_id[stable_id].name, stable_id=stable_id)
+            self.metrics.set_quarantined(by_id[stable_id].name, False)
+        self._quarantined_seen = current
+
+    # -- failures and restarts -----------------------------------------------------------
+    def _on_exit(self, worker: Worker, code: int, reason: str | None) -> None:
+        now = time.monotonic()
+        signame = signal.Signals(-code).name if code < 0 and -code in signal.valid_signals() else None
+        if reason is None:
+            reason = "ok" if code == 0 else "fault" if code == FAULT_EXIT_CODE else "crash" if code < 0 else "error"
+        self.log.emit("worker_exited", worker=worker.rank, device=worker.device.name, returncode=code,
+                      signal=signame, reason=reason, runtime_s=round(now - worker.started, 3))
+        if code == 0 and reason == "ok":
+            worker.finished = True
+            self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
+            self.summary.worker_results[worker.rank] = f"ok on {worker.device.name}"
+            return
+        fault_class = self._record_fault(worker, code, reason, signame)
+        if self.summary.restarts >= self.config.max_restarts:
+            why = f"worker {worker.rank} failed ({fault_class}) and --max-restarts {self.config.max_restarts} is used up"
+            self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
+            self._give_up(worker, why)
+            return
+        try:
+            failed = [worker]
+            if self.config.restart == "group":
+                others = [w for w in self.workers if w is not worker and w.alive]
+                for rank, other_code in stop_workers(others, self.config.grace).items():
+                    self.log.emit("worker_exited", worker=rank, device=self.workers[rank].device.name,
+                                  returncode=other_code, signal=None, reason="group-restart",
+                                  runtime_s=round(now - self.workers[rank].started, 3))
+                failed += others + [w for w in self.workers if w.finished]
+            self.summary.restarts += 1
+            self.metrics.inc_restarts()
+            for each in failed:
+                self._restart(each, because=worker, reason=fault_class, now=now)
+        except LaunchError as exc:
+            self._give_up(worker, str(exc))
+
+    def _record_fault(self, worker: Worker, code: int, reason: str, signame: str | None) -> str:
+        report = worker.read_fault_report() if code == FAULT_EXIT_CODE else None
+        fields: dict[str, Any] = {}
+        if report is not None:
+            fault_class = str(report.get("fault_class") or "context-corrupting")
+            fields = {key: report.get(key) for key in ("error_type", "code", "code_name", "xid", "injected",
+                                                       "message", "action")}
+        elif reason == "hang":
+            fault_class = "hang"
+        elif code < 0:
+            fault_class = "crash"
+            fields = {"message": f"killed by {signame or code}"}
+        else:
+            fault_class = "fault" if code == FAULT_EXIT_CODE else "error"
+            fields = {"message": f"exit status {code}" + (" without a fault report" if code == FAULT_EXIT_CODE else "")}
+        device = worker.device
+        self.log.emit("fault_detected", worker=worker.rank, device=device.name, fault_class=fault_class, **fields)
+        self.summary.faults[fault_class] += 1
+        self.metrics.inc_fault(fault_class, device.name)
+        wants = report.get("quarantine") if report is not None else None
+        if report is not None and (wants or (wants is None and fault_class in _QUARANTINE_CLASSES)):
+            self._quarantine(device, report, fault_class)
+        return fault_class
+
+    def _quarantine(self, device: DeviceInfo, report: dict[str, Any], fault_class: str) -> None:
+        why = f"{report.get('error_type')}: {report.get('message')}"[:500]
+        try:
+            from hetero.fault import quarantine
+
+            quarantine.add(device, why, fault_class, ttl=report.get("ttl"), name=device.name)
+        except ImportError:
+            pass  # no quarantine store: this run still never reuses the device (see _excluded)
+        self._excluded.add(device.stable_id)
+        self._quarantined_seen = self._quarantined_seen | {device.stable_id}
+        if device.name not in self.summary.quarantined:
+            self.summary.quarantined.append(device.name)
+        self.log.emit("device_quarantined", device=device.name, stable_id=device.stable_id, reason=why,
+                      fault_class=fault_class)
+        self.metrics.set_quarantined(device.name, True)
+
+    def _restart(self, worker: Worker, because: Worker, reason: str, now: float) -> None:
+        if worker.finished:  # a group restart takes finished ranks too; their work was counted
+            worker.resume_step = self._resume_step(worker)
+        else:
+            self._close_incarnation(worker, kept_up_to=self._resume_step(worker), now=now, failed=True)
+        from_device = worker.device
+        group = self.config.restart == "group"  # then every other rank is about to start again too
+        in_use = Counter(w.device.name for w in self.workers if w is not worker and (w.alive or group))
+        pool = usable(self.candidates, self._excluded)
+        if worker is because or from_device.stable_id in self._excluded or from_device not in pool:
+            worker.device = replacement(from_device, self.config.policy, pool, in_use)
+        worker.restarts += 1
+        worker.finished = False
+        self.log.emit("restart", worker=worker.rank, from_device=from_device.name, to_device=worker.device.name,
+                      restart=worker.restarts, reason=reason, group=worker is not because)
+        self._start(worker)
+
+    def _close_incarnation(self, worker: Worker, kept_up_to: int | None, now: float, failed: bool) -> None:
+        """Account for the incarnation that just ended (once): the useful time it kept and,
+        when it failed, where the time lost starts (its last kept heartbeat, else its start)."""
+        progress, worker.progress = worker.progress, Progress()
+        self.summary.close_incarnation(progress, kept_up_to)
+        if worker.failed_at is not None and worker.lost_since is not None:
+            # it ended without progress after a restart: that whole stretch was lost
+            self.summary.time_lost += now - worker.lost_since
+            worker.failed_at = worker.lost_since = None
+        if failed:
+            last_kept = progress.last_kept_time(kept_up_to) if kept_up_to is not None else None
+            worker.failed_at = now
+            worker.lost_since = last_kept if last_kept is not None else worker.started
+        self._update_goodput()
+
+    def _resume_step(self, worker: Worker) -> int | None:
+        try:
+            from hetero.checkpoint import latest_step
+        except ImportError:
+            return None
+        worker.resume_step = latest_step(worker.checkpoint_dir)
+        return worker.resume_step
+
+    def _give_up(self, worker: Worker, why: str) -> None:
+        print(f"hetero-run: giving up: {why}", file=sys.stderr)
+        self.log.emit("gave_up", worker=worker.rank, reason=why)
+        self.summary.worker_results[worker.rank] = f"failed on {worker.device.name}"
+        self._stop_all()
+
+    # -- starting and stopping -----------------------------------------------------------
+    def _base_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.config.inject:
+            rules = [r for r in env.get("HETERO_FAULTS", "").split(";") if r.strip()]
+            env["HETERO_FAULTS"] = ";".join([*rules, *self.config.inject])
+        return env
+
+    def _start(self, worker: Worker) -> None:
+        dist = {**self.dist, "RANK": str(worker.rank), "LOCAL_RANK": str(worker.rank),
+                "GROUP_RANK": "0", "ROLE_RANK": str(worker.rank)}
+        worker.start(self.argv, self.config.run_dir, self.base_env, dist)
+        assert worker.proc is not None
+        self.log.emit("worker_started", worker=worker.rank, device=worker.device.name, pid=worker.proc.pid,
+                      pgid=worker.proc.pid, restart=worker.restarts, resume_step=worker.resume_step)
+        if worker.restarts and worker.resume_step is not None:
+            self.log.emit("resumed_from_step", worker=worker.rank, device=worker.device.name, step=worker.resume_step)
+
+    def _stop_all(self) -> None:
+        live = [w for w in self.workers if w.alive]
+        now = time.monotonic()
+        for rank, code in stop_workers(live, self.config.grace).items():
+            worker = self.workers[rank]
+            self.log.emit("worker_exited", worker=rank, device=worker.device.name, returncode=code,
+                          signal=signal.Signals(-code).name if code < 0 else None, reason="stopped",
+                          runtime_s=round(now - worker.started, 3))
+            self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
+            self.summary.worker_results.setdefault(rank, f"stopped on {worker.device.name}")
+
+    def _update_goodput(self) -> None:
+        goodput = self.summary.goodput()
+        if goodput is not None:
+            self.metrics.set_goodput(goodput)
+
+    def _finish(self, code: int) -> None:
+        for worker in self.workers:
+            self.summary.worker_results.setdefault(worker.rank, "not finished")
+        self._update_goodput()
+        self.log.emit("finished", returncode=code, **self.summary.as_dict())
+        self.log.close()
+        print(self.summary.table(code, self.config.events), file=sys.stderr)
+
+
+def run(config: RunConfig, metrics: Metrics | None = None, handle_signals: Sequence[int] = ()) -> int:
+    """Run ``config`` under a :class:`Supervisor`; ``handle_signals`` (e.g. SIGINT, SIGTERM) stop it
+    cleanly: workers get SIGTERM, then SIGKILL after ``config.grace`` seconds."""
+    supervisor = Supervisor(config, metrics)
+
+    def on_signal(signum: int, frame: object) -> None:
+        if supervisor.stop_signal is not None:  # a second Ctrl-C: no more grace
+            config.grace = 0.0
+        supervisor.stop_signal = signum
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in handle_signals}
+    try:
+        return supervisor.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
