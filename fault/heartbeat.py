@@ -10,9 +10,11 @@ latest step at once (the worker bootstrap calls it on a clean exit).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ _UNRESOLVED: Any = object()
 _path: Path | None | Any = _UNRESOLVED  # resolved from the environment on first call
 _last_write = float("-inf")  # monotonic time of the last write
 _step: int | None = None  # the latest step reported, written or not
+_warned = False  # a write failure was reported
 
 
 def heartbeat(step: int | None = None) -> None:
@@ -57,8 +60,8 @@ def heartbeat_path() -> Path | None:
 
 def reset() -> None:
     """Forget the cached environment and throttle state (for tests that change the env)."""
-    global _path, _last_write, _step
-    _path, _last_write, _step = _UNRESOLVED, float("-inf"), None
+    global _path, _last_write, _step, _warned
+    _path, _last_write, _step, _warned = _UNRESOLVED, float("-inf"), None, False
 
 
 def _resolve() -> Path | None:
@@ -69,7 +72,7 @@ def _resolve() -> Path | None:
 
 
 def _write(path: Path) -> None:
-    global _last_write
+    global _last_write, _warned
     record = {
         "time": time.time(),
         "step": _step,
@@ -77,17 +80,20 @@ def _write(path: Path) -> None:
         "device": _device_name(),
         "launches": _launches(),
     }
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temp.write_text(json.dumps(record))
         os.replace(temp, path)
     except OSError as exc:
         # A heartbeat that cannot be written must not kill the training step; the supervisor
-        # will notice the silence. Say so once per failure, on stderr.
-        print(f"hetero: cannot write heartbeat file {path}: {exc} "
-              f"(check that {ENV_HEARTBEAT_FILE}'s directory is writable)", file=sys.stderr)
-        temp.unlink(missing_ok=True)
+        # will notice the silence. Say so on stderr, once per process.
+        if not _warned:
+            _warned = True
+            print(f"hetero: cannot write heartbeat file {path}: {exc} "
+                  f"(check that {ENV_HEARTBEAT_FILE}'s directory is writable)", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
     _last_write = time.monotonic()
 
 

@@ -18,6 +18,7 @@ protocol (:mod:`hetero.fault.protocol`):
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -138,7 +139,8 @@ def write_report(report: dict[str, Any]) -> Path | None:
         temp.write_text(json.dumps(report, default=str))
         os.replace(temp, path)
     except OSError as exc:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
         print(f"hetero.fault.worker: cannot write the fault report to {path}: {exc} "
               f"(the supervisor will see exit status {FAULT_EXIT_CODE} without details)", file=sys.stderr)
         return None

@@ -1,0 +1,132 @@
+"""The worker bootstrap (python -m hetero.fault.worker): runs a script or module as python
+would, reports escaping device faults with exit status 86, and lets everything else through."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import hetero
+from hetero.fault import worker
+from hetero.fault.protocol import FAULT_EXIT_CODE, FAULT_REPORT_FIELDS
+
+RAISE_CORRUPTED = """
+    import hetero
+    raise hetero.ContextCorruptedError("an illegal memory access was encountered", backend="cuda",
+                                       device="cuda:1", code=700, code_name="cudaErrorIllegalAddress", xid=13)
+"""
+
+
+def _run(tmp_path: Path, body: str, *args: str, module: bool = False) -> tuple[subprocess.CompletedProcess[str], Path]:
+    report = tmp_path / "run" / "fault-0.json"
+    env = {**os.environ, "HETERO_FAULT_REPORT": str(report), "HETERO_HEARTBEAT_FILE": str(tmp_path / "run" / "beat"),
+           "HETERO_WORKER": "3", "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    if module:
+        package = tmp_path / "mypkg"
+        package.mkdir(exist_ok=True)
+        (package / "__init__.py").write_text("")
+        (package / "train.py").write_text(textwrap.dedent(body))
+        target = ["-m", "mypkg.train"]
+    else:
+        (tmp_path / "helper_mod.py").write_text("VALUE = 42\n")
+        (tmp_path / "script.py").write_text(textwrap.dedent(body))
+        target = [str(tmp_path / "script.py")]
+    result = subprocess.run([sys.executable, "-m", "hetero.fault.worker", *target, *args], check=False,
+                            capture_output=True,
+                            text=True, env=env, cwd=tmp_path, timeout=120)
+    return result, report
+
+
+def test_context_corrupting_error_writes_the_report_and_exits_86(tmp_path: Path) -> None:
+    result, report = _run(tmp_path, RAISE_CORRUPTED)
+    assert result.returncode == FAULT_EXIT_CODE, result.stderr
+    assert "ContextCorruptedError" in result.stderr and "Traceback" in result.stderr
+    data = json.loads(report.read_text())
+    assert set(FAULT_REPORT_FIELDS) <= set(data)
+    assert data["device"] == "cuda:1" and data["backend"] == "cuda"
+    assert data["error_type"] == "ContextCorruptedError" and data["fault_class"] == "context-corrupting"
+    assert (data["code"], data["code_name"], data["xid"], data["injected"]) == (700, "cudaErrorIllegalAddress", 13, False)
+    assert "illegal memory access" in data["message"] and data["worker"] == "3"
+    assert [p.name for p in report.parent.iterdir() if p.name.startswith(".")] == []  # no temp file left
+
+
+def test_device_error_wrapped_by_recovery_failure_is_found(tmp_path: Path) -> None:
+    result, report = _run(tmp_path, """
+        import hetero
+        try:
+            raise hetero.DeviceLostError("fell off the bus", backend="oneapi", device="oneapi:0", injected=True)
+        except hetero.DeviceError as exc:
+            history = [{"device": "oneapi:0"}]
+            raise hetero.RecoveryFailedError("no healthy device left", history) from exc
+    """)
+    assert result.returncode == FAULT_EXIT_CODE, result.stderr
+    data = json.loads(report.read_text())
+    assert (data["error_type"], data["fault_class"], data["injected"]) == ("DeviceLostError", "device-lost", True)
+    assert "RecoveryFailedError" in result.stderr
+
+
+def test_plain_exception_exits_1_without_a_report(tmp_path: Path) -> None:
+    result, report = _run(tmp_path, "raise ValueError('bad batch size')\n")
+    assert result.returncode == 1
+    assert "ValueError: bad batch size" in result.stderr
+    assert not report.exists()
+
+
+def test_system_exit_passes_through(tmp_path: Path) -> None:
+    result, report = _run(tmp_path, "import sys\nsys.exit(3)\n")
+    assert result.returncode == 3 and not report.exists()
+
+
+def test_script_runs_as_main_with_its_argv_path_and_a_final_heartbeat(tmp_path: Path) -> None:
+    result, _ = _run(tmp_path, """
+        import json, sys
+        import hetero, helper_mod   # helper_mod sits next to the script: sys.path[0] is its folder
+        for step in range(5):
+            hetero.heartbeat(step)
+        print(json.dumps({"name": __name__, "argv": sys.argv, "value": helper_mod.VALUE}))
+    """, "--lr", "0.1")
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen == {"name": "__main__", "argv": [str(tmp_path / "script.py"), "--lr", "0.1"], "value": 42}
+    assert json.loads((tmp_path / "run" / "beat").read_text())["step"] == 4
+
+
+def test_module_form(tmp_path: Path) -> None:
+    body = "import sys\nprint(__name__, sys.argv[0].endswith('train.py'), sys.argv[1:])\n"
+    result, report = _run(tmp_path, body + textwrap.dedent(RAISE_CORRUPTED), "a", "b", module=True)
+    assert result.stdout.split("\n")[0] == "__main__ True ['a', 'b']"
+    assert result.returncode == FAULT_EXIT_CODE and json.loads(report.read_text())["device"] == "cuda:1"
+
+
+def test_usage_and_missing_script(tmp_path: Path) -> None:
+    assert worker.main([]) == 2
+    assert worker.main(["-m"]) == 2
+    assert worker.main([str(tmp_path / "absent.py")]) == 2
+
+
+def test_find_device_error_walks_causes_contexts_and_groups() -> None:
+    device_error = hetero.DeviceOutOfMemoryError("out of memory", backend="cpu", device="cpu")
+    try:
+        try:
+            raise device_error
+        except hetero.DeviceError:
+            raise KeyError("while handling") from None  # suppressed context is still walked
+    except KeyError as exc:
+        chained = exc
+    assert worker.find_device_error(chained) is device_error
+    group = Exception("many")  # an ExceptionGroup (3.11+) is walked through its .exceptions
+    group.exceptions = (ValueError(), device_error)  # type: ignore[attr-defined]
+    assert worker.find_device_error(group) is device_error
+    assert worker.find_device_error(RuntimeError("plain")) is None
+
+
+def test_report_without_a_destination_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HETERO_FAULT_REPORT", raising=False)
+    report = worker.fault_report(hetero.DeviceDegradedError("ECC pending", backend="cpu", device="cpu"))
+    assert report["fault_class"] == "degraded" and worker.write_report(report) is None
