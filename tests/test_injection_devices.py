@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from kernels import corpus
 
 import hetero
 from hetero.device import HealthState
 from hetero.errors import ConfigError, ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
 from hetero.fault.injection import inject, wrapped_methods
-from kernels import corpus
 
 CLASSES: dict[str, type[DeviceError]] = {"lost": DeviceLostError, "sticky": ContextCorruptedError,
                                          "oom": DeviceOutOfMemoryError, "degraded": DeviceDegradedError}
