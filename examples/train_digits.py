@@ -30,10 +30,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # digits_model, digits_kernels
 
-import numpy as np  # noqa: E402
-from digits_model import Trainer, initial_weights, load_digits, to_device  # noqa: E402
+import numpy as np
+from digits_model import Trainer, initial_weights, load_digits, to_device
 
-import hetero  # noqa: E402
+import hetero
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -24,12 +24,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # digits_model
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from digits_model import INPUTS, load_digits  # noqa: E402
+import numpy as np
+import torch
+from digits_model import INPUTS, load_digits
 
-import hetero  # noqa: E402
-from hetero.fault.snapshot import torch_device  # noqa: E402
+import hetero
+from hetero.fault.snapshot import torch_device
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
