@@ -1,0 +1,440 @@
+"""``kernel.split(devices)[n](…)``: one data-parallel launch spread over several devices.
+
+    saxpy.split(["cpu", "oneapi:0", "opencl:0"])[n](2.0, x, y)   # y on any device
+    mandelbrot.split("all")[(w, h), (8, 8)](out, 200)            # 2-D: split along rows
+    histogram.split("all", combine={"counts": "sum"})[n](v, 16, counts)
+
+What can be split, and how each array travels, is in :mod:`hetero.split_check`: arrays
+written at their own rows are split, read-only ones are split or broadcast, ``combine``
+arrays are merged. The rows are divided in proportion to each device's predicted speed
+*including* the copies its part needs (StarPU's dmda; :mod:`hetero.scheduler.split_plan`),
+from the cost model (``hetero calibrate``, sampling, and every split launch's own timings).
+A kernel the model has not timed on every chosen device is split evenly, and the parts'
+timings teach the model for the next launch.
+
+The parts run at once, one thread per device; the part on the arrays' own device works on
+them in place (no copy), the others on full-size buffers of their own device holding the
+rows they need. Results are in the arguments when the call returns (it waits). Buffers on
+the other devices are kept by the launcher for its next call.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hetero.array import Array, empty
+from hetero.device import Device, HealthState
+from hetero.errors import KernelLaunchError
+from hetero.registry import device as resolve_device
+from hetero.registry import devices as all_devices
+from hetero.scheduler import cost_model as cost_models
+from hetero.scheduler import split_plan
+from hetero.split_check import COMBINE_OPS, Layout, NotSplittableError, analyse, with_offset
+from hetero.types import i64
+
+if TYPE_CHECKING:
+    from hetero.kernels import Kernel
+
+__all__ = ["NotSplittableError", "SplitKernel", "SplitLauncher", "SplitPlan"]
+
+# Copy costs assumed for a device ``hetero calibrate`` has not measured (latency s, bytes/s).
+_DEFAULT_COPY = {False: (20e-6, 5e9), True: (2e-6, 10e9)}  # keyed by the runtime's host_memory
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _threads() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="hetero-split")
+        return _pool
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitPlan:
+    """What a split launch did (or would do): the devices, their ``[lo, hi)`` rows along
+    launch axis ``axis``, each part's predicted and (after a run) measured compute seconds,
+    each array's role, and why the rows fell as they did (``basis``)."""
+
+    axis: int
+    devices: tuple[str, ...]
+    bounds: tuple[tuple[int, int], ...]
+    predicted_s: tuple[float, ...]
+    roles: dict[str, str]
+    basis: str
+    measured_s: tuple[float | None, ...] = ()
+
+
+class SplitKernel:
+    """A kernel bound to devices for split launches; ``split_kernel[global]`` or
+    ``split_kernel[global, local]`` gives a :class:`SplitLauncher`."""
+
+    def __init__(self, kernel: Kernel, devices: Sequence[str | Device] | str, combine: dict[str, str],
+                 model: cost_models.CostModel | None) -> None:
+        self.kernel = kernel
+        self.devices = _choose(kernel.name, devices)
+        self.combine = dict(combine)
+        for name, op in self.combine.items():
+            if op not in COMBINE_OPS:
+                raise NotSplittableError(f"{kernel.name}.split: combine[{name!r}] is {op!r}; use one of "
+                                         f"{', '.join(COMBINE_OPS)}")
+        self.model = model
+        self._launchers: dict[Any, SplitLauncher] = {}
+
+    def __getitem__(self, config: Any) -> SplitLauncher:
+        from hetero.kernels import _size_tuple
+
+        if isinstance(config, tuple) and len(config) == 2 and not isinstance(config[0], (int, np.integer)):
+            sizes = (_size_tuple(config[0], "global size"), _size_tuple(config[1], "local size"))
+        else:
+            sizes = (_size_tuple(config, "global size"), None)
+        if sizes not in self._launchers:
+            self._launchers[sizes] = SplitLauncher(self, *sizes)
+        return self._launchers[sizes]
+
+    def __repr__(self) -> str:
+        return f"<hetero split {self.kernel.name} over {', '.join(d.name for d in self.devices)}>"
+
+
+def _choose(kernel: str, spec: Sequence[str | Device] | str) -> list[Device]:
+    if isinstance(spec, str) and spec == "all":
+        chosen = [d for d in all_devices() if d.runtime.kernel_target() is not None
+                  and d.health().state is not HealthState.UNHEALTHY]
+        if not chosen:
+            raise KernelLaunchError(f"{kernel}.split('all'): no healthy device here runs kernels")
+        return chosen
+    if isinstance(spec, (str, Device)):
+        spec = [spec]
+    chosen = [resolve_device(s) for s in spec]
+    names = [d.name for d in chosen]
+    if not chosen or len(set(names)) != len(names):
+        raise KernelLaunchError(f"{kernel}.split: devices must be distinct and at least one, got {names}")
+    for d in chosen:
+        if d.runtime.kernel_target() is None:
+            raise KernelLaunchError(f"{kernel}.split: {d.name} cannot run hetero kernels; leave it out")
+    return chosen
+
+
+_offset_kernels: weakref.WeakKeyDictionary[Any, dict[int, Any]] = weakref.WeakKeyDictionary()
+
+
+def _offset_kernel(kernel: Kernel, axis: int) -> Kernel:
+    """``kernel`` compiled with the row offset built in (see :func:`with_offset`), one per axis."""
+    from hetero.kernels import Kernel
+
+    class OffsetKernel(Kernel):
+        def fingerprint(self) -> str:
+            return f"{kernel.fingerprint()}+split-axis{axis}"
+
+        def param_names(self) -> list[str]:
+            return [*kernel.param_names(), "hetero_split_offset", "hetero_split_total"]
+
+        def declared(self) -> list[Any]:
+            return [*kernel.declared(), i64, i64]
+
+        def _lowered(self, types: tuple[Any, ...]) -> Any:
+            with self._lock:
+                if types not in self._ir:
+                    self._ir[types] = with_offset(kernel._lowered(types[:-2]), axis)
+                return self._ir[types]
+
+        def cost_key(self) -> str:
+            return kernel.cost_key()
+
+    per_axis = _offset_kernels.setdefault(kernel, {})
+    if axis not in per_axis:
+        per_axis[axis] = OffsetKernel(kernel.py_func)
+    return per_axis[axis]  # type: ignore[no-any-return]
+
+
+class SplitLauncher:
+    """``kernel.split(devices)[global, local]``: call it with the kernel's arguments."""
+
+    def __init__(self, owner: SplitKernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
+        self.owner = owner
+        self.global_size = global_size
+        self.local_size = local_size
+        self.last: SplitPlan | None = None
+        self._layouts: dict[tuple[Any, ...], Layout] = {}
+        self._buffers: dict[tuple[Any, ...], Array] = {}
+        self._lock = threading.Lock()
+
+    # -- planning -----------------------------------------------------------------------
+    def layout(self, args: Sequence[Any]) -> Layout:
+        kernel = self.owner.kernel
+        types = kernel.arg_types(args)
+        if types not in self._layouts:
+            function = kernel._lowered(types)
+            layout = analyse(function, kernel.name, len(self.global_size), self.owner.combine)
+            if layout.needs_local_size and self.local_size is None:
+                raise NotSplittableError(
+                    f"{kernel.name} uses work-groups along launch axis {layout.axis} (group_id, barrier or local "
+                    f"arrays); split it with a local size, {kernel.name}.split(…)[global, local](…), so that every "
+                    "part keeps whole work-groups")
+            self._layouts[types] = layout
+        return self._layouts[types]
+
+    def plan(self, *args: Any) -> SplitPlan:
+        """The partition a call with ``args`` would use, without running anything."""
+        source = _source_device(self.owner.kernel.name, args)
+        layout = self.layout(args)
+        return self._plan(layout, source, args)
+
+    def _plan(self, layout: Layout, source: Device, args: Sequence[Any]) -> SplitPlan:
+        kernel = self.owner.kernel
+        model = self.owner.model or cost_models.default_model()
+        devices = self.owner.devices
+        axis = layout.axis
+        total = self.global_size[axis]
+        granularity = self.local_size[axis] if self.local_size else 1
+        per_row_items = int(np.prod(self.global_size)) // max(total, 1)
+        key = kernel.cost_key()
+        moved = _bytes_moved(kernel.param_names(), layout, args, total)
+        untimed = [d.name for d in devices if model.predict(key, d.stable_id, max(per_row_items, 1)) is None]
+        if untimed:
+            rows = split_plan.even(total, len(devices), granularity)
+            basis = f"even: no timings of {kernel.name} on {', '.join(untimed)} yet (this launch records them)"
+            predicted = tuple(0.0 for _ in devices)
+        else:
+            def cost(d: Device) -> split_plan.PartTime:
+                def time_for(rows: int) -> float:
+                    if rows <= 0:
+                        return 0.0
+                    compute = model.predict(key, d.stable_id, rows * per_row_items) or 0.0
+                    return compute + (0.0 if d is source else _copy_time(model, source, d, rows, moved))
+                return time_for
+
+            partition = split_plan.partition(total, [cost(d) for d in devices], granularity)
+            rows, predicted = partition.rows, partition.predicted_s
+            basis = "cost model: compute + copies (dmda)"
+        bounds, lo = [], 0
+        for count in rows:
+            bounds.append((lo, lo + count))
+            lo += count
+        return SplitPlan(axis, tuple(d.name for d in devices), tuple(bounds), tuple(predicted), dict(layout.roles), basis)
+
+    # -- running ------------------------------------------------------------------------
+    def __call__(self, *args: Any) -> SplitPlan:
+        kernel = self.owner.kernel
+        source = _source_device(kernel.name, args)
+        layout = self.layout(args)
+        with self._lock:
+            plan = self._plan(layout, source, args)
+            parts = [(d, lo, hi) for d, (lo, hi) in zip(self.owner.devices, plan.bounds, strict=True) if hi > lo]
+            if len(parts) == 1 and parts[0][0] is source:  # all on the arrays' device: a plain launch
+                seconds = _timed(kernel, self.global_size, self.local_size, args, source)
+                measured: list[float | None] = [seconds if d is source else None for d in self.owner.devices]
+                self._learn(args, [(source, 0, self.global_size[layout.axis])], {source.name: seconds}, layout.axis)
+            else:
+                measured = self._run(layout, source, args, parts, plan)
+            self.last = dataclasses.replace(plan, measured_s=tuple(measured))
+        return self.last
+
+    def _run(self, layout: Layout, source: Device, args: Sequence[Any], parts: list[tuple[Device, int, int]],
+             plan: SplitPlan) -> list[float | None]:
+        kernel = self.owner.kernel
+        names = kernel.param_names()
+        offset_kernel = _offset_kernel(kernel, layout.axis)
+        total = self.global_size[layout.axis]
+        staged = _Staging(source, names, layout, args)
+        combined: dict[int, list[np.ndarray]] = {i: [] for i, n in enumerate(names) if layout.roles.get(n) == "combine"}
+        gathered: list[tuple[int, int, np.ndarray]] = []  # (argument, byte offset, rows) to upload to a non-host source
+
+        def run_part(device: Device, lo: int, hi: int) -> float:
+            local_args = list(args)
+            if device is not source:
+                for i, name in enumerate(names):
+                    role = layout.roles.get(name)
+                    if role is not None:
+                        local_args[i] = self._part_buffer(device, i, args[i], role, staged, lo, hi)
+            size = list(self.global_size)
+            size[layout.axis] = hi - lo
+            seconds = _timed(offset_kernel, tuple(size), self.local_size, [*local_args, lo, total], device)
+            if device is not source:
+                for i, name in enumerate(names):
+                    role = layout.roles.get(name)
+                    if role == "split" and name in layout.written:
+                        span = staged.rows(args[i], lo, hi)
+                        if span is not None:
+                            # A host source takes the rows straight into its memory; others after the parts.
+                            host = args[i].buffer[span[0]:span[1]] if staged.host else np.empty(span[1] - span[0], np.uint8)
+                            device.runtime.download(host, local_args[i].buffer, span[0])
+                            if not staged.host:
+                                gathered.append((i, span[0], host))
+                    elif role == "combine":
+                        combined[i].append(local_args[i].numpy().copy())
+            return seconds
+
+        pool = _threads()
+        futures = [(d, pool.submit(run_part, d, lo, hi)) for d, lo, hi in parts]
+        times: dict[str, float | None] = {}
+        errors: list[tuple[Device, BaseException]] = []
+        for d, future in futures:
+            try:
+                times[d.name] = future.result()
+            except BaseException as exc:  # every part finishes before the first error is raised
+                errors.append((d, exc))
+        if errors:
+            device, exc = errors[0]
+            raise KernelLaunchError(f"{kernel.name}.split: the part on {device.name} failed: {exc}") from exc
+        for i, byte_offset, host in gathered:
+            source.runtime.upload(args[i].buffer, host, byte_offset)
+        for i, partials in combined.items():
+            _merge(args[i], partials, self.owner.combine[names[i]])
+        self._learn(args, parts, times, layout.axis)
+        return [times.get(d.name) for d in self.owner.devices]
+
+    def _learn(self, args: Sequence[Any], parts: list[tuple[Device, int, int]], times: dict[str, float | None],
+               axis: int) -> None:
+        """Record the parts' compute times in the cost model (the plan of the next launch uses them)."""
+        kernel = self.owner.kernel
+        model = self.owner.model or cost_models.default_model()
+        per_row = int(np.prod(self.global_size)) // max(self.global_size[axis], 1)
+        signature = kernel.signature(kernel.arg_types(args))
+        for d, lo, hi in parts:
+            seconds = times.get(d.name)
+            if seconds is not None:
+                model.record(kernel.cost_key(), d.stable_id, (hi - lo) * per_row, seconds, signature, d.name)
+
+    def _part_buffer(self, device: Device, index: int, array: Array, role: str, staged: _Staging,
+                     lo: int, hi: int) -> Array:
+        key = (device.name, index, array.shape, array.dtype)
+        with staged.lock:
+            buffer = self._buffers.get(key)
+            if buffer is None:
+                buffer = self._buffers[key] = empty(array.shape, array.dtype, device=device)
+        if not buffer.nbytes:
+            return buffer
+        if role == "broadcast":
+            device.runtime.upload(buffer.buffer, staged.whole(index, array))
+        elif role == "combine":
+            identity = _identity(self.owner.combine[self.owner.kernel.param_names()[index]], array.dtype)
+            device.runtime.upload(buffer.buffer, np.full(array.shape, identity, array.dtype))
+        else:
+            span = staged.rows(array, lo, hi)
+            if span is not None:
+                device.runtime.upload(buffer.buffer, staged.flat(index, array)[span[0]:span[1]], span[0])
+        return buffer
+
+
+class _Staging:
+    """Host-side access to the source arrays: views when the source is host memory, else
+    copies downloaded once, before any part starts (the source's queue is then free)."""
+
+    def __init__(self, source: Device, names: list[str], layout: Layout, args: Sequence[Any]) -> None:
+        self.host = source.runtime.host_memory
+        self.lock = threading.Lock()
+        self.copies: dict[int, np.ndarray] = {}
+        if not self.host:
+            for i, name in enumerate(names):
+                if layout.roles.get(name) in ("split", "broadcast") and args[i].nbytes:
+                    self.copies[i] = args[i].numpy()
+
+    def flat(self, index: int, array: Array) -> np.ndarray:
+        return array.buffer if self.host else self.copies[index].reshape(-1).view(np.uint8)  # type: ignore[no-any-return]
+
+    def whole(self, index: int, array: Array) -> np.ndarray:
+        return self.flat(index, array)
+
+    @staticmethod
+    def rows(array: Array, lo: int, hi: int) -> tuple[int, int] | None:
+        """The byte range of rows ``[lo, hi)`` (clamped to the array), or None when empty."""
+        if not array.shape:
+            return None
+        hi = min(hi, array.shape[0])
+        if hi <= lo:
+            return None
+        row = array.nbytes // array.shape[0]
+        return lo * row, hi * row
+
+
+def _timed(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+           args: Sequence[Any], device: Device) -> float | None:
+    """Launch and wait; the seconds it took, or None when this launch compiled the kernel
+    (a compile is not a sample of the kernel's speed)."""
+    key = tuple((a.dtype, len(a.shape), a._device) if type(a) is Array else type(a) for a in args)
+    compiled = key in kernel._dispatch
+    launcher = kernel[(global_size, local_size)] if local_size else kernel[global_size]
+    device.synchronize()
+    start = time.perf_counter()
+    launcher(*args)
+    device.synchronize()
+    return time.perf_counter() - start if compiled else None
+
+
+def _source_device(kernel: str, args: Sequence[Any]) -> Device:
+    found = {a.device.name: a.device for a in args if isinstance(a, Array)}
+    if len(found) != 1:
+        raise KernelLaunchError(f"{kernel}.split: the array arguments must be on one device (the caller's), "
+                                f"found {sorted(found) or 'none'}")
+    return next(iter(found.values()))
+
+
+def _bytes_moved(names: list[str], layout: Layout, args: Sequence[Any], total: int) -> tuple[float, float, float, float]:
+    """(bytes in per row, bytes out per row, fixed bytes in, fixed bytes out) of a part off the source."""
+    per_row_in = per_row_out = fixed_in = fixed_out = 0.0
+    for name, arg in zip(names, args, strict=True):
+        role = layout.roles.get(name)
+        if role is None or not arg.nbytes:
+            continue
+        if role == "split":
+            row = arg.nbytes / max(arg.shape[0], 1) if arg.shape else 0.0
+            per_row_in += row
+            per_row_out += row if name in layout.written else 0.0
+        else:
+            fixed_in += arg.nbytes
+            fixed_out += arg.nbytes if role == "combine" else 0.0
+    return per_row_in, per_row_out, fixed_in, fixed_out
+
+
+def _copy_time(model: cost_models.CostModel, source: Device, device: Device, rows: int,
+               moved: tuple[float, float, float, float]) -> float:
+    bytes_in = int(moved[0] * rows + moved[2])
+    bytes_out = int(moved[1] * rows + moved[3])
+
+    def one_way(d: Device, direction: str, nbytes: int) -> float:
+        if nbytes <= 0:
+            return 0.0
+        seconds = model.transfer_time(d.stable_id, direction, nbytes)
+        if seconds is None:
+            latency, bandwidth = _DEFAULT_COPY[bool(d.runtime.host_memory)]
+            seconds = latency + nbytes / bandwidth
+        return seconds
+
+    total = one_way(device, "h2d", bytes_in) + one_way(device, "d2h", bytes_out)
+    if not source.runtime.host_memory:
+        total += one_way(source, "d2h", bytes_in) + one_way(source, "h2d", bytes_out)
+    return total
+
+
+def _identity(op: str, dtype: np.dtype[Any]) -> Any:
+    if op == "sum":
+        return 0
+    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+    return info.max if op == "min" else info.min
+
+
+def _merge(array: Array, partials: list[np.ndarray], op: str) -> None:
+    """Fold the other parts' results into ``array`` (which holds the source part's, or the data)."""
+    if not partials or not array.nbytes:
+        return
+    host = array.numpy()
+    result = host if array.device.runtime.host_memory else host.copy()
+    for part in partials:
+        if op == "sum":
+            np.add(result, part, out=result, casting="unsafe")
+        elif op == "min":
+            np.minimum(result, part, out=result)
+        else:
+            np.maximum(result, part, out=result)
+    if not array.device.runtime.host_memory:
+        array.device.runtime.upload(array.buffer, result)

@@ -1,0 +1,102 @@
+"""How many rows of a split launch each device gets: the partition that minimises the
+predicted finishing time of the slowest part (StarPU's "dmda": each device's predicted
+time is its compute time plus the time to move its part's data).
+
+Pure arithmetic over cost functions; :mod:`hetero.split` supplies them from the cost model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+PartTime = Callable[[int], float]  # rows -> predicted seconds (0 rows: 0 seconds)
+
+
+@dataclasses.dataclass(frozen=True)
+class Partition:
+    """``rows[i]`` rows for device ``i`` (summing to the total), as ``[lo, hi)`` ranges in
+    device order, and each part's predicted seconds."""
+
+    rows: tuple[int, ...]
+    predicted_s: tuple[float, ...]
+
+    def bounds(self) -> list[tuple[int, int]]:
+        out, lo = [], 0
+        for count in self.rows:
+            out.append((lo, lo + count))
+            lo += count
+        return out
+
+    @property
+    def makespan_s(self) -> float:
+        return max(self.predicted_s, default=0.0)
+
+
+def _capacity(time: PartTime, limit: float, chunks: int, chunk_rows: int, total: int) -> int:
+    """The most chunks (0..chunks) this device finishes within ``limit`` seconds."""
+    if time(min(chunk_rows, total)) > limit:
+        return 0
+    lo, hi = 1, chunks  # time(lo chunks) <= limit holds; find the largest such count
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if time(min(mid * chunk_rows, total)) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def partition(total: int, times: Sequence[PartTime], granularity: int = 1) -> Partition:
+    """Divide ``total`` rows among devices with predicted ``times`` so that the slowest part
+    finishes as early as predicted possible. Parts are multiples of ``granularity`` rows
+    (a work-group's height) except the last; ties go to the earlier device. Each ``times[i]``
+    must not decrease as rows grow."""
+    if total < 0 or granularity < 1:
+        raise ValueError(f"total must be >= 0 and granularity >= 1, got {total} and {granularity}")
+    if not times:
+        raise ValueError("partition needs at least one device")
+    if total == 0:
+        return Partition(tuple(0 for _ in times), tuple(0.0 for _ in times))
+    chunks = -(-total // granularity)
+    whole = [t(total) for t in times]
+    low, high = 0.0, min(whole)  # high: one device alone does everything
+    for _ in range(64):  # bisect the makespan
+        mid = (low + high) / 2
+        if sum(_capacity(t, mid, chunks, granularity, total) for t in times) >= chunks:
+            high = mid
+        else:
+            low = mid
+        if high - low <= 1e-12 + 1e-9 * high:
+            break
+    counts = [_capacity(t, high, chunks, granularity, total) for t in times]
+    if sum(counts) < chunks:  # numerical corner: give everything to the device fastest alone
+        best = whole.index(min(whole))
+        counts = [chunks if i == best else 0 for i in range(len(times))]
+    excess = sum(counts) - chunks
+    while excess > 0:  # trim the parts predicted to finish last
+        finishing = [(times[i](min(counts[i] * granularity, total)) if counts[i] else -1.0, -i)
+                     for i in range(len(times))]
+        i = -max(finishing)[1]
+        counts[i] -= 1
+        excess -= 1
+    rows: list[int] = []
+    assigned = 0
+    for count in counts:
+        part = min(count * granularity, total - assigned)
+        rows.append(part)
+        assigned += part
+    return Partition(tuple(rows), tuple(times[i](r) if r else 0.0 for i, r in enumerate(rows)))
+
+
+def even(total: int, devices: int, granularity: int = 1) -> tuple[int, ...]:
+    """``total`` rows in ``devices`` near-equal parts of whole ``granularity`` chunks."""
+    chunks = -(-total // granularity)
+    base, extra = divmod(chunks, devices)
+    counts = [base + (1 if i < extra else 0) for i in range(devices)]
+    rows, assigned = [], 0
+    for count in counts:
+        part = min(count * granularity, total - assigned)
+        rows.append(part)
+        assigned += part
+    return tuple(rows)
