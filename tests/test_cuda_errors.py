@@ -19,7 +19,7 @@ from hetero.device import DeviceInfo, Health, HealthState, Kind
 
 runtime_api = pytest.importorskip("cupy_backends.cuda.api.runtime", reason="CuPy is not installed (pip install 'hetero[cuda]')")
 driver_api = pytest.importorskip("cupy_backends.cuda.api.driver")
-import cupy  # noqa: E402  (CuPy present: importorskip above)
+import cupy
 
 EXPECTED_CLASS = {
     2: hetero.DeviceOutOfMemoryError, 214: hetero.DeviceDegradedError, 46: hetero.DeviceLostError,
@@ -127,9 +127,8 @@ def make_runtime(backend: str = "cuda") -> CuPyRuntime:
 
 def test_runtime_calls_raise_hetero_errors() -> None:
     runtime = make_runtime()
-    with pytest.raises(hetero.ContextCorruptedError) as caught:
-        with runtime._on_device("copying 4 bytes host->device"):
-            raise runtime_api.CUDARuntimeError(700)
+    with pytest.raises(hetero.ContextCorruptedError) as caught, runtime._on_device("copying 4 bytes host->device"):
+        raise runtime_api.CUDARuntimeError(700)
     assert caught.value.code == 700 and caught.value.code_name == "cudaErrorIllegalAddress"
     assert caught.value.device == "cuda:0" and isinstance(caught.value.__cause__, runtime_api.CUDARuntimeError)
 
