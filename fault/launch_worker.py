@@ -106,6 +106,7 @@ class Worker:
         kill_group(pid, signal.SIGKILL)  # children it left behind go with it
         code = self.proc.wait()
         self.proc = None
+        reap_group(pid)
         return code
 
     def read_heartbeat(self, now: float) -> dict[str, Any] | None:
@@ -146,6 +147,36 @@ class Worker:
                   file=sys.stderr)
             return None
         return report if isinstance(report, dict) else None
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``),
+    so what a worker started and left behind is reaped here, not left as a zombie of pid 1
+    (container inits often never reap). False where the platform has no such thing."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(36, 1, 0, 0, 0) == 0)  # 36: PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_group(pgid: int, timeout: float = 2.0) -> None:
+    """Reap the members of a killed worker's group that were reparented to this process
+    (see :func:`become_subreaper`), waiting up to ``timeout`` for them to die."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pid, _ = os.waitpid(-pgid, os.WNOHANG)
+        except ChildProcessError:
+            return  # none of that group is our child (any more)
+        if pid == 0:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.01)
 
 
 def kill_group(pgid: int, sig: int) -> bool:

@@ -34,7 +34,7 @@ from hetero.device import DeviceInfo
 from hetero.errors import HeteroError
 from hetero.fault.launch_assign import LaunchError, assign, candidate_devices, free_port, quarantined_ids, replacement, usable
 from hetero.fault.launch_events import EventLog, Progress, Summary
-from hetero.fault.launch_worker import Worker, bootstrap_command, kill_group, stop_workers
+from hetero.fault.launch_worker import Worker, become_subreaper, bootstrap_command, kill_group, stop_workers
 from hetero.fault.metrics import Metrics
 from hetero.fault.protocol import FAULT_EXIT_CODE
 
@@ -82,6 +82,7 @@ class Supervisor:
     def run(self) -> int:
         config = self.config
         config.run_dir.mkdir(parents=True, exist_ok=True)
+        become_subreaper()
         code = 1
         try:
             self.candidates = candidate_devices(config.devices)
