@@ -1,13 +1,19 @@
 """Classify an exception into a fault class and the action it calls for.
 
-``classify(error)`` joins three signals, keeping the most severe class:
+``classify(error)`` joins these signals:
 
 1. the error's class (:class:`~hetero.errors.DeviceOutOfMemoryError`,
    :class:`~hetero.errors.ContextCorruptedError`, :class:`~hetero.errors.DeviceLostError`,
-   :class:`~hetero.errors.DeviceDegradedError`): the backend built it knowing what it was doing;
-2. the vendor code (:mod:`hetero.fault.taxonomy` tables: CUDA, HIP, OpenCL);
+   :class:`~hetero.errors.DeviceDegradedError`): the backend built it knowing what it was
+   doing (OpenCL ``-5`` on an allocation is out of memory, after a kernel a sticky fault), so
+   it decides over the vendor code;
+2. else, for a plain :class:`~hetero.errors.DeviceError`, the vendor code
+   (:mod:`hetero.fault.taxonomy` tables: CUDA, HIP, OpenCL);
 3. NVIDIA Xids: the error's own ``xid`` and the ``xid`` events about the same device seen in
-   the last :data:`WINDOW` seconds (from the event bus unless ``events`` is given).
+   the last :data:`WINDOW` seconds (from the event bus unless ``events`` is given). The most
+   severe of these and the class from 1-2 wins, except that an application-level Xid event
+   (13, 31, 43, 94...: possibly another process's fault on a shared GPU) only classifies an
+   error that 1-2 left unclassified.
 
 Joins the tables cannot express alone: a sticky error with Xid 13/31/43 is an application
 bug on a healthy GPU (migrate, quarantine briefly); a sticky error with Xid 79 is a lost
@@ -155,19 +161,30 @@ def classify(error: BaseException, events: Iterable[Mapping[str, Any]] | None = 
         return Classification(FaultClass.NONE, Action.NONE, False, None,
                               f"{type(error).__name__} is not a device error")
     candidates: list[tuple[FaultClass, str]] = []
-    for error_type, fault_class in _CLASS_OF_ERROR:
-        if isinstance(error, error_type):
-            candidates.append((fault_class, f"{error_type.__name__}"))
-            break
     family, row = code_row(error)
-    if row is not None:
+    by_type = next(((cls, t) for t, cls in _CLASS_OF_ERROR if isinstance(error, t)), None)
+    if by_type is not None:  # the backend knew what it was doing (e.g. OpenCL -5 on an allocation: out of memory)
+        text = f"{by_type[1].__name__}"
+        if row is not None:
+            text += f" ({family} {error.code} {row.name})"
+        candidates.append((by_type[0], text))
+        if row is not None and row.fault_class is not by_type[0]:
+            row = None  # the row's action and TTL are for another class
+    elif row is not None:
         candidates.append((row.fault_class, f"{family} {error.code} {row.name}: {row.note}"))
     seen = list(events) if events is not None else _fresh_events(error)
     xids = ([error.xid] if error.xid is not None else []) + _device_xids(error, seen)
     xids = list(dict.fromkeys(xids))  # unique, first seen first
     xid_rows: list[tuple[int, XidRow]] = [(x, XIDS[x]) for x in xids if x in XIDS]
+    classified = bool(candidates)
     for xid, xid_row in xid_rows:
-        if xid_row.fault_class is not FaultClass.NONE:
+        if xid_row.fault_class is FaultClass.NONE:
+            continue
+        # An Xid event is about the device, not this process: an application-level one (13, 31,
+        # 94...) may come from another process on the same GPU, so it only classifies an error
+        # nothing else classified; a device-level one (48, 79, 95...) always counts.
+        device_level = SEVERITY[xid_row.fault_class] > SEVERITY[FaultClass.CONTEXT_CORRUPTING]
+        if device_level or xid == error.xid or not classified:
             candidates.append((xid_row.fault_class, f"Xid {xid} {xid_row.name} (NVIDIA: {xid_row.nvidia_action})"))
     if not candidates:
         code = "" if error.code is None else f" (code {error.code} is not in hetero's fault tables)"
@@ -188,6 +205,8 @@ def classify(error: BaseException, events: Iterable[Mapping[str, Any]] | None = 
     if action is Action.RETRY:
         ttl = None
     reasons = [text for cls, text in candidates if cls is fault_class] + [text for cls, text in candidates if cls is not fault_class]
+    reasons += [f"Xid {x} {r.name} seen on the device" for x, r in xid_rows
+                if not any(text.startswith(f"Xid {x} ") for _, text in candidates)]
     reason = "; ".join(dict.fromkeys(reasons))
     if app_bug:
         reason += "; an application bug on a healthy GPU"

@@ -103,9 +103,9 @@ CUDA_CODES: Mapping[int, CodeRow] = {
     # often another process holds the GPU, so quarantine it briefly only
     46: CodeRow("cudaErrorDevicesUnavailable", L, "busy (exclusive mode) or unavailable", ttl=300.0),
     100: CodeRow("cudaErrorNoDevice", L, "no CUDA device is present any more"),  # cudaError doc
-    # cudaError doc: "the device ordinal supplied does not correspond to a valid CUDA device":
-    # after enumeration this means the device disappeared
-    101: CodeRow("cudaErrorInvalidDevice", L, "the device ordinal names no device any more"),
+    # cudaError doc: "the device ordinal supplied by the user does not correspond to a valid CUDA
+    # device or ... the action requested is invalid for the specified device": the caller's mistake
+    101: CodeRow("cudaErrorInvalidDevice", N, "a bad device ordinal or an action the device cannot do"),
     200: CodeRow("cudaErrorInvalidKernelImage", N, "the kernel image is invalid: rebuild it"),  # doc
     209: CodeRow("cudaErrorNoKernelImageForDevice", N, "no kernel image for this GPU's arch"),  # doc
     # cudaError doc: "an uncorrectable ECC error was detected during execution"; NVIDIA's Xid doc
@@ -150,7 +150,10 @@ HIP_CODES: Mapping[int, CodeRow] = {
     9: CodeRow("hipErrorInvalidConfiguration", R, "bad launch configuration"),  # hip_runtime_api.h
     35: CodeRow("hipErrorInsufficientDriver", N, "the driver is too old: update it"),  # hip_runtime_api.h
     100: CodeRow("hipErrorNoDevice", L, "no HIP device is present any more"),  # hip_runtime_api.h
-    101: CodeRow("hipErrorInvalidDevice", L, "the device ordinal names no device any more"),  # hip_runtime_api.h
+    # hip_runtime_api.h: "DeviceID must be in range from 0 to compute-devices": the caller's mistake
+    101: CodeRow("hipErrorInvalidDevice", N, "a bad device ordinal"),
+    # hip_runtime_api.h (deprecated code, still raised): an earlier kernel faulted, the context is poisoned
+    53: CodeRow("hipErrorPriorLaunchFailure", C, "a previous launch failed"),
     200: CodeRow("hipErrorInvalidImage", N, "the code object is invalid: rebuild it"),  # hip_runtime_api.h
     209: CodeRow("hipErrorNoBinaryForGpu", N, "no code object for this GPU's arch"),  # hip_runtime_api.h
     214: CodeRow("hipErrorECCNotCorrectable", D, "uncorrectable ECC error"),  # hip_runtime_api.h
