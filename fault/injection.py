@@ -99,15 +99,21 @@ def fnmatchcase_backend(name: str, pattern: str) -> bool:
 
 
 # -- per-runtime patch table ------------------------------------------------------------------
+Entry = tuple[Injection, RuleState]
+
+
 class _Patched:
-    """The rule states active on one runtime, grouped by method, with the injection owning each."""
+    """The rule states active on one runtime, per method (lists updated in place, so installed
+    wrappers see changes without being rebuilt), and injected events not yet drained."""
 
     def __init__(self) -> None:
-        self.entries: list[tuple[Injection, RuleState]] = []
+        self.entries: list[Entry] = []
+        self.methods: dict[str, list[Entry]] = {method: [] for method in _INJECTED_METHODS}
         self.events: list[dict[str, Any]] = []  # injected health events waiting for drain_health_events()
 
-    def by_method(self, method: str) -> list[tuple[Injection, RuleState]]:
-        return [(inj, s) for inj, s in self.entries if method in s.rule.methods]
+    def regroup(self) -> None:
+        for method, entries in self.methods.items():
+            entries[:] = [(inj, s) for inj, s in self.entries if method in s.rule.methods]
 
 
 _PATCHED: weakref.WeakKeyDictionary[DeviceRuntime, _Patched] = weakref.WeakKeyDictionary()
@@ -131,66 +137,66 @@ def _detach(injection: Injection) -> None:
         for runtime, patched in list(_PATCHED.items()):
             patched.entries = [(inj, s) for inj, s in patched.entries if inj is not injection]
             _install(runtime, patched)
-            if not patched.entries:
-                del _PATCHED[runtime]
 
 
 def _install(runtime: DeviceRuntime, patched: _Patched) -> None:
-    """Make the instance attributes match the active rules: a wrapper per covered method, none else."""
-    wanted = {m for _, s in patched.entries for m in s.rule.methods}
-    if any(s.rule.what.kind == "xid" for _, s in patched.entries) or patched.events:
+    """Make the instance attributes match the active rules: a wrapper per covered method, none else
+    (``drain_health_events`` stays wrapped while injected events wait to be drained)."""
+    patched.regroup()
+    wanted = {method for method, entries in patched.methods.items() if entries}
+    if patched.events or any(s.rule.what.kind == "xid" for _, s in patched.entries):
         wanted.add("drain_health_events")
     for method in _INJECTED_METHODS:
         present = method in vars(runtime)
         if method in wanted and not present:
             original = getattr(type(runtime), method).__get__(runtime)
-            setattr(runtime, method, _wrapper(runtime, method, original))
+            setattr(runtime, method, _wrapper(runtime, patched, method, original))
         elif method not in wanted and present and getattr(vars(runtime)[method], "_hetero_injection", False):
             delattr(runtime, method)
+    if not wanted:
+        _PATCHED.pop(runtime, None)
 
 
-def _wrapper(runtime: DeviceRuntime, method: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    ref = weakref.ref(runtime)
+def _wrapper(runtime: DeviceRuntime, patched: _Patched, method: str,
+             original: Callable[..., Any]) -> Callable[..., Any]:
+    entries = patched.methods[method]
 
     if method == "drain_health_events":
         def drain() -> list[dict[str, Any]]:
             events = original()
-            patched = _PATCHED.get(ref())  # type: ignore[arg-type]
-            if patched is not None and patched.events:
+            if patched.events:
                 with _LOCK:
                     events, patched.events = [*events, *patched.events], []
+                    _install(runtime, patched)  # the last rule gone and its events drained: unwrap
             return events
         drain._hetero_injection = True  # type: ignore[attr-defined]
         return drain
 
     if method == "health":
         def health() -> Health:
-            injected = _fire(ref(), method)
-            return injected if injected is not None else original()
+            for injection, state in entries:
+                call = state.hit()
+                if call is not None:
+                    injected = _act(runtime, patched, injection, state, method, call)
+                    if injected is not None:
+                        return injected
+            return original()  # type: ignore[no-any-return]
         health._hetero_injection = True  # type: ignore[attr-defined]
         return health
 
+    # The hot path while a rule is armed: one loop over this method's rules, a locked counter each.
     @functools.wraps(original)
     def call(*args: Any, **kwargs: Any) -> Any:
-        _fire(ref(), method)
+        for injection, state in entries:
+            number = state.hit()
+            if number is not None:
+                _act(runtime, patched, injection, state, method, number)
         return original(*args, **kwargs)
     call._hetero_injection = True  # type: ignore[attr-defined]
     return call
 
 
 # -- firing -----------------------------------------------------------------------------------
-def _fire(runtime: DeviceRuntime | None, method: str) -> Health | None:
-    """Count this call against every rule covering ``method``; act on the first that fires."""
-    patched = _PATCHED.get(runtime) if runtime is not None else None  # type: ignore[arg-type]
-    if patched is None or runtime is None:
-        return None
-    for injection, state in patched.by_method(method):
-        call = state.hit()
-        if call is not None:
-            return _act(runtime, patched, injection, state, method, call)
-    return None
-
-
 def _act(runtime: DeviceRuntime, patched: _Patched, injection: Injection, state: RuleState, method: str,
          call: int) -> Health | None:
     rule, what = state.rule, state.rule.what
@@ -212,7 +218,6 @@ def _act(runtime: DeviceRuntime, patched: _Patched, injection: Injection, state:
                  "rule": rule.text}
         with _LOCK:
             patched.events.append(event)
-            _install(runtime, patched)
         mapped = XID_ERRORS.get(what.xid or 0)
         if rule.op == "health":
             return _injected_health(rule)

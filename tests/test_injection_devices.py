@@ -209,3 +209,22 @@ def test_opencl_unavailable_device_is_unhealthy(opencl_device_fixture: hetero.De
     monkeypatch.setattr(runtime, "cl_device", Unavailable())
     health = runtime.health()
     assert health.state is HealthState.UNHEALTHY and "CL_DEVICE_AVAILABLE" in health.reason
+
+
+def test_injected_events_outlive_the_block_until_drained(device: hetero.Device) -> None:
+    device.runtime.drain_health_events()
+    with inject(f"{device.name}:alloc:nth=1:xid:48"):
+        device.runtime.allocate(64)
+    assert "allocate" not in vars(device.runtime)
+    assert [e["xid"] for e in device.runtime.drain_health_events()] == [48]  # the monitor still sees it
+    assert wrapped_methods(device.runtime) == []  # drained: the last wrapper is gone
+
+
+def test_injected_errors_survive_pickling(device: hetero.Device) -> None:
+    import pickle
+
+    with inject(f"{device.name}:alloc:nth=1:sticky"), pytest.raises(ContextCorruptedError) as info:
+        device.runtime.allocate(64)
+    copy = pickle.loads(pickle.dumps(info.value))  # fault reports cross process boundaries
+    assert type(copy) is ContextCorruptedError and copy.injected and str(copy) == str(info.value)
+    assert (copy.code, copy.code_name, copy.device) == (info.value.code, info.value.code_name, device.name)
