@@ -178,9 +178,13 @@ def _refusal(kernel: str, array: str, access: _Access, axis: int) -> str:
         why = f"it {access.text} at a first index that is not global_id({axis}), so a part may write rows it does not own"
     else:
         why = f"it {access.text} at rows other parts may be changing (it writes {array} too)"
-    return (f"{kernel} cannot be split: {why} (at {access.loc}). Only arrays every part writes at its own rows "
-            f"(first index global_id({axis})) are split; if each part adds its share into {array}, declare "
-            f"split(..., combine={{{array!r}: 'sum'}})")
+    rule = f"only arrays every part writes at its own rows (first index global_id({axis})) are split"
+    if access.atomic and access.atomic != "call":
+        remedy = (f"if each part adds its share into {array}, declare split(..., combine={{{array!r}: 'sum'}}) "
+                  "(or 'min'/'max')")
+    else:
+        remedy = "launch it on one device instead (kernel[n](...))"
+    return f"{kernel} cannot be split: {why} (at {access.loc}); {rule}. Remedy: {remedy}"
 
 
 def with_offset(function: ir.Function, axis: int) -> ir.Function:

@@ -86,13 +86,17 @@ class TransferLaw:
 
 
 def fit_transfer(points: Sequence[tuple[float, float]]) -> TransferLaw | None:
-    """Least squares ``t = L + bytes / B`` over ``(bytes, seconds)`` points (at least two
-    sizes). Latency is clamped at zero and the bandwidth to a positive value."""
-    usable = [(n, t) for n, t in points if n > 0 and t > 0 and math.isfinite(t)]
-    if len({n for n, _ in usable}) < 2:
+    """Least squares ``t = L + bytes / B`` over the median time of each size of ``(bytes,
+    seconds)`` samples (at least two sizes), so one slow copy does not tilt the line. Latency
+    is clamped at zero and the bandwidth to a positive value."""
+    by_size: dict[float, list[float]] = {}
+    for n, t in points:
+        if n > 0 and t > 0 and math.isfinite(t):
+            by_size.setdefault(n, []).append(t)
+    if len(by_size) < 2:
         return None
-    x = np.array([n for n, _ in usable], dtype=np.float64)
-    y = np.array([t for _, t in usable], dtype=np.float64)
+    x = np.array(sorted(by_size), dtype=np.float64)
+    y = np.array([statistics.median(by_size[n]) for n in sorted(by_size)], dtype=np.float64)
     slope, intercept = np.polyfit(x, y, 1)
     if slope <= 0:  # all sizes took the same time: latency-bound; take the largest copy's rate
         largest = int(np.argmax(x))
