@@ -35,7 +35,7 @@ from hetero.device import Health, HealthState
 from hetero.errors import ConfigError, DeviceError, did_you_mean
 from hetero.plugin import DeviceRuntime
 
-from .injection_rules import OPS, XID_ERRORS, Rule, RuleState, parse_rules
+from .injection_rules import OPS, Rule, RuleState, parse_rules
 
 log = logging.getLogger("hetero.fault.injection")
 
@@ -218,7 +218,7 @@ def _act(runtime: DeviceRuntime, patched: _Patched, injection: Injection, state:
                  "rule": rule.text}
         with _LOCK:
             patched.events.append(event)
-        mapped = XID_ERRORS.get(what.xid or 0)
+        mapped = xid_error_kind(what.xid or 0)
         if rule.op == "health":
             return _injected_health(rule)
         if rule.op not in ("launch", "sync") or mapped is None:
@@ -229,11 +229,37 @@ def _act(runtime: DeviceRuntime, patched: _Patched, injection: Injection, state:
     raise _error(runtime, rule, kind, what.code, what.xid)
 
 
-def _injected_health(rule: Rule) -> Health:
-    """What health() reports for a fired health rule: DEGRADED for degraded hardware, else UNHEALTHY."""
+def _injected_health(rule: Rule) -> Health | None:
+    """What health() reports for a fired health rule: DEGRADED for degraded hardware, UNHEALTHY for a
+    lost or corrupted device; None (the real health) for an Xid that leaves the GPU itself healthy."""
     what = rule.what
-    kind = (XID_ERRORS.get(what.xid or 0) or "degraded") if what.kind == "xid" else what.kind
-    return Health(HealthState.DEGRADED if kind == "degraded" else HealthState.UNHEALTHY, f"injected: {rule.text}")
+    if what.kind == "xid":
+        from .taxonomy import XIDS, FaultClass
+
+        row = XIDS.get(what.xid or 0)
+        states = {FaultClass.DEVICE_LOST: HealthState.UNHEALTHY, FaultClass.DEGRADED: HealthState.DEGRADED}
+        state = states.get(row.fault_class) if row is not None else None
+        return Health(state, f"injected: {rule.text}") if state is not None else None
+    return Health(HealthState.DEGRADED if what.kind == "degraded" else HealthState.UNHEALTHY, f"injected: {rule.text}")
+
+
+#: Xids the driver reports while applications keep running (page retirement/row remap recorded,
+#: high single-bit ECC rate, cleanup after another error, C2C corrected, recovery action changed):
+#: injecting one yields the event only, never an error. Source: NVIDIA "Xid Errors" and its catalog.
+REPORT_ONLY_XIDS = frozenset({45, 63, 64, 92, 121, 154})
+
+
+def xid_error_kind(xid: int) -> str | None:
+    """The fault kind an application sees on its next launch or sync after ``xid`` (from the Xid
+    catalog in :mod:`hetero.fault.taxonomy`), or None when the Xid comes without an error."""
+    from .taxonomy import XIDS, FaultClass
+
+    row = XIDS.get(xid)
+    if row is None or xid in REPORT_ONLY_XIDS:
+        return None
+    kinds = {FaultClass.DEVICE_LOST: "lost", FaultClass.CONTEXT_CORRUPTING: "sticky", FaultClass.DEGRADED: "degraded",
+             FaultClass.RECOVERABLE: "oom"}
+    return kinds.get(row.fault_class)
 
 
 def _describe(rule: Rule) -> str:

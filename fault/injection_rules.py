@@ -37,13 +37,6 @@ OPS: dict[str, tuple[str, ...]] = {
 KINDS = ("lost", "sticky", "oom", "degraded")
 #: Vendor-code families and the backends whose errors carry them.
 VENDORS: dict[str, tuple[str, ...]] = {"cuda": ("cuda",), "hip": ("rocm",), "opencl": ("oneapi", "opencl")}
-#: What an Xid (NVIDIA GPU error, reported by the driver) pairs with on a launch or sync: the kind
-#: of error the application sees next. Source: NVIDIA "Xid Errors" catalog (docs.nvidia.com/deploy/xid-errors):
-#: 79 fell off the bus; 48 double-bit ECC; 94 contained ECC (only the affected context dies);
-#: 95 uncontained ECC; 13/31 graphics engine exception / MMU fault (application error, sticky);
-#: 43/45/63/64/92 need no action from the application (reported as events only).
-XID_ERRORS: dict[int, str | None] = {79: "lost", 48: "degraded", 94: "sticky", 95: "degraded", 13: "sticky",
-                                     31: "sticky", 43: None, 45: None, 63: None, 64: None, 92: None}
 PROCESS_FAULTS = ("crash", "hang")
 WHAT_CHOICES = (*KINDS, "cuda:CODE", "hip:CODE", "opencl:CODE", "xid:N", "crash", "hang", "hang:DURATION")
 SYNTAX = "DEVICE:OP:TRIGGER:WHAT, e.g. 'oneapi:0:launch:nth=300:lost'"
@@ -269,6 +262,6 @@ class RuleState:
             if not fire:
                 return None
             self.fires += 1
-            if self.rule.op == "health":
+            if self.rule.op == "health" and self.rule.what.kind not in PROCESS_FAULTS:
                 self.latched = True
             return call

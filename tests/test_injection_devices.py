@@ -228,3 +228,17 @@ def test_injected_errors_survive_pickling(device: hetero.Device) -> None:
     copy = pickle.loads(pickle.dumps(info.value))  # fault reports cross process boundaries
     assert type(copy) is ContextCorruptedError and copy.injected and str(copy) == str(info.value)
     assert (copy.code, copy.code_name, copy.device) == (info.value.code, info.value.code_name, device.name)
+
+
+def test_xids_follow_the_catalog(device: hetero.Device) -> None:
+    from hetero.fault.injection import xid_error_kind
+
+    assert [xid_error_kind(x) for x in (79, 48, 31, 63, 92, 45, 99999)] == \
+        ["lost", "degraded", "sticky", None, None, None, None]
+    launch = operation(device, "launch")
+    with inject(f"{device.name}:launch:every=1,times=1:xid:31"), pytest.raises(ContextCorruptedError) as info:
+        launch()
+    assert info.value.xid == 31
+    with inject(f"{device.name}:health:nth=1:xid:31"):  # an application fault: the GPU itself stays healthy
+        assert device.health().state is HealthState.OK
+    assert [e["xid"] for e in device.runtime.drain_health_events()] == [31, 31]
