@@ -23,9 +23,11 @@ from hetero import dtypes
 from hetero.device import Device
 from hetero.errors import ArrayError, HeteroError
 from hetero.registry import device as resolve_device
+from hetero.scheduler.quota import CURRENT_TASK
 from hetero.types import ArrayType, scalar_type
 
 _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
+_current_task = CURRENT_TASK.get  # the scheduler task allocations are accounted to (None: no bookkeeping)
 
 
 class Array:
@@ -163,6 +165,9 @@ def empty(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str |
     dims = _shape(shape)
     kind = dtypes.as_dtype(dtype)
     nbytes = int(np.prod(dims, dtype=np.int64)) * kind.itemsize
+    task = _current_task()
+    if task is not None and nbytes:  # inside a scheduler task: quota checked before the vendor allocator, released on free
+        return task.allocate(target, nbytes, lambda buffer: Array(buffer, target, dims, kind))
     buffer = target.runtime.allocate(nbytes) if nbytes else _EMPTY
     return Array(buffer, target, dims, kind)
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from hetero.config import get_config
-from hetero.device import Device, HealthState
+from hetero.device import Device
 from hetero.errors import BackendUnavailableError, ConfigError, DeviceNotFoundError, PluginError, did_you_mean
 from hetero.plugin import Backend, BackendRegistration
 
@@ -208,7 +208,9 @@ class Registry:
         found.sort(key=lambda d: (order.get(str(d.kind), len(order)), -priority[d.backend], d.backend, d.index))
         return found
 
-    def device(self, spec: str | Device | None = None) -> Device:
+    def device(self, spec: str | Device | None = None, policy: str | None = None, **request: Any) -> Device:
+        if (policy is not None or request) and spec is not None and str(spec).strip().lower() != "auto":
+            raise ValueError(f"policy and request arguments choose among devices; they go with 'auto', not {str(spec)!r}")
         if isinstance(spec, Device):
             return spec
         if spec is None:
@@ -221,17 +223,19 @@ class Registry:
             return cached
         if not isinstance(text, str):
             raise TypeError(f"device spec must be a string or a hetero.Device, got {type(text).__name__}")
+        if text.strip().lower() == "auto":  # the scheduler places it, and remembers while still valid
+            from hetero.scheduler.placement import auto_device
+
+            return auto_device(policy, **request)
         found = self._resolve(text.strip().lower())
         self._by_spec[text] = found
         return found
 
     def _resolve(self, spec: str) -> Device:
         if spec == "auto":
-            candidates = self.devices()
-            for candidate in candidates:
-                if candidate.health().state is not HealthState.UNHEALTHY:
-                    return candidate
-            raise DeviceNotFoundError(spec, [d.name for d in candidates], "no healthy device is available")
+            from hetero.scheduler.placement import auto_device
+
+            return auto_device()
         backend, _, index_text = spec.partition(":")
         if backend not in self.names():
             valid = sorted({d.name for d in self._all_devices()} | set(self.names()) | {"auto"})
@@ -272,11 +276,17 @@ def devices() -> list[Device]:
     return _REGISTRY.devices()
 
 
-def device(spec: str | Device | None = None) -> Device:
-    """The device named by ``spec``: ``"auto"`` (the default: best healthy device, GPUs
-    before CPUs), a backend (``"oneapi"``: its first device) or one device (``"cuda:1"``).
-    ``None`` takes ``HETERO_DEVICE`` / the config's ``device``."""
-    return _REGISTRY.device(spec)
+def device(spec: str | Device | None = None, policy: str | None = None, **request: Any) -> Device:
+    """The device named by ``spec``: ``"auto"`` (the default: placed by the scheduler), a
+    backend (``"oneapi"``: its first device) or one device (``"cuda:1"``).
+    ``None`` takes ``HETERO_DEVICE`` / the config's ``device``.
+
+    ``"auto"`` asks :func:`hetero.scheduler.place` with ``policy`` (default ``HETERO_POLICY`` /
+    the config's ``policy``, first-fit) and a request (``memory="2GiB"``, ``kinds=("gpu",)``,
+    ``priority="high"``, ``kernel=k, n=...``: see :class:`hetero.scheduler.Request`); quarantined
+    and unhealthy devices are never chosen. The decision is remembered until the quarantine,
+    accounted usage or health may have changed, so calling this in a loop stays cheap."""
+    return _REGISTRY.device(spec, policy, **request)
 
 
 @contextlib.contextmanager

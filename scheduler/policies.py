@@ -1,0 +1,270 @@
+"""Placement policies: which eligible device a request gets, and why.
+
+Every policy first rejects the devices no request may have (excluded, quarantined,
+unhealthy, of an unwanted kind/vendor/backend, too little free memory), then orders the
+rest by one sort key: the request's preference among kinds/vendors/backends, then health
+(``degraded`` devices only as a last resort), then the policy's own score, then the
+device's position in the configured order (``hetero.devices()``: GPUs first, backend
+priority, index). That position is unique, so ties never depend on timing or hashing.
+
+=========== =========================================================================
+policy      score (lower wins)
+=========== =========================================================================
+first-fit   none: the first eligible device in the configured order
+binpack     the most-used device first (memory load, then tasks): fills one before the next
+spread      the least-used device first (memory load, then tasks)
+fastest     expected finish = predicted seconds (cost model) x (tasks + 1); without a
+            prediction for every eligible device, 1 / static speed (compute units x kind
+            weight) x (tasks + 1), for all of them alike
+priority    free devices, then those held only by lower classes (the request takes them),
+            then shared with its own class, then least used; low requests never share
+            and queue when every fitting device is held
+=========== =========================================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from hetero.config import POLICIES
+from hetero.device import HealthState
+from hetero.errors import did_you_mean
+from hetero.scheduler.request import PRIORITY_RANK, Candidate, CostModel, Request, format_size
+
+#: Relative throughput of one compute unit by device kind, for the static speed estimate
+#: (a GPU SM/CU runs many more lanes than a CPU core).
+KIND_WEIGHT = {"gpu": 8.0, "accelerator": 4.0, "cpu": 1.0}
+_HEALTH_RANK = {HealthState.OK: 0, HealthState.UNKNOWN: 0, HealthState.DEGRADED: 1}
+
+Key = tuple[Any, ...]
+
+
+class Policy:
+    """A way of ordering eligible devices. Subclasses give ``score`` (lower wins) and ``describe``."""
+
+    name = ""
+    summary = ""
+    #: Whether decisions depend on accounted usage (memory, tasks, holds): cached decisions
+    #: of such policies are re-made when usage changes.
+    uses_load = True
+
+    def prepare(self, eligible: Sequence[Candidate], request: Request, cost_model: CostModel | None) -> Any:
+        """Per-decision context shared by ``score`` and ``describe`` (the cost model's predictions)."""
+        return None
+
+    def reject(self, candidate: Candidate, request: Request) -> str | None:
+        """A policy-specific reason to refuse this device (None: eligible)."""
+        return None
+
+    def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
+        return ()
+
+    def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
+        return ""
+
+
+class FirstFit(Policy):
+    name = "first-fit"
+    summary = "takes the first eligible device in the configured order"
+    uses_load = False
+
+    def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
+        return f"order {candidate.order}"
+
+
+def _usage(candidate: Candidate) -> str:
+    return f"load {candidate.load:.1%}, {candidate.tasks} task{'s' if candidate.tasks != 1 else ''}"
+
+
+class Binpack(Policy):
+    name = "binpack"
+    summary = "fills the most-used device that fits"
+
+    def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
+        return (-candidate.load, -candidate.tasks)
+
+    def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
+        return _usage(candidate)
+
+
+class Spread(Policy):
+    name = "spread"
+    summary = "takes the least-used device"
+
+    def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
+        return (candidate.load, candidate.tasks)
+
+    def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
+        return _usage(candidate)
+
+
+def static_speed(candidate: Candidate) -> float:
+    """Compute units x kind weight: the speed estimate when the cost model has no prediction."""
+    return max(candidate.info.compute_units, 1) * KIND_WEIGHT.get(str(candidate.info.kind), 1.0)
+
+
+class Fastest(Policy):
+    name = "fastest"
+    summary = "takes the device expected to finish first"
+
+    def prepare(self, eligible: Sequence[Candidate], request: Request, cost_model: CostModel | None) -> Any:
+        # Predicted seconds are used only when every eligible device has one: seconds and
+        # static speeds do not compare, and a device the model has not seen is not slow.
+        if cost_model is None or request.kernel is None or request.n is None:
+            return None
+        predictions: dict[str, float] = {}
+        for candidate in eligible:
+            seconds = cost_model.predict(request.kernel, candidate.info.stable_id, request.n)
+            if seconds is None:
+                return {"missing": candidate.name}
+            predictions[candidate.info.stable_id] = float(seconds)
+        return predictions
+
+    def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
+        if context and "missing" not in context:
+            return (context[candidate.info.stable_id] * (candidate.tasks + 1),)
+        return ((candidate.tasks + 1) / static_speed(candidate),)
+
+    def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
+        queue = f" x {candidate.tasks + 1} (tasks + 1)" if candidate.tasks else ""
+        if context and "missing" not in context:
+            return f"predicted {_seconds(context[candidate.info.stable_id])}{queue}"
+        kind = str(candidate.info.kind)
+        speed = static_speed(candidate)
+        return f"static {speed:g} ({max(candidate.info.compute_units, 1)} CU x {kind} {KIND_WEIGHT.get(kind, 1.0):g}){queue}"
+
+
+def _seconds(value: float) -> str:
+    if value >= 1:
+        return f"{value:.3g} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.3g} ms"
+    return f"{value * 1e6:.3g} us"
+
+
+class Priority(Policy):
+    name = "priority"
+    summary = "takes a free device, else one held by lower priority classes, else shares its own class"
+
+    def reject(self, candidate: Candidate, request: Request) -> str | None:
+        held = candidate.held_by
+        if held is None:
+            return None
+        mine, theirs = PRIORITY_RANK[request.priority], PRIORITY_RANK[held]
+        if mine > theirs or (mine == theirs and request.priority != "low"):
+            return None
+        holders = ", ".join(candidate.holders) or "a task"
+        if mine == theirs:
+            return f"held by low-priority {holders}; low requests queue for a free device"
+        return f"held by {held}-priority {holders}"
+
+    def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
+        held = candidate.held_by
+        rank = 0 if held is None else (1 if PRIORITY_RANK[held] < PRIORITY_RANK[request.priority] else 2)
+        return (rank, candidate.load, candidate.tasks)
+
+    def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
+        state = ("free", f"takes from {candidate.held_by}", f"shares with {candidate.held_by}")[score[0]]
+        return f"{state}, {_usage(candidate)}"
+
+
+_POLICIES: dict[str, Policy] = {p.name: p for p in (FirstFit(), Binpack(), Spread(), Fastest(), Priority())}
+assert tuple(_POLICIES) == POLICIES, "hetero.config.POLICIES and the scheduler's policies must agree"
+
+
+def get_policy(name: str | Policy) -> Policy:
+    """The policy called ``name`` (one of ``hetero.config.POLICIES``), or ``name`` itself when a Policy."""
+    if isinstance(name, Policy):
+        return name
+    key = str(name).strip().lower().replace("_", "-")
+    policy = _POLICIES.get(key) or _POLICIES.get({"firstfit": "first-fit", "first": "first-fit"}.get(key, ""))
+    if policy is None:
+        raise ValueError(f"unknown placement policy {name!r}; valid policies: {', '.join(POLICIES)}"
+                         + did_you_mean(key, POLICIES))
+    return policy
+
+
+# -- the decision ----------------------------------------------------------------------
+@dataclasses.dataclass
+class Ranking:
+    """A policy's verdict over candidates: eligible ones best first with their sort keys,
+    rejected ones with the reason, and whether the request should queue."""
+
+    policy: Policy
+    request: Request
+    ranked: list[tuple[Key, Candidate]]
+    rejected: list[tuple[Candidate, str]]
+    context: Any
+    queued: bool
+
+    @property
+    def winner(self) -> Candidate | None:
+        return self.ranked[0][1] if self.ranked else None
+
+
+def _common_reject(candidate: Candidate, request: Request) -> str | None:
+    info = candidate.info
+    if request.exclude and (info.name in request.exclude or info.stable_id in request.exclude):
+        return "excluded by the request"
+    if candidate.quarantined:
+        return "quarantined (see `hetero quarantine`)"
+    if candidate.health is HealthState.UNHEALTHY:
+        return "unhealthy" + (f": {candidate.health_reason}" if candidate.health_reason else "")
+    if request.kinds and str(info.kind) not in request.kinds:
+        return f"kind {info.kind} not requested ({', '.join(request.kinds)})"
+    if request.vendors and info.vendor.lower() not in request.vendors:
+        return f"vendor {info.vendor} not requested ({', '.join(request.vendors)})"
+    if request.backends and info.backend not in request.backends:
+        return f"backend {info.backend} not requested ({', '.join(request.backends)})"
+    if request.memory > candidate.free:
+        return f"needs {format_size(request.memory)}, {format_size(candidate.free)} free of {format_size(info.memory)}"
+    return None
+
+
+def _preference(candidate: Candidate, request: Request) -> int:
+    info = candidate.info
+    rank = 0
+    if request.kinds:
+        rank = request.kinds.index(str(info.kind))
+    if request.vendors:
+        rank = rank * 16 + request.vendors.index(info.vendor.lower())
+    if request.backends:
+        rank = rank * 16 + request.backends.index(info.backend)
+    return rank
+
+
+def _first(pair: tuple[Key, Candidate]) -> Key:
+    return pair[0]
+
+
+def rank(candidates: Sequence[Candidate], request: Request, policy: Policy, cost_model: CostModel | None = None) -> Ranking:
+    """Apply ``policy`` to ``candidates`` for ``request``: the :class:`Ranking` (pure, no I/O)."""
+    eligible: list[Candidate] = []
+    rejected: list[tuple[Candidate, str]] = []
+    held = 0
+    special = policy.reject
+    for candidate in candidates:
+        reason = _common_reject(candidate, request)
+        if reason is None:
+            reason = special(candidate, request)
+            if reason is not None:
+                held += 1
+        if reason is None:
+            eligible.append(candidate)
+        else:
+            rejected.append((candidate, reason))
+    context = policy.prepare(eligible, request, cost_model)
+    score = policy.score
+    preferred = bool(request.kinds or request.vendors or request.backends)
+    # Key: (preference, health rank, *policy score, order, name, stable id, index): the tail is
+    # unique, so sorting never compares candidates and ties never depend on timing.
+    ranked = [
+        ((_preference(c, request) if preferred else 0, _HEALTH_RANK[c.health], *score(c, request, context),
+          c.order, c.info.name, c.info.stable_id, index), c)
+        for index, c in enumerate(eligible)
+    ]
+    ranked.sort(key=_first)
+    return Ranking(policy, request, ranked, rejected, context, queued=not ranked and held > 0)
+

@@ -1,0 +1,131 @@
+"""Who uses which device in this process: bytes accounted per (task, device), and the
+active tasks holding each device. The placement policies read it (binpack, spread,
+priority); quotas are checked against it.
+
+Only allocations made inside a scheduler task are accounted (outside one, hetero's
+allocator does no bookkeeping at all). One lock guards everything; waiters (queued
+low-priority placements) sleep on the same condition and wake when a task ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import TYPE_CHECKING
+
+from hetero.errors import QuotaExceeded
+from hetero.scheduler.request import PRIORITY_RANK
+
+if TYPE_CHECKING:
+    from hetero.scheduler.quota import Task
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceLoad:
+    """One device's accounted usage: bytes, holding tasks, their highest priority and names."""
+
+    used: int = 0
+    tasks: int = 0
+    held_by: str | None = None
+    holders: tuple[str, ...] = ()
+
+
+_FREE = DeviceLoad()
+
+
+class Ledger:
+    """The process's usage table. Use the module's ``LEDGER``."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition(threading.Lock())
+        self._used: dict[str, int] = {}  # device name -> bytes, all tasks
+        self._holds: dict[str, dict[Task, None]] = {}  # device name -> active tasks holding it (ordered)
+        #: Bumped on every change: cached placement decisions compare it to know they are stale.
+        self.generation = 0
+
+    # -- memory ----------------------------------------------------------------------
+    def charge(self, task: Task, device: str, nbytes: int, limit: int | None) -> None:
+        """Account ``nbytes`` on ``device`` to ``task``, or raise QuotaExceeded (nothing changes then)."""
+        with self.changed:
+            used = task.used.get(device, 0)
+            if limit is not None and used + nbytes > limit:
+                raise QuotaExceeded(device, task.name, limit, used, nbytes)
+            task.used[device] = used + nbytes
+            self._used[device] = self._used.get(device, 0) + nbytes
+            if task.active and task not in self._holds.get(device, ()):
+                self._holds.setdefault(device, {})[task] = None
+                task.held.add(device)
+            self.generation += 1
+
+    def refund(self, task: Task, device: str, nbytes: int) -> None:
+        """Give back what :meth:`charge` took (the array was freed, or the allocation failed)."""
+        with self.changed:
+            left = task.used.get(device, 0) - nbytes
+            if left > 0:
+                task.used[device] = left
+            else:
+                task.used.pop(device, None)
+            total = self._used.get(device, 0) - nbytes
+            if total > 0:
+                self._used[device] = total
+            else:
+                self._used.pop(device, None)
+            self.generation += 1
+            self.changed.notify_all()
+
+    # -- holds -----------------------------------------------------------------------
+    def hold(self, task: Task, device: str) -> None:
+        """``task`` (active) now holds ``device``: it counts among its tasks and priority holders."""
+        with self.changed:
+            if not task.active or task in self._holds.get(device, ()):
+                return
+            self._holds.setdefault(device, {})[task] = None
+            task.held.add(device)
+            self.generation += 1
+
+    def release_holds(self, task: Task) -> None:
+        """``task`` ended: it holds nothing any more (its accounted bytes stay until freed)."""
+        with self.changed:
+            for device in task.held:
+                holders = self._holds.get(device)
+                if holders is not None:
+                    holders.pop(task, None)
+                    if not holders:
+                        del self._holds[device]
+            task.held.clear()
+            self.generation += 1
+            self.changed.notify_all()
+
+    def holders(self, device: str) -> list[Task]:
+        with self.changed:
+            return list(self._holds.get(device, ()))
+
+    # -- reading ---------------------------------------------------------------------
+    def load(self, device: str) -> DeviceLoad:
+        with self.changed:
+            return self._load(device)
+
+    def _load(self, device: str) -> DeviceLoad:
+        holders = self._holds.get(device)
+        used = self._used.get(device, 0)
+        if not holders:
+            return DeviceLoad(used) if used else _FREE
+        top = max(holders, key=lambda t: PRIORITY_RANK[t.priority]).priority
+        return DeviceLoad(used, len(holders), top, tuple(t.name for t in holders))
+
+    def snapshot(self) -> dict[str, DeviceLoad]:
+        """Every device with usage or holders, by name (others are free)."""
+        with self.changed:
+            return {name: self._load(name) for name in {*self._used, *self._holds}}
+
+    def used(self, device: str) -> int:
+        with self.changed:
+            return self._used.get(device, 0)
+
+    def wait(self, generation: int, timeout: float | None) -> bool:
+        """Sleep until usage changes from ``generation`` (or ``timeout`` seconds pass); True if it changed."""
+        with self.changed:
+            return self.changed.wait_for(lambda: self.generation != generation, timeout)
+
+
+LEDGER = Ledger()
