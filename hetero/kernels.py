@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import threading
 import time
@@ -59,14 +60,16 @@ if TYPE_CHECKING:
 
 ParamType = ScalarType | ArrayType
 
-#: Launches per device name since the process started (see :func:`launch_counts`).
-_LAUNCH_COUNTS: dict[str, int] = {}
+#: A launch counter per device name (``next()`` on an ``itertools.count`` is atomic under the GIL,
+#: so launches from several threads are all counted, for the cost of one call).
+_LAUNCH_COUNTERS: dict[str, itertools.count[int]] = {}
 
 
 def launch_counts() -> dict[str, int]:
     """How many kernel launches each device has had in this process (device name -> count);
     the launcher's metrics read it. Devices that never ran a kernel are absent."""
-    return dict(_LAUNCH_COUNTS)
+    # An itertools.count tells its next value only through its pickling state.
+    return {name: counter.__reduce__()[1][0] for name, counter in list(_LAUNCH_COUNTERS.items())}
 
 
 def _size_tuple(value: Any, what: str) -> tuple[int, ...]:
@@ -126,8 +129,7 @@ class Specialization:
         self.plan = [(arg.kind, index[arg.param], arg.axis, arg.dtype.dtype) for arg in self.source.abi]
         self.host = self.runtime.host_memory
         self._checked_sizes: set[tuple[Any, Any]] = set()
-        self.device_name = device.name
-        _LAUNCH_COUNTS.setdefault(device.name, 0)
+        self.launches = _LAUNCH_COUNTERS.setdefault(device.name, itertools.count())
         self.calls = 0  # launches seen while sampling is on (every k-th is timed)
 
     def check_sizes(self, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
@@ -183,7 +185,7 @@ class Launcher:
             entry = kernel._specialize(args, key)
         entry.check_sizes(self.global_size, self.local_size)
         entry.launch(self.global_size, self.local_size, args)
-        _LAUNCH_COUNTS[entry.device_name] += 1
+        next(entry.launches)
 
     _plain_call = __call__
 
@@ -213,7 +215,7 @@ class Launcher:
                 work_items *= size
             cost_model.default_model().record(kernel.cost_key(), device.stable_id, work_items, seconds,
                                               signature=kernel.signature(entry.types), device_name=device.name)
-        _LAUNCH_COUNTS[entry.device_name] += 1
+        next(entry.launches)
 
 
 _sampling_every: int | None = None

@@ -55,8 +55,10 @@ class CostModel:
         self._devices: dict[str, str] = {}
         self._pending: list[tuple[Any, ...]] = []  # samples recorded since the last load/save
         self._fits: dict[tuple[str, str], PowerLaw | None] = {}
+        self._reported: str | None = None  # the file problem already warned about
         if path is not None:
-            self._load(cost_store.read(path))
+            document, self._reported = cost_store.read(path)
+            self._load(document)
 
     # -- recording ----------------------------------------------------------------------
     def record(self, kernel_key: str, device_stable_id: str, n: int, seconds: float, signature: str = "",
@@ -187,7 +189,9 @@ class CostModel:
             self._kernels.clear()
             self._transfers.clear()
             self._fits.clear()
-            self._load(cost_store.read(self.path))  # what other processes saved meanwhile
+            document, problem = cost_store.read(self.path, warn=self._reported is None)
+            self._reported = self._reported or problem
+            self._load(document)  # what other processes saved meanwhile
             for sample in pending:
                 if sample[0] == "kernel":
                     self._add_kernel(*sample[1:])

@@ -53,27 +53,28 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def read(path: Path) -> dict[str, Any]:
-    """The document in ``path``; an empty one when the file is missing, and (with a warning
-    naming the file) when it is corrupt or of another version."""
+def read(path: Path, warn: bool = True) -> tuple[dict[str, Any], str | None]:
+    """The document in ``path`` and None; an empty one when the file is missing; an empty one
+    and what is wrong (also warned, naming the file, unless ``warn`` is False) when it is
+    unreadable, corrupt or of another version."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return empty_document()
+        return empty_document(), None
     except OSError as exc:
-        warnings.warn(f"cannot read the cost model {path}: {exc}; starting with an empty model", RuntimeWarning,
-                      stacklevel=3)
-        return empty_document()
-    try:
-        data = json.loads(text)
-        problem = _problem(data)
-    except ValueError as exc:
-        problem = f"not valid JSON ({exc})"
-    if problem:
+        problem: str | None = f"unreadable ({exc})"
+    else:
+        try:
+            data = json.loads(text)
+            problem = _problem(data)
+        except ValueError as exc:
+            problem = f"not valid JSON ({exc})"
+        if problem is None:
+            return data, None
+    if warn:
         warnings.warn(f"the cost model {path} is corrupt: {problem}; starting with an empty model "
                       f"(the next save replaces the file; `hetero calibrate` refills it)", RuntimeWarning, stacklevel=3)
-        return empty_document()
-    return data  # type: ignore[no-any-return]
+    return empty_document(), problem
 
 
 def _problem(data: Any) -> str | None:
