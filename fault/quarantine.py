@@ -46,8 +46,9 @@ FORMAT_VERSION = 1
 FILE_NAME = "quarantine.json"
 
 
-class QuarantineError(HeteroError, RuntimeError):
-    """The quarantine store cannot be used (unwritable state dir, a newer format)."""
+class QuarantineError(HeteroError, OSError):
+    """The quarantine store cannot be used (unwritable state dir, a newer format). An OSError, so
+    that callers which must move on without the store (the guard) catch it with the I/O errors."""
 
 
 @dataclasses.dataclass(frozen=True)
