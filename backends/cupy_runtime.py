@@ -176,6 +176,17 @@ class CuPyRuntime(DeviceRuntime):
     def pop_stream(self, token: contextvars.Token[Any]) -> None:
         self._stream.reset(token)
 
+    def sync_stream(self, stream: Any) -> None:
+        with self._on_device("waiting for a stream"):
+            stream.synchronize()
+
+    def stream_wait(self, waiting: Any, other: Any) -> None:
+        """Make ``waiting`` wait (on the device) for the work queued on ``other`` so far."""
+        with self._on_device("ordering two streams"):
+            event = self.cupy.cuda.Event(block=False, disable_timing=True)
+            event.record(other)
+            waiting.wait_event(event)
+
     def current_stream(self) -> Any:
         """The stream work goes to now: a hetero.Stream's, or None (the device's default stream)."""
         return self._stream.get()
