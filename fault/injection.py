@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from hetero.device import Health, HealthState
@@ -78,7 +78,7 @@ class Injection:
         name, backend = runtime.info.name, runtime.info.backend
         found = []
         for index, rule in enumerate(self.rules):
-            if not fnmatch.fnmatchcase(name, rule.device) and not fnmatchcase_backend(name, rule.device):
+            if not fnmatch.fnmatchcase(name, rule.device) and not _names_backend(name, rule.device):
                 continue
             if not rule.matches_backend(backend):
                 log.debug("fault rule %r skips %s: its vendor code is not a %s error", rule.text, name, backend)
@@ -93,7 +93,7 @@ class Injection:
         return f"<hetero.fault.Injection {self.source}: {len(self.rules)} rule(s), {len(self.fired)} fired>"
 
 
-def fnmatchcase_backend(name: str, pattern: str) -> bool:
+def _names_backend(name: str, pattern: str) -> bool:
     """``cpu`` names the device ``cpu``; a bare backend name (``oneapi``) names all its devices."""
     return ":" not in pattern and not any(ch in pattern for ch in "*?[") and name.split(":", 1)[0] == pattern
 
@@ -332,9 +332,20 @@ def _check_devices(rules: Sequence[Rule]) -> None:
 class inject:  # lower case: used like a function, ``with hetero.fault.inject(...)``
     """Inject faults while the block runs, on devices already opened and on those opened inside it.
 
-    ``rules``: one rule, a ``;``-separated string, or a list. On exit the devices are restored
-    (no wrapper is left behind). The object bound by ``as`` is the :class:`Injection`: its
-    ``fired`` list holds a :class:`FaultRecord` per injected fault.
+    ``rules``: one rule, a ``;``-separated string, or a list. A rule is ``DEVICE:OP:TRIGGER:WHAT``:
+
+    - DEVICE: a device name or ``fnmatch`` pattern (``oneapi:0``, ``opencl:*``, ``cpu``, ``*``);
+    - OP: ``launch``, ``copy`` (upload, download, device copies), ``alloc``, ``sync``, ``health``;
+    - TRIGGER: ``nth=N`` (exactly the Nth matching call on each device), ``every=K``, or ``p=P``
+      (with ``,seed=S`` the same calls fire in every run); ``,times=M`` caps the fires;
+    - WHAT: ``lost``, ``sticky``, ``oom``, ``degraded`` (the backend's own error of that kind), a vendor
+      code ``cuda:700``, ``hip:700``, ``opencl:-5`` (on devices of that backend only), ``xid:79`` (a
+      health event, and on launch/sync the error NVIDIA pairs with it), ``crash`` (SIGKILL) or
+      ``hang:2s`` (``hang``: forever). On ``health`` the state sticks once fired (``times=M`` limits it).
+
+    On exit the devices are restored (no wrapper is left behind). The object bound by ``as`` is the
+    :class:`Injection`: its ``fired`` list holds a :class:`FaultRecord` per injected fault. Raises
+    ConfigError for a bad rule, naming the bad part and the valid choices.
     """
 
     def __init__(self, rules: str | Rule | Sequence[str | Rule]) -> None:
@@ -346,6 +357,8 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
         from hetero.registry import opened_devices
 
         with _LOCK:
+            if self.injection.active:
+                raise RuntimeError("this hetero.fault.inject block is already active; create another one to nest")
             self.injection.active = True
             _ACTIVE.append(self.injection)
             _attach(self.injection, [d.runtime for d in opened_devices()])
@@ -393,12 +406,6 @@ def active() -> bool:
 def wrapped_methods(runtime: DeviceRuntime) -> list[str]:
     """The runtime methods injection has wrapped on this instance (empty when injection is off)."""
     return [m for m in _INJECTED_METHODS if m in vars(runtime)]
-
-
-def iter_records() -> Iterator[FaultRecord]:
-    """Every fault injected by the active blocks and the configured rules, in order per source."""
-    for injection in [*_CONFIGURED.values(), *_ACTIVE]:
-        yield from injection.fired
 
 
 __all__ = ["OPS", "FaultRecord", "Injection", "active", "apply_at_open", "configured", "inject", "wrapped_methods"]

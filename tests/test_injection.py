@@ -156,6 +156,13 @@ def test_inject_wraps_only_the_covered_methods_and_restores_them(cpu_runtime: he
     assert inj.fired == [] and not inj.active
 
 
+def test_one_block_cannot_be_entered_twice(cpu_runtime: hetero.plugin.DeviceRuntime) -> None:
+    block = inject("cpu:alloc:nth=1:oom")
+    with block, pytest.raises(RuntimeError, match="already active"), block:
+        pass
+    assert wrapped_methods(cpu_runtime) == []
+
+
 def test_inject_reaches_devices_opened_inside_the_block() -> None:
     registry = Registry()  # a private registry: its backends open inside the block
     with inject("cpu:alloc:nth=1:oom") as inj:
