@@ -55,7 +55,7 @@ for step in range(start, steps):
     hetero.heartbeat(step + 1)
     time.sleep(0.05)  # a step that takes time, so the launcher sees several heartbeats
     if restart == 0 and step + 1 == 5:
-        if mode in ("crash", "fail-again") or mode.startswith("metrics:"):
+        if mode in ("crash", "fail-again") or mode.startswith("metrics:") or (mode == "crash0" and os.environ["RANK"] == "0"):
             os.kill(os.getpid(), signal.SIGKILL)
         if mode == "hang":
             time.sleep(120)
@@ -240,3 +240,17 @@ def test_metrics_served_during_the_run(tmp_path: Path) -> None:
     assert "hetero_worker_restarts_total 1.0" in text
     assert f'hetero_faults_total{{class="crash",device="{DEVICES[0]}"}} 1.0' in text
     assert "hetero_recovery_seconds_bucket" in text and "hetero_goodput_ratio" in text
+
+
+@needs_two
+def test_group_restart_restarts_every_worker(tmp_path: Path) -> None:
+    result, out = launch(tmp_path, "--nproc", "2", "--restart", "group", "--devices", ",".join(DEVICES[:2]),
+                         mode="crash0")
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(out), reference())
+    records = events(tmp_path)
+    assert [r["worker"] for r in of(records, "worker_started")].count(1) == 2  # rank 1 went again too
+    restarts = {r["worker"]: r for r in of(records, "restart")}
+    assert restarts[0]["group"] is False and restarts[1]["group"] is True
+    assert restarts[0]["to_device"] != restarts[0]["from_device"]
+    assert of(records, "finished")[0]["restarts"] == 1  # a group restart counts once

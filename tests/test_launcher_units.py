@@ -1,0 +1,114 @@
+"""hetero-run's parts in-process: device environment, replacement choice, goodput and
+time-lost accounting, metrics exposition, command-line errors."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from hetero.device import DeviceInfo, Kind
+from hetero.fault import run_cli
+from hetero.fault.launch_assign import LaunchError, assign, device_env, replacement
+from hetero.fault.launch_events import EventLog, Progress, Summary, append_event
+
+
+def info(name: str) -> DeviceInfo:
+    backend, _, index = name.partition(":")
+    return DeviceInfo(name=name, backend=backend, index=int(index or 0), vendor="v", kind=Kind.GPU, model="m",
+                      memory=1 << 30, compute_units=1, max_work_group_size=64, fp64=True, driver_version="1",
+                      stable_id=f"id-{name}")
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("cuda:3", {"HETERO_DEVICE": "cuda:0", "CUDA_VISIBLE_DEVICES": "3"}),
+    ("rocm:1", {"HETERO_DEVICE": "rocm:0", "HIP_VISIBLE_DEVICES": "1"}),
+    ("oneapi:2", {"HETERO_DEVICE": "oneapi:2", "ONEAPI_DEVICE_SELECTOR": "opencl:2"}),
+    ("opencl:1", {"HETERO_DEVICE": "opencl:1"}),
+    ("cpu", {"HETERO_DEVICE": "cpu"}),
+])
+def test_device_env_sets_the_vendor_visibility_variable(name: str, expected: dict[str, str]) -> None:
+    assert device_env(info(name)) == expected
+
+
+def test_replacement_prefers_another_device_then_the_least_loaded() -> None:
+    a, b, c = info("cuda:0"), info("cuda:1"), info("cuda:2")
+    assert replacement(a, "spread", [a, b, c], Counter({"cuda:1": 2})) == c
+    assert replacement(a, "spread", [a, b, c], Counter()) == b
+    assert replacement(a, "binpack", [a, b, c], Counter({"cuda:2": 1})) == c
+    assert replacement(a, "spread", [a], Counter()) == a  # the only device left: same one
+    with pytest.raises(LaunchError, match="no usable device to restart the worker of cuda:0"):
+        replacement(a, "spread", [], Counter())
+
+
+def test_assign_spreads_over_candidates_and_names_the_remedy_when_none() -> None:
+    a, b = info("cpu"), info("opencl:0")
+    assert [d.name for d in assign(3, "spread", [a, b])] == ["cpu", "opencl:0", "cpu"]
+    with pytest.raises(LaunchError, match="hetero quarantine"):
+        assign(1, "spread", [])
+
+
+def test_useful_time_counts_only_steps_that_were_kept() -> None:
+    progress = Progress([(0.0, 1), (1.0, 2), (2.0, 3), (3.0, 4)])
+    assert progress.useful_seconds(None) == 3.0
+    assert progress.useful_seconds(2) == 1.0  # steps 3 and 4 are redone after the restart
+    assert progress.last_kept_time(2) == 1.0 and progress.last_kept_time(0) is None
+
+
+def test_goodput_is_useful_time_over_wall_time_of_all_workers() -> None:
+    summary = Summary(nproc=2)
+    assert summary.goodput() is None  # no heartbeats: unknown, not zero
+    summary.started -= 10.0
+    summary.close_incarnation(Progress([(0.0, 1), (4.0, 5)]), None)
+    summary.close_incarnation(Progress([(0.0, 1), (6.0, 7)]), None)
+    assert summary.goodput() == pytest.approx(10.0 / 20.0, rel=0.01)
+    summary.faults["crash"] += 1
+    table = summary.table(0, None)
+    assert "50.0%" in table
+    assert "crash: 1" in table
+
+
+def test_event_log_lines_have_wall_and_monotonic_time(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path)
+    log.emit("worker_started", worker=0, device="cpu")
+    log.close()
+    append_event(path, "worker_exited", worker=0, returncode=0)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["event"] for r in records] == ["worker_started", "worker_exited"]
+    assert all(isinstance(r["time"], float) and isinstance(r["monotonic"], float) for r in records)
+    assert records[1]["monotonic"] >= records[0]["monotonic"]
+
+
+def test_prometheus_metrics_have_the_documented_names() -> None:
+    pytest.importorskip("prometheus_client")
+    from hetero.fault.metrics import PrometheusMetrics
+
+    metrics = PrometheusMetrics()
+    metrics.inc_restarts()
+    metrics.inc_fault("device-lost", "oneapi:0")
+    metrics.set_quarantined("oneapi:0", True)
+    metrics.observe_recovery(1.5)
+    metrics.set_goodput(0.75)
+    metrics.add_launches("cpu", 40)
+    text = metrics.exposition().decode()
+    for line in ("hetero_worker_restarts_total 1.0", 'hetero_faults_total{class="device-lost",device="oneapi:0"} 1.0',
+                 'hetero_device_quarantined{device="oneapi:0"} 1.0', "hetero_recovery_seconds_count 1.0",
+                 "hetero_goodput_ratio 0.75", 'hetero_kernel_launches_total{device="cpu"} 40.0'):
+        assert line in text
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    ([], "name a script"),
+    (["missing.py"], "script 'missing.py' not found"),
+    (["--nproc", "0", "x.py"], "--nproc must be at least 1"),
+    (["--nnodes", "2", "x.py"], "--nnodes > 1 needs --rdzv-endpoint"),
+    (["--policy", "fastest", "x.py"], "invalid choice"),
+])
+def test_bad_arguments_exit_2_and_say_why(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        run_cli.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
