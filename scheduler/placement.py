@@ -285,8 +285,10 @@ def auto_device(policy: str | None = None, **fields: Any) -> Device:
 
 
 def forget_decisions() -> None:
-    """Drop every remembered ``"auto"`` decision (tests; after changing devices by hand)."""
+    """Drop every remembered ``"auto"`` decision and the quarantine read with them (tests;
+    after changing the state dir or devices by hand)."""
     _AUTO.clear()
+    _WATCH.ids = None
 
 
 _DEFAULT_REQUEST = Request()

@@ -11,7 +11,15 @@ import pytest
 
 from hetero.device import DeviceInfo, HealthState, Kind
 from hetero.scheduler import (
-    Candidate, NoDeviceAvailable, Request, assign, decide, explain, get_policy, parse_size, static_speed,
+    Candidate,
+    NoDeviceAvailable,
+    Request,
+    assign,
+    decide,
+    explain,
+    get_policy,
+    parse_size,
+    static_speed,
 )
 from tests.conftest import run_python
 
@@ -113,7 +121,7 @@ def test_priority_high_takes_devices_low_ones_hold_and_low_ones_queue() -> None:
     assert winner(devices, "priority", priority="high") == "cuda:0"
     ranking = decide(Request(priority="low"), "priority", devices)
     assert ranking.winner is None and ranking.queued
-    reasons = dict((c.name, why) for c, why in ranking.rejected)
+    reasons = {c.name: why for c, why in ranking.rejected}
     assert "low requests queue" in reasons["cuda:0"]
     assert reasons["cuda:2"] == "held by high-priority urgent"
     free = with_(devices, "oneapi:1", held_by=None, holders=(), tasks=0)
