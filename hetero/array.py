@@ -133,6 +133,16 @@ class Array:
             raise BufferError(f"arrays on {self._device.name} have no DLPack device type")
         return kind
 
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The CUDA Array Interface (v3) of arrays on ``cuda`` devices (Numba, CuPy, torch read it);
+        AttributeError elsewhere, so ``hasattr`` tells consumers whether it applies."""
+        native = self._native("__cuda_array_interface__") if self._device.runtime.dlpack_device else None
+        interface = getattr(native, "__cuda_array_interface__", None)
+        if interface is None:
+            raise AttributeError(f"arrays on {self._device.name} have no __cuda_array_interface__; use DLPack")
+        return cast(dict[str, Any], interface)
+
     def torch(self) -> Any:
         """This array as a torch tensor sharing its memory (``cpu`` and ``cuda``/``rocm`` devices)."""
         try:
