@@ -10,7 +10,9 @@ healthy) and for the events its backend saw (NVML Xid events), and publishes:
 * the backend's own events (``xid`` with ``"xid": 79`` …), with the device added;
 * ``monitor-error`` — when a backend's health call raises (the monitor keeps going).
 
-After each poll it releases expired quarantine entries of devices that read ``ok``.
+A device-level Xid (lost or degraded hardware: 48, 79, 95, ... in the taxonomy's Xid table)
+quarantines the device at once, before any application error. After each poll the monitor
+releases expired quarantine entries of devices that read ``ok``.
 Start it with :func:`start` (idempotent; the returned monitor is a context manager that
 stops it)::
 
@@ -59,13 +61,15 @@ class HealthMonitor:
     every opened device); ``interval`` defaults to the config's ``health_interval``."""
 
     def __init__(self, interval: float | None = None, devices: Callable[[], Sequence[Device]] | None = None,
-                 bus: event_bus.EventBus | None = None, release_quarantine: bool = True) -> None:
+                 bus: event_bus.EventBus | None = None, release_quarantine: bool = True,
+                 quarantine_on_xid: bool = True) -> None:
         if interval is not None and not interval > 0:
             raise ValueError(f"the health monitor's interval must be a positive number of seconds, got {interval!r}")
         self.interval = float(interval) if interval is not None else get_config().health_interval
         self._devices = devices
         self._bus = bus or event_bus.BUS
         self._release_quarantine = release_quarantine
+        self._quarantine_on_xid = quarantine_on_xid
         self._states: dict[str, HealthState] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -106,10 +110,14 @@ class HealthMonitor:
         published: list[dict[str, Any]] = []
         ids = {"device": device.name, "backend": device.backend, "stable_id": device.stable_id}
         try:
-            published.extend(drain_device_events(device, self._bus))
+            drained = drain_device_events(device, self._bus)
         except Exception as exc:  # noqa: BLE001 - a backend's failure is reported, not raised
+            drained = []
             published.append(self._bus.publish("monitor-error", operation="drain_health_events",
                                                error=f"{type(exc).__name__}: {exc}", **ids))
+        published.extend(drained)
+        if self._quarantine_on_xid:
+            published.extend(self._quarantine_for_xids(device, drained))
         try:
             health = device_health(device)
         except Exception as exc:  # noqa: BLE001 - a raising backend is reported, never fatal to the monitor
@@ -122,6 +130,33 @@ class HealthMonitor:
             published.append(self._bus.publish("health", state=str(health.state), reason=health.reason,
                                                previous=None if previous is None else str(previous), **ids))
         return published
+
+    def _quarantine_for_xids(self, device: Device, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Quarantine a device on a device-level Xid (lost or degraded hardware: 48, 79, 95...) even
+        when no error has reached the application yet, so that no process places work there."""
+        from hetero.fault.taxonomy import XIDS, FaultClass, XidRow
+
+        worst: tuple[int, XidRow] | None = None
+        for event in events:
+            number = event.get("xid") if event.get("kind") == "xid" else None
+            row = XIDS.get(number) if isinstance(number, int) else None
+            if row is None or not isinstance(number, int):
+                continue
+            hardware = row.fault_class in (FaultClass.DEVICE_LOST, FaultClass.DEGRADED)
+            if hardware and (worst is None or row.fault_class is FaultClass.DEVICE_LOST):
+                worst = (number, row)
+        if worst is None:
+            return []
+        xid, row = worst
+        try:
+            from hetero.fault import quarantine
+
+            quarantine.add(device, f"Xid {xid} {row.name} (NVIDIA: {row.nvidia_action})", row.fault_class,
+                           name=device.name)
+        except Exception as exc:  # noqa: BLE001 - a store problem is reported, the monitor keeps going
+            return [self._bus.publish("monitor-error", operation="quarantine", device=device.name,
+                                      stable_id=device.stable_id, error=f"{type(exc).__name__}: {exc}")]
+        return []
 
     def state(self, device: Device | str) -> HealthState | None:
         """The last state seen for a device (by Device or stable id), or None before its first poll."""

@@ -184,3 +184,22 @@ def test_poll_releases_expired_quarantine_of_healthy_devices(flaky: list[hetero.
     runtime(flaky[1]).state = HealthState.OK
     HealthMonitor(interval=1, devices=lambda: flaky, bus=EventBus()).poll()
     assert quarantine.quarantined_ids() == frozenset()
+
+
+def test_a_device_level_xid_quarantines_the_device_before_any_error(flaky: list[hetero.Device]) -> None:
+    watcher = HealthMonitor(interval=1, devices=lambda: flaky, bus=EventBus())
+    runtime(flaky[0]).pending = [{"kind": "xid", "xid": 31}, {"kind": "xid", "xid": 45}]  # application-level
+    watcher.poll()
+    assert quarantine.quarantined_ids() == frozenset()
+    runtime(flaky[1]).pending = [{"kind": "xid", "xid": 95}, {"kind": "xid", "xid": 79}]
+    watcher.poll()
+    entry = quarantine.entry("flaky-1")
+    assert entry is not None and entry.fault_class == "device-lost" and "Xid 79" in entry.reason
+    assert entry.name == "flaky:1"
+
+
+def test_the_xid_quarantine_can_be_turned_off(flaky: list[hetero.Device]) -> None:
+    watcher = HealthMonitor(interval=1, devices=lambda: flaky, bus=EventBus(), quarantine_on_xid=False)
+    runtime(flaky[0]).pending = [{"kind": "xid", "xid": 48}]
+    assert [e["xid"] for e in watcher.poll() if e["kind"] == "xid"] == [48]
+    assert quarantine.quarantined_ids() == frozenset()
