@@ -5,8 +5,10 @@ OpenCL devices, where it runs a probe kernel (what the health monitor pays per p
 
     python -m benchmarks.injection_overhead [--quick] [--devices oneapi:0 cpu opencl:0] [--rounds N]
 
-Goal (reported, never enforced): off costs nothing, checked structurally (no wrapper on the
-runtime) and shown here as the bare launch time; armed adds at most 2 us per launch+sync.
+Goals (reported, never enforced): off costs nothing, checked structurally (no wrapper on the
+runtime); armed, one wrapped call adds at most 1 us (the wrapped and the bare ``synchronize`` timed
+interleaved, sample by sample). The end-to-end off/armed launch+sync rounds are information: on a
+busy machine their difference is mostly noise.
 Writes ``benchmarks/results/injection_overhead.json``.
 """
 
@@ -22,12 +24,12 @@ from typing import Any
 import numpy as np
 
 import hetero
-from benchmarks.harness import Progress, command_line, format_seconds, measure, write_results
+from benchmarks.harness import Progress, command_line, compare, format_seconds, measure, write_results
 from benchmarks.kernel_bench import DEFAULT_DEVICES, choose_devices, describe, is_opencl, load_average, print_footer
 from hetero import f32
 from hetero.fault.injection import inject, wrapped_methods
 
-GOAL_ARMED_MAX_ADDED_S = 2e-6
+GOAL_WRAPPER_MAX_S = 1e-6
 NEVER = 10**12  # nth call of a rule that must not fire during the benchmark
 
 
@@ -71,6 +73,14 @@ def measure_device(device: hetero.Device, rounds: int, repeats: int, min_time: f
     off, armed = statistics.median(medians["off"]), statistics.median(medians["armed"])
     row: dict[str, Any] = {"device": describe(device), "off_s": off, "armed_s": armed, "added_s": armed - off,
                            "round_medians": medians, "wrapped_methods": wrapped}
+    # The wrapper alone, interleaved sample by sample with the bare method (both alive at once):
+    # synchronize() with nothing queued, so the call itself is close to free.
+    runtime = device.runtime
+    bare = type(runtime).synchronize.__get__(runtime)
+    with inject(rule[1]):
+        per_call = compare({"bare": bare, "wrapped": runtime.synchronize}, repeats * 2, 200, min_time)
+    row["wrapper_s"] = per_call["wrapped"]["median_s"] - per_call["bare"]["median_s"]
+    row["bare_sync_s"], row["wrapped_sync_s"] = per_call["bare"]["median_s"], per_call["wrapped"]["median_s"]
     if is_opencl(device):
         row["health_first_call_s"] = first_health  # context + probe build (from PyOpenCL's disk cache when warm)
         row["health_probe_s"] = measure(device.runtime.health, repeats, 3, min_time)["median_s"]
@@ -78,13 +88,14 @@ def measure_device(device: hetero.Device, rounds: int, repeats: int, min_time: f
 
 
 def print_table(rows: Sequence[dict[str, Any]]) -> None:
-    header = f"{'device':>9} | {'off':>10} {'armed':>10} {'added':>10} | {'health() probe':>14}"
+    header = (f"{'device':>9} | {'off':>10} {'armed':>10} {'added':>10} | {'per wrapped call':>16} | "
+              f"{'health() probe':>14}")
     print(header)
     print("-" * len(header))
     for row in rows:
         probe = format_seconds(row["health_probe_s"]) if "health_probe_s" in row else "-"
         print(f"{row['device']['name']:>9} | {format_seconds(row['off_s']):>10} {format_seconds(row['armed_s']):>10} "
-              f"{format_seconds(row['added_s']):>10} | {probe:>14}")
+              f"{format_seconds(row['added_s']):>10} | {format_seconds(row['wrapper_s']):>16} | {probe:>14}")
 
 
 def goal_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -94,8 +105,8 @@ def goal_summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         bare = row["wrapped_methods"]["off"] == []
         summary.append({"goal": "injection off: no wrapper on the runtime", "device": name,
                         "value": row["wrapped_methods"]["off"], "status": "pass" if bare else "fail"})
-        summary.append({"goal": f"armed adds <= {GOAL_ARMED_MAX_ADDED_S * 1e6:.0f} us per launch+sync", "device": name,
-                        "value": row["added_s"], "status": "pass" if row["added_s"] <= GOAL_ARMED_MAX_ADDED_S else "fail"})
+        summary.append({"goal": f"armed: one wrapped call adds <= {GOAL_WRAPPER_MAX_S * 1e6:.0f} us", "device": name,
+                        "value": row["wrapper_s"], "status": "pass" if row["wrapper_s"] <= GOAL_WRAPPER_MAX_S else "fail"})
     return summary
 
 
