@@ -96,16 +96,32 @@ def store_path() -> Path:
 
 
 # -- reading ------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _Snapshot:
+    """The store as last read, with what quarantined_ids needs precomputed. Never mutated."""
+
+    key: tuple[str, int, int, int]
+    entries: Mapping[str, Entry]
+    ids: frozenset[str]
+    first_expiry: float  # the earliest expiry (inf: none expires)
+
+    @classmethod
+    def of(cls, key: tuple[str, int, int, int], entries: Mapping[str, Entry]) -> _Snapshot:
+        expiries = [e.expires for e in entries.values() if e.expires is not None]
+        return cls(key, dict(entries), frozenset(entries), min(expiries, default=math.inf))
+
+
 _cache_lock = threading.Lock()
-_cache: dict[str, Any] = {"key": None, "entries": {}}
+_cache: _Snapshot | None = None
 _last_auto_check = 0.0
 
 
-def _stat_key(path: Path) -> tuple[str, int, int, int] | None:
+def _stat_key(path: Path) -> tuple[str, int, int, int]:
+    """The file's identity: a write (temp file + rename) changes the inode, whatever the clock."""
     try:
         st = path.stat()
     except FileNotFoundError:
-        return None
+        return (str(path), -1, -1, -1)
     return (str(path), st.st_ino, st.st_mtime_ns, st.st_size)
 
 
@@ -141,21 +157,28 @@ def _read(path: Path) -> dict[str, Entry]:
     return _parse(path, text)
 
 
-def _load(path: Path) -> dict[str, Entry]:
-    """The entries, cached on the file's identity (inode, mtime, size): a stat per call."""
+def _snapshot(path: Path) -> _Snapshot:
+    """The store, cached on the file's identity (inode, mtime, size): one stat per call."""
+    global _cache
     key = _stat_key(path)
-    with _cache_lock:
-        if key is not None and key == _cache["key"]:
-            return dict(_cache["entries"])
+    cached = _cache
+    if cached is not None and cached.key == key:
+        return cached
     try:
         entries = _read(path)
     except _Corrupt:
         with _locked(path):
             entries = _read_or_reset(path)
         key = _stat_key(path)
+    snapshot = _Snapshot.of(key, entries)
     with _cache_lock:
-        _cache["key"], _cache["entries"] = key, entries
-    return dict(entries)
+        _cache = snapshot
+    return snapshot
+
+
+def _load(path: Path) -> Mapping[str, Entry]:
+    """The entries (read-only), cached on the file's identity."""
+    return _snapshot(path).entries
 
 
 def _read_or_reset(path: Path) -> dict[str, Entry]:
@@ -205,8 +228,10 @@ def _write(path: Path, entries: Mapping[str, Entry]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    global _cache
+    snapshot = _Snapshot.of(_stat_key(path), entries)
     with _cache_lock:
-        _cache["key"], _cache["entries"] = _stat_key(path), dict(entries)
+        _cache = snapshot
 
 
 @contextlib.contextmanager
@@ -303,20 +328,20 @@ def quarantined_ids() -> frozenset[str]:
     When an entry has expired, the opened devices are checked (at most once per health
     interval) and the healthy ones released."""
     global _last_auto_check
-    found = _load(store_path())
-    now = time.time()
-    if any(e.expired(now) for e in found.values()) and time.monotonic() - _last_auto_check >= get_config().health_interval:
+    path = store_path()
+    snapshot = _snapshot(path)
+    if snapshot.first_expiry <= time.time() and time.monotonic() - _last_auto_check >= get_config().health_interval:
         _last_auto_check = time.monotonic()
         try:
             from hetero.registry import opened_devices
 
             if auto_release(opened_devices()):
-                found = _load(store_path())
+                snapshot = _snapshot(path)
         except QuarantineError:
             raise
         except Exception:  # a failing health source must not break device selection
             log.debug("auto-release check failed", exc_info=True)
-    return frozenset(found)
+    return snapshot.ids
 
 
 def is_quarantined(stable_id: str | Device | DeviceInfo) -> bool:
