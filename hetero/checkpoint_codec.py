@@ -33,8 +33,8 @@ from hetero.errors import HeteroError
 
 #: Writes one payload (bytes-like) and returns the file name it went to.
 PayloadWriter = Callable[[str, Any], str]
-#: Returns the verified bytes of a payload file (a writable bytearray).
-PayloadReader = Callable[[str], bytearray]
+#: Returns the verified bytes of a payload file (a writable buffer).
+PayloadReader = Callable[[str], memoryview]
 
 _JSON_SCALARS = (type(None), bool, int, float, str)
 
@@ -177,7 +177,7 @@ class Decoder:
         dtype = getattr(torch, node["dtype"])
         data = self._read(node["file"])
         shape = tuple(node["shape"])
-        if data:
+        if len(data):
             tensor = torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape)
         else:
             tensor = torch.empty(shape, dtype=dtype)

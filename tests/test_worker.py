@@ -71,6 +71,22 @@ def test_device_error_wrapped_by_recovery_failure_is_found(tmp_path: Path) -> No
     assert "RecoveryFailedError" in result.stderr
 
 
+def test_an_injected_fault_on_the_real_path_is_reported_with_the_device_stable_id(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HETERO_FAULTS", "cpu:alloc:nth=2:lost")
+    monkeypatch.setenv("HETERO_STATE_DIR", str(tmp_path / "state"))
+    result, report = _run(tmp_path, """
+        import hetero
+        a = hetero.zeros(4, device="cpu")
+        b = hetero.zeros(4, device="cpu")   # the 2nd allocation: the device is lost
+    """)
+    assert result.returncode == FAULT_EXIT_CODE, result.stderr
+    data = json.loads(report.read_text())
+    assert (data["device"], data["error_type"], data["fault_class"], data["injected"]) == (
+        "cpu", "DeviceLostError", "device-lost", True)
+    assert data["stable_id"] == hetero.device("cpu").stable_id
+
+
 def test_plain_exception_exits_1_without_a_report(tmp_path: Path) -> None:
     result, report = _run(tmp_path, "raise ValueError('bad batch size')\n")
     assert result.returncode == 1
