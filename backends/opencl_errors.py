@@ -27,12 +27,24 @@ CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST = -14
 #: NVIDIA, AMD) report a kernel that faulted (out-of-bounds access, watchdog), and the context is
 #: unusable; on an allocation or copy with no kernel involved it means resources ran out.
 #: -14: a command this one waited on failed (a faulted kernel earlier in the in-order queue).
+#: -33/-34/-36: the device, context or queue hetero created and still holds became invalid: drivers
+#: answer every call this way once a device is gone or a kernel crashed the queue (hetero never
+#: passes a handle it did not create, so these are not caller bugs here).
+#: -9999: not in the specification; NVIDIA's OpenCL driver returns it after a kernel's illegal memory
+#: access, after which the context is unusable (the same reading as hetero.fault.taxonomy).
 OPENCL_ERRORS: dict[int, type[DeviceError]] = {
     CL_DEVICE_NOT_AVAILABLE: DeviceLostError,
     CL_MEM_OBJECT_ALLOCATION_FAILURE: DeviceOutOfMemoryError,
     CL_OUT_OF_HOST_MEMORY: DeviceOutOfMemoryError,
     CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: ContextCorruptedError,
+    -33: DeviceLostError,  # CL_INVALID_DEVICE
+    -34: ContextCorruptedError,  # CL_INVALID_CONTEXT
+    -36: ContextCorruptedError,  # CL_INVALID_COMMAND_QUEUE
+    -9999: ContextCorruptedError,  # NVIDIA: illegal memory access
 }
+
+#: Codes outside the specification that drivers are known to return, by the name fault handling uses.
+_VENDOR_NAMES = {-9999: "NVIDIA_ILLEGAL_MEMORY_ACCESS"}
 
 #: The OpenCL code a fault kind is injected as (``degraded`` has no OpenCL code: hardware
 #: degradation reaches OpenCL applications only through vendor health tools).
@@ -52,6 +64,8 @@ def code_name(cl: ModuleType, code: int | None) -> str | None:
     """``CL_OUT_OF_RESOURCES`` for -5 (None for no code, ``CL_ERROR_<code>`` for one PyOpenCL does not know)."""
     if code is None:
         return None
+    if code in _VENDOR_NAMES:
+        return _VENDOR_NAMES[code]
     try:
         name = str(cl.status_code.to_string(code))
     except (ValueError, TypeError, AttributeError):

@@ -139,8 +139,16 @@ def test_opencl_error_table() -> None:
     assert opencl_errors.error_class(-4, after_kernel=True) is DeviceOutOfMemoryError
     assert opencl_errors.error_class(-6, after_kernel=False) is DeviceOutOfMemoryError
     assert opencl_errors.error_class(-14, after_kernel=True) is ContextCorruptedError
+    assert opencl_errors.error_class(-36, after_kernel=True) is ContextCorruptedError
+    assert opencl_errors.error_class(-9999, after_kernel=False) is ContextCorruptedError
+    assert opencl_errors.error_class(-33, after_kernel=False) is DeviceLostError
     assert opencl_errors.error_class(-30, after_kernel=True) is DeviceError
     assert opencl_errors.error_class(None, after_kernel=True) is DeviceError
+    pyopencl = pytest.importorskip("pyopencl")
+
+    assert opencl_errors.code_name(pyopencl, -5) == "CL_OUT_OF_RESOURCES"
+    assert opencl_errors.code_name(pyopencl, -9999) == "NVIDIA_ILLEGAL_MEMORY_ACCESS"
+    assert opencl_errors.code_name(pyopencl, -12345) == "CL_ERROR_-12345"
 
 
 def test_the_cpu_has_no_vendor_codes() -> None:
