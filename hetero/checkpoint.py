@@ -165,13 +165,16 @@ def _write(temp: Path, state: Mapping[str, Any], step: int) -> None:
     def write(where: str, data: Any) -> str:
         name = f"{len(files):06d}.bin"
         raw: Any = data.reshape(-1).view(np.uint8) if isinstance(data, np.ndarray) else data
-        view = memoryview(raw)
-        digest = hashlib.sha256(view).hexdigest()
+        view = memoryview(raw).cast("B")
+        hasher = hashlib.sha256()
         with open(temp / name, "wb") as out:
-            out.write(view)
+            for start in range(0, view.nbytes, _CHUNK):  # hash each chunk while it is in cache
+                chunk = view[start:start + _CHUNK]
+                hasher.update(chunk)
+                out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
-        files[name] = {"sha256": digest, "bytes": view.nbytes, "key": where}
+        files[name] = {"sha256": hasher.hexdigest(), "bytes": view.nbytes, "key": where}
         return name
 
     tree = encode(state, write)
