@@ -81,26 +81,23 @@ class NoDeviceAvailable(DeviceNotFoundError):
 
 
 def _difference(winner: Key, other: Key) -> str:
-    # Keys are (preference, health rank, *policy score, order, name, stable id, index).
-    for position, (mine, theirs) in enumerate(zip(winner, other)):
-        if mine != theirs:
-            if position == 0:
-                return "the request prefers its kind/vendor/backend"
-            if position == 1:
-                return "it is healthier"
-            if position < len(winner) - 4:
-                return "a better score"
-            if len(winner) == 6:  # the policy has no score of its own (first-fit)
-                return "the configured device order"
-            return "a tie on score, broken by the configured device order"
-    return "a tie"  # pragma: no cover  (keys end in a unique index)
+    # Keys are (preference, health rank, policy score, order, name, stable id, position).
+    if winner[0] != other[0]:
+        return "the request prefers its kind/vendor/backend"
+    if winner[1] != other[1]:
+        return "it is healthier"
+    if winner[2] != other[2]:
+        return "a better score"
+    if winner[2] == ():  # the policy has no score of its own (first-fit)
+        return "the configured device order"
+    return "a tie on score, broken by the configured device order"
 
 
 def explanation(ranking: Ranking) -> Explanation:
     """Lay out a :class:`Ranking` for people (and tests)."""
     policy, context = ranking.policy, ranking.context
     rows = [Row(position, c.name, str(c.info.kind), str(c.health), c.info.memory, c.used, c.tasks,
-                policy.describe(c, key[2:-4], context), "winner" if position == 1 else "")
+                policy.describe(c, key[2], context), "winner" if position == 1 else "")
             for position, (key, c) in enumerate(ranking.ranked, 1)]
     rows += [Row(None, c.name, str(c.info.kind), str(c.health), c.info.memory, c.used, c.tasks, "", f"rejected: {reason}")
              for c, reason in ranking.rejected]

@@ -151,7 +151,7 @@ def place(request: Request | None = None, policy: str | Policy | None = None, *,
     while True:
         generation = LEDGER.generation
         candidates, found = live_candidates()
-        ranking = rank(candidates, wanted, chosen, model)
+        ranking = rank(candidates, wanted, chosen, model, full=False)
         winner = ranking.winner
         if winner is not None:
             device = found[winner.order]
@@ -191,7 +191,7 @@ def assign(count: int, policy: str | Policy | None = None,
     model = get_cost_model() if chosen.name == "fastest" else None
     out: list[DeviceInfo] = []
     for worker in range(count):
-        ranking = rank(pool, wanted, chosen, model)
+        ranking = rank(pool, wanted, chosen, model, full=False)
         winner = ranking.winner
         if winner is None:
             error = NoDeviceAvailable.from_explanation(explanation(ranking))

@@ -36,7 +36,7 @@ from hetero.scheduler.request import PRIORITY_RANK, Candidate, CostModel, Reques
 #: Relative throughput of one compute unit by device kind, for the static speed estimate
 #: (a GPU SM/CU runs many more lanes than a CPU core).
 KIND_WEIGHT = {"gpu": 8.0, "accelerator": 4.0, "cpu": 1.0}
-_HEALTH_RANK = {HealthState.OK: 0, HealthState.UNKNOWN: 0, HealthState.DEGRADED: 1}
+_UNHEALTHY, _DEGRADED = HealthState.UNHEALTHY, HealthState.DEGRADED
 
 Key = tuple[Any, ...]
 
@@ -49,6 +49,8 @@ class Policy:
     #: Whether decisions depend on accounted usage (memory, tasks, holds): cached decisions
     #: of such policies are re-made when usage changes.
     uses_load = True
+    #: Whether :meth:`reject` can refuse anything (skipped otherwise: decisions are on a hot path).
+    rejects = False
 
     def prepare(self, eligible: Sequence[Candidate], request: Request, cost_model: CostModel | None) -> Any:
         """Per-decision context shared by ``score`` and ``describe`` (the cost model's predictions)."""
@@ -83,7 +85,8 @@ class Binpack(Policy):
     summary = "fills the most-used device that fits"
 
     def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
-        return (-candidate.load, -candidate.tasks)
+        memory = candidate.info.memory
+        return (-candidate.used / memory if memory > 0 else 0.0, -candidate.tasks)
 
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         return _usage(candidate)
@@ -94,7 +97,8 @@ class Spread(Policy):
     summary = "takes the least-used device"
 
     def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
-        return (candidate.load, candidate.tasks)
+        memory = candidate.info.memory
+        return (candidate.used / memory if memory > 0 else 0.0, candidate.tasks)
 
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         return _usage(candidate)
@@ -146,6 +150,7 @@ def _seconds(value: float) -> str:
 
 class Priority(Policy):
     name = "priority"
+    rejects = True
     summary = "takes a free device, else one held by lower priority classes, else shares its own class"
 
     def reject(self, candidate: Candidate, request: Request) -> str | None:
@@ -210,7 +215,7 @@ def _common_reject(candidate: Candidate, request: Request) -> str | None:
         return "excluded by the request"
     if candidate.quarantined:
         return "quarantined (see `hetero quarantine`)"
-    if candidate.health is HealthState.UNHEALTHY:
+    if candidate.health is _UNHEALTHY:
         return "unhealthy" + (f": {candidate.health_reason}" if candidate.health_reason else "")
     if request.kinds and str(info.kind) not in request.kinds:
         return f"kind {info.kind} not requested ({', '.join(request.kinds)})"
@@ -235,36 +240,43 @@ def _preference(candidate: Candidate, request: Request) -> int:
     return rank
 
 
-def _first(pair: tuple[Key, Candidate]) -> Key:
-    return pair[0]
+def rank(candidates: Sequence[Candidate], request: Request, policy: Policy, cost_model: CostModel | None = None,
+         full: bool = True) -> Ranking:
+    """Apply ``policy`` to ``candidates`` for ``request``: the :class:`Ranking` (pure, no I/O).
+    ``full=False`` keeps only the winner in ``ranked`` (what placing needs; explaining needs all).
 
-
-def rank(candidates: Sequence[Candidate], request: Request, policy: Policy, cost_model: CostModel | None = None) -> Ranking:
-    """Apply ``policy`` to ``candidates`` for ``request``: the :class:`Ranking` (pure, no I/O)."""
+    Sort key of an eligible device: ``(preference, health rank, policy score, order, name,
+    stable id, position)``. The tail is unique, so ties never depend on timing or hashing
+    and sorting never compares candidates. Written for speed: it runs on every placement.
+    """
+    memory = request.memory
+    filtered = bool(request.exclude or request.kinds or request.vendors or request.backends)
+    special = policy.reject if policy.rejects else None
     eligible: list[Candidate] = []
     rejected: list[tuple[Candidate, str]] = []
     held = 0
-    special = policy.reject
-    for candidate in candidates:
-        reason = _common_reject(candidate, request)
-        if reason is None:
-            reason = special(candidate, request)
+    for c in candidates:
+        if (c.quarantined or c.health is _UNHEALTHY or (memory and c.info.memory - c.used < memory)
+                or (filtered and _common_reject(c, request) is not None)):
+            rejected.append((c, _common_reject(c, request) or ""))
+            continue
+        if special is not None:
+            reason = special(c, request)
             if reason is not None:
                 held += 1
-        if reason is None:
-            eligible.append(candidate)
-        else:
-            rejected.append((candidate, reason))
+                rejected.append((c, reason))
+                continue
+        eligible.append(c)
     context = policy.prepare(eligible, request, cost_model)
     score = policy.score
-    preferred = bool(request.kinds or request.vendors or request.backends)
-    # Key: (preference, health rank, *policy score, order, name, stable id, index): the tail is
-    # unique, so sorting never compares candidates and ties never depend on timing.
+    preferred = filtered and bool(request.kinds or request.vendors or request.backends)
     ranked = [
-        ((_preference(c, request) if preferred else 0, _HEALTH_RANK[c.health], *score(c, request, context),
+        ((_preference(c, request) if preferred else 0, 1 if c.health is _DEGRADED else 0, score(c, request, context),
           c.order, c.info.name, c.info.stable_id, index), c)
         for index, c in enumerate(eligible)
     ]
-    ranked.sort(key=_first)
+    if full:
+        ranked.sort()
+    elif ranked:
+        ranked = [min(ranked)]
     return Ranking(policy, request, ranked, rejected, context, queued=not ranked and held > 0)
-
