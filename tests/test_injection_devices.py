@@ -151,6 +151,15 @@ def test_opencl_error_table() -> None:
     assert opencl_errors.code_name(pyopencl, -12345) == "CL_ERROR_-12345"
 
 
+def test_a_real_cpu_out_of_memory_matches_the_injected_one() -> None:
+    runtime = hetero.device("cpu").runtime
+    with pytest.raises(DeviceOutOfMemoryError) as info:
+        runtime.allocate(1 << 62)  # NumPy's MemoryError, translated
+    injected = runtime.fault_error("oom", doing="alloc")
+    assert isinstance(info.value, MemoryError) and not info.value.injected
+    assert type(injected) is type(info.value) and injected.code_name == info.value.code_name == "CPU_OUT_OF_MEMORY"
+
+
 def test_the_cpu_has_no_vendor_codes() -> None:
     runtime = hetero.device("cpu").runtime
     with pytest.raises(ValueError, match="no vendor error codes"):
