@@ -169,7 +169,7 @@ class Guard:
                  kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Bring the state back to where the failed step started, on a usable device; returns the
         step's arguments moved there. Raises RecoveryFailedError when that cannot be done."""
-        detected_wall, detected = time.time(), time.perf_counter()
+        detected_wall, detected = time.time(), time.monotonic()
         first_failed = failed = self._device_of(error)
         while True:
             verdict = classify(error)
@@ -200,11 +200,12 @@ class Guard:
             break
         assert self.last_snapshot is not None
         event = {
-            "step": self.step, "detected_at": detected_wall, "failed_device": first_failed.name,
+            "step": self.step, "detected_at": detected_wall, "detected_monotonic": detected,
+            "failed_device": first_failed.name,
             "device": target.name, "fault_class": verdict.fault_class, "action": verdict.action,
             "in_place": target is first_failed, "error": f"{type(error).__name__}: {error}",
             "injected": error.injected, "snapshot_step": self.last_snapshot.step,
-            "steps_replayed": len(self._records), "recovery_seconds": time.perf_counter() - detected,
+            "steps_replayed": len(self._records), "recovery_seconds": time.monotonic() - detected,
         }
         self.recoveries.append(event)
         _publish("recovery", **event)
@@ -231,10 +232,7 @@ class Guard:
     def _next_device(self, failed: Device) -> Device | None:
         candidates = self._candidates if self._candidates is not None else hetero.devices()
         quarantined = _quarantined_ids()
-        usable = [d for d in candidates
-                  if d.name not in self._failed and d.stable_id not in quarantined and _healthy(d)]
-        if not usable:
-            return None
+        usable = [d for d in candidates if d.name not in self._failed and d.stable_id not in quarantined]
         vendor = failed.vendor.lower()
 
         def rank(pair: tuple[int, Device]) -> tuple[int, bool, int]:
@@ -249,7 +247,10 @@ class Guard:
                 tier = 3  # the host CPU: always there, slowest
             return tier, d.kind != failed.kind, position
 
-        return min(enumerate(usable), key=rank)[1]
+        for _, device in sorted(enumerate(usable), key=rank):
+            if _healthy(device):  # asked of the best candidates only: a health query may run a probe kernel
+                return device
+        return None
 
     def _move_to(self, target: Device) -> None:
         if target is self._device:
@@ -331,8 +332,15 @@ def _rehome(value: Any, target: Device) -> Any:
 
 
 def _healthy(device: Device) -> bool:
+    """Not UNHEALTHY: as the running health monitor last saw it, else as the device answers now."""
+    from hetero.fault import monitor
+
+    watching = monitor.current()
+    seen = watching.state(device) if watching is not None else None
+    if seen is not None:
+        return seen is not HealthState.UNHEALTHY
     try:
-        return device.health().state is not HealthState.UNHEALTHY
+        return monitor.device_health(device).state is not HealthState.UNHEALTHY
     except Exception as exc:  # noqa: BLE001 - a health query that fails says enough
         log.info("hetero.guard: skipping %s: its health query raised %s", device.name, exc)
         return False
