@@ -1,0 +1,93 @@
+"""What hetero.guard costs a training loop that never faults: the digits MLP
+(examples/train_digits.py) in steps/s with the guard (snapshot every 10 steps) and without.
+
+    python -m benchmarks.guard_overhead [--quick] [--devices oneapi:0 cpu opencl:0]
+                                        [--steps-per-sample 50] [--repeats N] [--snapshot-every 10]
+
+Both sides train their own copy of the same model on the same device with the same kernels;
+samples alternate between them (harness.compare, ABBA order) so machine noise lands on both.
+A sample is ``--steps-per-sample`` steps then a device synchronize. The guarded side keeps one
+guard open across samples, so its snapshots fall every 10 steps as in a real run.
+Goal: the guarded loop at most 5% slower (steps/s) on every device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import compare, write_results
+from benchmarks.kernel_bench import DEFAULT_DEVICES, choose_devices, describe, load_average, print_footer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+
+from digits_model import Trainer, initial_weights, load_digits, to_device
+
+import hetero
+
+GOAL_OVERHEAD = 0.05
+
+
+def measure_device(device: hetero.Device, steps: int, repeats: int, snapshot_every: int) -> dict[str, Any]:
+    data = load_digits(0)
+    plain = Trainer(data, to_device(initial_weights(0), device), seed=0)
+    guarded = Trainer(data, to_device(initial_weights(0), device), seed=0)
+    plain_steps, guarded_steps = itertools.count(), itertools.count()
+    guard = hetero.guard(guarded.state, snapshot_every=snapshot_every, device=device)
+
+    def run_plain() -> None:
+        for _ in range(steps):
+            plain.step(next(plain_steps))
+        device.synchronize()
+
+    def run_guarded() -> None:
+        for _ in range(steps):
+            guard.run(guarded.step, next(guarded_steps))
+        device.synchronize()
+
+    with guard:
+        timings = compare({"plain": run_plain, "guarded": run_guarded}, repeats=repeats, warmup=2)
+    plain_rate = steps / timings["plain"]["median_s"]
+    guarded_rate = steps / timings["guarded"]["median_s"]
+    best_plain, best_guarded = steps / timings["plain"]["min_s"], steps / timings["guarded"]["min_s"]
+    return {
+        "device": describe(device), "steps_per_sample": steps, "snapshot_every": snapshot_every,
+        "plain": timings["plain"], "guarded": timings["guarded"],
+        "plain_steps_per_s": plain_rate, "guarded_steps_per_s": guarded_rate,
+        "overhead": plain_rate / guarded_rate - 1.0, "overhead_of_min": best_plain / best_guarded - 1.0,
+        "snapshots_taken": guard.snapshots_taken,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--devices", nargs="+", default=list(DEFAULT_DEVICES))
+    parser.add_argument("--steps-per-sample", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=21)
+    parser.add_argument("--snapshot-every", type=int, default=10)
+    args = parser.parse_args(argv)
+    repeats = 7 if args.quick else args.repeats
+    devices, missing = choose_devices(args.devices)
+    load_before = load_average()
+    rows = []
+    for device in devices:
+        row = measure_device(device, args.steps_per_sample, repeats, args.snapshot_every)
+        rows.append(row)
+        print(f"{device.name:<10} plain {row['plain_steps_per_s']:8.0f} steps/s   guarded "
+              f"{row['guarded_steps_per_s']:8.0f} steps/s   overhead {row['overhead'] * 100:+5.1f}% "
+              f"(of fastest samples {row['overhead_of_min'] * 100:+5.1f}%)")
+    verdicts = {r["device"]["name"]: "pass" if r["overhead"] <= GOAL_OVERHEAD else "FAIL" for r in rows}
+    print(f"goal: guarded at most {GOAL_OVERHEAD:.0%} slower: "
+          + ", ".join(f"{name} {verdict}" for name, verdict in verdicts.items()))
+    path = write_results("guard_overhead", {"rows": rows, "goal": {"max_overhead": GOAL_OVERHEAD, "verdicts": verdicts},
+                                            "missing": missing, "load_average_start": load_before})
+    print_footer(missing, load_before, path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
