@@ -37,10 +37,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
         if not args.all:
             raise
         found = [d for s in statuses if s.available and s.name in enabled for d in s.devices]
-    from hetero.fault import quarantine
+    from hetero.cli_quarantine import quarantine_entries
 
-    quarantine.auto_release(found)  # expired entries of devices that read healthy now
-    held = {e.stable_id: e for e in quarantine.entries()}
+    held = quarantine_entries(found)  # by stable id; expired entries of healthy devices released first
     if args.json:
         payload: dict[str, Any] = {
             "version": hetero.__version__,

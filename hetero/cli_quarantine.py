@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hetero.errors import HeteroError
@@ -73,6 +73,19 @@ def cmd_add(args: argparse.Namespace) -> int:
     entry = quarantine.add(device, args.reason, args.fault_class, ttl=ttl)
     print(f"{entry.name} ({entry.stable_id}) {entry.describe()}")
     return 0
+
+
+def quarantine_entries(devices: Sequence[Any]) -> dict[str, Any]:
+    """For ``hetero devices``: release expired entries of ``devices`` that read healthy now, then
+    the entries by stable id. A broken store is reported on stderr, never fatal to the listing."""
+    from hetero.fault import quarantine
+
+    try:
+        quarantine.auto_release(devices)
+        return {e.stable_id: e for e in quarantine.entries()}
+    except HeteroError as exc:
+        print(f"hetero: warning: quarantine not shown: {exc}", file=sys.stderr)
+        return {}
 
 
 def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:

@@ -114,9 +114,10 @@ def test_expired_entry_is_released_only_when_the_device_is_healthy() -> None:
 def test_quarantined_ids_releases_an_expired_opened_device_that_is_healthy(monkeypatch: pytest.MonkeyPatch) -> None:
     cpu = hetero.device("cpu")  # opened: its backend reports it healthy
     quarantine.add(cpu, "drill", "context-corrupting", ttl=0.01)
-    assert cpu.stable_id in quarantine.quarantined_ids()
     time.sleep(0.05)
-    monkeypatch.setattr(quarantine, "_last_auto_check", 0.0)
+    monkeypatch.setattr(quarantine, "_last_auto_check", time.monotonic())  # checked a moment ago
+    assert cpu.stable_id in quarantine.quarantined_ids()  # expired, but not checked again yet
+    monkeypatch.setattr(quarantine, "_last_auto_check", time.monotonic() - hetero.get_config().health_interval)
     assert cpu.stable_id not in quarantine.quarantined_ids()
 
 
@@ -253,3 +254,12 @@ def test_hetero_devices_shows_quarantined_devices(capsys: pytest.CaptureFixture[
     devices = {d["name"]: d for d in json.loads(capsys.readouterr().out)["devices"]}
     assert devices["cpu"]["quarantined"] and devices["cpu"]["quarantine"]["reason"] == "injected lost"
     assert all(not d["quarantined"] and d["quarantine"] is None for name, d in devices.items() if name != "cpu")
+
+
+def test_hetero_devices_still_lists_devices_when_the_store_is_unusable(
+        state_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state_dir.mkdir(parents=True)
+    (state_dir / "quarantine.json").write_text(json.dumps({"version": 99, "entries": {}}))
+    assert main(["devices"]) == 0
+    captured = capsys.readouterr()
+    assert "cpu" in captured.out and "quarantine not shown" in captured.err and "newer hetero" in captured.err
