@@ -244,7 +244,10 @@ XIDS: Mapping[int, XidRow] = {
     74: XidRow("NVLINK Error", D, "WORKFLOW_NVLINK_ERR"),  # Xid doc: link hardware; check mechanicals, reset
     79: XidRow("GPU has fallen off the bus", L, "RESTART_BM"),  # Xid doc: restart the bare-metal node
     92: XidRow("High single-bit ECC error rate", D, "RESET_GPU"),  # Xid doc
-    94: XidRow("Contained ECC error", D, "RESTART_APP"),  # Xid doc: only the faulting app is affected; row remap pending
+    # Xid doc: only the faulting app is affected and NVIDIA's A100 memory-error guide lets new work
+    # land without a reset (the page is offlined); the row remap applies at the next reset. hetero
+    # drains it like the other ECC Xids (the fault-handling issue groups 48/94/95 as degraded).
+    94: XidRow("Contained ECC error", D, "RESTART_APP"),
     95: XidRow("Uncontained ECC error", D, "RESET_GPU"),  # Xid doc: all apps on the GPU affected
     109: XidRow("Context Switch Timeout Error", C, "RESTART_APP"),  # Xid doc
     119: XidRow("GSP RPC Timeout", L, "RESET_GPU"),  # Xid doc: GSP unresponsive until reset
