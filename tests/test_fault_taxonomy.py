@@ -203,3 +203,20 @@ def test_opencl_backend_errors_agree_with_the_opencl_table() -> None:
     # -5 is the ambiguous one: sticky after a kernel (as the table says), out of memory otherwise
     assert fault_of[error_class(-5, after_kernel=True)] is OPENCL_CODES[-5].fault_class
     assert error_class(-5, after_kernel=False) is DeviceOutOfMemoryError
+
+
+def test_hetero_fault_public_names_and_a_light_import() -> None:
+    from tests.conftest import run_python
+
+    code = """
+import sys, hetero
+fault = hetero.fault
+names = ["classify", "Classification", "FaultClass", "Action", "publish", "events", "recent"]
+assert all(hasattr(fault, n) for n in names), [n for n in names if not hasattr(fault, n)]
+assert fault.quarantine.__name__ == "hetero.fault.quarantine" and fault.monitor.__name__ == "hetero.fault.monitor"
+vendor = sorted(m for m in sys.modules if m.split(".")[0] in ("cupy", "pyopencl", "numba", "torch", "pynvml", "amdsmi"))
+print("vendor:", vendor)
+print("inject:", fault.inject.__module__)
+"""
+    out = run_python(code).stdout
+    assert "vendor: []" in out and "inject: hetero.fault.injection" in out
