@@ -17,10 +17,14 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
+# The main job: list every device, then train the digits MLP on oneapi:0 with an injected
+# device-lost fault; hetero.guard moves it to another vendor's device, and the fault-free run
+# with the same seed is trained after it for comparison.
+DEMO_FAULT ?= oneapi:0:launch:nth=300:lost
+
 demo: setup
 	$(VENV)/bin/hetero devices --all
-	$(PY) examples/copy_across_devices.py
-	$(PY) examples/kernel_everywhere.py
+	$(PY) examples/train_digits.py --inject '$(DEMO_FAULT)' --compare
 
 test: setup
 	$(PY) -m pytest

@@ -49,6 +49,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--checkpoint-every", type=int, default=0, help="disk checkpoint interval (default 0: none)")
     parser.add_argument("--no-guard", action="store_true", help="train without hetero.guard (for comparison)")
     parser.add_argument("--log-every", type=int, default=0, help="progress interval (default: steps/10)")
+    parser.add_argument("--compare", action="store_true",
+                        help="with --inject: also train fault-free on the same device and seed, and compare")
     parser.add_argument("--json", action="store_true", help="print a one-line JSON summary at the end")
     args = parser.parse_args(argv)
     for name in ("steps", "snapshot_every", "batch", "hidden"):
@@ -147,6 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     except hetero.RecoveryFailedError as exc:
         print(f"training stopped: {exc}", file=sys.stderr)
         raise
+    if args.compare and args.inject:
+        print(f"\nthe same run without the fault, on {summary['start_device']}:")
+        clean = train(argparse.Namespace(**{**vars(args), "inject": None, "device": summary["start_device"],
+                                            "log_every": args.steps}))
+        difference = abs(summary["accuracy"] - clean["accuracy"]) * 100
+        summary["fault_free_accuracy"] = clean["accuracy"]
+        print(f"with the fault {summary['accuracy'] * 100:.2f}% (on {summary['start_device']} then "
+              f"{summary['final_device']}), without {clean['accuracy'] * 100:.2f}%: {difference:.2f} percentage "
+              f"points apart ({'within' if difference <= 0.5 else 'NOT within'} 0.5)")
     if args.json:
         print(json.dumps(summary, default=str))
     return 0
