@@ -14,20 +14,30 @@ protocol (:mod:`hetero.fault.protocol`):
 - on a clean exit a last heartbeat is written (when ``$HETERO_HEARTBEAT_FILE`` is set);
 - ``SIGUSR1`` dumps every thread's stack to stderr (what a supervisor sends a hung worker
   before killing it).
+
+Warm standby (``python -m hetero.fault.worker --standby [--preload torch,...]``, driven by
+:class:`Standby`): an interpreter that has already imported hetero (and the ``--preload``
+modules) waits on its stdin for one JSON line ``{"command": [...], "env": {...}, "cwd": ...}``,
+takes that environment and directory, and becomes the worker. A supervisor keeps one ready
+so a restart skips interpreter start-up and imports. It opens no device and loads no vendor
+library before the request, so the device visibility variables in ``env`` still apply; EOF on
+stdin (the supervisor exited or closed it) ends it quietly.
 """
 
 from __future__ import annotations
 
 import contextlib
 import faulthandler
+import importlib
 import json
 import os
 import runpy
 import signal
+import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +45,12 @@ from hetero.errors import ContextCorruptedError, DeviceDegradedError, DeviceErro
 from hetero.fault import heartbeat as _heartbeat
 from hetero.fault.protocol import ENV_FAULT_REPORT, ENV_WORKER, FAULT_EXIT_CODE
 
-USAGE = "usage: python -m hetero.fault.worker [-m module | script.py] [args...]"
+USAGE = ("usage: python -m hetero.fault.worker [-m module | script.py] [args...]\n"
+         "       python -m hetero.fault.worker --standby [--preload MODULE[,MODULE...]]")
+#: Variables read only when an interpreter (or the dynamic loader) starts: a standby started
+#: with other values than a request carries cannot honour the request.
+STARTUP_ONLY_PREFIXES = ("PYTHON", "LD_", "DYLD_")
+
 
 # By error class, when the classifier (hetero.fault.classify) is not available.
 _FALLBACK_CLASS: tuple[tuple[type[DeviceError], str, str], ...] = (
@@ -49,6 +64,8 @@ _FALLBACK_CLASS: tuple[tuple[type[DeviceError], str, str], ...] = (
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the target program; return the worker's exit status (see the module docstring)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--standby"]:
+        return standby(args[1:])
     if args and args[0] == "--":
         args = args[1:]
     if not args or args[0] in ("-h", "--help") or (args[0] == "-m" and len(args) < 2):
@@ -84,6 +101,99 @@ def main(argv: Sequence[str] | None = None) -> int:
         return FAULT_EXIT_CODE
     _heartbeat.flush()
     return 0
+
+
+def standby(args: Sequence[str]) -> int:
+    """Wait for one launch request on stdin, then run it as :func:`main` would (see the module
+    docstring). ``args``: ``[--preload MODULE[,MODULE...]]``."""
+    if args and (args[0] != "--preload" or len(args) != 2):
+        print(USAGE, file=sys.stderr)
+        return 2
+    for module in filter(None, args[1].split(",") if args else ()):
+        importlib.import_module(module)
+    line = sys.stdin.buffer.readline()
+    if not line.strip():
+        return 0  # the supervisor went away, or retired this standby
+    try:
+        request = json.loads(line)
+        command, env, cwd = list(request["command"]), dict(request["env"]), request.get("cwd")
+    except (ValueError, KeyError, TypeError) as exc:
+        print(f"hetero.fault.worker: bad standby request ({exc}); expected one JSON line "
+              f'{{"command": [...], "env": {{...}}, "cwd": "..."}}', file=sys.stderr)
+        return 2
+    if cwd:
+        os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.path[0] = os.getcwd()  # as for a fresh `python -m`: main() puts a script's folder there
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # the program must not read the supervisor's pipe
+    os.close(devnull)
+    from hetero.config import reload_config
+
+    reload_config()
+    _heartbeat.reset()
+    return main(command)
+
+
+class Standby:
+    """A warm worker interpreter the supervisor starts ahead of need and hands a worker to.
+
+        >>> spare = Standby(env=base_env)                   # start it while things are calm
+        >>> proc = spare.activate(["train.py"], worker_env)  # a subprocess.Popen, or None
+        >>> proc = proc or subprocess.Popen(...)            # None: start a fresh one instead
+
+    The process runs in its own session (process group = its pid) like any worker. It exits
+    by itself when the supervisor closes its stdin or exits, so it cannot be orphaned."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, preload: Sequence[str] = (),
+                 python: str = sys.executable) -> None:
+        self.env = dict(os.environ if env is None else env)
+        argv = [python, "-m", __spec__.name if __spec__ else "hetero.fault.worker", "--standby"]
+        if preload:
+            argv += ["--preload", ",".join(preload)]
+        self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(argv, env=self.env, stdin=subprocess.PIPE,
+                                                                     start_new_session=True)
+
+    def usable_for(self, env: Mapping[str, str]) -> bool:
+        """Whether a worker with ``env`` can run in this standby: it is still waiting, and every
+        variable that only takes effect at interpreter start has the value it started with."""
+        if self.proc is None or self.proc.poll() is not None:
+            return False
+        names = {k for k in (*env, *self.env) if k.startswith(STARTUP_ONLY_PREFIXES)}
+        return all(env.get(k) == self.env.get(k) for k in names)
+
+    def activate(self, command: Sequence[str], env: Mapping[str, str], cwd: str | None = None,
+                 ) -> subprocess.Popen[bytes] | None:
+        """Make this standby run ``command`` (``script.py args`` or ``-m module args``) with ``env``;
+        its ``Popen``, or None when it cannot (see :meth:`usable_for`): start a fresh process then."""
+        if not self.usable_for(env):
+            self.close()
+            return None
+        proc, self.proc = self.proc, None
+        assert proc is not None and proc.stdin is not None  # usable_for checked it
+        request = {"command": list(command), "env": dict(env), "cwd": cwd or os.getcwd()}
+        try:
+            proc.stdin.write(json.dumps(request).encode() + b"\n")
+            proc.stdin.close()
+        except OSError:  # it died between the check and the write
+            proc.wait()
+            return None
+        return proc
+
+    def close(self) -> None:
+        """Retire the standby (it exits on EOF) and reap it."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def find_device_error(exc: BaseException) -> DeviceError | None:
