@@ -1,3 +1,5 @@
+# mypy: ignore-errors
+# (kernel-language source: hetero types as annotations, arrays indexed as the compiler reads them)
 """The kernels ``hetero calibrate`` times on every device: small, standard, and covering the
 two regimes a scheduler cares about (memory-bound streams and a compute-bound product).
 

@@ -69,7 +69,7 @@ def launch_counts() -> dict[str, int]:
     """How many kernel launches each device has had in this process (device name -> count);
     the launcher's metrics read it. Devices that never ran a kernel are absent."""
     # An itertools.count tells its next value only through its pickling state.
-    return {name: counter.__reduce__()[1][0] for name, counter in list(_LAUNCH_COUNTERS.items())}
+    return {name: int(counter.__reduce__()[1][0]) for name, counter in list(_LAUNCH_COUNTERS.items())}
 
 
 def _size_tuple(value: Any, what: str) -> tuple[int, ...]:
@@ -170,7 +170,7 @@ class Specialization:
 class Launcher:
     """``kernel[global]`` or ``kernel[global, local]``: call it with the kernel's arguments."""
 
-    __slots__ = ("kernel", "global_size", "local_size")
+    __slots__ = ("global_size", "kernel", "local_size")
 
     def __init__(self, kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
         self.kernel = kernel

@@ -93,6 +93,7 @@ class SplitKernel:
     def __getitem__(self, config: Any) -> SplitLauncher:
         from hetero.kernels import _size_tuple
 
+        sizes: tuple[tuple[int, ...], tuple[int, ...] | None]
         if isinstance(config, tuple) and len(config) == 2 and not isinstance(config[0], (int, np.integer)):
             sizes = (_size_tuple(config[0], "global size"), _size_tuple(config[1], "local size"))
         else:
@@ -249,7 +250,7 @@ class SplitLauncher:
         combined: dict[int, list[np.ndarray]] = {i: [] for i, n in enumerate(names) if layout.roles.get(n) == "combine"}
         gathered: list[tuple[int, int, np.ndarray]] = []  # (argument, byte offset, rows) to upload to a non-host source
 
-        def run_part(device: Device, lo: int, hi: int) -> float:
+        def run_part(device: Device, lo: int, hi: int) -> float | None:
             local_args = list(args)
             if device is not source:
                 for i, name in enumerate(names):
@@ -277,15 +278,20 @@ class SplitLauncher:
         pool = _threads()
         futures = [(d, pool.submit(run_part, d, lo, hi)) for d, lo, hi in parts]
         times: dict[str, float | None] = {}
-        errors: list[tuple[Device, BaseException]] = []
+        errors: list[tuple[Device, Exception]] = []
         for d, future in futures:
             try:
                 times[d.name] = future.result()
-            except BaseException as exc:  # every part finishes before the first error is raised
+            except Exception as exc:  # noqa: BLE001 - every part finishes before the first error is raised
                 errors.append((d, exc))
         if errors:
-            device, exc = errors[0]
-            raise KernelLaunchError(f"{kernel.name}.split: the part on {device.name} failed: {exc}") from exc
+            # The device's own error, unwrapped, so that fault handling classifies it as usual.
+            device, error = errors[0]
+            others = ", ".join(d.name for d, _ in errors[1:])
+            lo, hi = next((lo, hi) for d, lo, hi in parts if d is device)
+            error.add_note(f"raised by the part of {kernel.name}.split on {device.name} (rows {lo}..{hi})"
+                           + (f"; the parts on {others} failed too" if others else ""))
+            raise error
         for i, byte_offset, host in gathered:
             source.runtime.upload(args[i].buffer, host, byte_offset)
         for i, partials in combined.items():

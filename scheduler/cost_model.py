@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hetero.scheduler import cost_store
-from hetero.scheduler.cost_fit import (RECENT_SAMPLES, PowerLaw, TransferLaw, bucket_point, fit_power_law,
-                                       fit_transfer, size_bucket)
+from hetero.scheduler.cost_fit import RECENT_SAMPLES, PowerLaw, TransferLaw, bucket_point, fit_power_law, fit_transfer, size_bucket
 
 DIRECTIONS = ("h2d", "d2h")
 
@@ -254,7 +253,7 @@ def set_sampling(every: int | None) -> None:
     if every is not None and (not isinstance(every, int) or every < 0):
         raise ValueError(f"sampling interval must be a positive number of launches, got {every!r}")
     _sampling_every = every or None
-    for listener in list(_listeners):
+    for listener in _listeners:
         listener(_sampling_every)
 
 

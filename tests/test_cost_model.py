@@ -113,8 +113,8 @@ def test_model_persists_and_merges_two_writers(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("content", ["{not json", '{"version": 99, "kernels": {}, "transfers": {}, "devices": {}}',
-                                     '{"version": 1, "kernels": {"k": {"d": {"s": {"3": [[1]]}}}}, '
-                                     '"transfers": {}, "devices": {}}', "[]"])
+                                     ('{"version": 1, "kernels": {"k": {"d": {"s": {"3": [[1]]}}}}, '
+                                      '"transfers": {}, "devices": {}}'), "[]"])
 def test_corrupt_file_warns_naming_it_and_starts_fresh(tmp_path: Path, content: str) -> None:
     path = tmp_path / "costs.json"
     path.write_text(content)

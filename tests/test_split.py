@@ -1,0 +1,193 @@
+"""kernel.split: results equal one device's on every combination of this machine's devices,
+the partition follows the cost model, and kernels that cannot be split are refused."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import hetero
+from hetero import calibration_kernels as ck
+from hetero.scheduler.cost_model import CostModel
+from hetero.scheduler.split_plan import even, partition
+from hetero.split import NotSplittableError
+from tests.conftest import DEVICE_NAMES
+from tests.kernels import corpus
+
+COMBOS = [list(c) for size in range(2, len(DEVICE_NAMES) + 1) for c in itertools.combinations(DEVICE_NAMES, size)]
+# Each combination runs with the arrays on each device in turn (one of them, for 3+ devices, outside the combination).
+CASES = [(combo, source) for combo in COMBOS for source in DEVICE_NAMES]
+IDS = [f"{'+'.join(c)}<-{s}" for c, s in CASES]
+
+
+def _uneven_model(devices: list[str], kernel: hetero.Kernel, work: int) -> CostModel:
+    """A model in which each device is twice as slow as the one before: parts start at odd rows."""
+    model = CostModel()
+    for i, name in enumerate(devices):
+        for n in (work // 8, work // 2, work):
+            model.record(kernel.cost_key(), hetero.device(name).stable_id, max(n, 1), 1e-3 * 2 ** i * n / work)
+    return model
+
+
+@pytest.mark.parametrize(("combo", "source"), CASES, ids=IDS)
+def test_saxpy_split_equals_one_device(combo: list[str], source: str) -> None:
+    n = 10_007
+    rng = np.random.default_rng(1)
+    x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    want = hetero.asarray(y, device=source, copy=True)
+    ck.saxpy[n](np.float32(1.5), hetero.asarray(x, device=source), want)
+    got = hetero.asarray(y, device=source, copy=True)
+    plan = ck.saxpy.split(combo, model=_uneven_model(combo, ck.saxpy, n))[n](np.float32(1.5),
+                                                                              hetero.asarray(x, device=source), got)
+    assert plan.basis.startswith("cost model")
+    rows = [hi - lo for lo, hi in plan.bounds]
+    assert sum(rows) == n and sum(1 for r in rows if r) >= 2 and rows[0] > rows[1]  # the faster gets more
+    # Devices may contract a*x+y into one fused multiply-add: equal to the last bit or two.
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-7)
+    assert plan.roles == {"x": "split", "y": "split"}
+
+
+@pytest.mark.parametrize(("combo", "source"), CASES, ids=IDS)
+def test_2d_split_along_outermost_axis(combo: list[str], source: str) -> None:
+    width, height = 40, 37  # mandelbrot: out[py, px], py = global_id(1)
+    want = hetero.zeros((height, width), hetero.int32, device=source)
+    corpus.mandelbrot[(width, height)](want, 40)
+    got = hetero.zeros((height, width), hetero.int32, device=source)
+    plan = corpus.mandelbrot.split(combo, model=CostModel())[(width, height)](got, 40)
+    assert plan.axis == 1
+    assert np.array_equal(got.numpy(), want.numpy())
+    # matmul_tiled: work-groups and local memory; rows of a and c split, b broadcast
+    rng = np.random.default_rng(2)
+    a, b = rng.random((40, 16), dtype=np.float32), rng.random((16, 24), dtype=np.float32)
+    c = hetero.zeros((40, 24), device=source)
+    tiled = corpus.matmul_tiled.split(combo, model=_uneven_model(combo, corpus.matmul_tiled, 40 * 24))
+    plan = tiled[(24, 40), (8, 8)](hetero.asarray(a, device=source), hetero.asarray(b, device=source), c)
+    assert plan.roles == {"a": "split", "b": "broadcast", "c": "split"}
+    assert all(lo % 8 == 0 for lo, _ in plan.bounds)  # whole work-groups
+    assert np.allclose(c.numpy(), a @ b, rtol=1e-5)
+
+
+@pytest.mark.parametrize("combo", COMBOS, ids=["+".join(c) for c in COMBOS])
+def test_stencil_reads_a_broadcast_array(combo: list[str]) -> None:
+    source = combo[-1]
+    grid = np.random.default_rng(3).random((33, 20), dtype=np.float32)
+    src = hetero.asarray(grid, device=source)
+    want = hetero.zeros((33, 20), device=source)
+    corpus.jacobi[(20, 33)](src, want)
+    got = hetero.zeros((33, 20), device=source)
+    plan = corpus.jacobi.split(combo, model=CostModel())[(20, 33)](src, got)
+    assert plan.roles == {"src": "broadcast", "dst": "split"}
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("combo", COMBOS, ids=["+".join(c) for c in COMBOS])
+def test_declared_combine_merges_atomics(combo: list[str]) -> None:
+    source = combo[0]
+    values = np.random.default_rng(4).integers(0, 1000, 5000).astype(np.int32)
+    counts = hetero.full(16, 3, hetero.int32, device=source)  # the initial contents count too
+    corpus.histogram.split(combo, combine={"counts": "sum"}, model=CostModel())[5000](
+        hetero.asarray(values, device=source), 16, counts)
+    assert counts.numpy().tolist() == (np.bincount(values % 16, minlength=16) + 3).tolist()
+    x = np.random.default_rng(5).random(4096, dtype=np.float32)
+    total = hetero.zeros(1, device=source)
+    corpus.reduce_sum.split(combo, combine={"total": "sum"}, model=CostModel())[(4096,), (64,)](
+        hetero.asarray(x, device=source), total)
+    assert total.numpy()[0] == pytest.approx(float(x.sum(dtype=np.float64)), rel=1e-4)
+
+
+def test_second_launch_plans_from_the_first_launchs_timings() -> None:
+    combo = DEVICE_NAMES
+    model = CostModel()
+    n = 4096
+    x, y = hetero.ones(n, device="cpu"), hetero.zeros(n, device="cpu")
+    launcher = ck.copy.split(combo, model=model)[n]
+    first = launcher(x, y)
+    assert first.basis.startswith("even")
+    for _ in range(3):
+        launcher(x, y)
+    last = launcher(x, y)
+    assert last.basis.startswith("cost model")
+    assert all(model.predict(ck.copy.cost_key(), hetero.device(d).stable_id, n // len(combo)) for d in combo)
+    assert np.array_equal(y.numpy(), x.numpy())
+
+
+# -- the partition ---------------------------------------------------------------------
+def test_partition_is_proportional_to_speed() -> None:
+    parts = partition(3000, [lambda r: r * 1e-6, lambda r: r * 2e-6])
+    assert parts.rows == (2000, 1000)
+    assert parts.bounds() == [(0, 2000), (2000, 3000)]
+    assert parts.makespan_s == pytest.approx(2e-3, rel=1e-3)
+
+
+def test_partition_counts_copy_time_and_leaves_slow_devices_idle() -> None:
+    local = lambda r: r * 1e-6
+    remote = lambda r: r * 1e-6 + (1e-3 if r else 0.0)  # same compute, 1 ms of copies
+    assert partition(1000, [local, remote]).rows == (1000, 0)  # copies cost more than they save
+    parts = partition(100_000, [local, remote])
+    assert parts.rows[0] > parts.rows[1] > 0
+    assert parts.predicted_s[0] == pytest.approx(parts.predicted_s[1], rel=0.01)
+
+
+def test_partition_respects_granularity_and_totals() -> None:
+    parts = partition(1003, [lambda r: r * 1.0, lambda r: r * 1.0, lambda r: r * 3.0], granularity=64)
+    assert sum(parts.rows) == 1003
+    lows = [lo for lo, _ in parts.bounds()]
+    assert all(lo % 64 == 0 for lo in lows)
+    assert even(10, 3) == (4, 3, 3) and even(130, 2, 64) == (128, 2) and sum(even(7, 4, 2)) == 7
+
+
+# -- refusals ----------------------------------------------------------------------------
+def test_refuses_unsplittable_kernels_naming_the_reason() -> None:
+    v = hetero.zeros(64, hetero.int32, device="cpu")
+    with pytest.raises(NotSplittableError, match=r"atomic_add on counts.*combine=\{'counts': 'sum'\}"):
+        corpus.histogram.split(DEVICE_NAMES)[64](v, 16, hetero.zeros(16, hetero.int32, device="cpu"))
+    with pytest.raises(NotSplittableError, match=r"writes out\[…\] at a first index that is not global_id\(0\).*one device"):
+        corpus.scan_blocks.split(DEVICE_NAMES)[(64,), (32,)](v, hetero.zeros(64, hetero.int32, device="cpu"))
+    with pytest.raises(NotSplittableError, match=r"writes dst\[…\].*global_id\(1\)"):
+        corpus.transpose_tiled.split(DEVICE_NAMES)[(8, 8), (8, 8)](hetero.zeros((8, 8)), hetero.zeros((8, 8)))
+    with pytest.raises(NotSplittableError, match="local size"):
+        corpus.reduce_sum.split(DEVICE_NAMES, combine={"total": "sum"})[64](hetero.zeros(64), hetero.zeros(1))
+    with pytest.raises(NotSplittableError, match="'bins', which is not an array parameter"):
+        corpus.histogram.split(DEVICE_NAMES, combine={"bins": "sum"})[64](v, 16, v)
+    with pytest.raises(NotSplittableError, match="use one of sum, min, max"):
+        corpus.histogram.split(DEVICE_NAMES, combine={"counts": "mean"})
+
+
+def test_refuses_bad_device_lists_and_scattered_arrays() -> None:
+    with pytest.raises(hetero.KernelLaunchError, match="distinct"):
+        ck.copy.split(["cpu", "cpu"])
+    if len(DEVICE_NAMES) > 1:
+        a, b = hetero.zeros(8, device=DEVICE_NAMES[0]), hetero.zeros(8, device=DEVICE_NAMES[1])
+        with pytest.raises(hetero.KernelLaunchError, match="on one device"):
+            ck.copy.split("all")[8](a, b)
+
+
+def test_plan_explains_without_running() -> None:
+    x, y = hetero.ones(100, device="cpu"), hetero.zeros(100, device="cpu")
+    plan = ck.copy.split(DEVICE_NAMES, model=CostModel())[100].plan(x, y)
+    assert plan.devices == tuple(DEVICE_NAMES) and plan.measured_s == ()
+    assert np.array_equal(y.numpy(), np.zeros(100, np.float32))
+
+
+def test_a_failing_part_raises_the_devices_own_error() -> None:
+    if "oneapi:0" not in DEVICE_NAMES:
+        pytest.skip("needs oneapi:0")
+    device = hetero.device("oneapi:0")
+    boom = device.runtime.fault_error("lost")
+    original = device.runtime.launch
+
+    def failing_launch(*args: object, **kwargs: object) -> None:
+        raise boom
+
+    device.runtime.launch = failing_launch  # type: ignore[method-assign]
+    try:
+        x, y = hetero.ones(1000, device="cpu"), hetero.zeros(1000, device="cpu")
+        with pytest.raises(hetero.DeviceLostError) as caught:
+            ck.copy.split(["cpu", "oneapi:0"], model=CostModel())[1000](x, y)
+        assert caught.value is boom
+        assert any("part of copy.split on oneapi:0" in note for note in caught.value.__notes__)
+    finally:
+        del device.runtime.launch
+    assert device.runtime.launch == original
