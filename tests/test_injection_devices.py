@@ -56,7 +56,7 @@ def test_each_op_raises_the_backends_own_error(device: hetero.Device, op: str, k
     if is_opencl(device):
         assert error.code == OPENCL_CODES[kind]
         if error.code is not None:
-            cl = device.runtime.cl
+            cl: Any = getattr(device.runtime, "cl")  # noqa: B009  (OpenCL runtimes only)
             assert isinstance(error.__cause__, cl.Error) and error.__cause__.code == error.code
             assert error.code_name == "CL_" + cl.status_code.to_string(error.code)
     elif device.backend == "cpu":
@@ -205,7 +205,7 @@ def test_health_faults(device: hetero.Device, what: str, state: HealthState) -> 
 def test_opencl_probe_kernel_health(opencl_device_fixture: hetero.Device, monkeypatch: pytest.MonkeyPatch) -> None:
     from hetero.backends import opencl_runtime
 
-    runtime = opencl_device_fixture.runtime
+    runtime: Any = opencl_device_fixture.runtime
     assert runtime.health().state is HealthState.OK and runtime._probe is not None
     monkeypatch.setattr(opencl_runtime, "_event_status", lambda cl, event: 1)  # the probe never finishes
     hung = runtime._run_probe(0.01)
