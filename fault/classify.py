@@ -202,7 +202,7 @@ def classify(error: BaseException, events: Iterable[Mapping[str, Any]] | None = 
     from hetero.config import get_config
 
     ttl = _ttl(fault_class, app_bug, row, get_config().quarantine_ttl)
-    if action is Action.RETRY:
+    if action in (Action.RETRY, Action.RESTART_PROCESS):  # the device is fine (or the process is at fault)
         ttl = None
     reasons = [text for cls, text in candidates if cls is fault_class] + [text for cls, text in candidates if cls is not fault_class]
     reasons += [f"Xid {x} {r.name} seen on the device" for x, r in xid_rows

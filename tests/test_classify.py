@@ -187,6 +187,7 @@ def test_code_family_follows_the_name_then_the_backend_then_the_sign() -> None:
 def test_restart_process_for_a_broken_runtime() -> None:
     result = classify(cuda(3, "cudaErrorInitializationError"), events=[])
     assert result.action is Action.RESTART_PROCESS and result.fault_class is FaultClass.CONTEXT_CORRUPTING
+    assert not result.quarantine and result.sticky  # the process is broken, not the device
 
 
 @pytest.fixture
