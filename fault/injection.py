@@ -207,6 +207,10 @@ def _act(runtime: DeviceRuntime, patched: _Patched, injection: Injection, state:
     injection.fired.append(FaultRecord(rule.text, name, rule.op, method, call, description, time.time()))
     log.warning("injected fault on %s: %s at %s call #%d (rule %r, %s)", name, description, method, call,
                 rule.text, injection.source)
+    from .event_bus import publish  # only when a fault fires
+
+    publish("fault-injected", device=name, rule=rule.text, op=rule.op, method=method, call=call, what=description,
+            source=injection.source)
     if what.kind == "crash":
         _crash(name, rule)
     if what.kind == "hang":

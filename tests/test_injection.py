@@ -183,6 +183,18 @@ def test_injected_faults_are_logged(cpu_runtime: hetero.plugin.DeviceRuntime, ca
     assert "injected" in records[0].getMessage() and "cpu:alloc:nth=2:oom" in records[0].getMessage()
 
 
+def test_injected_faults_are_published_on_the_event_bus(cpu_runtime: hetero.plugin.DeviceRuntime) -> None:
+    from hetero.fault import event_bus
+
+    with event_bus.events(kind="fault-injected", timeout=5) as sub, inject("cpu:alloc:nth=1:oom"):
+        with pytest.raises(DeviceOutOfMemoryError):
+            cpu_runtime.allocate(8)
+        event = sub.get(timeout=5)
+    assert event is not None
+    assert (event["device"], event["rule"], event["op"], event["call"], event["what"]) == \
+        ("cpu", "cpu:alloc:nth=1:oom", "alloc", 1, "oom")
+
+
 # -- configured rules (HETERO_FAULTS, the config file) -----------------------------------------
 @pytest.fixture
 def restore_config() -> Iterator[None]:
