@@ -25,7 +25,9 @@ import threading
 
 from hetero.errors import ConfigError, did_you_mean
 
-#: Operations a rule can target, and the runtime methods each one covers.
+#: Operations a rule can target, and the runtime methods each one covers. A copy between two
+#: devices is one call on the runtime that does it (the non-host side: ``oneapi:0`` uploads from
+#: ``cpu``), so it counts there; reading a host-memory array (``cpu``) calls no runtime at all.
 OPS: dict[str, tuple[str, ...]] = {
     "launch": ("launch",),
     "copy": ("upload", "download", "copy"),
