@@ -39,7 +39,6 @@ import numpy as np
 import hetero
 from benchmarks.harness import Progress, format_bytes, parse_bytes, write_results
 from benchmarks.kernel_bench import load_average
-from hetero import f32
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT_EVERY = 10
@@ -48,7 +47,7 @@ GOAL_SIZE, GOAL_RATIO = 64 << 20, 10.0
 
 
 @hetero.kernel
-def step_kernel(w: hetero.Array[f32]):
+def step_kernel(w):
     """One training step's worth of work: touch the whole state."""
     i = hetero.global_id(0)
     if i < w.shape[0]:
