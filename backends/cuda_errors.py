@@ -119,15 +119,17 @@ def translate(exc: BaseException, backend: str, device: str, doing: str, xid: in
     """The hetero error for a CuPy exception raised while ``doing`` something on ``device``;
     ``xid`` is the last NVIDIA Xid seen on that device recently, when known."""
     if type(exc).__name__ == "OutOfMemoryError":  # CuPy's memory pool: no vendor code attached
-        name = tables_for(backend, False)[2][0]
+        oom_name = tables_for(backend, False)[2][0]
         return DeviceOutOfMemoryError(f"{doing} failed: {exc}", backend=backend, device=device,
-                                      code=2, code_name=name, xid=xid)
+                                      code=2, code_name=oom_name, xid=xid)
     code: Any = getattr(exc, "status", None)
     code = int(code) if isinstance(code, int) else None
     text = str(exc)
-    prefix = text.split(":", 1)[0].strip() if ":" in text else None
+    prefix: str | None = text.split(":", 1)[0].strip() if ":" in text else None
     table = tables_for(backend, driver=type(exc).__name__ == "CUDADriverError")
-    name, kind = table.get(code, (prefix, DeviceError)) if code is not None else (prefix, DeviceError)
+    row = table.get(code) if code is not None else None
+    name: str | None = row[0] if row is not None else prefix
+    kind = row[1] if row is not None else DeviceError
     if xid in LOST_XIDS:
         kind = DeviceLostError
     return kind(f"{doing} failed: {text}", backend=backend, device=device, code=code, code_name=name, xid=xid)

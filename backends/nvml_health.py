@@ -19,6 +19,7 @@ The ``pynvml`` module is a parameter, so the tests replay scenarios through a fa
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from collections.abc import Callable
 from types import ModuleType
@@ -127,10 +128,10 @@ def read_fields(nvml: Any, handle: Any) -> dict[str, Any]:
         for error_type, type_name in ((nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, "corrected"),
                                       (nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "uncorrected")):
             fields[f"ecc_{counter_name}_{type_name}"] = _optional(
-                nvml, lambda e=error_type, c=counter: int(nvml.nvmlDeviceGetTotalEccErrors(handle, e, c)))
+                nvml, functools.partial(nvml.nvmlDeviceGetTotalEccErrors, handle, error_type, counter))
     for cause, cause_name in ((nvml.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, "sbe"),
                               (nvml.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, "dbe")):
-        pages = _optional(nvml, lambda c=cause: nvml.nvmlDeviceGetRetiredPages(handle, c))
+        pages = _optional(nvml, functools.partial(nvml.nvmlDeviceGetRetiredPages, handle, cause))
         fields[f"retired_pages_{cause_name}"] = None if pages is None else len(pages)
     pending = _optional(nvml, lambda: nvml.nvmlDeviceGetRetiredPagesPendingStatus(handle))
     fields["retired_pages_pending"] = None if pending is None else bool(pending)
