@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -74,8 +75,8 @@ def cases() -> dict[str, Callable[[], object]]:
     found: dict[str, Callable[[], object]] = {}
     for name in POLICIES:
         policy = get_policy(name)
-        found[f"decide/{name}"] = lambda policy=policy: rank(table, request, policy, model, full=False)
-        found[f"rank-all/{name}"] = lambda policy=policy: rank(table, request, policy, model)
+        found[f"decide/{name}"] = functools.partial(rank, table, request, policy, model, full=False)
+        found[f"rank-all/{name}"] = functools.partial(rank, table, request, policy, model)
     binpack = get_policy("binpack")
     found["explain/binpack"] = lambda: str(explanation(rank(table, request, binpack, model)))
     found["assign8/spread"] = lambda: assign(8, "spread", table)

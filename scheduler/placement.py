@@ -70,9 +70,10 @@ def get_cost_model() -> CostModel | None:
 
 
 def candidate(device: Device | DeviceInfo, order: int = 0, quarantine: frozenset[str] = _NO_IDS) -> Candidate:
-    """The view of one device a policy reads: health (asked now, live devices only), quarantine, usage."""
+    """The view of one device a policy reads: health (asked now, live devices only), quarantine,
+    usage (holds of the current task left out: a task is not in its own way)."""
     info = device.info if isinstance(device, Device) else device
-    load = LEDGER.load(info.name)
+    load = LEDGER.load(info.name, CURRENT_TASK.get())
     if isinstance(device, Device):
         health = device.health()
         state, reason = health.state, health.reason
@@ -103,8 +104,12 @@ def _as_candidates(items: Sequence[Candidate | DeviceInfo | Device]) -> list[Can
 
 
 def make_request(request: Request | None = None, **fields: Any) -> Request:
-    """``request`` as given, or one built from keyword fields (``memory=``, ``kinds=``, ...)."""
+    """``request`` as given, or one built from keyword fields (``memory=``, ``kinds=``, ...);
+    a built one takes the current task's priority unless ``priority=`` says otherwise."""
     if request is None:
+        task = CURRENT_TASK.get()
+        if task is not None and "priority" not in fields:
+            fields["priority"] = task.priority
         return Request(**fields)
     if fields:
         return dataclasses.replace(request, **fields)
@@ -137,8 +142,9 @@ def place(request: Request | None = None, policy: str | Policy | None = None, *,
     """The device for ``request`` (or keyword fields: ``memory="2GiB"``, ``kinds=("gpu",)``, ...)
     under ``policy`` (default: ``HETERO_POLICY`` / the config's ``policy``).
 
-    Inside a :func:`hetero.scheduler.task`, the task then holds the device (it counts in the
-    device's task load and, for the ``priority`` policy, in who holds it). Raises
+    Inside a :func:`hetero.scheduler.task`, the request has the task's priority (unless
+    ``priority=`` says otherwise) and the task then holds the device (it counts in the device's
+    task load and, for the ``priority`` policy, in who holds it; never against the task itself). Raises
     :class:`NoDeviceAvailable` (a ``DeviceNotFoundError``) with every rejection's reason when
     nothing qualifies. A request that is *queued* (priority policy: every fitting device is
     held by others) waits up to ``wait`` seconds (None: until one frees) for a task to end,
@@ -264,7 +270,7 @@ def auto_device(policy: str | None = None, **fields: Any) -> Device:
     """
     config = get_config()
     chosen = get_policy(config.policy if policy is None else policy)
-    wanted = Request(**fields) if fields else _DEFAULT_REQUEST
+    wanted = make_request(None, **fields) if fields or CURRENT_TASK.get() is not None else _DEFAULT_REQUEST
     key = (chosen.name, wanted)
     quarantine = _WATCH.current()
     hit = _AUTO.get(key)

@@ -101,13 +101,17 @@ class Ledger:
             return list(self._holds.get(device, ()))
 
     # -- reading ---------------------------------------------------------------------
-    def load(self, device: str) -> DeviceLoad:
+    def load(self, device: str, exclude: Task | None = None) -> DeviceLoad:
+        """``device``'s usage, its holders leaving out ``exclude`` (the task asking: its own
+        holds must not push it off the device it is on; its bytes count like anyone's)."""
         with self.changed:
-            return self._load(device)
+            return self._load(device, exclude)
 
-    def _load(self, device: str) -> DeviceLoad:
+    def _load(self, device: str, exclude: Task | None = None) -> DeviceLoad:
         holders = self._holds.get(device)
         used = self._used.get(device, 0)
+        if holders and exclude is not None and exclude in holders:
+            holders = {t: None for t in holders if t is not exclude}
         if not holders:
             return DeviceLoad(used) if used else _FREE
         top = max(holders, key=lambda t: PRIORITY_RANK[t.priority]).priority

@@ -16,8 +16,9 @@ import pytest
 import hetero
 from hetero.device import Device, DeviceInfo, Kind
 from hetero.plugin import DeviceRuntime
-from hetero.scheduler import LEDGER, Task, current_task, task
 from hetero.scheduler import quota as quota_module
+from hetero.scheduler.quota import Task, current_task, task
+from hetero.scheduler.usage import LEDGER
 
 KiB = 1 << 10
 
@@ -202,8 +203,8 @@ def test_a_task_is_joined_from_another_thread_by_passing_it(spy: Device) -> None
         thread = threading.Thread(target=work)
         thread.start()
         thread.join()
-    assert seen[0] is None and seen[1] is outer  # threads do not inherit the task; they join it
     assert outer.usage("spy:0") == KiB
+    assert seen[0] is None and seen[1] is outer  # threads do not inherit the task; they join it
     with pytest.raises(ValueError, match="already exists"):
         task(outer, quota="1GiB")
 
@@ -247,3 +248,16 @@ def test_torch_is_never_imported_for_quotas(monkeypatch: pytest.MonkeyPatch) -> 
     with task("a", quota="1GiB"):
         pass
     assert "torch" not in sys.modules
+
+
+def test_quota_and_release_on_each_device_of_this_machine(device: hetero.Device) -> None:
+    with task("each", quota={device.name: 8000}) as t:
+        a = hetero.arange(1000, dtype=hetero.float32, device=device)
+        b = a.copy()
+        assert t.usage(device) == 8000
+        with pytest.raises(hetero.QuotaExceeded, match=f"{device.name}: allocating 4000 bytes"):
+            hetero.zeros(1000, device=device)
+        assert b.numpy()[999] == 999
+    del a, b
+    gc.collect()
+    assert t.usage() == {}

@@ -4,6 +4,7 @@ what invalidates it, holds taken inside tasks, and queued low-priority requests.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -150,14 +151,27 @@ def test_a_task_holds_the_devices_it_is_placed_on() -> None:
     assert LEDGER.load(device.name).tasks == 0 and not holder.held
 
 
+def test_a_task_is_not_in_its_own_way(counted_places: list[str]) -> None:
+    with task("steady", priority="normal"):
+        for policy in ("spread", "priority"):
+            first = hetero.device("auto", policy=policy)
+            assert all(hetero.device("auto", policy=policy) is first for _ in range(5))
+            assert place(policy=policy) is first
+
+
 def test_high_priority_takes_a_device_held_by_low_and_signals_it() -> None:
-    with task("background", priority="low") as background:
-        for _ in DEVICES:
-            place(policy="priority")  # the low task holds every device
+    with contextlib.ExitStack() as stack:
+        background = []
+        for i, name in enumerate(DEVICES):  # one low task on each device
+            background.append(stack.enter_context(task(f"background{i}", priority="low")))
+            assert place(policy="priority").name == name
+        with pytest.raises(NoDeviceAvailable) as caught, task("late", priority="low"):
+            place(policy="priority")
+        assert caught.value.queued
         with task("urgent", priority="high"):
             device = place(policy="priority")
         assert device.name == DEVICES[0]
-        assert background.preempted.is_set()
+        assert background[0].preempted.is_set() and not background[1].preempted.is_set()
 
 
 def test_low_priority_requests_queue_until_a_device_frees() -> None:
@@ -165,8 +179,9 @@ def test_low_priority_requests_queue_until_a_device_frees() -> None:
     release = threading.Event()
 
     def hold_everything() -> None:
-        with task("resident", priority="normal"):
-            for _ in DEVICES:
+        with contextlib.ExitStack() as stack:
+            for i, _ in enumerate(DEVICES):
+                stack.enter_context(task(f"resident{i}", priority="normal"))
                 place(policy="priority")
             holding.set()
             release.wait(30)
