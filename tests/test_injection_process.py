@@ -74,3 +74,26 @@ def test_no_rules_means_no_wrappers() -> None:
     result = run_python(code, env={"HETERO_FAULTS": ""})
     count, wrapped = result.stdout.split()
     assert int(count) >= 1 and wrapped == "0"
+
+
+def test_hang_without_a_duration_holds_until_killed() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HETERO_FAULTS": "cpu:alloc:nth=1:hang"}
+    proc = subprocess.Popen([sys.executable, "-c", ALLOCATE_THREE], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = ""
+        while "injected" not in line:  # the fault is logged before the call is held
+            line = proc.stderr.readline()
+            assert line or proc.poll() is None, "the process ended before the injected hang"
+        assert "hang forever" in line
+        with pytest.raises(subprocess.TimeoutExpired):  # held: a second later it is still there
+            proc.wait(timeout=1.0)
+    finally:
+        proc.kill()
+        out, _ = proc.communicate(timeout=60)
+    assert "allocated" not in out and proc.returncode == -signal.SIGKILL
