@@ -7,6 +7,7 @@ import json
 import signal
 import textwrap
 
+import pytest
 from conftest import ROOT, run_python
 
 import hetero
