@@ -10,6 +10,7 @@ policy code in :mod:`hetero.scheduler.policies`.
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -227,19 +228,26 @@ class _QuarantineWatch:
         self.read_at = 0.0
         self.subscription: Any = None
         self.subscribed = False
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def _subscribe() -> Any:
+        # Subscribed before the quarantine is read, so no change falls between the two.
+        try:
+            from hetero.fault.event_bus import events
+        except ImportError:
+            return None
+        return events(_WATCHED_EVENTS)
 
     def current(self) -> frozenset[str]:
         now = time.monotonic()
         changed = self.subscription is not None and self.subscription.pending()
         if self.ids is None or changed or now - self.read_at >= QUARANTINE_RECHECK:
             if not self.subscribed:
-                self.subscribed = True
-                try:  # subscribe before reading, so no change falls between the two
-                    from hetero.fault.event_bus import events
-                except ImportError:
-                    pass
-                else:
-                    self.subscription = events(_WATCHED_EVENTS)
+                with self.lock:
+                    if not self.subscribed:
+                        self.subscription = self._subscribe()
+                        self.subscribed = True
             self.ids, self.read_at = quarantined_ids(), now
         return self.ids
 
