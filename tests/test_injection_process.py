@@ -4,7 +4,10 @@ its workers): ``crash`` dies by SIGKILL after logging, ``hang:1s`` holds the cal
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -78,10 +81,6 @@ def test_no_rules_means_no_wrappers() -> None:
 
 
 def test_hang_without_a_duration_holds_until_killed() -> None:
-    import os
-    import subprocess
-    import sys
-
     env = {**os.environ, "HETERO_FAULTS": "cpu:alloc:nth=1:hang"}
     proc = subprocess.Popen([sys.executable, "-c", ALLOCATE_THREE], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
