@@ -12,7 +12,8 @@ Mechanism: on a device a rule matches, the runtime *instance* gets attributes (`
 ``allocate``, ...) that shadow its class's methods, count calls and fire. Cached references to the
 runtime (kernels keep one) see them; devices no rule matches, and every device when no rule is
 active, carry no wrapper at all (``"launch" not in vars(runtime)``). Every injected fault is
-logged (logger ``hetero.fault.injection``, WARNING) and its error has ``injected = True``.
+logged (logger ``hetero.fault.injection``, WARNING), published on the fault event bus (kind
+``fault-injected``), and recorded in the injection's ``fired`` list; its error has ``injected = True``.
 """
 
 from __future__ import annotations
