@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 CURRENT_TASK: contextvars.ContextVar[Task | None] = contextvars.ContextVar("hetero_task", default=None)
 # Per context: tokens of the tasks entered there, innermost last (so a Task object can be
 # entered in several threads at once, each restoring its own previous task).
-_TOKENS: contextvars.ContextVar[tuple[contextvars.Token[Task | None], ...]] = contextvars.ContextVar("hetero_task_tokens", default=())
+_TOKENS: contextvars.ContextVar[tuple[tuple[Task, contextvars.Token[Task | None]], ...]] = contextvars.ContextVar(
+    "hetero_task_tokens", default=())
 _ACTIVE: dict[Task, None] = {}  # tasks entered somewhere, for the torch fractions
 _TORCH_SET: set[int] = set()  # CUDA indices whose torch memory fraction we changed
 
@@ -117,16 +118,18 @@ class Task:
             if first:
                 _ACTIVE[self] = None
                 self.preempted.clear()
-        _TOKENS.set((*_TOKENS.get(), CURRENT_TASK.set(self)))
+        _TOKENS.set((*_TOKENS.get(), (self, CURRENT_TASK.set(self))))
         if first and self.quota:
             apply_torch_fractions()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         tokens = _TOKENS.get()
-        if tokens:
-            _TOKENS.set(tokens[:-1])
-            CURRENT_TASK.reset(tokens[-1])
+        if not tokens or tokens[-1][0] is not self:
+            raise RuntimeError(f"task {self.name!r} is left in a thread/context where it is not the innermost "
+                               "task entered; leave tasks in the reverse order of entering them, where entered")
+        _TOKENS.set(tokens[:-1])
+        CURRENT_TASK.reset(tokens[-1][1])
         with LEDGER.changed:
             self.active -= 1
             last = self.active == 0

@@ -261,3 +261,14 @@ def test_quota_and_release_on_each_device_of_this_machine(device: hetero.Device)
     del a, b
     gc.collect()
     assert t.usage() == {}
+
+
+def test_leaving_a_task_out_of_order_is_an_error() -> None:
+    first, second = Task("first"), Task("second")
+    first.__enter__()
+    second.__enter__()
+    with pytest.raises(RuntimeError, match="task 'first' is left .* not the innermost"):
+        first.__exit__(None, None, None)
+    second.__exit__(None, None, None)
+    first.__exit__(None, None, None)
+    assert current_task() is None and first.active == second.active == 0
