@@ -23,7 +23,7 @@ from hetero import dtypes
 from hetero.device import Device
 from hetero.errors import ArrayError, HeteroError
 from hetero.registry import device as resolve_device
-from hetero.scheduler.quota import CURRENT_TASK
+from hetero.scheduler.context import CURRENT_TASK
 from hetero.types import ArrayType, scalar_type
 
 _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it

@@ -28,14 +28,13 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from hetero.scheduler.context import CURRENT_TASK
 from hetero.scheduler.request import PRIORITIES, PRIORITY_RANK, parse_size
 from hetero.scheduler.usage import LEDGER
 
 if TYPE_CHECKING:
     from hetero.device import Device
 
-#: The task of this thread / asyncio task; read by ``hetero.empty`` on every allocation.
-CURRENT_TASK: contextvars.ContextVar[Task | None] = contextvars.ContextVar("hetero_task", default=None)
 # Per context: tokens of the tasks entered there, innermost last (so a Task object can be
 # entered in several threads at once, each restoring its own previous task).
 _TOKENS: contextvars.ContextVar[tuple[tuple[Task, contextvars.Token[Task | None]], ...]] = contextvars.ContextVar(
