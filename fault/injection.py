@@ -319,11 +319,15 @@ def _hang(seconds: float | None) -> None:
 
 
 # -- public entry points ----------------------------------------------------------------------
-def _check_devices(rules: Sequence[Rule]) -> None:
-    """A rule naming a backend that is not installed is a typo: say so, with the close name."""
+def _check_devices(rules: Sequence[Rule], runtimes: Sequence[DeviceRuntime] = ()) -> None:
+    """A rule naming a backend that is not installed, or a device its (open) backend does not have,
+    is a typo: say so, with the close name. ``runtimes``: devices of backends opened so far."""
     from hetero.registry import _REGISTRY
 
     names = _REGISTRY.names()
+    present: dict[str, list[str]] = {}
+    for runtime in runtimes:
+        present.setdefault(runtime.info.backend, []).append(runtime.info.name)
     for rule in rules:
         if any(ch in rule.device for ch in "*?["):
             continue
@@ -332,6 +336,10 @@ def _check_devices(rules: Sequence[Rule]) -> None:
             raise ConfigError(f"fault rule {rule.text!r}: device {rule.device!r} names backend {backend!r}, which "
                               f"is not installed; installed backends: {', '.join(names)}"
                               + did_you_mean(backend, names))
+        devices = present.get(backend)
+        if devices and rule.device != backend and rule.device not in devices:
+            raise ConfigError(f"fault rule {rule.text!r}: there is no device {rule.device!r}; {backend} devices here: "
+                              f"{', '.join(devices)}" + did_you_mean(rule.device, devices))
 
 
 class inject:  # lower case: used like a function, ``with hetero.fault.inject(...)``
@@ -354,8 +362,10 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
     """
 
     def __init__(self, rules: str | Rule | Sequence[str | Rule]) -> None:
+        from hetero.registry import opened_devices
+
         parsed = parse_rules(rules)  # type: ignore[arg-type]
-        _check_devices(parsed)
+        _check_devices(parsed, [d.runtime for d in opened_devices()])
         self.injection = Injection(parsed, "hetero.fault.inject")
 
     def __enter__(self) -> Injection:
@@ -398,6 +408,7 @@ def apply_at_open(runtimes: Sequence[DeviceRuntime], faults: tuple[str, ...]) ->
                 _check_devices(parsed)
                 injection = _CONFIGURED[faults] = Injection(parsed, "HETERO_FAULTS/config faults")
                 injection.active = True
+            _check_devices(injection.rules, runtimes)
             _attach(injection, runtimes)
         for injection in _ACTIVE:
             _attach(injection, runtimes)

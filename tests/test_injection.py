@@ -87,6 +87,13 @@ def test_unknown_backend_is_refused_with_the_close_name() -> None:
         inject("oneap:0:launch:nth=1:lost")
 
 
+def test_a_device_its_open_backend_lacks_is_refused() -> None:
+    hetero.device("cpu")  # the cpu backend is open
+    with pytest.raises(ConfigError, match="there is no device 'cpu:3'; cpu devices here: cpu"):
+        inject("cpu:3:launch:nth=1:lost")
+    inject("cpu:launch:nth=1:lost")  # the bare backend name is fine
+
+
 # -- triggers ---------------------------------------------------------------------------------
 def fires(text: str, calls: int, device: str = "cpu") -> list[int]:
     state = RuleState(parse_rule(text), device)
@@ -228,12 +235,15 @@ def test_faults_from_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
     runtime.synchronize()  # nth=1: only the first call
 
 
-def test_a_bad_configured_rule_stops_discovery_with_its_name(monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("rule, problem", [("cpu:launch:nth=1:explode", "is not a fault"),
+                                           ("cpu:1:launch:nth=1:lost", "no device 'cpu:1'")])
+def test_a_bad_configured_rule_stops_discovery_with_its_name(rule: str, problem: str, monkeypatch: pytest.MonkeyPatch,
                                                                restore_config: None) -> None:
-    monkeypatch.setenv("HETERO_FAULTS", "cpu:launch:nth=1:explode")
+    monkeypatch.setenv("HETERO_FAULTS", rule)
     reload_config()
-    with pytest.raises(ConfigError, match="'cpu:launch:nth=1:explode'"):
+    with pytest.raises(ConfigError, match=f"'{rule}'") as info:
         Registry().device("cpu")
+    assert problem in str(info.value)
 
 
 def test_opening_without_rules_leaves_runtimes_bare(monkeypatch: pytest.MonkeyPatch, restore_config: None) -> None:
