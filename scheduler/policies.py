@@ -63,6 +63,11 @@ class Policy:
     def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
         return ()
 
+    def scores(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Key]:
+        """``score`` of each eligible device (policies inline it here: decisions are a hot path)."""
+        score = self.score
+        return [score(c, request, context) for c in eligible]
+
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         return ""
 
@@ -71,6 +76,9 @@ class FirstFit(Policy):
     name = "first-fit"
     summary = "takes the first eligible device in the configured order"
     uses_load = False
+
+    def scores(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Key]:
+        return [()] * len(eligible)
 
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         return f"order {candidate.order}"
@@ -88,6 +96,9 @@ class Binpack(Policy):
         memory = candidate.info.memory
         return (-candidate.used / memory if memory > 0 else 0.0, -candidate.tasks)
 
+    def scores(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Key]:
+        return [(-c.used / c.info.memory if c.info.memory > 0 else 0.0, -c.tasks) for c in eligible]
+
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         return _usage(candidate)
 
@@ -99,6 +110,9 @@ class Spread(Policy):
     def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
         memory = candidate.info.memory
         return (candidate.used / memory if memory > 0 else 0.0, candidate.tasks)
+
+    def scores(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Key]:
+        return [(c.used / c.info.memory if c.info.memory > 0 else 0.0, c.tasks) for c in eligible]
 
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         return _usage(candidate)
@@ -268,10 +282,10 @@ def rank(candidates: Sequence[Candidate], request: Request, policy: Policy, cost
                 continue
         eligible.append(c)
     context = policy.prepare(eligible, request, cost_model)
-    score = policy.score
+    scores = policy.scores(eligible, request, context)
     preferred = filtered and bool(request.kinds or request.vendors or request.backends)
     ranked = [
-        ((_preference(c, request) if preferred else 0, 1 if c.health is _DEGRADED else 0, score(c, request, context),
+        ((_preference(c, request) if preferred else 0, 1 if c.health is _DEGRADED else 0, scores[index],
           c.order, c.info.name, c.info.stable_id, index), c)
         for index, c in enumerate(eligible)
     ]
