@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hetero.errors import DeviceNotFoundError
-from hetero.scheduler.policies import Key, Ranking
+from hetero.scheduler.policies import Key, Ranking, StaticEstimate
 from hetero.scheduler.request import Request, format_size
 
 _COLUMNS = ("rank", "device", "kind", "health", "memory", "used", "tasks", "score", "note")
@@ -107,8 +107,8 @@ def explanation(ranking: Ranking) -> Explanation:
         if len(ranking.ranked) > 1:
             runner_key, runner = ranking.ranked[1]
             why += f"; ahead of {runner.name} ({rows[1].score or 'eligible'}) by {_difference(ranking.ranked[0][0], runner_key)}"
-        if isinstance(context, dict) and "missing" in context:
-            why += f" (static speed estimate: the cost model has no prediction for {context['missing']})"
+        if isinstance(context, StaticEstimate):
+            why += f" (static speed estimate: {context.reason})"
     elif ranking.queued:
         why = (f"queued: every device that fits is held by other tasks ({policy.name} policy, "
                f"priority {ranking.request.priority}); it frees when they end")

@@ -123,6 +123,13 @@ def static_speed(candidate: Candidate) -> float:
     return max(candidate.info.compute_units, 1) * KIND_WEIGHT.get(str(candidate.info.kind), 1.0)
 
 
+@dataclasses.dataclass(frozen=True)
+class StaticEstimate:
+    """The ``fastest`` policy's context when it ranks by static speed, and why it does."""
+
+    reason: str
+
+
 class Fastest(Policy):
     name = "fastest"
     summary = "takes the device expected to finish first"
@@ -130,24 +137,26 @@ class Fastest(Policy):
     def prepare(self, eligible: Sequence[Candidate], request: Request, cost_model: CostModel | None) -> Any:
         # Predicted seconds are used only when every eligible device has one: seconds and
         # static speeds do not compare, and a device the model has not seen is not slow.
-        if cost_model is None or request.kernel is None or request.n is None:
-            return None
+        if request.kernel is None or request.n is None:
+            return StaticEstimate("the request names no kernel and size (kernel=, n=)")
+        if cost_model is None:
+            return StaticEstimate("no cost model")
         predictions: dict[str, float] = {}
         for candidate in eligible:
             seconds = cost_model.predict(request.kernel, candidate.info.stable_id, request.n)
             if seconds is None:
-                return {"missing": candidate.name}
+                return StaticEstimate(f"the cost model has no prediction for {candidate.name} (hetero calibrate)")
             predictions[candidate.info.stable_id] = float(seconds)
         return predictions
 
     def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
-        if context and "missing" not in context:
+        if type(context) is dict:
             return (context[candidate.info.stable_id] * (candidate.tasks + 1),)
         return ((candidate.tasks + 1) / static_speed(candidate),)
 
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         queue = f" x {candidate.tasks + 1} (tasks + 1)" if candidate.tasks else ""
-        if context and "missing" not in context:
+        if type(context) is dict:
             return f"predicted {_seconds(context[candidate.info.stable_id])}{queue}"
         kind = str(candidate.info.kind)
         speed = static_speed(candidate)
@@ -189,8 +198,8 @@ class Priority(Policy):
         return f"{state}, {_usage(candidate)}"
 
 
+# The names are hetero.config.POLICIES (a test keeps the two in step).
 _POLICIES: dict[str, Policy] = {p.name: p for p in (FirstFit(), Binpack(), Spread(), Fastest(), Priority())}
-assert tuple(_POLICIES) == POLICIES, "hetero.config.POLICIES and the scheduler's policies must agree"
 
 
 def get_policy(name: str | Policy) -> Policy:

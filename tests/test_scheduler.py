@@ -103,6 +103,7 @@ def test_fastest_uses_the_cost_model_times_the_queue() -> None:
 
 
 def test_fastest_without_a_prediction_for_every_device_uses_static_speed() -> None:
+    from hetero.scheduler.explanation import explanation
     from hetero.scheduler.policies import rank
 
     devices = table()
@@ -110,9 +111,10 @@ def test_fastest_without_a_prediction_for_every_device_uses_static_speed() -> No
     ranking = rank(devices, Request(kernel="k", n=10), get_policy("fastest"), model)
     assert ranking.winner is not None and ranking.winner.name == "cuda:0"  # 132 CU x gpu 8
     assert static_speed(devices[0]) == 132 * 8
-    text = str(explain(Request(kernel="k", n=10), "fastest", devices))  # the default model: none calibrated here
-    assert "static" in text
-    assert "cost model has no prediction" in text or "static 1056" in text
+    why = explanation(ranking).why
+    assert why.endswith("(static speed estimate: the cost model has no prediction for cuda:0 (hetero calibrate))")
+    assert "static 1056 (132 CU x gpu 8)" in why
+    assert explain(Request(), "fastest", devices).why.endswith("(static speed estimate: the request names no kernel and size (kernel=, n=))")
 
 
 def test_priority_high_takes_devices_low_ones_hold_and_low_ones_queue() -> None:
