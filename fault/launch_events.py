@@ -114,6 +114,7 @@ class Summary:
     any_heartbeat: bool = False
     recoveries: list[float] = dataclasses.field(default_factory=list)
     worker_results: dict[int, str] = dataclasses.field(default_factory=dict)
+    ended: float | None = None  # monotonic; set when the run is over, so the wall time stays put
 
     def close_incarnation(self, progress: Progress, kept_up_to: int | None) -> None:
         if progress.beats:
@@ -121,7 +122,7 @@ class Summary:
         self.useful += progress.useful_seconds(kept_up_to)
 
     def wall(self) -> float:
-        return time.monotonic() - self.started
+        return (time.monotonic() if self.ended is None else self.ended) - self.started
 
     def goodput(self) -> float | None:
         wall = self.wall()

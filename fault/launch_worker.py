@@ -30,11 +30,25 @@ BOOTSTRAP = "hetero.fault.worker"
 def bootstrap_command(command: Sequence[str]) -> list[str]:
     """The argv that runs the user's ``script.py args`` / ``-m module args`` under the worker
     bootstrap (fault reports, heartbeat flush); the bare script if the bootstrap is absent."""
-    if importlib.util.find_spec(BOOTSTRAP) is not None:
+    if has_bootstrap():
         return [sys.executable, "-m", BOOTSTRAP, *command]
     print(f"hetero-run: warning: {BOOTSTRAP} is not installed; workers run without fault reports",
           file=sys.stderr)
     return [sys.executable, *command]
+
+
+def has_bootstrap() -> bool:
+    return importlib.util.find_spec(BOOTSTRAP) is not None
+
+
+def spawn_standby(env: Mapping[str, str], preload: Sequence[str] = ()) -> Any | None:
+    """A warm worker interpreter (the bootstrap's ``Standby``: hetero and ``preload`` already
+    imported, waiting for its job), or None where the bootstrap has none."""
+    try:
+        from hetero.fault.worker import Standby
+    except ImportError:
+        return None
+    return Standby(env=env, preload=preload)
 
 
 @dataclasses.dataclass
@@ -62,8 +76,9 @@ class Worker:
         return self.proc is not None
 
     def start(self, argv: Sequence[str], run_dir: Path, base_env: Mapping[str, str],
-              dist: Mapping[str, str]) -> None:
-        """Start a new incarnation on ``self.device`` (fresh heartbeat and report files)."""
+              dist: Mapping[str, str], standby: Any | None = None, command: Sequence[str] = ()) -> None:
+        """Start a new incarnation on ``self.device`` (fresh heartbeat and report files): hand
+        ``command`` to ``standby`` when given and alive, else run ``argv`` afresh."""
         self.heartbeat_file = run_dir / f"heartbeat-{self.rank}-{self.restarts}.json"
         self.fault_report = run_dir / f"fault-{self.rank}-{self.restarts}.json"
         self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
@@ -86,7 +101,8 @@ class Worker:
         self.progress = Progress()
         self.last_mtime = -1
         self.launches = 0
-        self.proc = subprocess.Popen(list(argv), env=env, start_new_session=True)
+        proc = standby.activate(list(command), env) if standby is not None else None
+        self.proc = proc or subprocess.Popen(list(argv), env=env, start_new_session=True)
         self.started = time.monotonic()
 
     def exited(self) -> int | None:

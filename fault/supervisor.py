@@ -34,11 +34,14 @@ from hetero.device import DeviceInfo
 from hetero.errors import HeteroError
 from hetero.fault.launch_assign import LaunchError, assign, candidate_devices, free_port, quarantined_ids, replacement, usable
 from hetero.fault.launch_events import EventLog, Progress, Summary
-from hetero.fault.launch_worker import Worker, become_subreaper, bootstrap_command, kill_group, stop_workers
+from hetero.fault.launch_worker import Worker, become_subreaper, bootstrap_command, kill_group, spawn_standby, stop_workers
 from hetero.fault.metrics import Metrics
 from hetero.fault.protocol import FAULT_EXIT_CODE
 
 POLL_SECONDS = 0.05
+#: A reserve worker interpreter is started once the workers have run this long (not at once:
+#: it would compete with their start-up for the CPU).
+RESERVE_AFTER_SECONDS = 1.0
 QUARANTINE_POLL_SECONDS = 1.0
 _QUARANTINE_CLASSES = ("context-corrupting", "device-lost", "degraded")
 
@@ -61,6 +64,8 @@ class RunConfig:
     grace: float = 5.0
     master_addr: str = "127.0.0.1"
     master_port: int | None = None
+    standby: bool = True  # start workers' interpreters ahead of need (hetero.fault.worker.Standby)
+    preload: tuple[str, ...] = ()  # modules a standby imports while it waits (e.g. torch)
 
 
 class Supervisor:
@@ -77,6 +82,8 @@ class Supervisor:
         self._quarantined_seen: frozenset[str] = frozenset()
         self._excluded: set[str] = set()  # stable ids this run quarantined: never reused
         self._next_quarantine_poll = 0.0
+        self._standbys: list[Any] = []  # started ahead: the first workers', then one reserve
+        self._last_start = 0.0
 
     # -- the run -------------------------------------------------------------------------
     def run(self) -> int:
@@ -85,6 +92,9 @@ class Supervisor:
         become_subreaper()
         code = 1
         try:
+            self.base_env = self._base_env()
+            if config.standby:  # their start-up overlaps device discovery
+                self._standbys = [s for s in (self._spawn_standby() for _ in range(config.nproc)) if s is not None]
             self.candidates = candidate_devices(config.devices)
             self._quarantined_seen = quarantined_ids() & {d.stable_id for d in self.candidates}
             devices = assign(config.nproc, config.policy, usable(self.candidates))
@@ -92,7 +102,6 @@ class Supervisor:
                           devices=[d.name for d in self.candidates], policy=config.policy,
                           max_restarts=config.max_restarts, restart=config.restart, command=config.command)
             self.argv = bootstrap_command(config.command)
-            self.base_env = self._base_env()
             self.dist = {"MASTER_ADDR": config.master_addr,
                          "MASTER_PORT": str(config.master_port or free_port(config.master_addr)),
                          "WORLD_SIZE": str(config.nproc), "LOCAL_WORLD_SIZE": str(config.nproc)}
@@ -135,6 +144,12 @@ class Supervisor:
                 return 1  # gave up (max restarts, no device left): _on_exit said why
             if now >= self._next_quarantine_poll:
                 self._poll_quarantine(now)
+            if self.config.standby and not self._standbys and now - self._last_start > RESERVE_AFTER_SECONDS:
+                reserve = self._spawn_standby()  # the next restart starts warm
+                if reserve is None:
+                    self.config.standby = False
+                else:
+                    self._standbys.append(reserve)
             time.sleep(POLL_SECONDS)
 
     # -- watching ------------------------------------------------------------------------
@@ -314,14 +329,25 @@ class Supervisor:
     def _start(self, worker: Worker) -> None:
         dist = {**self.dist, "RANK": str(worker.rank), "LOCAL_RANK": str(worker.rank),
                 "GROUP_RANK": "0", "ROLE_RANK": str(worker.rank)}
-        worker.start(self.argv, self.config.run_dir, self.base_env, dist)
+        standby = self._standbys.pop(0) if self._standbys else None
+        worker.start(self.argv, self.config.run_dir, self.base_env, dist, standby, self.config.command)
+        self._last_start = time.monotonic()
         assert worker.proc is not None
         self.log.emit("worker_started", worker=worker.rank, device=worker.device.name, pid=worker.proc.pid,
                       pgid=worker.proc.pid, restart=worker.restarts, resume_step=worker.resume_step)
         if worker.restarts and worker.resume_step is not None:
             self.log.emit("resumed_from_step", worker=worker.rank, device=worker.device.name, step=worker.resume_step)
 
+    def _spawn_standby(self) -> Any | None:
+        return spawn_standby(self.base_env, self.config.preload)
+
+    def _retire_standbys(self) -> None:
+        standbys, self._standbys = self._standbys, []
+        for standby in standbys:
+            standby.close()
+
     def _stop_all(self) -> None:
+        self._retire_standbys()
         live = [w for w in self.workers if w.alive]
         now = time.monotonic()
         for rank, code in stop_workers(live, self.config.grace).items():
@@ -338,6 +364,8 @@ class Supervisor:
             self.metrics.set_goodput(goodput)
 
     def _finish(self, code: int) -> None:
+        self._retire_standbys()
+        self.summary.ended = time.monotonic()
         for worker in self.workers:
             self.summary.worker_results.setdefault(worker.rank, "not finished")
         self._update_goodput()

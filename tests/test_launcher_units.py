@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,18 @@ from hetero.device import DeviceInfo, Kind
 from hetero.fault import run_cli
 from hetero.fault.launch_assign import LaunchError, assign, device_env, replacement
 from hetero.fault.launch_events import EventLog, Progress, Summary, append_event
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No quarantine from the user's own state dir may change the choices tested here."""
+    from hetero.config import reload_config
+
+    monkeypatch.setenv("HETERO_STATE_DIR", str(tmp_path / "state"))
+    reload_config()
+    yield
+    monkeypatch.undo()
+    reload_config()
 
 
 def info(name: str) -> DeviceInfo:
@@ -60,7 +73,7 @@ def test_useful_time_counts_only_steps_that_were_kept() -> None:
 def test_goodput_is_useful_time_over_wall_time_of_all_workers() -> None:
     summary = Summary(nproc=2)
     assert summary.goodput() is None  # no heartbeats: unknown, not zero
-    summary.started -= 10.0
+    summary.ended = summary.started + 10.0
     summary.close_incarnation(Progress([(0.0, 1), (4.0, 5)]), None)
     summary.close_incarnation(Progress([(0.0, 1), (6.0, 7)]), None)
     assert summary.goodput() == pytest.approx(10.0 / 20.0, rel=0.01)
