@@ -66,6 +66,9 @@ class CuPyRuntime(DeviceRuntime):
         self._broken: Health | None = None  # set by a context-corrupting / lost error: sticky for the process
         self._stream: contextvars.ContextVar[Any] = contextvars.ContextVar(f"hetero_stream_{info.name}", default=None)
         self._staging: PinnedStaging | None = None
+        self._grids: dict[tuple[Any, Any], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        #: Stable ids of every device of this backend: one NVML event listener watches them all.
+        self.peer_ids: list[str] = [info.stable_id]
 
     # -- errors and health --------------------------------------------------------------
     @contextlib.contextmanager
@@ -138,7 +141,7 @@ class CuPyRuntime(DeviceRuntime):
 
             if self._nvml is None:
                 self._nvml = shared()
-            self._listener = listener_for(self._nvml, [self.info.stable_id])
+            self._listener = listener_for(self._nvml, self.peer_ids)
         return [{**event, "device": self.info.name} for event in self._listener.drain(self.info.stable_id)]
 
     def fault_error(self, kind: str, code: int | None = None, doing: str = "launch") -> BaseException:
@@ -307,18 +310,32 @@ class CuPyRuntime(DeviceRuntime):
 
     def launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
                args: Sequence[Any]) -> None:
-        # CUDA grids count blocks; hetero's global size counts work-items, and kernels read
-        # global_size as gridDim * blockDim, so the block must divide the global size exactly.
-        block = local_size if local_size is not None else tuple(
-            _largest_divisor(g, cap) for g, cap in zip(global_size, _DEFAULT_BLOCK[len(global_size)], strict=True))
-        grid = tuple(g // b for g, b in zip(global_size, block, strict=True))
+        shape = self._grids.get((global_size, local_size))
+        if shape is None:
+            shape = self._grids[(global_size, local_size)] = _grid(global_size, local_size)
+            if len(self._grids) > 1024:  # sizes that change every call must not grow this forever
+                self._grids.clear()
+        grid, block = shape
         stream = self._stream.get()
-        with self._on_device(f"launching {getattr(kernel, 'name', 'a kernel')} (grid {grid}, block {block})"):
-            if stream is None:
-                kernel(grid, block, tuple(args))
-            else:
-                kernel(grid, block, tuple(args), stream=stream)
+        try:  # the hot path: no context manager or message built unless the launch fails
+            with self._device:
+                if stream is None:
+                    kernel(grid, block, tuple(args))
+                else:
+                    kernel(grid, block, tuple(args), stream=stream)
+        except self._errors as exc:
+            doing = f"launching {getattr(kernel, 'name', 'a kernel')} (grid {grid}, block {block})"
+            error = cuda_errors.translate(exc, self.info.backend, self.info.name, doing, xid=self._recent_xid())
+            self.note_error(error)
+            raise error from exc
 
+
+def _grid(global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(grid, block) for a launch. CUDA grids count blocks; hetero's global size counts work-items,
+    and kernels read global_size as gridDim * blockDim, so the block must divide it exactly."""
+    block = local_size if local_size is not None else tuple(
+        _largest_divisor(g, cap) for g, cap in zip(global_size, _DEFAULT_BLOCK[len(global_size)], strict=True))
+    return tuple(g // b for g, b in zip(global_size, block, strict=True)), block
 
 def _largest_divisor(n: int, cap: int) -> int:
     """The largest divisor of ``n`` that is at most ``cap`` (1 for a prime above ``cap``)."""
@@ -343,6 +360,8 @@ class CuPyBackend(Backend):
             except cupy.cuda.runtime.CUDARuntimeError as exc:
                 raise cuda_errors.translate(exc, name, f"{name}:{index}", "reading device properties") from exc
             self._devices.append(CuPyRuntime(cupy, device_info(name, index, props, self.versions), toolchain))
+        for runtime in self._devices:
+            runtime.peer_ids = [d.info.stable_id for d in self._devices]
 
     def devices(self) -> Sequence[DeviceRuntime]:
         return self._devices

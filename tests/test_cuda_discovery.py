@@ -155,6 +155,7 @@ def test_the_backend_lists_devices_from_the_runtime(monkeypatch: pytest.MonkeyPa
     backend = CuPyBackend("cuda", "hint")
     devices = backend.devices()
     assert [d.info.name for d in devices] == ["cuda:0", "cuda:1"]
+    assert all(len(d.peer_ids) == 2 for d in devices)  # type: ignore[attr-defined]  # one NVML listener for all
     assert devices[0].kernel_target().arch == "sm_90"  # type: ignore[union-attr]
     diagnostics = backend.diagnostics()
     assert diagnostics["driver"] == "13.0" and diagnostics["runtime"] == "13.2" and diagnostics["nvrtc"]

@@ -182,3 +182,15 @@ def test_uncorrectable_ecc_degrades_and_loss_is_unhealthy() -> None:
     with pytest.raises(hetero.DeviceLostError), runtime._on_device("synchronizing"):
         raise runtime_api.CUDARuntimeError(46)
     assert runtime.health().state is HealthState.UNHEALTHY and "lost" in runtime.health().reason
+
+
+def test_a_failing_launch_is_translated_and_marks_the_device() -> None:
+    runtime = make_runtime()
+
+    def kernel(grid: Any, block: Any, args: Any) -> None:
+        raise runtime_api.CUDARuntimeError(700)
+
+    with pytest.raises(hetero.ContextCorruptedError) as caught:
+        runtime.launch(kernel, (1000,), None, [])
+    assert "(grid (4,), block (250,))" in str(caught.value) and caught.value.code == 700
+    assert runtime.health().state is HealthState.UNHEALTHY
