@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import hetero
+
 pytest.importorskip("torch.distributed.launcher.api", reason="multi-node hetero-run needs torch")
 
 ALLREDUCE = '''
@@ -68,3 +70,37 @@ def test_two_nodes_rendezvous_on_loopback_and_all_reduce(tmp_path: Path) -> None
         kinds = [r["event"] for r in records]
         assert kinds[0] == "run_started" and kinds[-1] == "finished" and "worker_started" in kinds
         assert records[-1]["returncode"] == 0
+
+
+FAULTY = '''
+import os, sys
+import numpy as np
+import hetero
+dev = hetero.device()
+with open(sys.argv[1], "a") as log:
+    log.write(f"{os.environ['HETERO_RESTART']} {dev.name}\\n")
+for _ in range(6):
+    hetero.asarray(np.arange(4.0), device=dev).numpy()
+'''
+
+OPENCL = [d.name for d in hetero.devices() if d.backend in ("oneapi", "opencl")]
+
+
+@pytest.mark.skipif(not OPENCL, reason="fault injection into copies needs an OpenCL device")
+def test_elastic_restart_quarantines_the_faulty_device_on_that_node(tmp_path: Path) -> None:
+    script = tmp_path / "faulty.py"
+    script.write_text(FAULTY)
+    bad, port = OPENCL[0], loopback_port()
+    env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}
+    argv = [sys.executable, "-m", "hetero.fault.run_cli", "--nnodes", "1", "--rdzv-endpoint", f"127.0.0.1:{port}",
+            "--rdzv-id", f"fault-{port}", "--devices", f"{bad},cpu", "--max-restarts", "2",
+            "--inject", f"{bad}:copy:nth=3:lost", "--run-dir", str(tmp_path / "node0"), str(script),
+            str(tmp_path / "log")]
+    done = subprocess.run(argv, env=env, cwd=tmp_path, text=True, capture_output=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "log").read_text().split("\n")[:2] == [f"0 {bad}", "1 cpu"]  # not reused after the fault
+    records = [json.loads(line) for line in (tmp_path / "node0" / "events.jsonl").read_text().splitlines()]
+    quarantined = [r for r in records if r["event"] == "device_quarantined"]
+    assert [r["device"] for r in quarantined] == [bad]
+    fault = next(r for r in records if r["event"] == "fault_detected")
+    assert (fault["device"], fault["fault_class"]) == (bad, "device-lost")
