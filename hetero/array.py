@@ -23,11 +23,11 @@ from hetero import dtypes
 from hetero.device import Device
 from hetero.errors import ArrayError, HeteroError
 from hetero.registry import device as resolve_device
-from hetero.scheduler.context import CURRENT_TASK
+from hetero.scheduler.context import task_getter
 from hetero.types import ArrayType, scalar_type
 
 _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
-_current_task = CURRENT_TASK.get  # the scheduler task allocations are accounted to (None: no bookkeeping)
+_current_task = task_getter()  # the scheduler task allocations are accounted to (None: no bookkeeping); see set_process_task
 
 
 class Array:

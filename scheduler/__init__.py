@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         use_cost_model,
     )
     from hetero.scheduler.policies import KIND_WEIGHT, Policy, Ranking, get_policy, rank, static_speed
-    from hetero.scheduler.quota import Task, current_task, task
+    from hetero.scheduler.quota import Task, current_task, set_process_task, task
     from hetero.scheduler.request import PRIORITIES, Candidate, CostModel, Request, format_size, parse_size
     from hetero.scheduler.usage import LEDGER, DeviceLoad
 
@@ -41,7 +41,7 @@ _LAZY = {
     "Explanation": "explanation", "NoDeviceAvailable": "explanation", "Row": "explanation",
     "Policy": "policies", "Ranking": "policies", "get_policy": "policies", "rank": "policies",
     "static_speed": "policies", "KIND_WEIGHT": "policies",
-    "Task": "quota", "task": "quota", "current_task": "quota",
+    "Task": "quota", "task": "quota", "current_task": "quota", "set_process_task": "quota",
     "Request": "request", "Candidate": "request", "CostModel": "request", "PRIORITIES": "request",
     "parse_size": "request", "format_size": "request",
     "LEDGER": "usage", "DeviceLoad": "usage",
@@ -61,5 +61,5 @@ __all__ = [
     "KIND_WEIGHT", "LEDGER", "PRIORITIES", "Candidate", "CostModel", "DeviceLoad", "Explanation", "NoDeviceAvailable",
     "Policy", "Ranking", "Request", "Row", "Task", "assign", "auto_device", "current_task", "decide", "explain",
     "forget_decisions", "format_size", "get_cost_model", "get_policy", "live_candidates", "parse_size", "place", "rank",
-    "static_speed", "task", "use_cost_model",
+    "set_process_task", "static_speed", "task", "use_cost_model",
 ]

@@ -21,7 +21,7 @@ from hetero.registry import backend_status
 from hetero.registry import devices as registry_devices
 from hetero.scheduler.explanation import Explanation, NoDeviceAvailable, explanation
 from hetero.scheduler.policies import Policy, Ranking, get_policy, rank
-from hetero.scheduler.quota import CURRENT_TASK
+from hetero.scheduler.context import current_task
 from hetero.scheduler.request import PRIORITY_RANK, Candidate, CostModel, Request
 from hetero.scheduler.usage import LEDGER
 
@@ -74,7 +74,7 @@ def candidate(device: Device | DeviceInfo, order: int = 0, quarantine: frozenset
     """The view of one device a policy reads: health (asked now, live devices only), quarantine,
     usage (holds of the current task left out: a task is not in its own way)."""
     info = device.info if isinstance(device, Device) else device
-    load = LEDGER.load(info.name, CURRENT_TASK.get())
+    load = LEDGER.load(info.name, current_task())
     if isinstance(device, Device):
         health = device.health()
         state, reason = health.state, health.reason
@@ -108,7 +108,7 @@ def make_request(request: Request | None = None, **fields: Any) -> Request:
     """``request`` as given, or one built from keyword fields (``memory=``, ``kinds=``, ...);
     a built one takes the current task's priority unless ``priority=`` says otherwise."""
     if request is None:
-        task = CURRENT_TASK.get()
+        task = current_task()
         if task is not None and "priority" not in fields:
             fields["priority"] = task.priority
         return Request(**fields)
@@ -171,7 +171,7 @@ def place(request: Request | None = None, policy: str | Policy | None = None, *,
 
 
 def _take(device: Device, winner: Candidate, request: Request, policy: Policy) -> None:
-    task = CURRENT_TASK.get()
+    task = current_task()
     if task is not None:
         LEDGER.hold(task, device.info.name)
     if policy.name == "priority" and winner.held_by is not None:
@@ -278,7 +278,7 @@ def auto_device(policy: str | None = None, **fields: Any) -> Device:
     """
     config = get_config()
     chosen = get_policy(config.policy if policy is None else policy)
-    wanted = make_request(None, **fields) if fields or CURRENT_TASK.get() is not None else _DEFAULT_REQUEST
+    wanted = make_request(None, **fields) if fields or current_task() is not None else _DEFAULT_REQUEST
     key = (chosen.name, wanted)
     quarantine = _WATCH.current()
     hit = _AUTO.get(key)
@@ -286,7 +286,7 @@ def auto_device(policy: str | None = None, **fields: Any) -> Device:
             and (hit.generation is None or hit.generation == LEDGER.generation)
             and backend_status(hit.device.info.backend) is hit.status):
         device = hit.device
-        task = CURRENT_TASK.get()
+        task = current_task()
         if task is not None:
             LEDGER.hold(task, device.info.name)
         return device

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from hetero.scheduler import context
 from hetero.scheduler.context import CURRENT_TASK
 from hetero.scheduler.request import PRIORITIES, PRIORITY_RANK, parse_size
 from hetero.scheduler.usage import LEDGER
@@ -111,15 +112,8 @@ class Task:
 
     # -- entering --------------------------------------------------------------------
     def __enter__(self) -> Self:
-        with LEDGER.changed:
-            self.active += 1
-            first = self.active == 1
-            if first:
-                _ACTIVE[self] = None
-                self.preempted.clear()
+        _activate(self)
         _TOKENS.set((*_TOKENS.get(), (self, CURRENT_TASK.set(self))))
-        if first and self.quota:
-            apply_torch_fractions()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
@@ -129,15 +123,30 @@ class Task:
                                "task entered; leave tasks in the reverse order of entering them, where entered")
         _TOKENS.set(tokens[:-1])
         CURRENT_TASK.reset(tokens[-1][1])
-        with LEDGER.changed:
-            self.active -= 1
-            last = self.active == 0
-            if last:
-                _ACTIVE.pop(self, None)
+        _deactivate(self)
+
+
+def _activate(task: Task) -> None:
+    with LEDGER.changed:
+        task.active += 1
+        first = task.active == 1
+        if first:
+            _ACTIVE[task] = None
+            task.preempted.clear()
+    if first and task.quota:
+        apply_torch_fractions()
+
+
+def _deactivate(task: Task) -> None:
+    with LEDGER.changed:
+        task.active -= 1
+        last = task.active == 0
         if last:
-            LEDGER.release_holds(self)
-            if self.quota:
-                apply_torch_fractions()
+            _ACTIVE.pop(task, None)
+    if last:
+        LEDGER.release_holds(task)
+        if task.quota:
+            apply_torch_fractions()
 
 
 def _parse_quota(task: str, quota: Quota) -> dict[str, int]:
@@ -169,8 +178,24 @@ def task(name: str | Task, quota: Quota = None, priority: str = "normal") -> Tas
 
 
 def current_task() -> Task | None:
-    """The task entered in this thread / asyncio task, or None."""
-    return CURRENT_TASK.get()
+    """The task entered in this thread / asyncio task, else the process's (:func:`set_process_task`), or None."""
+    return context.current_task()
+
+
+def set_process_task(task: Task | None) -> Task | None:
+    """Make ``task`` the task of every thread of this process that entered none (a launcher
+    worker capped as a whole: ``set_process_task(Task("worker3", quota={"cuda": "20GiB"}))``);
+    None removes it. The task stays active (holding its devices, torch fraction applied) while
+    set. Returns the previous one. Costs allocations outside tasks one more check while set."""
+    previous = context._process_task
+    if task is previous:
+        return previous
+    if task is not None:
+        _activate(task)
+    context.set_process_default(task)
+    if previous is not None:
+        _deactivate(previous)
+    return previous
 
 
 def apply_torch_fractions() -> None:

@@ -272,3 +272,28 @@ def test_leaving_a_task_out_of_order_is_an_error() -> None:
     second.__exit__(None, None, None)
     first.__exit__(None, None, None)
     assert current_task() is None and first.active == second.active == 0
+
+
+def test_a_process_task_covers_every_thread_that_entered_none(spy: Device) -> None:
+    from hetero import array as array_module
+    from hetero.scheduler import set_process_task
+
+    worker = Task("worker3", quota={"spy:0": 4 * KiB})
+    kept: list[hetero.Array] = []
+    assert set_process_task(worker) is None
+    try:
+        thread = threading.Thread(target=lambda: kept.append(hetero.empty(3 * KiB, hetero.uint8, device=spy)))
+        thread.start()
+        thread.join()
+        assert worker.usage("spy:0") == 3 * KiB and current_task() is worker
+        with pytest.raises(hetero.QuotaExceeded, match="task 'worker3'"):
+            hetero.empty(2 * KiB, hetero.uint8, device=spy)
+        with task("inner"):  # an entered task still takes precedence
+            kept.append(hetero.empty(2 * KiB, hetero.uint8, device=spy))
+        assert worker.active == 1
+    finally:
+        assert set_process_task(None) is worker
+    assert worker.active == 0 and current_task() is None
+    assert array_module._current_task == quota_module.CURRENT_TASK.get  # the bare read again
+    kept.clear()
+    assert worker.usage() == {}
