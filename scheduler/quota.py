@@ -10,6 +10,10 @@ before the vendor allocator is called. Accounted bytes are given back when the a
 buffer is freed. Outside any task hetero's allocator does no bookkeeping: the hook in
 ``hetero.empty`` is one ``ContextVar.get``.
 
+A thread enters a task with ``with``; other threads join the same task by entering the
+object (``with t:``). :func:`set_process_task` gives every thread of a process that entered
+none one task (a launcher worker capped as a whole).
+
 Quota keys are device names (``"cuda:0"``), backends (``"cuda"``: each of its devices) or
 ``"*"``; a single value (``quota="1GiB"``) applies to every device. Values are bytes or
 sizes (``"512MiB"``). With torch imported and CUDA available, entering a task also sets
