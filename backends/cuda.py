@@ -1,4 +1,9 @@
-"""The ``cuda`` backend: NVIDIA GPUs through CuPy (CUDA build)."""
+"""The ``cuda`` backend: NVIDIA GPUs through CuPy (CUDA build) (see :mod:`.cupy_runtime`).
+
+Kernels compile at run time with NVRTC (:mod:`.nvrtc_compile`) or load from bundles; errors carry
+cudaError_t/CUresult names (:mod:`.cuda_errors`); health and Xid events come from NVML
+(:mod:`.nvml_health`, :mod:`.xid_listener`). Checked on a GPU by ``benchmarks/gpu_check.py``.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""The ``rocm`` backend: AMD GPUs through CuPy's ROCm build."""
+"""The ``rocm`` backend: AMD GPUs through CuPy's ROCm build (see :mod:`.cupy_runtime`).
+
+HIP errors carry hipError_t names (:mod:`.hip_errors`); health comes from amdsmi or sysfs
+(:mod:`.rocm_health`). torch's ROCm builds call these GPUs ``cuda``: ``Array.torch()`` and
+``hetero.asarray(tensor)`` meet them through DLPack (device type kDLROCM).
+"""
 
 from __future__ import annotations
 
