@@ -17,7 +17,9 @@ one raises a :class:`~hetero.DeviceError`, the guard classifies it (:func:`heter
   vendor's device, then the host CPU; never a quarantined, unhealthy or already-failed one),
   restore the snapshot there (``state`` is updated in place), replay, run the failed step.
 
-Inside the ``with`` block ``hetero.device()`` is the guard's current device (``g.device``), so
+On entering the ``with`` block a background thread prepares the failover device (``standby``:
+discovery, a health check, one tiny kernel there), so a recovery need not import a backend
+or open a device. Inside the ``with`` block ``hetero.device()`` is the guard's current device (``g.device``), so
 arrays and kernels a step creates follow it. Each recovery is published as a ``recovery`` event
 (:func:`hetero.fault.publish`) and listed in ``g.recoveries``. When no device is left or
 ``max_recoveries`` is spent, :class:`~hetero.RecoveryFailedError` is raised with the history of
@@ -37,7 +39,7 @@ import gc
 import logging
 import time
 from collections.abc import Callable, MutableMapping, Sequence
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import hetero
 from hetero.array import Array
@@ -46,7 +48,12 @@ from hetero.errors import DeviceDegradedError, DeviceError, DeviceLostError, Dev
 from hetero.fault import snapshot
 from hetero.registry import _CURRENT
 
+if TYPE_CHECKING:
+    from hetero.fault.guard_standby import Standby
+
 log = logging.getLogger("hetero.fault.guard")
+#: The longest a recovery (or leaving the guard) waits for the standby preparation to finish.
+STANDBY_JOIN_SECONDS = 30.0
 T = TypeVar("T")
 Record = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
@@ -88,7 +95,7 @@ class Guard:
 
     def __init__(self, state: MutableMapping[str, Any], *, snapshot_every: int = 10,
                  devices: Sequence[str | Device] | None = None, max_recoveries: int = 3,
-                 device: str | Device | None = None, start_step: int = 0) -> None:
+                 device: str | Device | None = None, start_step: int = 0, standby: bool = True) -> None:
         if not isinstance(state, MutableMapping):
             raise TypeError(f"hetero.guard: state must be a dict of the values to protect, got {type(state).__name__}")
         if int(snapshot_every) < 1:
@@ -111,6 +118,8 @@ class Guard:
         self._in_place_step: int | None = None  # the step last retried in place
         self._token: contextvars.Token[Device | None] | None = None
         self._heartbeat = _heartbeat_function()
+        self._standby_wanted = bool(standby)
+        self._standby: Standby | None = None
 
     # -- public ------------------------------------------------------------------------------
     @property
@@ -120,7 +129,16 @@ class Guard:
 
     def __enter__(self) -> Guard:  # noqa: PYI034
         self._token = _CURRENT.set(self._device)
+        if self._standby_wanted and self._standby is None:
+            from hetero.fault.guard_standby import Standby
+
+            self._standby = Standby(lambda: self._next_device(self._device))
         return self
+
+    def wait_standby(self, timeout: float | None = None) -> Device | None:
+        """Wait until the failover device is prepared (see ``standby``); returns it, or None when
+        there is none (standby off, no other device, or its preparation failed)."""
+        return self._standby.wait(timeout) if self._standby is not None else None
 
     def __exit__(self, *exc: object) -> None:
         token, self._token = self._token, None
@@ -131,6 +149,8 @@ class Guard:
                 pass
         self._records.clear()  # host memory the finished loop no longer needs
         self.last_snapshot = None
+        if self._standby is not None:  # let a preparation still loading a compiler finish before exit
+            self._standby.wait(STANDBY_JOIN_SECONDS)
 
     def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` as guarded step ``g.step``; on a device fault, recover (see the
@@ -224,6 +244,8 @@ class Guard:
         self._failed.add(failed.name)
         if verdict.quarantine:
             _quarantine(failed, error, verdict)
+        if self._standby is not None and self._standby.running:
+            self._standby.wait(STANDBY_JOIN_SECONDS)  # it has done part of the work a move needs
         target = self._next_device(failed)
         if target is None:
             self._give_up(error, "no healthy device is left to move the work to")
@@ -232,7 +254,8 @@ class Guard:
     def _next_device(self, failed: Device) -> Device | None:
         candidates = self._candidates if self._candidates is not None else hetero.devices()
         quarantined = _quarantined_ids()
-        usable = [d for d in candidates if d.name not in self._failed and d.stable_id not in quarantined]
+        usable = [d for d in candidates
+                  if d is not failed and d.name not in self._failed and d.stable_id not in quarantined]
         vendor = failed.vendor.lower()
 
         def rank(pair: tuple[int, Device]) -> tuple[int, bool, int]:
@@ -302,16 +325,21 @@ class Guard:
 
 
 def guard(state: MutableMapping[str, Any], snapshot_every: int = 10, devices: Sequence[str | Device] | None = None,
-          max_recoveries: int = 3, device: str | Device | None = None, start_step: int = 0) -> Guard:
+          max_recoveries: int = 3, device: str | Device | None = None, start_step: int = 0,
+          standby: bool = True) -> Guard:
     """Protect a training loop's ``state`` against device faults (see the module docs).
 
     ``snapshot_every``: steps between host snapshots (the first ``g.run`` always takes one).
     ``devices``: where the work may go (default: every device, ``hetero.devices()``).
     ``max_recoveries``: recovery attempts allowed over the guard's life. ``device``: where to
     start (default: the device of the state's first hetero array, else ``hetero.device()``).
-    ``start_step``: the number of the first step (a run resumed from a checkpoint)."""
+    ``start_step``: the number of the first step (a run resumed from a checkpoint).
+    ``standby``: on entering the ``with``, prepare the failover device on a background thread
+    (discover the devices, check the candidate's health, open it and run one tiny kernel there,
+    which loads its backend's libraries), so that a recovery pays only for restoring and
+    replaying; ``False`` touches no other device before a fault."""
     return Guard(state, snapshot_every=snapshot_every, devices=devices, max_recoveries=max_recoveries,
-                 device=device, start_step=start_step)
+                 device=device, start_step=start_step, standby=standby)
 
 
 # -- the fault layer's other parts, each optional --------------------------------------------

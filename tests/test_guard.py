@@ -277,3 +277,16 @@ def test_bad_arguments_are_refused() -> None:
         hetero.guard({}, snapshot_every=0)
     with pytest.raises(TypeError, match="dict"):
         hetero.guard([1, 2])  # type: ignore[arg-type]
+
+
+def test_standby_prepares_the_failover_device_only() -> None:
+    if len(DEVICES) < 2:
+        pytest.skip("needs two devices")
+    a, b = DEVICES[0], DEVICES[1]
+    state = new_state(a)
+    with hetero.guard(state, devices=[a, b]) as g:
+        assert g.wait_standby(120) is hetero.device(b)  # never the device the work is on
+    with hetero.guard(state, devices=[a]) as g:
+        assert g.wait_standby(120) is None  # nowhere to go
+    with hetero.guard(state, devices=[a, b], standby=False) as g:
+        assert g.wait_standby() is None
