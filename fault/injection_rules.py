@@ -19,6 +19,7 @@ is :mod:`hetero.fault.injection`.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 import re
 import threading
@@ -232,7 +233,8 @@ class RuleState:
     """One rule's trigger state on one device: counts matching calls and decides which fire.
 
     ``p`` triggers draw from ``random.Random`` seeded with the rule's seed and the device name, so
-    the same seed fires on the same calls in every run. Thread-safe.
+    the same seed fires on the same calls in every run. Thread-safe: calls are numbered by an
+    atomic counter, and only a call that fires takes the lock (the armed path stays short).
     """
 
     def __init__(self, rule: Rule, device: str) -> None:
@@ -241,29 +243,31 @@ class RuleState:
         self.calls = 0
         self.fires = 0
         self.latched = False  # health faults stay once fired (a lost device does not come back)
-        seed = rule.trigger.seed
+        trigger = rule.trigger
+        self._nth, self._every, self._p, self._times = trigger.nth, trigger.every, trigger.p or 0.0, trigger.times
+        self._latches = rule.op == "health" and rule.what.kind not in PROCESS_FAULTS
+        seed = trigger.seed
         self._random = random.Random(f"{seed}:{device}") if seed is not None else random.Random()
+        self._counter = itertools.count(1)  # next() on it is atomic under the GIL
         self._lock = threading.Lock()
 
     def hit(self) -> int | None:
         """Count one matching call; the call number when the rule fires on it, else None."""
-        trigger = self.rule.trigger
-        with self._lock:
-            self.calls += 1
-            call = self.calls
-            if trigger.times is not None and self.fires >= trigger.times:
+        call = self.calls = next(self._counter)
+        if self.latched:
+            pass
+        elif self._nth is not None:
+            if call != self._nth:
                 return None
-            if self.latched:
-                fire = True
-            elif trigger.nth is not None:
-                fire = call == trigger.nth
-            elif trigger.every is not None:
-                fire = call % trigger.every == 0
-            else:
-                fire = self._random.random() < (trigger.p or 0.0)
-            if not fire:
+        elif self._every is not None:
+            if call % self._every:
+                return None
+        elif self._random.random() >= self._p:
+            return None
+        with self._lock:
+            if self._times is not None and self.fires >= self._times:
                 return None
             self.fires += 1
-            if self.rule.op == "health" and self.rule.what.kind not in PROCESS_FAULTS:
+            if self._latches:
                 self.latched = True
-            return call
+        return call
