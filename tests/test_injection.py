@@ -118,6 +118,27 @@ def test_probability_with_a_seed_is_reproducible() -> None:
     assert fires("cpu:copy:p=0:oom", 200) == [] and fires("cpu:copy:p=1:oom", 5) == [1, 2, 3, 4, 5]
 
 
+def test_counting_is_exact_across_threads() -> None:
+    import threading
+
+    for text, expected in (("cpu:launch:nth=777:lost", [777]), ("cpu:launch:every=10:lost", list(range(10, 4001, 10)))):
+        state = RuleState(parse_rule(text), "cpu")
+        fired: list[int] = []
+
+        def worker(state: RuleState = state, fired: list[int] = fired) -> None:
+            for _ in range(1000):
+                call = state.hit()
+                if call is not None:
+                    fired.append(call)
+
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(fired) == expected, text  # each call numbered once: no lost or doubled counts
+
+
 def test_health_faults_latch_once_fired() -> None:
     assert fires("cpu:health:nth=3:lost", 6) == [3, 4, 5, 6]  # a lost device does not come back
     assert fires("cpu:health:nth=3,times=2:lost", 6) == [3, 4]
