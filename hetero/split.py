@@ -47,6 +47,8 @@ __all__ = ["NotSplittableError", "SplitKernel", "SplitLauncher", "SplitPlan"]
 
 # Copy costs assumed for a device ``hetero calibrate`` has not measured (latency s, bytes/s).
 _DEFAULT_COPY = {False: (20e-6, 5e9), True: (2e-6, 10e9)}  # keyed by the runtime's host_memory
+#: Launches a split plan serves before it is made again from the (meanwhile taught) cost model.
+REPLAN_EVERY = 8
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -167,6 +169,7 @@ class SplitLauncher:
         self.last: SplitPlan | None = None
         self._layouts: dict[tuple[Any, ...], Layout] = {}
         self._buffers: dict[tuple[Any, ...], Array] = {}
+        self._plans: dict[tuple[Any, ...], tuple[SplitPlan, int]] = {}  # plan and launches it has served
         self._lock = threading.Lock()
 
     # -- planning -----------------------------------------------------------------------
@@ -197,24 +200,27 @@ class SplitLauncher:
         axis = layout.axis
         total = self.global_size[axis]
         granularity = self.local_size[axis] if self.local_size else 1
-        per_row_items = int(np.prod(self.global_size)) // max(total, 1)
+        # At most ~1024 chunks: finer shares gain nothing measurable and cost planning time.
+        granularity *= max(1, -(-total // (granularity * 1024)))
+        per_row_items = max(int(np.prod(self.global_size)) // max(total, 1), 1)
         key = kernel.cost_key()
-        moved = _bytes_moved(kernel.param_names(), layout, args, total)
-        untimed = [d.name for d in devices if model.predict(key, d.stable_id, max(per_row_items, 1)) is None]
+        moved = _bytes_moved(kernel.param_names(), layout, args)
+        predictors = [model.predictor(key, d.stable_id) for d in devices]
+        untimed = [d.name for d, p in zip(devices, predictors, strict=True) if p is None]
         if untimed:
             rows = split_plan.even(total, len(devices), granularity)
             basis = f"even: no timings of {kernel.name} on {', '.join(untimed)} yet (this launch records them)"
-            predicted = tuple(0.0 for _ in devices)
+            predicted: tuple[float, ...] = tuple(0.0 for _ in devices)
         else:
-            def cost(d: Device) -> split_plan.PartTime:
+            def cost(d: Device, compute: Any) -> split_plan.PartTime:
+                copies = _copy_law(model, source, d, moved)
+
                 def time_for(rows: int) -> float:
-                    if rows <= 0:
-                        return 0.0
-                    compute = model.predict(key, d.stable_id, rows * per_row_items) or 0.0
-                    return compute + (0.0 if d is source else _copy_time(model, source, d, rows, moved))
+                    return compute(rows * per_row_items) + copies(rows) if rows > 0 else 0.0
                 return time_for
 
-            partition = split_plan.partition(total, [cost(d) for d in devices], granularity)
+            partition = split_plan.partition(total, [cost(d, p) for d, p in zip(devices, predictors, strict=True)],
+                                             granularity)
             rows, predicted = partition.rows, partition.predicted_s
             basis = "cost model: compute + copies (dmda)"
         bounds, lo = [], 0
@@ -223,13 +229,27 @@ class SplitLauncher:
             lo += count
         return SplitPlan(axis, tuple(d.name for d in devices), tuple(bounds), tuple(predicted), dict(layout.roles), basis)
 
+    def _current_plan(self, layout: Layout, source: Device, args: Sequence[Any]) -> SplitPlan:
+        """The plan for these arguments, made afresh every :data:`REPLAN_EVERY` launches (the model
+        learns from each launch; planning every time would cost more than it could save)."""
+        key = (source.name, *((a.shape, a.dtype) if isinstance(a, Array) else type(a) for a in args))
+        cached = self._plans.get(key)
+        if cached is not None and cached[1] < REPLAN_EVERY and not cached[0].basis.startswith("even"):
+            self._plans[key] = (cached[0], cached[1] + 1)
+            return cached[0]
+        if len(self._plans) >= 64:
+            self._plans.clear()
+        plan = self._plan(layout, source, args)
+        self._plans[key] = (plan, 1)
+        return plan
+
     # -- running ------------------------------------------------------------------------
     def __call__(self, *args: Any) -> SplitPlan:
         kernel = self.owner.kernel
         source = _source_device(kernel.name, args)
         layout = self.layout(args)
         with self._lock:
-            plan = self._plan(layout, source, args)
+            plan = self._current_plan(layout, source, args)
             parts = [(d, lo, hi) for d, (lo, hi) in zip(self.owner.devices, plan.bounds, strict=True) if hi > lo]
             if len(parts) == 1 and parts[0][0] is source:  # all on the arrays' device: a plain launch
                 seconds = _timed(kernel, self.global_size, self.local_size, args, source)
@@ -268,7 +288,7 @@ class SplitLauncher:
                         if span is not None:
                             # A host source takes the rows straight into its memory; others after the parts.
                             host = args[i].buffer[span[0]:span[1]] if staged.host else np.empty(span[1] - span[0], np.uint8)
-                            device.runtime.download(host, local_args[i].buffer, span[0])
+                            self._copy(device, "d2h", host, local_args[i].buffer, span[0])
                             if not staged.host:
                                 gathered.append((i, span[0], host))
                     elif role == "combine":
@@ -311,6 +331,19 @@ class SplitLauncher:
             if seconds is not None:
                 model.record(kernel.cost_key(), d.stable_id, (hi - lo) * per_row, seconds, signature, d.name)
 
+    def _copy(self, device: Device, direction: str, dst: Any, src: Any, offset: int = 0) -> None:
+        """One copy to (``h2d``) or from (``d2h``) a part's device, timed into the cost model:
+        the copies of split launches teach the model what copies cost while parts run."""
+        start = time.perf_counter()
+        if direction == "h2d":
+            device.runtime.upload(dst, src, offset)
+        else:
+            device.runtime.download(dst, src, offset)
+        seconds = time.perf_counter() - start
+        nbytes = src.nbytes if direction == "h2d" else dst.nbytes
+        model = self.owner.model or cost_models.default_model()
+        model.record_transfer(device.stable_id, direction, nbytes, seconds, device_name=device.name)
+
     def _part_buffer(self, device: Device, index: int, array: Array, role: str, staged: _Staging,
                      lo: int, hi: int) -> Array:
         key = (device.name, index, array.shape, array.dtype)
@@ -321,14 +354,14 @@ class SplitLauncher:
         if not buffer.nbytes:
             return buffer
         if role == "broadcast":
-            device.runtime.upload(buffer.buffer, staged.whole(index, array))
+            self._copy(device, "h2d", buffer.buffer, staged.whole(index, array))
         elif role == "combine":
             identity = _identity(self.owner.combine[self.owner.kernel.param_names()[index]], array.dtype)
-            device.runtime.upload(buffer.buffer, np.full(array.shape, identity, array.dtype))
+            self._copy(device, "h2d", buffer.buffer, np.full(array.shape, identity, array.dtype))
         else:
             span = staged.rows(array, lo, hi)
             if span is not None:
-                device.runtime.upload(buffer.buffer, staged.flat(index, array)[span[0]:span[1]], span[0])
+                self._copy(device, "h2d", buffer.buffer, staged.flat(index, array)[span[0]:span[1]], span[0])
         return buffer
 
 
@@ -385,7 +418,7 @@ def _source_device(kernel: str, args: Sequence[Any]) -> Device:
     return next(iter(found.values()))
 
 
-def _bytes_moved(names: list[str], layout: Layout, args: Sequence[Any], total: int) -> tuple[float, float, float, float]:
+def _bytes_moved(names: list[str], layout: Layout, args: Sequence[Any]) -> tuple[float, float, float, float]:
     """(bytes in per row, bytes out per row, fixed bytes in, fixed bytes out) of a part off the source."""
     per_row_in = per_row_out = fixed_in = fixed_out = 0.0
     for name, arg in zip(names, args, strict=True):
@@ -402,24 +435,28 @@ def _bytes_moved(names: list[str], layout: Layout, args: Sequence[Any], total: i
     return per_row_in, per_row_out, fixed_in, fixed_out
 
 
-def _copy_time(model: cost_models.CostModel, source: Device, device: Device, rows: int,
-               moved: tuple[float, float, float, float]) -> float:
-    bytes_in = int(moved[0] * rows + moved[2])
-    bytes_out = int(moved[1] * rows + moved[3])
+def _copy_law(model: cost_models.CostModel, source: Device, device: Device,
+              moved: tuple[float, float, float, float]) -> split_plan.PartTime:
+    """Seconds of copies for a part of ``rows`` rows on ``device`` (none on the source itself)."""
+    if device is source:
+        return lambda rows: 0.0
 
-    def one_way(d: Device, direction: str, nbytes: int) -> float:
-        if nbytes <= 0:
-            return 0.0
-        seconds = model.transfer_time(d.stable_id, direction, nbytes)
-        if seconds is None:
-            latency, bandwidth = _DEFAULT_COPY[bool(d.runtime.host_memory)]
-            seconds = latency + nbytes / bandwidth
-        return seconds
+    def law(d: Device, direction: str) -> Any:
+        fitted = model.transfer(d.stable_id, direction)
+        if fitted is not None:
+            return fitted
+        latency, bandwidth = _DEFAULT_COPY[bool(d.runtime.host_memory)]
+        return lambda nbytes: latency + nbytes / bandwidth if nbytes > 0 else 0.0
 
-    total = one_way(device, "h2d", bytes_in) + one_way(device, "d2h", bytes_out)
-    if not source.runtime.host_memory:
-        total += one_way(source, "d2h", bytes_in) + one_way(source, "h2d", bytes_out)
-    return total
+    legs_in = [law(device, "h2d")] + ([] if source.runtime.host_memory else [law(source, "d2h")])
+    legs_out = [law(device, "d2h")] + ([] if source.runtime.host_memory else [law(source, "h2d")])
+
+    def seconds(rows: int) -> float:
+        bytes_in = moved[0] * rows + moved[2]
+        bytes_out = moved[1] * rows + moved[3]
+        return sum(leg(bytes_in) for leg in legs_in) + sum(leg(bytes_out) for leg in legs_out)
+
+    return seconds
 
 
 def _identity(op: str, dtype: np.dtype[Any]) -> Any:

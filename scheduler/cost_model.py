@@ -54,6 +54,7 @@ class CostModel:
         self._devices: dict[str, str] = {}
         self._pending: list[tuple[Any, ...]] = []  # samples recorded since the last load/save
         self._fits: dict[tuple[str, str], PowerLaw | None] = {}
+        self._transfer_fits: dict[tuple[str, str], TransferLaw | None] = {}
         self._reported: str | None = None  # the file problem already warned about
         if path is not None:
             document, self._reported = cost_store.read(path)
@@ -94,6 +95,7 @@ class CostModel:
         samples = self._transfers.setdefault((device, direction), [])
         samples.append((nbytes, seconds))
         del samples[:-RECENT_SAMPLES * 8]  # a calibration measures a few sizes several times each
+        self._transfer_fits.pop((device, direction), None)
 
     # -- questions ----------------------------------------------------------------------
     def _points(self, key: str, device: str) -> list[tuple[int, tuple[float, float]]]:
@@ -111,22 +113,38 @@ class CostModel:
     def predict(self, kernel_key: str, device_stable_id: str, n: int) -> float | None:
         """Predicted seconds for ``n`` work-items of the kernel on the device; None when the
         model has no sample of that kernel there."""
+        predictor = self.predictor(kernel_key, device_stable_id)
+        return None if predictor is None else predictor(n)
+
+    def predictor(self, kernel_key: str, device_stable_id: str) -> Callable[[int], float] | None:
+        """:meth:`predict` for one kernel and device as a function of ``n``, fixed at the samples
+        held now (cheap to call many times, as a partition search does); None without samples."""
         with self._lock:
             law = self.fit(kernel_key, device_stable_id)
             if law is None:
                 return None
-            bucket = size_bucket(n)
-            here = [point for b, point in self._points(kernel_key, device_stable_id) if b == bucket]
-            if here:  # measured at this size: the bucket median, scaled to n by the fitted exponent
-                sizes = sorted(here)
-                n_mid, t_mid = sizes[len(sizes) // 2]
-                return t_mid * (max(n, 1) / n_mid) ** law.b
-            return law(n)
+            by_bucket: dict[int, list[tuple[float, float]]] = {}
+            for bucket, point in self._points(kernel_key, device_stable_id):
+                by_bucket.setdefault(bucket, []).append(point)
+            # Measured at a size: the bucket's median, scaled to n by the fitted exponent.
+            measured = {b: sorted(points)[len(points) // 2] for b, points in by_bucket.items()}
+        exponent = law.b
+
+        def predict(n: int) -> float:
+            point = measured.get(size_bucket(n))
+            if point is None:
+                return law(n)
+            return point[1] * (max(n, 1) / point[0]) ** exponent
+
+        return predict
 
     def transfer(self, device_stable_id: str, direction: str) -> TransferLaw | None:
         """The copy law of a device in one direction, or None when never measured."""
         with self._lock:
-            return fit_transfer(self._transfers.get((device_stable_id, direction), []))
+            key = (device_stable_id, direction)
+            if key not in self._transfer_fits:
+                self._transfer_fits[key] = fit_transfer(self._transfers.get(key, []))
+            return self._transfer_fits[key]
 
     def transfer_time(self, device_stable_id: str, direction: str, nbytes: int) -> float | None:
         law = self.transfer(device_stable_id, direction)
@@ -188,6 +206,7 @@ class CostModel:
             self._kernels.clear()
             self._transfers.clear()
             self._fits.clear()
+            self._transfer_fits.clear()
             document, problem = cost_store.read(self.path, warn=self._reported is None)
             self._reported = self._reported or problem
             self._load(document)  # what other processes saved meanwhile

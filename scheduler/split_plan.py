@@ -67,7 +67,7 @@ def partition(total: int, times: Sequence[PartTime], granularity: int = 1) -> Pa
             high = mid
         else:
             low = mid
-        if high - low <= 1e-12 + 1e-9 * high:
+        if high - low <= 1e-12 + 1e-4 * high:  # 0.01% of the makespan: finer is noise
             break
     counts = [_capacity(t, high, chunks, granularity, total) for t in times]
     if sum(counts) < chunks:  # numerical corner: give everything to the device fastest alone

@@ -1,0 +1,124 @@
+"""Split efficiency: one low-arithmetic-intensity launch (STREAM triad, ``a = b + s*c``,
+float32) spread over several devices by ``kernel.split``, against each device alone.
+
+    python -m benchmarks.split [--quick] [--devices cpu oneapi:0 opencl:0] [--source cpu]
+                               [--elements N] [--repeats N]
+
+*Alone*: ``triad[n]`` on each device with the arrays already there (no copies), waited for.
+*Split*: ``triad.split(devices)[n]`` with the arrays on ``--source`` (default: the first
+device), so parts on other devices pay their copies in and out, as a caller would; the plan
+comes from a private cost model taught by the split's own warm-up launches (every launch
+records its parts' compute times), and the rows each device got are recorded. Throughput
+counts STREAM's bytes (3 arrays x 4 bytes x n per call). Samples are interleaved (one of
+each candidate in turn). On this machine every device runs on the same two CPU cores, so
+the expected ratio split / best alone is about 1 or below: the point is what splitting
+costs when there is nothing to gain. On a GPU box, ``--devices cuda:0 cpu`` asks how
+close the split comes to the sum of the two devices' throughputs (``sum_alone_gbs``).
+16 Mi elements (192 MiB per device); ``--quick``: 2 Mi. Writes ``benchmarks/results/split.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import hetero
+from benchmarks.harness import Progress, compare, format_seconds, write_results
+from benchmarks.kernel_bench import choose_devices, describe, load_average, print_footer
+from hetero.calibration_kernels import triad
+from hetero.scheduler.cost_model import CostModel
+
+MI = 1 << 20
+FULL_ELEMENTS, QUICK_ELEMENTS = 16 * MI, 2 * MI
+SCALAR = np.float32(3.0)
+WARMUP_SPLITS = 8  # launches that teach the private cost model before timing
+
+
+def _arrays(n: int, device: hetero.Device) -> tuple[hetero.Array, hetero.Array, hetero.Array]:
+    rng = np.random.default_rng(0)
+    b = hetero.asarray(rng.random(n, dtype=np.float32), device=device)
+    c = hetero.asarray(rng.random(n, dtype=np.float32), device=device)
+    return hetero.zeros(n, device=device), b, c
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--devices", nargs="+", default=["cpu", "oneapi:0", "opencl:0"])
+    parser.add_argument("--source", help="where the split's arrays live (default: the first device)")
+    parser.add_argument("--elements", type=int)
+    parser.add_argument("--repeats", type=int)
+    args = parser.parse_args(argv)
+    n = args.elements or (QUICK_ELEMENTS if args.quick else FULL_ELEMENTS)
+    repeats = args.repeats or (5 if args.quick else 11)
+    devices, missing = choose_devices(args.devices)
+    if len(devices) < 2:
+        print(f"split needs two devices or more; found {[d.name for d in devices]}", file=sys.stderr)
+        return 0
+    source = hetero.device(args.source) if args.source else devices[0]
+    load_before = load_average()
+    stream_bytes = 3 * 4 * n
+    progress = Progress(len(devices) + 2)
+
+    candidates: dict[str, Callable[[], object]] = {}
+    resident: dict[str, tuple[hetero.Array, ...]] = {}
+    for device in devices:
+        arrays = resident[device.name] = _arrays(n, device)
+        launcher = triad[n]
+
+        def alone(device: hetero.Device = device, arrays: tuple[hetero.Array, ...] = arrays,
+                  launcher: Any = launcher) -> None:
+            launcher(*arrays, SCALAR)
+            device.synchronize()
+
+        alone()  # compile
+        candidates[f"alone {device.name}"] = alone
+        progress.step(f"{device.name} alone, compiled")
+
+    model = CostModel()
+    split_arrays = resident[source.name] if source.name in resident else _arrays(n, source)
+    split_launcher = triad.split(devices, model=model)[n]
+    for _ in range(WARMUP_SPLITS):
+        split_launcher(*split_arrays, SCALAR)
+    progress.step(f"split warm-up: {split_launcher.last.bounds if split_launcher.last else None}")
+    candidates["split"] = lambda: split_launcher(*split_arrays, SCALAR)
+
+    a, b, c = split_arrays
+    split_launcher(a, b, c, SCALAR)
+    correct = bool(np.allclose(a.numpy(), b.numpy() + SCALAR * c.numpy(), rtol=1e-6))
+    timings = compare(candidates, repeats=repeats, warmup=1, min_time=0.0)
+    progress.step("timed")
+    plan = split_launcher.last
+    rows = dict(zip(plan.devices, [hi - lo for lo, hi in plan.bounds], strict=True)) if plan else {}
+
+    gbs = {name: stream_bytes / t["median_s"] / 1e9 for name, t in timings.items()}
+    alone_gbs = {name.removeprefix("alone "): value for name, value in gbs.items() if name.startswith("alone ")}
+    best = max(alone_gbs, key=lambda name: alone_gbs[name])
+    ratio = gbs["split"] / alone_gbs[best]
+    print(f"triad, {n} float32 elements ({stream_bytes / MI:.0f} MiB per call), split arrays on {source.name}")
+    for name, timing in timings.items():
+        print(f"  {name:<20} {format_seconds(timing['median_s']):>12}  {gbs[name]:7.2f} GB/s")
+    print(f"  split rows: {rows}  (basis: {plan.basis if plan else '-'})")
+    print(f"  split / best alone ({best}): {ratio:.2f}x; sum of devices alone {sum(alone_gbs.values()):.2f} GB/s; "
+          f"split result correct: {correct}")
+    payload: dict[str, Any] = {
+        "elements": n, "bytes_per_call": stream_bytes, "source": source.name,
+        "devices": [describe(d) for d in devices], "missing": missing, "repeats": repeats,
+        "timings": timings, "gbs": gbs, "best_alone": best, "split_over_best_alone": ratio,
+        "sum_alone_gbs": sum(alone_gbs.values()), "split_over_sum_alone": gbs["split"] / sum(alone_gbs.values()),
+        "split_rows": rows, "split_basis": plan.basis if plan else None,
+        "split_predicted_s": list(plan.predicted_s) if plan else None,
+        "split_measured_part_s": list(plan.measured_s) if plan else None,
+        "split_correct": correct, "load_average_at_start": load_before,
+    }
+    path = write_results("split", payload)
+    print_footer(missing, load_before, path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
