@@ -40,10 +40,9 @@ class LaunchError(HeteroError):
 def candidate_devices(spec: str | None) -> list[DeviceInfo]:
     """The devices ``--devices SPEC`` names, in order, without repeats.
 
-    ``SPEC`` is comma-separated: ``auto``/``all`` (every healthy device), a backend
-    (``oneapi``: all its devices) or one device (``cuda:1``). Devices whose backend reports
-    them unhealthy are left out when they come from ``auto``/a backend name, kept when
-    named one by one (the user asked for that device)."""
+    ``SPEC`` is comma-separated: ``auto``/``all`` (every device), a backend (``oneapi``: all
+    its devices) or one device (``cuda:1``). Health is not asked here (an OpenCL device's
+    health runs a probe kernel): :func:`assign` asks it of the devices it is about to use."""
     import hetero
     from hetero.registry import backend_status, enabled_backends
 
@@ -53,7 +52,7 @@ def candidate_devices(spec: str | None) -> list[DeviceInfo]:
         if not entry:
             continue
         if entry in ("auto", "all"):
-            chosen = [d for d in hetero.devices() if d.health().state is not HealthState.UNHEALTHY]
+            chosen = list(hetero.devices())
         elif ":" in entry:
             chosen = [hetero.device(entry)]
         else:
@@ -61,12 +60,12 @@ def candidate_devices(spec: str | None) -> list[DeviceInfo]:
             if status is None or not status.available:
                 hetero.device(entry)  # raises the error naming the backend and the remedy
                 continue
-            chosen = [d for d in status.devices if d.health().state is not HealthState.UNHEALTHY]
+            chosen = list(status.devices)
         for device in chosen:
             if all(device.info.name != info.name for info in found):
                 found.append(device.info)
     if not found:
-        raise LaunchError(f"--devices {spec or 'auto'!r} names no healthy device; "
+        raise LaunchError(f"--devices {spec or 'auto'!r} names no device; "
                           "run 'hetero devices --all' to see what is present and why")
     return found
 
@@ -86,8 +85,27 @@ def usable(candidates: Iterable[DeviceInfo], excluded: Iterable[str] = ()) -> li
     return [d for d in candidates if d.stable_id not in blocked and d.name not in blocked]
 
 
+def healthy(info: DeviceInfo) -> bool:
+    """Whether the device's backend reports it anything but UNHEALTHY now."""
+    import hetero
+
+    return hetero.device(info.name).health().state is not HealthState.UNHEALTHY
+
+
 def assign(count: int, policy: str, candidates: Sequence[DeviceInfo]) -> list[DeviceInfo]:
-    """One device per worker for ``count`` workers, by the scheduler's ``policy``."""
+    """One healthy device per worker for ``count`` workers, by the scheduler's ``policy``
+    (health is asked of the chosen devices only; an unhealthy one is dropped and the choice
+    made again)."""
+    pool = list(candidates)
+    while True:
+        chosen = _assign(count, policy, pool)
+        sick = {d.name for d in chosen if not healthy(d)}
+        if not sick:
+            return chosen
+        pool = [d for d in pool if d.name not in sick]
+
+
+def _assign(count: int, policy: str, candidates: Sequence[DeviceInfo]) -> list[DeviceInfo]:
     if not candidates:
         raise LaunchError("no usable device: every candidate is quarantined or unhealthy; "
                           "see 'hetero quarantine list', release one, or name others with --devices")
@@ -109,9 +127,19 @@ def _scheduler_assign():  # type: ignore[no-untyped-def]
 
 def replacement(failed: DeviceInfo, policy: str, candidates: Sequence[DeviceInfo],
                 in_use: Counter[str]) -> DeviceInfo:
-    """The device a failed worker restarts on: usable, preferably not ``failed``; under
-    ``spread`` the least loaded (``in_use`` counts live workers per device name), under
+    """The device a failed worker restarts on: usable and healthy, preferably not ``failed``;
+    under ``spread`` the least loaded (``in_use`` counts live workers per device name), under
     ``binpack`` the most loaded, ties broken by candidate order."""
+    pool = list(candidates)
+    while True:
+        chosen = _replacement(failed, policy, pool, in_use)
+        if healthy(chosen):
+            return chosen
+        pool = [d for d in pool if d.name != chosen.name]
+
+
+def _replacement(failed: DeviceInfo, policy: str, candidates: Sequence[DeviceInfo],
+                 in_use: Counter[str]) -> DeviceInfo:
     if not candidates:
         raise LaunchError(f"no usable device to restart the worker of {failed.name} on: every candidate "
                           "is quarantined or unhealthy; release one ('hetero quarantine release') or add "

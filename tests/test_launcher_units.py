@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hetero.device import DeviceInfo, Kind
-from hetero.fault import run_cli
+from hetero.fault import launch_assign, run_cli
 from hetero.fault.launch_assign import LaunchError, assign, device_env, replacement
 from hetero.fault.launch_events import EventLog, Progress, Summary, append_event
 
@@ -22,6 +22,7 @@ def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     from hetero.config import reload_config
 
     monkeypatch.setenv("HETERO_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(launch_assign, "healthy", lambda device: True)  # fake devices have no backend
     reload_config()
     yield
     monkeypatch.undo()
@@ -61,6 +62,13 @@ def test_assign_spreads_over_candidates_and_names_the_remedy_when_none() -> None
     assert [d.name for d in assign(3, "spread", [a, b])] == ["cpu", "opencl:0", "cpu"]
     with pytest.raises(LaunchError, match="hetero quarantine"):
         assign(1, "spread", [])
+
+
+def test_unhealthy_devices_are_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b, c = info("opencl:0"), info("opencl:1"), info("cpu")
+    monkeypatch.setattr(launch_assign, "healthy", lambda device: device.name != "opencl:1")
+    assert [d.name for d in assign(2, "spread", [a, b, c])] == ["opencl:0", "cpu"]
+    assert replacement(a, "spread", [a, b, c], Counter()) == c
 
 
 def test_useful_time_counts_only_steps_that_were_kept() -> None:
