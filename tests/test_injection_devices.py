@@ -259,3 +259,14 @@ def test_xids_follow_the_catalog(device: hetero.Device) -> None:
     with inject(f"{device.name}:health:nth=1:xid:31"):  # an application fault: the GPU itself stays healthy
         assert device.health().state is HealthState.OK
     assert [e["xid"] for e in device.runtime.drain_health_events()] == [31, 31]
+
+
+@pytest.mark.parametrize("kind, fault_class", [("lost", "device-lost"), ("sticky", "context-corrupting"),
+                                               ("oom", "recoverable"), ("degraded", "degraded")])
+def test_injected_errors_classify_as_their_kind(device: hetero.Device, kind: str, fault_class: str) -> None:
+    from hetero.fault import classify
+
+    with inject(f"{device.name}:launch:nth=1:{kind}"), pytest.raises(DeviceError) as info:
+        operation(device, "launch")()
+    result = classify(info.value, events=[])
+    assert str(result.fault_class) == fault_class and result.injected
