@@ -129,9 +129,9 @@ def standby(args: Sequence[str]) -> int:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)  # the program must not read the supervisor's pipe
     os.close(devnull)
-    from hetero.config import reload_config
+    from hetero.config import get_config
 
-    reload_config()
+    get_config.cache_clear()  # parsed again on first use, from the new env and directory, as in a fresh process
     _heartbeat.reset()
     return main(command)
 

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from hetero.checkpoint_codec import CheckpointError, Decoder, PayloadReader, encode
+from hetero.errors import HeteroError
 from hetero.fault.protocol import ENV_CHECKPOINT_DIR, ENV_RESUME_STEP
 
 __all__ = ["CheckpointError", "CheckpointWarning", "checkpoints", "latest_step", "load", "resume_step", "save", "verify"]
@@ -46,6 +47,9 @@ MANIFEST = "manifest.json"
 _NAME = re.compile(r"^step-(\d+)\.hckpt$")
 _TEMP = re.compile(r"^\.step-\d+\.hckpt\.(?:tmp|old)-(\d+)-[0-9a-f]+$")
 _CHUNK = 1 << 20
+# What reading a damaged checkpoint can raise besides CheckpointError (unreadable files, values
+# the manifest's checksum vouched for but that do not decode).
+_DAMAGE = (CheckpointError, OSError, ValueError, KeyError, TypeError)
 
 
 class CheckpointWarning(UserWarning):
@@ -117,7 +121,12 @@ def load(directory: str | os.PathLike[str] | None = None, device: Any = None, *,
             manifest = _manifest(path)
             payloads = {name: _read_payload(path, name, meta) for name, meta in manifest["files"].items()}
             state = Decoder(_lookup(path, payloads), device, map_location).decode(manifest["state"])
-        except (CheckpointError, OSError, ValueError, KeyError, TypeError) as exc:
+        except CheckpointError as exc:
+            _warn_skip(path, exc)
+            continue
+        except HeteroError:
+            raise  # the target device or array layer refused (no such device, no fp64...): not the file's fault
+        except _DAMAGE as exc:
             _warn_skip(path, exc)
             continue
         return dict(state), step
@@ -130,7 +139,7 @@ def latest_step(directory: str | os.PathLike[str] | None = None) -> int | None:
     for step, path in checkpoints(directory):
         try:
             verify(path)
-        except (CheckpointError, OSError, ValueError, KeyError, TypeError) as exc:
+        except _DAMAGE as exc:
             _warn_skip(path, exc)
             continue
         return step

@@ -151,6 +151,13 @@ def test_arrays_go_to_the_current_device_by_default(tmp_path: Path) -> None:
     assert state["w"].device is target
 
 
+def test_a_device_that_refuses_is_an_error_not_a_corrupt_checkpoint(tmp_path: Path, recwarn: pytest.WarningsRecorder) -> None:
+    checkpoint.save({"w": hetero.zeros(4, device="cpu")}, 1, tmp_path)
+    with pytest.raises(hetero.DeviceNotFoundError):
+        checkpoint.load(tmp_path, device="cpu:9")
+    assert not [w for w in recwarn if issubclass(w.category, CheckpointWarning)]
+
+
 # -- directories, pruning, atomicity -----------------------------------------------------
 def test_default_directory_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HETERO_CHECKPOINT_DIR", str(tmp_path / "ck"))
