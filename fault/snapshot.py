@@ -73,7 +73,9 @@ def restore(snapshot: Snapshot, state: MutableMapping[str, Any], device: Device)
 # -- one value -----------------------------------------------------------------------------
 def capture(value: Any) -> Captured:
     if isinstance(value, Array):
-        host = np.array(value.numpy(), copy=True)  # on `cpu` numpy() is a view: copy it
+        host = value.numpy()  # a fresh host copy, except on host-memory devices (`cpu`): a view there
+        if value.device.runtime.host_memory:
+            host = host.copy()
         return Captured("array", host, host.nbytes)
     if isinstance(value, np.ndarray):
         return Captured("ndarray", value.copy(), value.nbytes)
