@@ -290,3 +290,14 @@ def test_standby_prepares_the_failover_device_only() -> None:
         assert g.wait_standby(120) is None  # nowhere to go
     with hetero.guard(state, devices=[a, b], standby=False) as g:
         assert g.wait_standby() is None
+
+
+def test_snapshot_is_a_copy_on_every_device(device: hetero.Device) -> None:
+    arr = hetero.asarray(np.arange(8, dtype=np.float32), device=device, copy=True)
+    taken = snapshot.take({"w": arr}, 0)
+    hetero.copyto(arr, np.full(8, -1, np.float32))
+    np.testing.assert_array_equal(taken.values["w"].data, np.arange(8))  # the snapshot did not follow
+    restored: dict[str, Any] = {"w": arr}
+    snapshot.restore(taken, restored, device)
+    hetero.copyto(arr, np.full(8, -2, np.float32))
+    np.testing.assert_array_equal(taken.values["w"].data, np.arange(8))  # nor does the restored array share it
