@@ -19,9 +19,9 @@ from hetero.config import get_config
 from hetero.device import Device, DeviceInfo, HealthState
 from hetero.registry import backend_status
 from hetero.registry import devices as registry_devices
+from hetero.scheduler.context import current_task
 from hetero.scheduler.explanation import Explanation, NoDeviceAvailable, explanation
 from hetero.scheduler.policies import Policy, Ranking, get_policy, rank
-from hetero.scheduler.context import current_task
 from hetero.scheduler.request import PRIORITY_RANK, Candidate, CostModel, Request
 from hetero.scheduler.usage import LEDGER
 
@@ -76,8 +76,11 @@ def candidate(device: Device | DeviceInfo, order: int = 0, quarantine: frozenset
     info = device.info if isinstance(device, Device) else device
     load = LEDGER.load(info.name, current_task())
     if isinstance(device, Device):
-        health = device.health()
-        state, reason = health.state, health.reason
+        try:
+            health = device.health()
+            state, reason = health.state, health.reason
+        except Exception as exc:  # noqa: BLE001  (a device that cannot say it is healthy is not chosen)
+            state, reason = HealthState.UNHEALTHY, f"health query raised {type(exc).__name__}: {exc}"
     else:
         state, reason = HealthState.OK, ""
     return Candidate(info, state, reason, load.used, load.tasks, info.stable_id in quarantine,

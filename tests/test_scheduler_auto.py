@@ -115,6 +115,17 @@ def test_unhealthy_devices_are_never_chosen(monkeypatch: pytest.MonkeyPatch) -> 
     assert "rejected: unhealthy: probe kernel failed" in str(explain())
 
 
+def test_a_device_whose_health_query_raises_is_not_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = hetero.devices()[0]
+
+    def broken() -> Health:
+        raise hetero.DeviceLostError("device fell off the bus", backend=first.backend, device=first.name)
+
+    monkeypatch.setattr(first.runtime, "health", broken)
+    assert place().name != first.name
+    assert "rejected: unhealthy: health query raised DeviceLostError" in str(explain())
+
+
 def test_a_device_going_unhealthy_is_noticed_after_the_health_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HETERO_HEALTH_INTERVAL", "0.05")
     hetero.reload_config()
