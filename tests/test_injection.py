@@ -225,13 +225,15 @@ def test_injected_faults_are_published_on_the_event_bus(cpu_runtime: hetero.plug
 
 # -- configured rules (HETERO_FAULTS, the config file) -----------------------------------------
 @pytest.fixture
-def restore_config() -> Iterator[None]:
-    yield
+def config_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """monkeypatch for the environment, and the configuration read again once it is restored."""
+    yield monkeypatch
+    monkeypatch.undo()
     reload_config()
 
 
-def test_hetero_faults_apply_as_a_backend_opens(monkeypatch: pytest.MonkeyPatch, restore_config: None) -> None:
-    monkeypatch.setenv("HETERO_FAULTS", "cpu:alloc:every=2:oom; opencl:*:launch:nth=1:lost")
+def test_hetero_faults_apply_as_a_backend_opens(config_env: pytest.MonkeyPatch) -> None:
+    config_env.setenv("HETERO_FAULTS", "cpu:alloc:every=2:oom; opencl:*:launch:nth=1:lost")
     reload_config()
     runtime = Registry().device("cpu").runtime
     assert wrapped_methods(runtime) == ["allocate"]
@@ -243,12 +245,12 @@ def test_hetero_faults_apply_as_a_backend_opens(monkeypatch: pytest.MonkeyPatch,
     assert injection is not None and [r.rule for r in injection.fired] == ["cpu:alloc:every=2:oom"]
 
 
-def test_faults_from_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, restore_config: None) -> None:
+def test_faults_from_the_config_file(tmp_path: Path, config_env: pytest.MonkeyPatch) -> None:
     path = tmp_path / "hetero.yaml"
     path.write_text("faults:\n  - 'cpu:sync:nth=1:lost'\n")
-    monkeypatch.delenv("HETERO_FAULTS", raising=False)
-    monkeypatch.setenv("HETERO_CONFIG", str(path))
-    monkeypatch.chdir(tmp_path)
+    config_env.delenv("HETERO_FAULTS", raising=False)
+    config_env.setenv("HETERO_CONFIG", str(path))
+    config_env.chdir(tmp_path)
     assert reload_config().faults == ("cpu:sync:nth=1:lost",)
     runtime = Registry().device("cpu").runtime
     with pytest.raises(hetero.errors.DeviceLostError, match="injected"):
@@ -258,17 +260,24 @@ def test_faults_from_the_config_file(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 @pytest.mark.parametrize("rule, problem", [("cpu:launch:nth=1:explode", "is not a fault"),
                                            ("cpu:1:launch:nth=1:lost", "no device 'cpu:1'")])
-def test_a_bad_configured_rule_stops_discovery_with_its_name(rule: str, problem: str, monkeypatch: pytest.MonkeyPatch,
-                                                               restore_config: None) -> None:
-    monkeypatch.setenv("HETERO_FAULTS", rule)
+def test_a_bad_configured_rule_stops_discovery_with_its_name(rule: str, problem: str,
+                                                               config_env: pytest.MonkeyPatch) -> None:
+    config_env.setenv("HETERO_FAULTS", rule)
     reload_config()
     with pytest.raises(ConfigError, match=f"'{rule}'") as info:
         Registry().device("cpu")
     assert problem in str(info.value)
 
 
-def test_opening_without_rules_leaves_runtimes_bare(monkeypatch: pytest.MonkeyPatch, restore_config: None) -> None:
-    monkeypatch.delenv("HETERO_FAULTS", raising=False)
+def test_opening_without_rules_leaves_runtimes_bare(config_env: pytest.MonkeyPatch) -> None:
+    config_env.delenv("HETERO_FAULTS", raising=False)
     reload_config()
     registry = Registry()
     assert all(wrapped_methods(d.runtime) == [] for d in registry.devices())
+
+
+def test_configuration_is_back_to_normal_after_these_tests() -> None:
+    from hetero.config import get_config
+
+    cached = get_config()
+    assert cached == reload_config()  # the tests above restored the environment before re-reading it
