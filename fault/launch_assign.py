@@ -1,7 +1,8 @@
 """Which device each ``hetero-run`` worker gets, and the environment that tells it so.
 
-Candidates come from ``--devices`` (default: every healthy device hetero lists), minus
-quarantined devices. The first placement goes through the scheduler's policy
+Candidates come from ``--devices`` (default: every device hetero lists), minus
+quarantined devices; health is asked of a device when it is chosen, and an unhealthy one
+is passed over. The first placement goes through the scheduler's policy
 (``hetero.scheduler.assign``); a replacement after a failure prefers a device other than
 the one that failed and, under ``spread``, the least loaded one.
 

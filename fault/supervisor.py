@@ -95,12 +95,14 @@ class Supervisor:
             self.base_env = self._base_env()
             if config.standby:  # their start-up overlaps device discovery
                 self._standbys = [s for s in (self._spawn_standby() for _ in range(config.nproc)) if s is not None]
+            discovery = time.monotonic()
             self.candidates = candidate_devices(config.devices)
             self._quarantined_seen = quarantined_ids() & {d.stable_id for d in self.candidates}
             devices = assign(config.nproc, config.policy, usable(self.candidates))
             self.log.emit("run_started", run_dir=str(config.run_dir), nproc=config.nproc,
                           devices=[d.name for d in self.candidates], policy=config.policy,
-                          max_restarts=config.max_restarts, restart=config.restart, command=config.command)
+                          max_restarts=config.max_restarts, restart=config.restart, command=config.command,
+                          discovery_s=round(time.monotonic() - discovery, 4))
             self.argv = bootstrap_command(config.command)
             self.dist = {"MASTER_ADDR": config.master_addr,
                          "MASTER_PORT": str(config.master_port or free_port(config.master_addr)),
