@@ -5,7 +5,8 @@ Each value becomes a manifest node ``{"type": ..., ...}``:
 
 - ``hetero.Array`` -> ``"array"``: host bytes in a payload, with dtype, shape and the device
   (name, backend, kind) it came from; restored onto the device ``load`` is given.
-- ``numpy.ndarray`` / NumPy scalar -> ``"numpy"``: host bytes, restored as NumPy.
+- ``numpy.ndarray`` / NumPy scalar -> ``"numpy"``: host bytes, restored as NumPy (structured
+  dtypes are pickled, which keeps their fields).
 - ``torch.Tensor`` (strided; ``nn.Parameter`` too) -> ``"torch"``: CPU bytes, torch dtype,
   shape, ``requires_grad``; restored as CPU tensors (or onto ``map_location``).
 - ``bytes``/``bytearray`` -> ``"bytes"`` payload.
@@ -72,8 +73,10 @@ def _encode(value: Any, where: str, write: PayloadWriter) -> dict[str, Any]:
         if host.dtype.hasobject:
             raise CheckpointError(f"hetero.checkpoint.save: {where} is a NumPy array of Python objects; "
                                   f"convert it to a numeric dtype, or to a list, before saving")
-        return {"type": "numpy", "file": write(where, host), "dtype": host.dtype.str, "shape": list(host.shape),
-                "scalar": isinstance(value, np.generic)}
+        if host.dtype.fields is None and host.dtype.subdtype is None:
+            return {"type": "numpy", "file": write(where, host), "dtype": host.dtype.str, "shape": list(host.shape),
+                    "scalar": isinstance(value, np.generic)}
+        # Structured and sub-array dtypes do not survive dtype.str: NumPy's own pickling keeps them.
     if torch is not None and isinstance(value, torch.Tensor):
         return _encode_tensor(torch, value, where, write)
     if isinstance(value, (bytes, bytearray)):

@@ -40,7 +40,10 @@ def _visible(directory: Path) -> list[str]:
     np.array(7, np.int16),                       # 0-d
     np.array([True, False]),
     np.arange(6, dtype=">i4"),                   # big-endian
-], ids=["f32", "strided", "empty", "0d", "bool", "big-endian"])
+    np.array([(1, 2.5), (3, -1.0)], dtype=[("id", "<i4"), ("w", "<f8")]),  # structured
+    np.array(["ab", "c"]),
+    np.array(["2026-01-01T00:00:00", "2026-11-29T20:00:00"], dtype="datetime64[s]"),
+], ids=["f32", "strided", "empty", "0d", "bool", "big-endian", "structured", "unicode", "datetime"])
 def test_numpy_arrays_round_trip(tmp_path: Path, value: np.ndarray) -> None:
     checkpoint.save({"x": value}, 1, tmp_path)
     state, step = _load(tmp_path)
