@@ -39,6 +39,7 @@ import json
 import os
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -124,11 +125,14 @@ class Summary:
     def wall(self) -> float:
         return (time.monotonic() if self.ended is None else self.ended) - self.started
 
-    def goodput(self) -> float | None:
+    def goodput(self, running: Sequence[Progress] = ()) -> float | None:
+        """Useful step time / (wall time x nproc); ``running``: the progress of live processes,
+        counted as kept so far (for the live metric)."""
         wall = self.wall()
-        if not self.any_heartbeat or wall <= 0:
+        useful = self.useful + sum(p.useful_seconds(None) for p in running)
+        if not (self.any_heartbeat or any(p.beats for p in running)) or wall <= 0:
             return None
-        return min(1.0, self.useful / (wall * self.nproc))
+        return min(1.0, useful / (wall * self.nproc))
 
     def as_dict(self) -> dict[str, Any]:
         goodput = self.goodput()

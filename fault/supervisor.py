@@ -188,6 +188,7 @@ class Supervisor:
     def _poll_quarantine(self, now: float) -> None:
         """Devices quarantined or released by others (another run, ``hetero quarantine``, a TTL)."""
         self._next_quarantine_poll = now + QUARANTINE_POLL_SECONDS
+        self._update_goodput()  # the live gauge, once a second like this poll
         current = quarantined_ids() & {d.stable_id for d in self.candidates}
         by_id = {d.stable_id: d for d in self.candidates}
         for stable_id in sorted(current - self._quarantined_seen):
@@ -361,7 +362,7 @@ class Supervisor:
             self.summary.worker_results.setdefault(rank, f"stopped on {worker.device.name}")
 
     def _update_goodput(self) -> None:
-        goodput = self.summary.goodput()
+        goodput = self.summary.goodput([w.progress for w in self.workers if w.alive])
         if goodput is not None:
             self.metrics.set_goodput(goodput)
 
