@@ -266,7 +266,7 @@ class SplitLauncher:
         names = kernel.param_names()
         offset_kernel = _offset_kernel(kernel, layout.axis)
         total = self.global_size[layout.axis]
-        staged = _Staging(source, names, layout, args)
+        staged = _Staging(source, names, layout, args, [(lo, hi) for d, lo, hi in parts if d is not source])
         combined: dict[int, list[np.ndarray]] = {i: [] for i, n in enumerate(names) if layout.roles.get(n) == "combine"}
         gathered: list[tuple[int, int, np.ndarray]] = []  # (argument, byte offset, rows) to upload to a non-host source
 
@@ -366,20 +366,32 @@ class SplitLauncher:
 
 
 class _Staging:
-    """Host-side access to the source arrays: views when the source is host memory, else
-    copies downloaded once, before any part starts (the source's queue is then free)."""
+    """Host-side access to the source arrays: views when the source is host memory, else host
+    copies of what the other devices' parts need (broadcast arrays whole, split arrays only
+    the rows in ``spans``), downloaded before any part starts, while the source's queue is free."""
 
-    def __init__(self, source: Device, names: list[str], layout: Layout, args: Sequence[Any]) -> None:
+    def __init__(self, source: Device, names: list[str], layout: Layout, args: Sequence[Any],
+                 spans: Sequence[tuple[int, int]]) -> None:
         self.host = source.runtime.host_memory
         self.lock = threading.Lock()
         self.copies: dict[int, np.ndarray] = {}
-        if not self.host:
-            for i, name in enumerate(names):
-                if layout.roles.get(name) in ("split", "broadcast") and args[i].nbytes:
-                    self.copies[i] = args[i].numpy()
+        if self.host:
+            return
+        for i, name in enumerate(names):
+            role = layout.roles.get(name)
+            if role not in ("split", "broadcast") or not args[i].nbytes:
+                continue
+            if role == "broadcast":
+                self.copies[i] = args[i].numpy().reshape(-1).view(np.uint8)
+                continue
+            flat = self.copies[i] = np.empty(args[i].nbytes, np.uint8)
+            for lo, hi in spans:
+                byte_span = self.rows(args[i], lo, hi)
+                if byte_span is not None:
+                    source.runtime.download(flat[byte_span[0]:byte_span[1]], args[i].buffer, byte_span[0])
 
     def flat(self, index: int, array: Array) -> np.ndarray:
-        return array.buffer if self.host else self.copies[index].reshape(-1).view(np.uint8)  # type: ignore[no-any-return]
+        return array.buffer if self.host else self.copies[index]  # type: ignore[no-any-return]
 
     def whole(self, index: int, array: Array) -> np.ndarray:
         return self.flat(index, array)
