@@ -69,6 +69,23 @@ def test_2d_split_along_outermost_axis(combo: list[str], source: str) -> None:
     assert np.allclose(c.numpy(), a @ b, rtol=1e-5)
 
 
+@hetero.kernel
+def work_item_ids(out: hetero.Array[hetero.i64]):
+    i = hetero.global_id(0)
+    out[i] = ((hetero.group_id(0) * 1000 + hetero.num_groups(0)) * 1000 + hetero.global_size(0)) * 1000 \
+        + hetero.local_id(0)
+
+
+@pytest.mark.parametrize("combo", COMBOS, ids=["+".join(c) for c in COMBOS])
+def test_parts_see_the_whole_launchs_indices(combo: list[str]) -> None:
+    want = hetero.zeros(512, hetero.int64, device=combo[0])
+    work_item_ids[(512,), (32,)](want)
+    got = hetero.zeros(512, hetero.int64, device=combo[0])
+    plan = work_item_ids.split(combo, model=_uneven_model(combo, work_item_ids, 512))[(512,), (32,)](got)
+    assert len({lo for lo, hi in plan.bounds if hi > lo}) >= 2
+    assert np.array_equal(got.numpy(), want.numpy())
+
+
 @pytest.mark.parametrize("combo", COMBOS, ids=["+".join(c) for c in COMBOS])
 def test_stencil_reads_a_broadcast_array(combo: list[str]) -> None:
     source = combo[-1]
