@@ -34,6 +34,7 @@ from hetero.device import DeviceInfo
 from hetero.errors import HeteroError
 from hetero.fault.launch_assign import LaunchError, assign, candidate_devices, free_port, quarantined_ids, replacement, usable
 from hetero.fault.launch_events import EventLog, Progress, Summary
+from hetero.fault.launch_faults import classify_report
 from hetero.fault.launch_worker import Worker, become_subreaper, bootstrap_command, kill_group, spawn_standby, stop_workers
 from hetero.fault.metrics import Metrics
 from hetero.fault.protocol import FAULT_EXIT_CODE
@@ -43,7 +44,6 @@ POLL_SECONDS = 0.05
 #: it would compete with their start-up for the CPU).
 RESERVE_AFTER_SECONDS = 1.0
 QUARANTINE_POLL_SECONDS = 1.0
-_QUARANTINE_CLASSES = ("context-corrupting", "device-lost", "degraded")
 
 
 @dataclasses.dataclass
@@ -238,8 +238,9 @@ class Supervisor:
     def _record_fault(self, worker: Worker, code: int, reason: str, signame: str | None) -> str:
         report = worker.read_fault_report() if code == FAULT_EXIT_CODE else None
         fields: dict[str, Any] = {}
-        if report is not None:
-            fault_class = str(report.get("fault_class") or "context-corrupting")
+        verdict = classify_report(report) if report is not None else None
+        if report is not None and verdict is not None:
+            fault_class = verdict.fault_class
             fields = {key: report.get(key) for key in ("error_type", "code", "code_name", "xid", "injected",
                                                        "message", "action")}
         elif reason == "hang":
@@ -254,17 +255,16 @@ class Supervisor:
         self.log.emit("fault_detected", worker=worker.rank, device=device.name, fault_class=fault_class, **fields)
         self.summary.faults[fault_class] += 1
         self.metrics.inc_fault(fault_class, device.name)
-        wants = report.get("quarantine") if report is not None else None
-        if report is not None and (wants or (wants is None and fault_class in _QUARANTINE_CLASSES)):
-            self._quarantine(device, report, fault_class)
+        if report is not None and verdict is not None and verdict.quarantine:
+            self._quarantine(device, report, fault_class, verdict.ttl)
         return fault_class
 
-    def _quarantine(self, device: DeviceInfo, report: dict[str, Any], fault_class: str) -> None:
+    def _quarantine(self, device: DeviceInfo, report: dict[str, Any], fault_class: str, ttl: float | None) -> None:
         why = f"{report.get('error_type')}: {report.get('message')}"[:500]
         try:
             from hetero.fault import quarantine
 
-            quarantine.add(device, why, fault_class, ttl=report.get("ttl"), name=device.name)
+            quarantine.add(device, why, fault_class, ttl=ttl, name=device.name)
         except ImportError:
             pass  # no quarantine store: this run still never reuses the device (see _excluded)
         self._excluded.add(device.stable_id)

@@ -14,6 +14,7 @@ from hetero.device import DeviceInfo, Kind
 from hetero.fault import launch_assign, run_cli
 from hetero.fault.launch_assign import LaunchError, assign, device_env, replacement
 from hetero.fault.launch_events import EventLog, Progress, Summary, append_event
+from hetero.fault.launch_faults import classify_report
 
 
 @pytest.fixture(autouse=True)
@@ -133,3 +134,16 @@ def test_bad_arguments_exit_2_and_say_why(argv: list[str], message: str, capsys:
         run_cli.main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_fault_reports_are_classified_when_the_worker_did_not_say() -> None:
+    told = classify_report({"fault_class": "degraded", "quarantine": True, "ttl": 60})
+    assert told == ("degraded", True, 60)
+    lost = classify_report({"error_type": "DeviceLostError", "message": "gone", "backend": "opencl",
+                            "device": "opencl:0", "code": -2})
+    assert lost.fault_class == "device-lost" and lost.quarantine
+    oom = classify_report({"error_type": "DeviceOutOfMemoryError", "message": "full", "backend": "cuda",
+                           "device": "cuda:0", "code": 2})
+    assert oom.fault_class == "recoverable" and not oom.quarantine
+    unknown = classify_report({"error_type": "NotAnError"})
+    assert unknown == ("context-corrupting", True, None)
