@@ -110,10 +110,14 @@ class SplitKernel:
 
 def _choose(kernel: str, spec: Sequence[str | Device] | str) -> list[Device]:
     if isinstance(spec, str) and spec == "all":
+        from hetero.scheduler.placement import quarantined_ids
+
+        quarantined = quarantined_ids()
         chosen = [d for d in all_devices() if d.runtime.kernel_target() is not None
-                  and d.health().state is not HealthState.UNHEALTHY]
+                  and d.stable_id not in quarantined and d.health().state is not HealthState.UNHEALTHY]
         if not chosen:
-            raise KernelLaunchError(f"{kernel}.split('all'): no healthy device here runs kernels")
+            raise KernelLaunchError(f"{kernel}.split('all'): no healthy, unquarantined device here runs kernels "
+                                    "(see 'hetero devices' and 'hetero quarantine')")
         return chosen
     if isinstance(spec, (str, Device)):
         spec = [spec]

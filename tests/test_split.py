@@ -4,6 +4,7 @@ the partition follows the cost model, and kernels that cannot be split are refus
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -208,3 +209,19 @@ def test_a_failing_part_raises_the_devices_own_error() -> None:
     finally:
         del device.runtime.launch
     assert device.runtime.launch == original
+
+
+def test_all_leaves_out_quarantined_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if len(DEVICE_NAMES) < 2:
+        pytest.skip("needs two devices")
+    from hetero.fault import quarantine
+
+    monkeypatch.setenv("HETERO_STATE_DIR", str(tmp_path))
+    hetero.reload_config()
+    try:
+        quarantine.add(hetero.device(DEVICE_NAMES[-1]), "test: pretend it failed", "device-lost", ttl=600)
+        chosen = [d.name for d in ck.copy.split("all").devices]
+        assert DEVICE_NAMES[-1] not in chosen and chosen == DEVICE_NAMES[:-1]
+    finally:
+        monkeypatch.undo()
+        hetero.reload_config()
