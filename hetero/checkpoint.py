@@ -13,6 +13,7 @@ array, tensor, bytes or pickled value. What each value type becomes is documente
 :mod:`hetero.checkpoint_codec`; hetero arrays are stored as host bytes and restored onto
 the device ``load`` is given, of any kind (saved on ``oneapi:0``, resumed on ``cpu``).
 
+:func:`save_async` copies the state to host memory and writes it in a background thread.
 A save writes into a hidden temporary directory, fsyncs every file, then renames the
 whole directory into place, so a crash leaves either the new checkpoint or none; old
 checkpoints are pruned only after that. ``load`` verifies checksums and, when the newest
@@ -27,19 +28,22 @@ import os
 import re
 import shutil
 import socket
+import threading
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hetero.checkpoint_codec import CheckpointError, Decoder, PayloadReader, encode
+from hetero.checkpoint_codec import CheckpointError, Decoder, PayloadReader, PayloadWriter, encode
 from hetero.errors import HeteroError
 from hetero.fault.protocol import ENV_CHECKPOINT_DIR, ENV_RESUME_STEP
 
-__all__ = ["CheckpointError", "CheckpointWarning", "checkpoints", "latest_step", "load", "resume_step", "save", "verify"]
+__all__ = ["CheckpointError", "CheckpointWarning", "checkpoints", "latest_step", "load", "resume_step", "save",
+           "save_async", "verify", "wait"]
 
 FORMAT = "hetero.checkpoint"
 VERSION = 1
@@ -47,6 +51,8 @@ MANIFEST = "manifest.json"
 _NAME = re.compile(r"^step-(\d+)\.hckpt$")
 _TEMP = re.compile(r"^\.step-\d+\.hckpt\.(?:tmp|old)-(\d+)-[0-9a-f]+$")
 _CHUNK = 1 << 20
+_EXECUTOR: ThreadPoolExecutor | None = None  # save_async's single writer thread, made on first use
+_EXECUTOR_LOCK = threading.Lock()
 # What reading a damaged checkpoint can raise besides CheckpointError (unreadable files, values
 # the manifest's checksum vouched for but that do not decode).
 _DAMAGE = (CheckpointError, OSError, ValueError, KeyError, TypeError)
@@ -79,34 +85,52 @@ def save(state: Mapping[str, Any], step: int, directory: str | os.PathLike[str] 
 
     ``keep``: how many checkpoints to keep (the newest by step, and always this one);
     None keeps all. Saving a step that exists replaces it. Nothing is left half-written:
-    on any error the temporary files are removed and the previous checkpoints are intact."""
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
-        raise CheckpointError(f"hetero.checkpoint.save: step must be a non-negative int, got {step!r}")
-    if keep is not None and (not isinstance(keep, int) or keep < 1):
-        raise CheckpointError(f"hetero.checkpoint.save: keep must be a positive int or None (keep all), got {keep!r}")
-    step = int(step)
-    root = Path(directory) if directory is not None else default_directory()
-    final = root / f"step-{step:08d}.hckpt"
-    temp = root / f".{final.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        _clean_stale(root)
-        temp.mkdir()
-    except OSError as exc:
-        raise CheckpointError(f"hetero.checkpoint.save: cannot write checkpoints to {root}: {exc.strerror or exc}; "
-                              f"pass directory= or set {ENV_CHECKPOINT_DIR} to a writable directory") from exc
-    try:
-        _write(temp, state, step)
-        _install(temp, final)
-    except BaseException as exc:
-        shutil.rmtree(temp, ignore_errors=True)
-        if isinstance(exc, OSError) and not isinstance(exc, CheckpointError):
-            raise CheckpointError(f"hetero.checkpoint.save: writing step {step} to {root} failed: {exc}; "
-                                  f"the previous checkpoints are intact (check free space and permissions)") from exc
-        raise
-    if keep is not None:
-        _prune(root, keep, final)
-    return final
+    on any error the temporary files are removed and the previous checkpoints are intact.
+    Saves queued by :func:`save_async` before this call finish first."""
+    step, root = _checked(step, keep, directory, "save")
+    wait()
+    return _save(root, step, keep, lambda write: encode(state, write))
+
+
+def save_async(state: Mapping[str, Any], step: int, directory: str | os.PathLike[str] | None = None,
+               keep: int | None = 3) -> Future[Path]:
+    """Like :func:`save`, but return as soon as ``state`` is copied to host memory: a background
+    thread writes the files, one save at a time, in call order, while training goes on.
+
+    A value that cannot be saved raises here; a failure to write raises from the returned
+    future's ``result()`` (and is warned about, in case nobody asks). Pending saves finish
+    before the interpreter exits; a process killed meanwhile leaves the previous checkpoints,
+    intact. Host memory: one copy of the state per pending save."""
+    step, root = _checked(step, keep, directory, "save_async")
+    captured: list[tuple[str, Any]] = []
+
+    def capture(where: str, data: Any) -> str:
+        # Copied: the caller's arrays (and CPU-device arrays' host views) keep changing.
+        captured.append((where, np.array(data, copy=True) if isinstance(data, np.ndarray) else bytes(data)))
+        return _payload_name(len(captured) - 1)
+
+    tree = encode(state, capture)
+
+    def replay(write: PayloadWriter) -> dict[str, Any]:
+        for where, data in captured:
+            write(where, data)
+        return tree
+
+    global _EXECUTOR
+    with _EXECUTOR_LOCK:
+        if _EXECUTOR is None:
+            _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hetero-checkpoint")
+        future = _EXECUTOR.submit(_save, root, step, keep, replay)
+    future.add_done_callback(_warn_failure)
+    return future
+
+
+def wait() -> None:
+    """Block until every save queued by :func:`save_async` so far has finished (or failed)."""
+    with _EXECUTOR_LOCK:
+        executor = _EXECUTOR
+    if executor is not None:
+        executor.submit(lambda: None).result()  # one worker, first in first out
 
 
 def load(directory: str | os.PathLike[str] | None = None, device: Any = None, *,
@@ -168,11 +192,52 @@ def checkpoints(directory: str | os.PathLike[str] | None = None) -> list[tuple[i
 
 
 # -- writing -----------------------------------------------------------------------------
-def _write(temp: Path, state: Mapping[str, Any], step: int) -> None:
+def _checked(step: Any, keep: Any, directory: str | os.PathLike[str] | None, caller: str) -> tuple[int, Path]:
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+        raise CheckpointError(f"hetero.checkpoint.{caller}: step must be a non-negative int, got {step!r}")
+    if keep is not None and (not isinstance(keep, int) or keep < 1):
+        raise CheckpointError(f"hetero.checkpoint.{caller}: keep must be a positive int or None (keep all), got {keep!r}")
+    return int(step), Path(directory) if directory is not None else default_directory()
+
+
+def _save(root: Path, step: int, keep: int | None, build: Callable[[PayloadWriter], dict[str, Any]]) -> Path:
+    final = root / f"step-{step:08d}.hckpt"
+    temp = root / f".{final.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        _clean_stale(root)
+        temp.mkdir()
+    except OSError as exc:
+        raise CheckpointError(f"hetero.checkpoint.save: cannot write checkpoints to {root}: {exc.strerror or exc}; "
+                              f"pass directory= or set {ENV_CHECKPOINT_DIR} to a writable directory") from exc
+    try:
+        _write(temp, build, step)
+        _install(temp, final)
+    except BaseException as exc:
+        shutil.rmtree(temp, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, CheckpointError):
+            raise CheckpointError(f"hetero.checkpoint.save: writing step {step} to {root} failed: {exc}; "
+                                  f"the previous checkpoints are intact (check free space and permissions)") from exc
+        raise
+    if keep is not None:
+        _prune(root, keep, final)
+    return final
+
+
+def _payload_name(index: int) -> str:
+    return f"{index:06d}.bin"
+
+
+def _warn_failure(future: Future[Path]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        warnings.warn(f"hetero.checkpoint.save_async failed: {future.exception()}", CheckpointWarning, stacklevel=1)
+
+
+def _write(temp: Path, build: Callable[[PayloadWriter], dict[str, Any]], step: int) -> None:
     files: dict[str, dict[str, Any]] = {}
 
     def write(where: str, data: Any) -> str:
-        name = f"{len(files):06d}.bin"
+        name = _payload_name(len(files))
         raw: Any = data.reshape(-1).view(np.uint8) if isinstance(data, np.ndarray) else data
         view = memoryview(raw).cast("B")
         hasher = hashlib.sha256()
@@ -186,7 +251,7 @@ def _write(temp: Path, state: Mapping[str, Any], step: int) -> None:
         files[name] = {"sha256": hasher.hexdigest(), "bytes": view.nbytes, "key": where}
         return name
 
-    tree = encode(state, write)
+    tree = build(write)
     body = {"format": FORMAT, "version": VERSION, "step": step, "time": time.time(), "host": socket.gethostname(),
             "pid": os.getpid(), "state": tree, "files": files}
     body["manifest_sha256"] = _digest(body)
