@@ -110,7 +110,11 @@ def standby(args: Sequence[str]) -> int:
         print(USAGE, file=sys.stderr)
         return 2
     for module in filter(None, args[1].split(",") if args else ()):
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - the program imports it itself and meets the error there
+            print(f"hetero.fault.worker: standby could not preload {module!r} ({type(exc).__name__}: {exc}); "
+                  f"going on without it", file=sys.stderr)
     line = sys.stdin.buffer.readline()
     if not line.strip():
         return 0  # the supervisor went away, or retired this standby

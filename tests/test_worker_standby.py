@@ -102,6 +102,16 @@ def test_a_bad_request_is_refused(spares: list[Standby], capfd: pytest.CaptureFi
     assert "bad standby request" in capfd.readouterr().err
 
 
+def test_a_preload_that_fails_does_not_lose_the_standby(tmp_path: Path, spares: list[Standby],
+                                                        capfd: pytest.CaptureFixture[str]) -> None:
+    script = _script(tmp_path, "print('ran')\n")
+    spare = _standby(spares, dict(os.environ), preload=("no_such_module_xyz", "colorsys"))
+    proc = spare.activate([str(script)], dict(os.environ))
+    assert proc is not None and proc.wait(timeout=120) == 0
+    out, err = capfd.readouterr()
+    assert "ran" in out and "could not preload 'no_such_module_xyz'" in err
+
+
 def test_standby_usage_errors() -> None:
     from hetero.fault import worker
 
