@@ -79,18 +79,29 @@ def reference(steps: int = STEPS) -> np.ndarray:
     return x
 
 
-def launch(tmp_path: Path, *options: str, mode: str = "ok", wait: bool = True,
-           env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str] | subprocess.Popen[str], Path]:
+def command(tmp_path: Path, options: tuple[str, ...], mode: str) -> tuple[list[str], dict[str, str], Path]:
+    """hetero-run's argv for the training script in ``mode``, its environment, and the output path."""
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
     out = tmp_path / "out.npy"
     argv = [sys.executable, "-m", "hetero.fault.run_cli", "--run-dir", str(tmp_path / "run"), *options,
             str(script), str(STEPS), str(out), mode]
-    full_env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state"), **(env or {})}
-    full_env.pop("HETERO_FAULTS", None)
-    if not wait:
-        return subprocess.Popen(argv, env=full_env, cwd=tmp_path, text=True, stderr=subprocess.PIPE), out
-    return subprocess.run(argv, check=False, env=full_env, cwd=tmp_path, text=True, capture_output=True, timeout=TIMEOUT), out
+    env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}
+    env.pop("HETERO_FAULTS", None)
+    return argv, env, out
+
+
+def launch(tmp_path: Path, *options: str, mode: str = "ok") -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Run hetero-run to the end (bounded by TIMEOUT)."""
+    argv, env, out = command(tmp_path, options, mode)
+    return subprocess.run(argv, check=False, env=env, cwd=tmp_path, text=True, capture_output=True,
+                          timeout=TIMEOUT), out
+
+
+def start(tmp_path: Path, *options: str, mode: str) -> tuple[subprocess.Popen[str], Path]:
+    """Start hetero-run and return at once (stderr piped)."""
+    argv, env, out = command(tmp_path, options, mode)
+    return subprocess.Popen(argv, env=env, cwd=tmp_path, text=True, stderr=subprocess.PIPE), out
 
 
 def events(tmp_path: Path) -> list[dict[str, Any]]:
@@ -181,8 +192,7 @@ def test_max_restarts_exceeded_fails_with_summary(tmp_path: Path) -> None:
 
 
 def test_sigint_stops_every_worker_group_no_orphans(tmp_path: Path) -> None:
-    proc, out = launch(tmp_path, "--nproc", "2", "--grace", "1", mode="child", wait=False)
-    assert isinstance(proc, subprocess.Popen)
+    proc, out = start(tmp_path, "--nproc", "2", "--grace", "1", mode="child")
     children = [Path(f"{out}.child{rank}") for rank in (0, 1)]
     deadline = time.monotonic() + TIMEOUT
     while not all(c.exists() and c.read_text() for c in children):
