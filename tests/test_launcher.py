@@ -264,3 +264,24 @@ def test_group_restart_restarts_every_worker(tmp_path: Path) -> None:
     assert restarts[0]["group"] is False and restarts[1]["group"] is True
     assert restarts[0]["to_device"] != restarts[0]["from_device"]
     assert of(records, "finished")[0]["restarts"] == 1  # a group restart counts once
+
+
+@pytest.mark.skipif(not OPENCL, reason="fault injection into copies needs an OpenCL device")
+def test_injected_crash_restarts_elsewhere_from_checkpoint(tmp_path: Path) -> None:
+    bad = OPENCL[0]
+    result, out = launch(tmp_path, "--devices", f"{bad},cpu", "--inject", f"{bad}:copy:nth=6:crash")
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(out), reference())
+    records = events(tmp_path)
+    assert of(records, "worker_exited")[0]["signal"] == "SIGKILL"
+    assert [(r["from_device"], r["to_device"]) for r in of(records, "restart")] == [(bad, "cpu")]
+    assert of(records, "device_quarantined") == []  # a crash says nothing certain about the device
+    resumed = of(records, "resumed_from_step")[0]["step"]
+    assert 0 < resumed < STEPS and starts(out)[1]["start"] == resumed
+
+
+def test_devices_naming_nothing_present_fails_with_the_valid_names(tmp_path: Path) -> None:
+    result, _ = launch(tmp_path, "--devices", "cpu:7")
+    assert result.returncode == 1
+    assert "no device 'cpu:7'" in result.stderr and "valid devices" in result.stderr
+    assert of(events(tmp_path), "gave_up")[0]["worker"] is None
