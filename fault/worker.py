@@ -12,6 +12,10 @@ protocol (:mod:`hetero.fault.protocol`):
   supervisor knows which device failed and how, without guessing;
 - any other exception: the usual traceback and exit status 1; ``SystemExit`` passes through;
 - on a clean exit a last heartbeat is written (when ``$HETERO_HEARTBEAT_FILE`` is set);
+- ``SIGTERM`` (how a supervisor stops workers) becomes a :class:`WorkerTerminated` exception
+  in the main thread, so ``finally`` blocks, exit handlers and pending
+  :func:`hetero.checkpoint.save_async` writes run; the process then ends by SIGTERM as it
+  would have (a second SIGTERM, or a program that installs its own handler, acts at once);
 - ``SIGUSR1`` dumps every thread's stack to stderr (what a supervisor sends a hung worker
   before killing it).
 
@@ -26,6 +30,7 @@ stdin (the supervisor exited or closed it) ends it quietly.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import faulthandler
 import importlib
@@ -61,6 +66,31 @@ _FALLBACK_CLASS: tuple[tuple[type[DeviceError], str, str], ...] = (
 )
 
 
+class WorkerTerminated(BaseException):
+    """Raised in the worker's main thread when the supervisor sends SIGTERM (a BaseException, as
+    KeyboardInterrupt is, so ``except Exception`` in the program does not swallow it)."""
+
+
+_terminated = False
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    global _terminated
+    _terminated = True
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise WorkerTerminated(f"stopped by signal {signal.Signals(signum).name}")
+
+
+def _end_by_sigterm() -> None:
+    # The last exit handler: everything else ran; now die as the supervisor asked, so it sees
+    # "killed by SIGTERM" rather than some exit status.
+    if _terminated:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the target program; return the worker's exit status (see the module docstring)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -73,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if args and args[0] in ("-h", "--help") else 2
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, all_threads=True)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        atexit.register(_end_by_sigterm)  # registered first, so it runs after the program's own handlers
     try:
         if args[0] == "-m":
             sys.argv = [args[1], *args[2:]]  # runpy puts the module's file in argv[0]
@@ -89,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if exc.code in (None, 0):
             _heartbeat.flush()
         raise
+    except WorkerTerminated:
+        return 128 + signal.SIGTERM  # what a shell reports; _end_by_sigterm makes it the real signal
     except Exception as exc:  # noqa: BLE001 - every error the program lets escape is reported
         device_error = find_device_error(exc)
         traceback.print_exception(exc)

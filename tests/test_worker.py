@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -118,6 +119,45 @@ def test_module_form(tmp_path: Path) -> None:
     result, report = _run(tmp_path, body + textwrap.dedent(RAISE_CORRUPTED), "a", "b", module=True)
     assert result.stdout.split("\n")[0] == "__main__ True ['a', 'b']"
     assert result.returncode == FAULT_EXIT_CODE and json.loads(report.read_text())["device"] == "cuda:1"
+
+
+def _start(tmp_path: Path, body: str) -> subprocess.Popen[str]:
+    (tmp_path / "script.py").write_text(textwrap.dedent(body))
+    proc = subprocess.Popen([sys.executable, "-m", "hetero.fault.worker", str(tmp_path / "script.py")],
+                            stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_sigterm_runs_finally_blocks_and_pending_saves_then_ends_by_sigterm(tmp_path: Path) -> None:
+    proc = _start(tmp_path, f"""
+        import time, numpy as np, hetero
+        try:
+            for step in range(4):  # queued; written in the background while the supervisor stops us
+                hetero.checkpoint.save_async({{"w": np.full(2_000_000, step)}}, step, {str(tmp_path / "ck")!r}, keep=None)
+            print("ready", flush=True)
+            time.sleep(60)
+        finally:
+            open({str(tmp_path / "finally")!r}, "w").write("ran")
+    """)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == -signal.SIGTERM
+    assert (tmp_path / "finally").read_text() == "ran"
+    from hetero import checkpoint
+
+    assert [step for step, _ in checkpoint.checkpoints(tmp_path / "ck")] == [3, 2, 1, 0]
+    assert checkpoint.latest_step(tmp_path / "ck") == 3
+
+
+def test_a_program_with_its_own_sigterm_handler_keeps_it(tmp_path: Path) -> None:
+    proc = _start(tmp_path, """
+        import signal, sys, time
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(7))
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 7
 
 
 def test_usage_and_missing_script(tmp_path: Path) -> None:
