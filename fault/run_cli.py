@@ -138,12 +138,20 @@ def _main(argv: Sequence[str] | None) -> int:
 
     metrics = Metrics()
     try:
-        if args.metrics_port is not None:
+        if args.metrics_port is not None and args.nnodes == 1 and not args.rdzv_endpoint:
             from hetero.fault.metrics import serve
 
             metrics = serve(args.metrics_port)
         if args.nnodes > 1 or args.rdzv_endpoint:
             from hetero.fault.elastic import ElasticConfig, run_elastic
+
+            ignored = [name for name, value, default in (
+                ("--heartbeat-timeout", args.heartbeat_timeout, DEFAULT_HEARTBEAT_TIMEOUT),
+                ("--restart", args.restart, "worker"), ("--metrics-port", args.metrics_port, None),
+                ("--grace", args.grace, DEFAULT_GRACE), ("--preload", args.preload, "")) if value != default]
+            if ignored:
+                print(f"hetero-run: warning: {', '.join(ignored)} apply to single-node runs only; under torch "
+                      "elastic a failure restarts the node's whole group (see docs/launcher.md)", file=sys.stderr)
 
             return run_elastic(ElasticConfig(
                 command=command, run_dir=run_dir, checkpoint_dir=checkpoint_dir, events=events,
