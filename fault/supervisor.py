@@ -84,6 +84,7 @@ class Supervisor:
         self._next_quarantine_poll = 0.0
         self._standbys: list[Any] = []  # started ahead: the first workers', then one reserve
         self._last_start = 0.0
+        self._abandoned: list[Any] = []  # processes SIGKILL could not end (reaped at exit if they die)
 
     # -- the run -------------------------------------------------------------------------
     def run(self) -> int:
@@ -170,10 +171,17 @@ class Supervisor:
             self.log.emit("heartbeat_lost", worker=worker.rank, device=worker.device.name, silent_s=round(silent, 3))
             assert worker.proc is not None
             kill_group(worker.proc.pid, signal.SIGKILL)
+            deadline = time.monotonic() + max(self.config.grace, 1.0)
             code = worker.exited()
-            while code is None:  # SIGKILL is not instant, but it is certain
+            while code is None and time.monotonic() < deadline:
                 time.sleep(0.01)
                 code = worker.exited()
+            if code is None:  # stuck in an uninterruptible driver call: leave it, restart elsewhere
+                print(f"hetero-run: worker {worker.rank} (pid {worker.proc.pid}) does not die after SIGKILL; "
+                      f"it is stuck in the kernel (driver) on {worker.device.name}; restarting it elsewhere",
+                      file=sys.stderr)
+                self._abandoned.append(worker.proc)
+                worker.proc, code = None, -signal.SIGKILL
             self._on_exit(worker, code, reason="hang")
 
     def _recovered(self, worker: Worker, now: float) -> None:
@@ -368,6 +376,8 @@ class Supervisor:
 
     def _finish(self, code: int) -> None:
         self._retire_standbys()
+        for proc in self._abandoned:
+            proc.poll()
         self.summary.ended = time.monotonic()
         for worker in self.workers:
             self.summary.worker_results.setdefault(worker.rank, "not finished")
