@@ -55,7 +55,7 @@ _EXECUTOR: ThreadPoolExecutor | None = None  # save_async's single writer thread
 _EXECUTOR_LOCK = threading.Lock()
 # What reading a damaged checkpoint can raise besides CheckpointError (unreadable files, values
 # the manifest's checksum vouched for but that do not decode).
-_DAMAGE = (CheckpointError, OSError, ValueError, KeyError, TypeError)
+_DAMAGE = (OSError, ValueError, KeyError, TypeError)
 
 
 class CheckpointWarning(UserWarning):
@@ -134,27 +134,41 @@ def wait() -> None:
 
 
 def load(directory: str | os.PathLike[str] | None = None, device: Any = None, *,
-         map_location: Any = None) -> tuple[dict[str, Any], int] | None:
+         map_location: Any = None, step: int | None = None) -> tuple[dict[str, Any], int] | None:
     """The newest valid checkpoint as ``(state, step)``, or None when there is none.
 
     Hetero arrays are restored onto ``device`` (default ``hetero.device()``), whatever
     device saved them; torch tensors become CPU tensors, or go to ``map_location``. A
-    corrupt or unreadable checkpoint is skipped with a :class:`CheckpointWarning` naming it."""
-    for step, path in checkpoints(directory):
+    corrupt or unreadable checkpoint is skipped with a :class:`CheckpointWarning` naming it.
+    ``step``: load exactly that checkpoint instead (:class:`CheckpointError` when it is
+    missing or corrupt: no fallback to another step)."""
+    found = checkpoints(directory)
+    if step is not None:
+        chosen = [(s, path) for s, path in found if s == step]
+        if not chosen:
+            have = ", ".join(str(s) for s, _ in found) or "none"
+            raise CheckpointError(f"hetero.checkpoint.load: no checkpoint of step {step} in "
+                                  f"{_root(directory)} (steps there: {have})")
+        return _load_one(chosen[0][1], device, map_location), step
+    for each, path in found:
         try:
-            manifest = _manifest(path)
-            payloads = {name: _read_payload(path, name, meta) for name, meta in manifest["files"].items()}
-            state = Decoder(_lookup(path, payloads), device, map_location).decode(manifest["state"])
-        except CheckpointError as exc:
+            return _load_one(path, device, map_location), each
+        except HeteroError as exc:
+            if not isinstance(exc, CheckpointError):
+                raise  # the target device or array layer refused (no such device, no fp64...): not the file's fault
             _warn_skip(path, exc)
-            continue
-        except HeteroError:
-            raise  # the target device or array layer refused (no such device, no fp64...): not the file's fault
-        except _DAMAGE as exc:
-            _warn_skip(path, exc)
-            continue
-        return dict(state), step
     return None
+
+
+def _load_one(path: Path, device: Any, map_location: Any) -> dict[str, Any]:
+    try:
+        manifest = _manifest(path)
+        payloads = {name: _read_payload(path, name, meta) for name, meta in manifest["files"].items()}
+        return dict(Decoder(_lookup(path, payloads), device, map_location).decode(manifest["state"]))
+    except HeteroError:
+        raise
+    except _DAMAGE as exc:  # an unreadable file, or values that do not decode: name the checkpoint
+        raise CheckpointError(f"{path}: {type(exc).__name__}: {exc}") from exc
 
 
 def latest_step(directory: str | os.PathLike[str] | None = None) -> int | None:
@@ -182,7 +196,7 @@ def verify(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def checkpoints(directory: str | os.PathLike[str] | None = None) -> list[tuple[int, Path]]:
     """Every checkpoint directory as ``(step, path)``, newest first (not verified)."""
-    root = Path(directory) if directory is not None else default_directory()
+    root = _root(directory)
     try:
         entries = list(os.scandir(root))
     except FileNotFoundError:
@@ -197,7 +211,11 @@ def _checked(step: Any, keep: Any, directory: str | os.PathLike[str] | None, cal
         raise CheckpointError(f"hetero.checkpoint.{caller}: step must be a non-negative int, got {step!r}")
     if keep is not None and (not isinstance(keep, int) or keep < 1):
         raise CheckpointError(f"hetero.checkpoint.{caller}: keep must be a positive int or None (keep all), got {keep!r}")
-    return int(step), Path(directory) if directory is not None else default_directory()
+    return int(step), _root(directory)
+
+
+def _root(directory: str | os.PathLike[str] | None) -> Path:
+    return Path(directory) if directory is not None else default_directory()
 
 
 def _save(root: Path, step: int, keep: int | None, build: Callable[[PayloadWriter], dict[str, Any]]) -> Path:

@@ -282,6 +282,18 @@ def test_every_kind_of_damage_is_detected(tmp_path: Path, damage: str) -> None:
     assert step == 1 and state["w"][-1] == 49.0
 
 
+def test_loading_a_given_step(tmp_path: Path) -> None:
+    for step in (1, 2, 3):
+        checkpoint.save({"s": step, "w": np.full(10, step)}, step, tmp_path)
+    state, step = checkpoint.load(tmp_path, step=2) or ({}, -1)
+    assert step == 2 and state["s"] == 2
+    with pytest.raises(CheckpointError, match=r"no checkpoint of step 7 in .*\(steps there: 3, 2, 1\)"):
+        checkpoint.load(tmp_path, step=7)
+    _flip_byte(tmp_path / "step-00000002.hckpt" / "000000.bin")
+    with pytest.raises(CheckpointError, match="step-00000002.hckpt/000000.bin does not match its sha256"):
+        checkpoint.load(tmp_path, step=2)  # asked for that one: no quiet fallback
+
+
 def test_no_valid_checkpoint_gives_none(tmp_path: Path) -> None:
     assert checkpoint.load(tmp_path / "absent") is None
     assert checkpoint.latest_step(tmp_path / "absent") is None
