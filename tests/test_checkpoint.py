@@ -8,6 +8,7 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from hetero import checkpoint
 from hetero.checkpoint import CheckpointError, CheckpointWarning
 
 
-def _load(directory: Path, **kwargs: object) -> tuple[dict, int]:
+def _load(directory: Path, **kwargs: Any) -> tuple[dict, int]:
     loaded = checkpoint.load(directory, **kwargs)
     assert loaded is not None
     return loaded
