@@ -32,7 +32,7 @@ from typing import Any
 
 from hetero.device import DeviceInfo
 from hetero.errors import HeteroError
-from hetero.fault.launch_assign import LaunchError, assign, candidate_devices, free_port, quarantined_ids, replacement, usable
+from hetero.fault.launch_assign import assign, candidate_devices, free_port, quarantined_ids, replacement, usable
 from hetero.fault.launch_events import EventLog, Progress, Summary
 from hetero.fault.launch_faults import classify_report
 from hetero.fault.launch_worker import Worker, become_subreaper, bootstrap_command, kill_group, spawn_standby, stop_workers
@@ -211,7 +211,7 @@ class Supervisor:
     # -- failures and restarts -----------------------------------------------------------
     def _on_exit(self, worker: Worker, code: int, reason: str | None) -> None:
         now = time.monotonic()
-        signame = signal.Signals(-code).name if code < 0 and -code in signal.valid_signals() else None
+        signame = _signal_name(code)
         if reason is None:
             reason = "ok" if code == 0 else "fault" if code == FAULT_EXIT_CODE else "crash" if code < 0 else "error"
         self.log.emit("worker_exited", worker=worker.rank, device=worker.device.name, returncode=code,
@@ -233,14 +233,14 @@ class Supervisor:
                 others = [w for w in self.workers if w is not worker and w.alive]
                 for rank, other_code in stop_workers(others, self.config.grace).items():
                     self.log.emit("worker_exited", worker=rank, device=self.workers[rank].device.name,
-                                  returncode=other_code, signal=None, reason="group-restart",
+                                  returncode=other_code, signal=_signal_name(other_code), reason="group-restart",
                                   runtime_s=round(now - self.workers[rank].started, 3))
                 failed += others + [w for w in self.workers if w.finished]
             self.summary.restarts += 1
             self.metrics.inc_restarts()
             for each in failed:
                 self._restart(each, because=worker, reason=fault_class, now=now)
-        except LaunchError as exc:
+        except HeteroError as exc:  # LaunchError: no usable device left
             self._give_up(worker, str(exc))
 
     def _record_fault(self, worker: Worker, code: int, reason: str, signame: str | None) -> str:
@@ -364,7 +364,7 @@ class Supervisor:
         for rank, code in stop_workers(live, self.config.grace).items():
             worker = self.workers[rank]
             self.log.emit("worker_exited", worker=rank, device=worker.device.name, returncode=code,
-                          signal=signal.Signals(-code).name if code < 0 else None, reason="stopped",
+                          signal=_signal_name(code), reason="stopped",
                           runtime_s=round(now - worker.started, 3))
             self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
             self.summary.worker_results.setdefault(rank, f"stopped on {worker.device.name}")
@@ -385,6 +385,14 @@ class Supervisor:
         self.log.emit("finished", returncode=code, **self.summary.as_dict())
         self.log.close()
         print(self.summary.table(code, self.config.events), file=sys.stderr)
+
+
+def _signal_name(code: int) -> str | None:
+    """``SIGKILL`` for an exit status of -9; None for a normal exit."""
+    try:
+        return signal.Signals(-code).name if code < 0 else None
+    except ValueError:
+        return f"signal {-code}"
 
 
 def run(config: RunConfig, metrics: Metrics | None = None, handle_signals: Sequence[int] = ()) -> int:
