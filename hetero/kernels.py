@@ -269,7 +269,7 @@ class Kernel:
         return f"<hetero.kernel {self.py_func.__qualname__}>"
 
     def split(self, devices: Sequence[str | Device] | str = "all", combine: dict[str, str] | None = None,
-              model: cost_model.CostModel | None = None) -> SplitKernel:
+              model: cost_model.CostModel | None = None, adaptive: bool = True) -> SplitKernel:
         """This kernel spread over several devices: ``kernel.split(["cpu", "oneapi:0"])[n](…)``.
 
         The launch's work-items along one axis are divided among ``devices`` (``"all"``: every
@@ -277,10 +277,13 @@ class Kernel:
         copies, run concurrently, and gathered into the arrays passed. ``combine`` names arrays
         every part updates as a whole (``{"total": "sum"}``: atomics, reductions), with how to
         merge them: ``sum``, ``min`` or ``max``. ``model`` is the cost model to plan with
-        (default: the process's). See :mod:`hetero.split` for what can be split."""
+        (default: the process's). With ``adaptive`` (the default) the launcher also times the
+        arrays' own device alone now and then, and runs there when that is measured faster than
+        the split (devices sharing cores or memory bandwidth do not add up as the model assumes).
+        See :mod:`hetero.split` for what can be split."""
         from hetero.split import SplitKernel
 
-        return SplitKernel(self, devices, combine or {}, model)
+        return SplitKernel(self, devices, combine or {}, model, adaptive)
 
     def cost_key(self) -> str:
         """This kernel's key in the cost model (name and source fingerprint)."""

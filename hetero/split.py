@@ -49,6 +49,9 @@ __all__ = ["NotSplittableError", "SplitKernel", "SplitLauncher", "SplitPlan"]
 _DEFAULT_COPY = {False: (20e-6, 5e9), True: (2e-6, 10e9)}  # keyed by the runtime's host_memory
 #: Launches a split plan serves before it is made again from the (meanwhile taught) cost model.
 REPLAN_EVERY = 8
+#: Every this many launches, a split launcher re-measures the strategy (split, or the source
+#: device alone) it is not using (see ``_Walls``).
+PROBE_EVERY = 16
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -81,8 +84,9 @@ class SplitKernel:
     ``split_kernel[global, local]`` gives a :class:`SplitLauncher`."""
 
     def __init__(self, kernel: Kernel, devices: Sequence[str | Device] | str, combine: dict[str, str],
-                 model: cost_models.CostModel | None) -> None:
+                 model: cost_models.CostModel | None, adaptive: bool = True) -> None:
         self.kernel = kernel
+        self.adaptive = adaptive
         self.devices = _choose(kernel.name, devices)
         self.combine = dict(combine)
         for name, op in self.combine.items():
@@ -174,6 +178,7 @@ class SplitLauncher:
         self._layouts: dict[tuple[Any, ...], Layout] = {}
         self._buffers: dict[tuple[Any, ...], Array] = {}
         self._plans: dict[tuple[Any, ...], tuple[SplitPlan, int]] = {}  # plan and launches it has served
+        self._walls: dict[tuple[Any, ...], _Walls] = {}
         self._lock = threading.Lock()
 
     # -- planning -----------------------------------------------------------------------
@@ -233,10 +238,14 @@ class SplitLauncher:
             lo += count
         return SplitPlan(axis, tuple(d.name for d in devices), tuple(bounds), tuple(predicted), dict(layout.roles), basis)
 
+    @staticmethod
+    def _plan_key(source: Device, args: Sequence[Any]) -> tuple[Any, ...]:
+        return (source.name, *((a.shape, a.dtype) if isinstance(a, Array) else type(a) for a in args))
+
     def _current_plan(self, layout: Layout, source: Device, args: Sequence[Any]) -> SplitPlan:
         """The plan for these arguments, made afresh every :data:`REPLAN_EVERY` launches (the model
         learns from each launch; planning every time would cost more than it could save)."""
-        key = (source.name, *((a.shape, a.dtype) if isinstance(a, Array) else type(a) for a in args))
+        key = self._plan_key(source, args)
         cached = self._plans.get(key)
         if cached is not None and cached[1] < REPLAN_EVERY and not cached[0].basis.startswith("even"):
             self._plans[key] = (cached[0], cached[1] + 1)
@@ -255,14 +264,30 @@ class SplitLauncher:
         with self._lock:
             plan = self._current_plan(layout, source, args)
             parts = [(d, lo, hi) for d, (lo, hi) in zip(self.owner.devices, plan.bounds, strict=True) if hi > lo]
+            walls = self._walls.setdefault(self._plan_key(source, args), _Walls())
+            alone = (self.owner.adaptive and len(parts) > 1 and source in self.owner.devices
+                     and walls.prefer_alone())
+            if alone:
+                plan = self._alone_plan(plan, source, layout, walls)
+                parts = [(source, 0, self.global_size[layout.axis])]
+            start = time.perf_counter()
             if len(parts) == 1 and parts[0][0] is source:  # all on the arrays' device: a plain launch
                 seconds = _timed(kernel, self.global_size, self.local_size, args, source)
                 measured: list[float | None] = [seconds if d is source else None for d in self.owner.devices]
                 self._learn(args, [(source, 0, self.global_size[layout.axis])], {source.name: seconds}, layout.axis)
             else:
                 measured = self._run(layout, source, args, parts, plan)
+            if (alone or len(parts) > 1) and None not in [measured[self.owner.devices.index(d)] for d, _, _ in parts]:
+                walls.add(alone, time.perf_counter() - start)  # not when a part compiled: that is no sample
             self.last = dataclasses.replace(plan, measured_s=tuple(measured))
         return self.last
+
+    def _alone_plan(self, plan: SplitPlan, source: Device, layout: Layout, walls: _Walls) -> SplitPlan:
+        total = self.global_size[layout.axis]
+        bounds = tuple((0, total) if d is source else (total, total) for d in self.owner.devices)
+        basis = (f"alone on {source.name}: measured faster than splitting ({walls.describe()})"
+                 if walls.alone else f"alone on {source.name}: measuring it against the split")
+        return dataclasses.replace(plan, bounds=bounds, predicted_s=tuple(0.0 for _ in bounds), basis=basis)
 
     def _run(self, layout: Layout, source: Device, args: Sequence[Any], parts: list[tuple[Device, int, int]],
              plan: SplitPlan) -> list[float | None]:
@@ -367,6 +392,44 @@ class SplitLauncher:
             if span is not None:
                 self._copy(device, "h2d", buffer.buffer, staged.flat(index, array)[span[0]:span[1]], span[0])
         return buffer
+
+
+class _Walls:
+    """Whole-launch times of the split and of the source device alone, for one argument shape.
+
+    The cost model adds devices' speeds as if they were independent; devices sharing cores or
+    memory bandwidth (all of them on a CPU-only machine) are not. So the launcher also measures
+    the outcome: it tries the source device alone once, then runs whichever was faster, trying
+    the other again every :data:`PROBE_EVERY` launches. Splitting then never costs more than a
+    probe now and then."""
+
+    def __init__(self) -> None:
+        self.split: list[float] = []
+        self.alone: list[float] = []
+        self.launches = 0
+
+    def prefer_alone(self) -> bool:
+        self.launches += 1
+        if not self.split:
+            return False
+        if not self.alone:
+            return True  # measure the alternative once
+        faster_alone = _median(self.alone) < _median(self.split)
+        return faster_alone != (self.launches % PROBE_EVERY == 0)  # now and then, re-measure the other
+
+    def add(self, alone: bool, seconds: float) -> None:
+        samples = self.alone if alone else self.split
+        samples.append(seconds)
+        del samples[:-5]
+
+    def describe(self) -> str:
+        return (f"median {_median(self.alone) * 1e3:.3g} ms alone vs {_median(self.split) * 1e3:.3g} ms split"
+                if self.alone and self.split else "not measured yet")
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
 
 
 class _Staging:

@@ -13,7 +13,7 @@ import hetero
 from hetero import calibration_kernels as ck
 from hetero.scheduler.cost_model import CostModel
 from hetero.scheduler.split_plan import even, partition
-from hetero.split import NotSplittableError
+from hetero.split import PROBE_EVERY, NotSplittableError, _Walls
 from tests.conftest import DEVICE_NAMES
 from tests.kernels import corpus
 
@@ -120,7 +120,7 @@ def test_second_launch_plans_from_the_first_launchs_timings() -> None:
     model = CostModel()
     n = 4096
     x, y = hetero.ones(n, device="cpu"), hetero.zeros(n, device="cpu")
-    launcher = ck.copy.split(combo, model=model)[n]
+    launcher = ck.copy.split(combo, model=model, adaptive=False)[n]
     first = launcher(x, y)
     assert first.basis.startswith("even")
     for _ in range(3):
@@ -129,6 +129,25 @@ def test_second_launch_plans_from_the_first_launchs_timings() -> None:
     assert last.basis.startswith("cost model")
     assert all(model.predict(ck.copy.cost_key(), hetero.device(d).stable_id, n // len(combo)) for d in combo)
     assert np.array_equal(y.numpy(), x.numpy())
+
+
+def test_adaptive_launcher_runs_alone_when_that_was_faster() -> None:
+    walls = _Walls()
+    assert walls.prefer_alone() is False  # nothing measured: split
+    walls.add(False, 3.0)
+    assert walls.prefer_alone() is True  # measure the source alone once
+    walls.add(True, 1.0)
+    choices = [walls.prefer_alone() for _ in range(PROBE_EVERY)]
+    assert choices.count(False) == 1  # alone is faster; the split is re-measured once per PROBE_EVERY
+    assert "1e+03 ms alone vs 3e+03 ms split" in walls.describe()
+    x, y = hetero.ones(1000, device="cpu"), hetero.zeros(1000, device="cpu")
+    launcher = ck.copy.split(DEVICE_NAMES, model=CostModel())[1000]
+    bases = []
+    for i in range(5):
+        x = hetero.full(1000, float(i), device="cpu")
+        bases.append(launcher(x, y).basis)
+        assert np.array_equal(y.numpy(), x.numpy())
+    assert any(b.startswith("alone on cpu") for b in bases)  # the source alone was measured
 
 
 # -- the partition ---------------------------------------------------------------------
