@@ -2,7 +2,7 @@
 failed workers on healthy devices from their newest checkpoint.
 
     hetero-run train.py --epochs 3
-    hetero-run --nproc 2 --devices cpu,oneapi --inject 'cpu:launch:nth=300:crash' train.py
+    hetero-run --nproc 2 --devices cpu,oneapi --inject 'cpu:launch:nth=2000:crash' train.py
     hetero-run --nnodes 2 --node-rank 0 --rdzv-endpoint host0:29400 --nproc 4 -m my.train
 
 Exit status: 0 when every worker finished; 1 when the run gave up (``--max-restarts``
@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--events", type=Path, metavar="FILE.jsonl", help="event log (default: RUN_DIR/events.jsonl)")
     add("--metrics-port", type=int, metavar="P", help="serve Prometheus metrics on this port")
     add("--inject", action="append", default=[], metavar="RULE",
-        help="fault-injection rule for the workers (repeatable), e.g. 'cpu:launch:nth=300:crash'")
+        help="fault-injection rule for the workers (repeatable), e.g. 'cpu:launch:nth=2000:crash'")
     add("--grace", type=float, default=DEFAULT_GRACE, metavar="S",
         help=f"seconds between SIGTERM and SIGKILL when stopping workers (default {DEFAULT_GRACE:g})")
     add("--no-standby", dest="standby", action="store_false",
