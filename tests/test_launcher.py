@@ -53,7 +53,7 @@ for step in range(start, steps):
     x = a.numpy() * 0.5 + step
     checkpoint.save({"x": x}, step + 1)
     hetero.heartbeat(step + 1)
-    time.sleep(0.05)  # a step that takes time, so the launcher sees several heartbeats
+    time.sleep(0.3 if mode == "slow" else 0.05)  # steps that take time: the launcher sees several heartbeats
     if restart == 0 and step + 1 == 5:
         if mode in ("crash", "fail-again") or mode.startswith("metrics:") or (mode == "crash0" and os.environ["RANK"] == "0"):
             os.kill(os.getpid(), signal.SIGKILL)
@@ -285,3 +285,27 @@ def test_devices_naming_nothing_present_fails_with_the_valid_names(tmp_path: Pat
     assert result.returncode == 1
     assert "no device 'cpu:7'" in result.stderr and "valid devices" in result.stderr
     assert of(events(tmp_path), "gave_up")[0]["worker"] is None
+
+
+def quarantine_cli(tmp_path: Path, code: str) -> None:
+    env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}
+    done = subprocess.run([sys.executable, "-c", "import hetero; from hetero.fault import quarantine as q; " + code],
+                          env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+@needs_two
+def test_quarantined_device_is_skipped_and_its_release_is_logged(tmp_path: Path) -> None:
+    first, second = DEVICES[:2]
+    quarantine_cli(tmp_path, f"q.add(hetero.device({first!r}), 'test', 'device-lost')")
+    proc, out = start(tmp_path, "--devices", f"{first},{second}", mode="slow")
+    deadline = time.monotonic() + TIMEOUT
+    while not Path(f"{out}.log").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+        time.sleep(0.1)
+    quarantine_cli(tmp_path, f"assert q.release({first!r})")
+    _, stderr = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0, stderr
+    records = events(tmp_path)
+    assert of(records, "worker_started")[0]["device"] == second  # never the quarantined one
+    assert [r["device"] for r in of(records, "device_released")] == [first]
