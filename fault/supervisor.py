@@ -346,7 +346,7 @@ class Supervisor:
         assert worker.proc is not None
         self.log.emit("worker_started", worker=worker.rank, device=worker.device.name, pid=worker.proc.pid,
                       pgid=worker.proc.pid, restart=worker.restarts, resume_step=worker.resume_step)
-        if worker.restarts and worker.resume_step is not None:
+        if worker.resume_step is not None:  # a restart, or a first start in an earlier run's --checkpoint-dir
             self.log.emit("resumed_from_step", worker=worker.rank, device=worker.device.name, step=worker.resume_step)
 
     def _spawn_standby(self) -> Any | None:
