@@ -5,7 +5,8 @@ float32) spread over several devices by ``kernel.split``, against each device al
                                [--elements N] [--repeats N]
 
 *Alone*: ``triad[n]`` on each device with the arrays already there (no copies), waited for.
-*Split*: ``triad.split(devices)[n]`` with the arrays on ``--source`` (default: the first
+*Split*: ``triad.split(devices)[n]`` (adaptive, the default) and ``split(..., adaptive=False)``
+(*split always*) with the arrays on ``--source`` (default: the first
 device), so parts on other devices pay their copies in and out, as a caller would; the plan
 comes from a private cost model taught by the split's own warm-up launches (every launch
 records its parts' compute times), and the rows each device got are recorded. Throughput
@@ -79,21 +80,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         candidates[f"alone {device.name}"] = alone
         progress.step(f"{device.name} alone, compiled")
 
-    model = CostModel()
     split_arrays = resident[source.name] if source.name in resident else _arrays(n, source)
-    split_launcher = triad.split(devices, model=model)[n]
-    for _ in range(WARMUP_SPLITS):
-        split_launcher(*split_arrays, SCALAR)
-    progress.step(f"split warm-up: {split_launcher.last.bounds if split_launcher.last else None}")
+    # "split": the default (adaptive: runs on the source alone when that measured faster);
+    # "split always": every launch split as the cost model plans, whatever it costs.
+    split_launcher = triad.split(devices, model=CostModel())[n]
+    forced_launcher = triad.split(devices, model=CostModel(), adaptive=False)[n]
+    for launcher in (forced_launcher, split_launcher):  # one after the other: each learns undisturbed
+        for _ in range(WARMUP_SPLITS):
+            launcher(*split_arrays, SCALAR)
+    progress.step(f"split warm-up: {forced_launcher.last.bounds if forced_launcher.last else None}")
     candidates["split"] = lambda: split_launcher(*split_arrays, SCALAR)
+    candidates["split always"] = lambda: forced_launcher(*split_arrays, SCALAR)
 
     a, b, c = split_arrays
-    split_launcher(a, b, c, SCALAR)
-    correct = bool(np.allclose(a.numpy(), b.numpy() + SCALAR * c.numpy(), rtol=1e-6))
+    correct = True
+    for launcher in (split_launcher, forced_launcher):
+        a.numpy().fill(0)
+        launcher(a, b, c, SCALAR)
+        correct = correct and bool(np.allclose(a.numpy(), b.numpy() + SCALAR * c.numpy(), rtol=1e-6))
     timings = compare(candidates, repeats=repeats, warmup=1, min_time=0.0)
     progress.step("timed")
-    plan = split_launcher.last
+    plan, forced = split_launcher.last, forced_launcher.last
     rows = dict(zip(plan.devices, [hi - lo for lo, hi in plan.bounds], strict=True)) if plan else {}
+    forced_rows = dict(zip(forced.devices, [hi - lo for lo, hi in forced.bounds], strict=True)) if forced else {}
 
     gbs = {name: stream_bytes / t["median_s"] / 1e9 for name, t in timings.items()}
     alone_gbs = {name.removeprefix("alone "): value for name, value in gbs.items() if name.startswith("alone ")}
@@ -102,17 +111,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"triad, {n} float32 elements ({stream_bytes / MI:.0f} MiB per call), split arrays on {source.name}")
     for name, timing in timings.items():
         print(f"  {name:<20} {format_seconds(timing['median_s']):>12}  {gbs[name]:7.2f} GB/s")
+    forced_ratio = gbs["split always"] / alone_gbs[best]
     print(f"  split rows: {rows}  (basis: {plan.basis if plan else '-'})")
-    print(f"  split / best alone ({best}): {ratio:.2f}x; sum of devices alone {sum(alone_gbs.values()):.2f} GB/s; "
-          f"split result correct: {correct}")
+    print(f"  split always rows: {forced_rows}  (basis: {forced.basis if forced else '-'})")
+    print(f"  split / best alone ({best}): {ratio:.2f}x; split always: {forced_ratio:.2f}x; sum of devices alone "
+          f"{sum(alone_gbs.values()):.2f} GB/s; results correct: {correct}")
     payload: dict[str, Any] = {
         "elements": n, "bytes_per_call": stream_bytes, "source": source.name,
         "devices": [describe(d) for d in devices], "missing": missing, "repeats": repeats,
         "timings": timings, "gbs": gbs, "best_alone": best, "split_over_best_alone": ratio,
         "sum_alone_gbs": sum(alone_gbs.values()), "split_over_sum_alone": gbs["split"] / sum(alone_gbs.values()),
+        "split_always_over_best_alone": forced_ratio,
+        "split_always_over_sum_alone": gbs["split always"] / sum(alone_gbs.values()),
+        "split_always_rows": forced_rows, "split_always_basis": forced.basis if forced else None,
         "split_rows": rows, "split_basis": plan.basis if plan else None,
-        "split_predicted_s": list(plan.predicted_s) if plan else None,
-        "split_measured_part_s": list(plan.measured_s) if plan else None,
+        "split_always_predicted_s": list(forced.predicted_s) if forced else None,
+        "split_always_measured_part_s": list(forced.measured_s) if forced else None,
         "split_correct": correct, "load_average_at_start": load_before,
     }
     path = write_results("split", payload)
