@@ -37,7 +37,9 @@ from hetero.registry import device as resolve_device
 from hetero.registry import devices as all_devices
 from hetero.scheduler import cost_model as cost_models
 from hetero.scheduler import split_plan
+from hetero.scheduler.split_plan import Outcomes
 from hetero.split_check import COMBINE_OPS, Layout, NotSplittableError, analyse, with_offset
+from hetero.split_moves import Staging, bytes_moved, copy_law, identity, merge
 from hetero.types import i64
 
 if TYPE_CHECKING:
@@ -45,13 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["NotSplittableError", "SplitKernel", "SplitLauncher", "SplitPlan"]
 
-# Copy costs assumed for a device ``hetero calibrate`` has not measured (latency s, bytes/s).
-_DEFAULT_COPY = {False: (20e-6, 5e9), True: (2e-6, 10e9)}  # keyed by the runtime's host_memory
 #: Launches a split plan serves before it is made again from the (meanwhile taught) cost model.
 REPLAN_EVERY = 8
-#: Every this many launches, a split launcher re-measures the strategy (split, or the source
-#: device alone) it is not using (see ``_Walls``).
-PROBE_EVERY = 16
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -178,7 +175,7 @@ class SplitLauncher:
         self._layouts: dict[tuple[Any, ...], Layout] = {}
         self._buffers: dict[tuple[Any, ...], Array] = {}
         self._plans: dict[tuple[Any, ...], tuple[SplitPlan, int]] = {}  # plan and launches it has served
-        self._walls: dict[tuple[Any, ...], _Walls] = {}
+        self._walls: dict[tuple[Any, ...], Outcomes] = {}
         self._lock = threading.Lock()
 
     # -- planning -----------------------------------------------------------------------
@@ -213,7 +210,7 @@ class SplitLauncher:
         granularity *= max(1, -(-total // (granularity * 1024)))
         per_row_items = max(int(np.prod(self.global_size)) // max(total, 1), 1)
         key = kernel.cost_key()
-        moved = _bytes_moved(kernel.param_names(), layout, args)
+        moved = bytes_moved(kernel.param_names(), layout, args)
         predictors = [model.predictor(key, d.stable_id) for d in devices]
         untimed = [d.name for d, p in zip(devices, predictors, strict=True) if p is None]
         if untimed:
@@ -222,7 +219,7 @@ class SplitLauncher:
             predicted: tuple[float, ...] = tuple(0.0 for _ in devices)
         else:
             def cost(d: Device, compute: Any) -> split_plan.PartTime:
-                copies = _copy_law(model, source, d, moved)
+                copies = copy_law(model, source, d, moved)
 
                 def time_for(rows: int) -> float:
                     return compute(rows * per_row_items) + copies(rows) if rows > 0 else 0.0
@@ -264,7 +261,7 @@ class SplitLauncher:
         with self._lock:
             plan = self._current_plan(layout, source, args)
             parts = [(d, lo, hi) for d, (lo, hi) in zip(self.owner.devices, plan.bounds, strict=True) if hi > lo]
-            walls = self._walls.setdefault(self._plan_key(source, args), _Walls())
+            walls = self._walls.setdefault(self._plan_key(source, args), Outcomes())
             alone = (self.owner.adaptive and len(parts) > 1 and source in self.owner.devices
                      and walls.prefer_alone())
             if alone:
@@ -282,7 +279,7 @@ class SplitLauncher:
             self.last = dataclasses.replace(plan, measured_s=tuple(measured))
         return self.last
 
-    def _alone_plan(self, plan: SplitPlan, source: Device, layout: Layout, walls: _Walls) -> SplitPlan:
+    def _alone_plan(self, plan: SplitPlan, source: Device, layout: Layout, walls: Outcomes) -> SplitPlan:
         total = self.global_size[layout.axis]
         bounds = tuple((0, total) if d is source else (total, total) for d in self.owner.devices)
         basis = (f"alone on {source.name}: measured faster than splitting ({walls.describe()})"
@@ -295,7 +292,7 @@ class SplitLauncher:
         names = kernel.param_names()
         offset_kernel = _offset_kernel(kernel, layout.axis)
         total = self.global_size[layout.axis]
-        staged = _Staging(source, names, layout, args, [(lo, hi) for d, lo, hi in parts if d is not source])
+        staged = Staging(source, names, layout, args, [(lo, hi) for d, lo, hi in parts if d is not source])
         combined: dict[int, list[np.ndarray]] = {i: [] for i, n in enumerate(names) if layout.roles.get(n) == "combine"}
         gathered: list[tuple[int, int, np.ndarray]] = []  # (argument, byte offset, rows) to upload to a non-host source
 
@@ -344,7 +341,7 @@ class SplitLauncher:
         for i, byte_offset, host in gathered:
             source.runtime.upload(args[i].buffer, host, byte_offset)
         for i, partials in combined.items():
-            _merge(args[i], partials, self.owner.combine[names[i]])
+            merge(args[i], partials, self.owner.combine[names[i]])
         self._learn(args, parts, times, layout.axis)
         return [times.get(d.name) for d in self.owner.devices]
 
@@ -373,7 +370,7 @@ class SplitLauncher:
         model = self.owner.model or cost_models.default_model()
         model.record_transfer(device.stable_id, direction, nbytes, seconds, device_name=device.name)
 
-    def _part_buffer(self, device: Device, index: int, array: Array, role: str, staged: _Staging,
+    def _part_buffer(self, device: Device, index: int, array: Array, role: str, staged: Staging,
                      lo: int, hi: int) -> Array:
         key = (device.name, index, array.shape, array.dtype)
         with staged.lock:
@@ -385,94 +382,13 @@ class SplitLauncher:
         if role == "broadcast":
             self._copy(device, "h2d", buffer.buffer, staged.whole(index, array))
         elif role == "combine":
-            identity = _identity(self.owner.combine[self.owner.kernel.param_names()[index]], array.dtype)
-            self._copy(device, "h2d", buffer.buffer, np.full(array.shape, identity, array.dtype))
+            start = identity(self.owner.combine[self.owner.kernel.param_names()[index]], array.dtype)
+            self._copy(device, "h2d", buffer.buffer, np.full(array.shape, start, array.dtype))
         else:
             span = staged.rows(array, lo, hi)
             if span is not None:
                 self._copy(device, "h2d", buffer.buffer, staged.flat(index, array)[span[0]:span[1]], span[0])
         return buffer
-
-
-class _Walls:
-    """Whole-launch times of the split and of the source device alone, for one argument shape.
-
-    The cost model adds devices' speeds as if they were independent; devices sharing cores or
-    memory bandwidth (all of them on a CPU-only machine) are not. So the launcher also measures
-    the outcome: it tries the source device alone once, then runs whichever was faster, trying
-    the other again every :data:`PROBE_EVERY` launches. Splitting then never costs more than a
-    probe now and then."""
-
-    def __init__(self) -> None:
-        self.split: list[float] = []
-        self.alone: list[float] = []
-        self.launches = 0
-
-    def prefer_alone(self) -> bool:
-        self.launches += 1
-        if not self.split:
-            return False
-        if not self.alone:
-            return True  # measure the alternative once
-        faster_alone = _median(self.alone) < _median(self.split)
-        return faster_alone != (self.launches % PROBE_EVERY == 0)  # now and then, re-measure the other
-
-    def add(self, alone: bool, seconds: float) -> None:
-        samples = self.alone if alone else self.split
-        samples.append(seconds)
-        del samples[:-5]
-
-    def describe(self) -> str:
-        return (f"median {_median(self.alone) * 1e3:.3g} ms alone vs {_median(self.split) * 1e3:.3g} ms split"
-                if self.alone and self.split else "not measured yet")
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2]
-
-
-class _Staging:
-    """Host-side access to the source arrays: views when the source is host memory, else host
-    copies of what the other devices' parts need (broadcast arrays whole, split arrays only
-    the rows in ``spans``), downloaded before any part starts, while the source's queue is free."""
-
-    def __init__(self, source: Device, names: list[str], layout: Layout, args: Sequence[Any],
-                 spans: Sequence[tuple[int, int]]) -> None:
-        self.host = source.runtime.host_memory
-        self.lock = threading.Lock()
-        self.copies: dict[int, np.ndarray] = {}
-        if self.host:
-            return
-        for i, name in enumerate(names):
-            role = layout.roles.get(name)
-            if role not in ("split", "broadcast") or not args[i].nbytes:
-                continue
-            if role == "broadcast":
-                self.copies[i] = args[i].numpy().reshape(-1).view(np.uint8)
-                continue
-            flat = self.copies[i] = np.empty(args[i].nbytes, np.uint8)
-            for lo, hi in spans:
-                byte_span = self.rows(args[i], lo, hi)
-                if byte_span is not None:
-                    source.runtime.download(flat[byte_span[0]:byte_span[1]], args[i].buffer, byte_span[0])
-
-    def flat(self, index: int, array: Array) -> np.ndarray:
-        return array.buffer if self.host else self.copies[index]  # type: ignore[no-any-return]
-
-    def whole(self, index: int, array: Array) -> np.ndarray:
-        return self.flat(index, array)
-
-    @staticmethod
-    def rows(array: Array, lo: int, hi: int) -> tuple[int, int] | None:
-        """The byte range of rows ``[lo, hi)`` (clamped to the array), or None when empty."""
-        if not array.shape:
-            return None
-        hi = min(hi, array.shape[0])
-        if hi <= lo:
-            return None
-        row = array.nbytes // array.shape[0]
-        return lo * row, hi * row
 
 
 def _timed(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
@@ -495,68 +411,3 @@ def _source_device(kernel: str, args: Sequence[Any]) -> Device:
         raise KernelLaunchError(f"{kernel}.split: the array arguments must be on one device (the caller's), "
                                 f"found {sorted(found) or 'none'}")
     return next(iter(found.values()))
-
-
-def _bytes_moved(names: list[str], layout: Layout, args: Sequence[Any]) -> tuple[float, float, float, float]:
-    """(bytes in per row, bytes out per row, fixed bytes in, fixed bytes out) of a part off the source."""
-    per_row_in = per_row_out = fixed_in = fixed_out = 0.0
-    for name, arg in zip(names, args, strict=True):
-        role = layout.roles.get(name)
-        if role is None or not arg.nbytes:
-            continue
-        if role == "split":
-            row = arg.nbytes / max(arg.shape[0], 1) if arg.shape else 0.0
-            per_row_in += row
-            per_row_out += row if name in layout.written else 0.0
-        else:
-            fixed_in += arg.nbytes
-            fixed_out += arg.nbytes if role == "combine" else 0.0
-    return per_row_in, per_row_out, fixed_in, fixed_out
-
-
-def _copy_law(model: cost_models.CostModel, source: Device, device: Device,
-              moved: tuple[float, float, float, float]) -> split_plan.PartTime:
-    """Seconds of copies for a part of ``rows`` rows on ``device`` (none on the source itself)."""
-    if device is source:
-        return lambda rows: 0.0
-
-    def law(d: Device, direction: str) -> Any:
-        fitted = model.transfer(d.stable_id, direction)
-        if fitted is not None:
-            return fitted
-        latency, bandwidth = _DEFAULT_COPY[bool(d.runtime.host_memory)]
-        return lambda nbytes: latency + nbytes / bandwidth if nbytes > 0 else 0.0
-
-    legs_in = [law(device, "h2d")] + ([] if source.runtime.host_memory else [law(source, "d2h")])
-    legs_out = [law(device, "d2h")] + ([] if source.runtime.host_memory else [law(source, "h2d")])
-
-    def seconds(rows: int) -> float:
-        bytes_in = moved[0] * rows + moved[2]
-        bytes_out = moved[1] * rows + moved[3]
-        return sum(leg(bytes_in) for leg in legs_in) + sum(leg(bytes_out) for leg in legs_out)
-
-    return seconds
-
-
-def _identity(op: str, dtype: np.dtype[Any]) -> Any:
-    if op == "sum":
-        return 0
-    info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
-    return info.max if op == "min" else info.min
-
-
-def _merge(array: Array, partials: list[np.ndarray], op: str) -> None:
-    """Fold the other parts' results into ``array`` (which holds the source part's, or the data)."""
-    if not partials or not array.nbytes:
-        return
-    host = array.numpy()
-    result = host if array.device.runtime.host_memory else host.copy()
-    for part in partials:
-        if op == "sum":
-            np.add(result, part, out=result, casting="unsafe")
-        elif op == "min":
-            np.minimum(result, part, out=result)
-        else:
-            np.maximum(result, part, out=result)
-    if not array.device.runtime.host_memory:
-        array.device.runtime.upload(array.buffer, result)

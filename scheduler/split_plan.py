@@ -3,6 +3,8 @@ predicted finishing time of the slowest part (StarPU's "dmda": each device's pre
 time is its compute time plus the time to move its part's data).
 
 Pure arithmetic over cost functions; :mod:`hetero.split` supplies them from the cost model.
+:class:`Outcomes` is the check on the model: measured whole-launch times of splitting against
+the arrays' own device alone, choosing the faster.
 """
 
 from __future__ import annotations
@@ -100,3 +102,46 @@ def even(total: int, devices: int, granularity: int = 1) -> tuple[int, ...]:
         rows.append(part)
         assigned += part
     return tuple(rows)
+
+
+#: Every this many launches, a split launcher re-measures the strategy (split, or the source
+#: device alone) it is not using (see :class:`Outcomes`).
+PROBE_EVERY = 16
+
+
+class Outcomes:
+    """Whole-launch times of the split and of the source device alone, for one argument shape.
+
+    The cost model adds devices' speeds as if they were independent; devices sharing cores or
+    memory bandwidth (all of them on a CPU-only machine) are not. So the launcher also measures
+    the outcome: it tries the source device alone once, then runs whichever was faster, trying
+    the other again every :data:`PROBE_EVERY` launches. Splitting then never costs more than a
+    probe now and then."""
+
+    def __init__(self) -> None:
+        self.split: list[float] = []
+        self.alone: list[float] = []
+        self.launches = 0
+
+    def prefer_alone(self) -> bool:
+        self.launches += 1
+        if not self.split:
+            return False
+        if not self.alone:
+            return True  # measure the alternative once
+        faster_alone = _median(self.alone) < _median(self.split)
+        return faster_alone != (self.launches % PROBE_EVERY == 0)  # now and then, re-measure the other
+
+    def add(self, alone: bool, seconds: float) -> None:
+        samples = self.alone if alone else self.split
+        samples.append(seconds)
+        del samples[:-5]
+
+    def describe(self) -> str:
+        return (f"median {_median(self.alone) * 1e3:.3g} ms alone vs {_median(self.split) * 1e3:.3g} ms split"
+                if self.alone and self.split else "not measured yet")
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]

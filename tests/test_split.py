@@ -12,8 +12,8 @@ import pytest
 import hetero
 from hetero import calibration_kernels as ck
 from hetero.scheduler.cost_model import CostModel
-from hetero.scheduler.split_plan import even, partition
-from hetero.split import PROBE_EVERY, NotSplittableError, _Walls
+from hetero.scheduler.split_plan import PROBE_EVERY, Outcomes, even, partition
+from hetero.split import NotSplittableError
 from tests.conftest import DEVICE_NAMES
 from tests.kernels import corpus
 
@@ -132,7 +132,7 @@ def test_second_launch_plans_from_the_first_launchs_timings() -> None:
 
 
 def test_adaptive_launcher_runs_alone_when_that_was_faster() -> None:
-    walls = _Walls()
+    walls = Outcomes()
     assert walls.prefer_alone() is False  # nothing measured: split
     walls.add(False, 3.0)
     assert walls.prefer_alone() is True  # measure the source alone once
