@@ -6,9 +6,9 @@ What a snapshot keeps, per value of the state dict:
 - ``hetero.Array``: a host NumPy copy; restored into the same array when it is still on the
   target device (no allocation, which matters after an out-of-memory error), else as a new
   array on the target device.
-- torch ``nn.Module``: its ``state_dict`` copied to the CPU; restored by moving the module to the
-  target's torch device and ``load_state_dict`` (parameters keep their identity, so optimizers
-  that hold them stay valid). torch ``Optimizer``: its ``state_dict`` with tensors on the CPU;
+- torch ``nn.Module``: its ``state_dict`` copied to the CPU; restored by giving the module fresh
+  storage on the target's torch device (``to_empty``: the failed device's memory is never read)
+  and ``load_state_dict`` (parameters keep their identity, so optimizers holding them stay valid). torch ``Optimizer``: its ``state_dict`` with tensors on the CPU;
   restored after the modules, so its state lands on the parameters' device. torch ``Tensor``: a CPU
   clone, copied back in place when it stays on its device.
 - NumPy arrays: a copy, restored in place when the shape and dtype still match.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import sys
 import time
 from collections.abc import Mapping, MutableMapping
@@ -66,8 +67,9 @@ def restore(snapshot: Snapshot, state: MutableMapping[str, Any], device: Device)
     """Put the snapshot's values back into ``state`` (in place where they can go), on ``device``.
     torch modules come back before optimizers, so optimizer state follows its parameters."""
     order = sorted(snapshot.values, key=lambda key: snapshot.values[key].kind == "optimizer")
+    moved: dict[int, Any] = {}  # id(old parameter) -> its replacement, where torch made new ones
     for key in order:
-        state[key] = put_back(snapshot.values[key], state.get(key), device)
+        state[key] = put_back(snapshot.values[key], state.get(key), device, moved)
 
 
 # -- one value -----------------------------------------------------------------------------
@@ -91,7 +93,7 @@ def capture(value: Any) -> Captured:
     return Captured("object", copy.deepcopy(value), 0)
 
 
-def put_back(captured: Captured, current: Any, device: Device) -> Any:
+def put_back(captured: Captured, current: Any, device: Device, moved: dict[int, Any] | None = None) -> Any:
     """The restored value: ``current`` refilled in place when possible, else a new object."""
     kind, data = captured.kind, captured.data
     if kind == "array":
@@ -107,15 +109,15 @@ def put_back(captured: Captured, current: Any, device: Device) -> Any:
             return current
         return data.copy()
     if kind in _TORCH_KINDS:
-        return _put_back_torch(kind, data, current, device)
+        return _put_back_torch(kind, data, current, device, {} if moved is None else moved)
     if kind == "dict":
         target = current if isinstance(current, dict) else {}
         for k, item in data.items():
-            target[k] = put_back(item, target.get(k), device)
+            target[k] = put_back(item, target.get(k), device, moved)
         return target
     if kind == "list":
         old = current if isinstance(current, list) and len(current) == len(data) else [None] * len(data)
-        restored = [put_back(item, old[i], device) for i, item in enumerate(data)]
+        restored = [put_back(item, old[i], device, moved) for i, item in enumerate(data)]
         if isinstance(current, list):
             current[:] = restored
             return current
@@ -180,15 +182,25 @@ def _capture_torch(kind: str, value: Any) -> Captured:
     return Captured(kind, data, _tensor_bytes(data))
 
 
-def _put_back_torch(kind: str, data: Any, current: Any, device: Device) -> Any:
+def _put_back_torch(kind: str, data: Any, current: Any, device: Device, moved: dict[int, Any]) -> Any:
     import torch
 
     where = torch.device(torch_device(device))
     if kind == "module":
-        current.to(where)
+        if any(t.device != where for t in itertools.chain(current.parameters(), current.buffers())):
+            # Fresh storage on the new device, without reading the old one: after a sticky error or a
+            # lost device its memory cannot be read. torch keeps the parameter objects where the two
+            # devices' tensors are compatible (CPU, CUDA); where it makes new ones, optimizers holding
+            # the old ones are pointed at them below.
+            before = list(current.parameters())
+            current.to_empty(device=where)
+            moved.update((id(old), new) for old, new in zip(before, current.parameters(), strict=True) if old is not new)
         current.load_state_dict(data)  # copies into the existing parameters and buffers
         return current
     if kind == "optimizer":
+        if moved:
+            for group in current.param_groups:
+                group["params"] = [moved.get(id(p), p) for p in group["params"]]
         current.load_state_dict(_to_cpu(data))  # torch casts state onto each parameter's device
         return current
     if isinstance(current, torch.Tensor) and current.device == where and current.shape == data.shape \

@@ -110,3 +110,28 @@ def test_torch_device_names() -> None:
     assert snapshot.torch_device(Fake("rocm", "gpu", 0)) == "cuda:0"  # type: ignore[arg-type]
     assert snapshot.torch_device(Fake("oneapi", "gpu", 0)) == "xpu:0"  # type: ignore[arg-type]
     assert snapshot.torch_device(Fake("oneapi", "cpu", 0)) == "cpu"  # type: ignore[arg-type]
+
+
+def test_restore_onto_another_device_never_reads_the_old_one() -> None:
+    """After a sticky error the old device's memory cannot be read: restoring a module and its
+    optimizer must not copy from it. A module on torch's "meta" device (no data at all) stands in."""
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    optimizer.zero_grad()
+    model(torch.randn(5, 4)).sum().backward()
+    optimizer.step()
+    taken = snapshot.take({"model": model, "optimizer": optimizer}, 0)
+    want = {k: v.clone() for k, v in model.state_dict().items()}
+    model.to("meta")  # the "failed device": reading it raises
+    optimizer.param_groups[0]["params"] = list(model.parameters())  # as it holds a GPU model's parameters
+    state: dict[str, Any] = {"model": model, "optimizer": optimizer}
+    snapshot.restore(taken, state, hetero.device("cpu"))
+    params = list(model.parameters())
+    assert all(p.device.type == "cpu" for p in params)
+    # torch makes new Parameter objects off "meta": the optimizer must now hold those
+    assert all(a is b for a, b in zip(optimizer.param_groups[0]["params"], params, strict=True))
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, want[k]), k
+    buffers = [s["momentum_buffer"] for s in optimizer.state_dict()["state"].values()]
+    assert buffers and all(b.device.type == "cpu" for b in buffers)
