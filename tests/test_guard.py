@@ -123,16 +123,20 @@ def test_fault_at_a_snapshot_step(where: str, monkeypatch: pytest.MonkeyPatch) -
     assert_same_state(state, fault_free(a, 17))
 
 
-def test_two_faults_in_a_row_move_twice() -> None:
+@pytest.mark.parametrize("second", ["while replaying", "at the next step"])
+def test_two_faults_in_a_row_move_twice(second: str) -> None:
     if len(DEVICES) < 3:
         pytest.skip("needs three devices")
     a, b, c = DEVICES[:3]
     state = new_state(a)
-    # a fails at step 7; b fails while replaying step 5 (the snapshot is of step 5)
-    g = run_loop(state, 12, Faulty(state, {(7, a): "lost", (5, b): "sticky"}), snapshot_every=5, devices=[a, b, c])
+    # a fails at step 7; b fails while replaying step 5 (the snapshot is of step 5), or at step 8
+    faults = {(7, a): "lost", (5, b) if second == "while replaying" else (8, b): "sticky"}
+    g = run_loop(state, 12, Faulty(state, faults), snapshot_every=5, devices=[a, b, c])
     assert g.device.name == c
     assert [h["device"] for h in g.history] == [a, b]
-    assert g.recoveries[-1]["failed_device"] == a and g.recoveries[-1]["device"] == c
+    assert [r["device"] for r in g.recoveries] == ([c] if second == "while replaying" else [b, c])
+    # the snapshot is of step 5: replayed 5, 6 (7 failed) or 5, 6, 7 (8 failed)
+    assert g.recoveries[-1]["steps_replayed"] == (2 if second == "while replaying" else 3)
     assert_same_state(state, fault_free(a, 12))
 
 
