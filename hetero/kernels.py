@@ -281,9 +281,9 @@ class Kernel:
         arrays' own device alone now and then, and runs there when that is measured faster than
         the split (devices sharing cores or memory bandwidth do not add up as the model assumes).
         See :mod:`hetero.split` for what can be split."""
-        from hetero.split import SplitKernel
+        from hetero.split import split_kernel
 
-        return SplitKernel(self, devices, combine or {}, model, adaptive)
+        return split_kernel(self, devices, combine or {}, model, adaptive)
 
     def cost_key(self) -> str:
         """This kernel's key in the cost model (name and source fingerprint)."""

@@ -45,7 +45,7 @@ from hetero.types import i64
 if TYPE_CHECKING:
     from hetero.kernels import Kernel
 
-__all__ = ["NotSplittableError", "SplitKernel", "SplitLauncher", "SplitPlan"]
+__all__ = ["NotSplittableError", "SplitKernel", "SplitLauncher", "SplitPlan", "split_kernel"]
 
 #: Launches a split plan serves before it is made again from the (meanwhile taught) cost model.
 REPLAN_EVERY = 8
@@ -108,8 +108,32 @@ class SplitKernel:
     def __repr__(self) -> str:
         return f"<hetero split {self.kernel.name} over {', '.join(d.name for d in self.devices)}>"
 
+    def release(self) -> None:
+        """Free the buffers kept on the other devices for the next launch (they hold full-size
+        copies of the split arrays) and forget plans and measurements."""
+        self._launchers.clear()
+
+
+_split_kernels: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], SplitKernel]] = weakref.WeakKeyDictionary()
+
+
+def split_kernel(kernel: Kernel, devices: Sequence[str | Device] | str, combine: dict[str, str],
+                 model: cost_models.CostModel | None, adaptive: bool = True) -> SplitKernel:
+    """The :class:`SplitKernel` for these settings, the same object each time, so that its plans,
+    measurements and buffers serve every ``kernel.split(...)[n](...)`` in a loop."""
+    chosen = _choose(kernel.name, devices)
+    key = (tuple(d.name for d in chosen), tuple(sorted(combine.items())), model, adaptive)
+    per_kernel = _split_kernels.setdefault(kernel, {})
+    found = per_kernel.get(key)
+    if found is None:
+        if len(per_kernel) >= 32:
+            per_kernel.clear()
+        found = per_kernel[key] = SplitKernel(kernel, chosen, combine, model, adaptive)
+    return found
+
 
 def _choose(kernel: str, spec: Sequence[str | Device] | str) -> list[Device]:
+    """The devices ``spec`` names (``"all"``: every healthy, unquarantined device that runs kernels)."""
     if isinstance(spec, str) and spec == "all":
         from hetero.scheduler.placement import quarantined_ids
 

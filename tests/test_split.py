@@ -208,6 +208,17 @@ def test_plan_explains_without_running() -> None:
     assert np.array_equal(y.numpy(), np.zeros(100, np.float32))
 
 
+def test_split_in_a_loop_reuses_its_launcher() -> None:
+    model = CostModel()
+    first = ck.copy.split(DEVICE_NAMES, model=model)
+    assert ck.copy.split(list(DEVICE_NAMES), model=model) is first  # plans, measurements and buffers carry over
+    assert ck.copy.split(DEVICE_NAMES, model=model, adaptive=False) is not first
+    launcher = first[100]
+    launcher(hetero.ones(100, device="cpu"), hetero.zeros(100, device="cpu"))
+    first.release()
+    assert first[100] is not launcher
+
+
 def test_a_failing_part_raises_the_devices_own_error() -> None:
     if "oneapi:0" not in DEVICE_NAMES:
         pytest.skip("needs oneapi:0")
