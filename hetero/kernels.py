@@ -22,7 +22,7 @@ Python float is f32 (hetero's default float): ``bool`` -> bool, ``int`` -> i64,
 
 ``kernel.split(devices=[...] | "all")[n](…)`` spreads one launch over several devices in
 proportion to their predicted speed (see :mod:`hetero.split`). :func:`launch_counts` counts
-launches per device (one dict increment per launch); timing samples for the cost model are
+launches per device (one counter step per launch); timing samples for the cost model are
 taken only while :func:`hetero.scheduler.cost_model.sampling` is on, by swapping the launch
 method, so that with sampling off a launch runs no sampling code at all.
 """
