@@ -15,7 +15,13 @@ timings teach the model for the next launch.
 The parts run at once, one thread per device; the part on the arrays' own device works on
 them in place (no copy), the others on full-size buffers of their own device holding the
 rows they need. Results are in the arguments when the call returns (it waits). Buffers on
-the other devices are kept by the launcher for its next call.
+the other devices are kept by the launcher for its next call (``SplitKernel.release()``
+frees them); ``kernel.split(...)`` with the same settings returns the same object.
+
+Because devices may share what the model counts as independent (cores, memory bandwidth),
+an adaptive launcher (the default) also measures whole launches on the arrays' device alone
+and runs there when that is faster (:class:`hetero.scheduler.split_plan.Outcomes`). A part
+that fails raises its device's own error, with a note naming the part.
 """
 
 from __future__ import annotations

@@ -17,7 +17,15 @@ Array arguments, by how the kernel uses them:
   first part from the data) and the results are merged;
 - anything else is refused, naming the array, the access and where it is in the source:
   a write whose first index is not a row index (a part would write rows it does not own),
-  an atomic on a shared element, a read of other rows of an array the kernel writes.
+  an atomic on a shared element, a read of other rows of an array the kernel writes, an
+  array passed to a device function (its accesses are not checked).
+
+Also refused: a device function reading ``global_id``/``group_id``/``global_size``/
+``num_groups`` (only the kernel body is rewritten), and, when the launch gives no local size,
+a kernel using work-groups along ``A`` (``group_id``, ``num_groups``, ``barrier``, local
+arrays): parts then could not keep whole work-groups. With a local size, parts are whole
+multiples of it. Arrays keep their full shapes in every part (``x.shape[0]`` is the whole
+length), so bounds checks and index arithmetic mean what they meant in one launch.
 """
 
 from __future__ import annotations
