@@ -5,10 +5,13 @@ replays the steps since the snapshot.
 
     python examples/train_digits_torch.py                               # torch on hetero.device()
     python examples/train_digits_torch.py --inject 'cpu:alloc:nth=40:oom'
+    python examples/train_digits_torch.py --device cuda:0 --inject 'cuda:0:alloc:nth=40:sticky'   # on a GPU
 
 Each batch goes to the device through hetero (``hetero.asarray(..., device=hetero.device())``),
 so hetero's fault rules (alloc, copy) reach the torch loop. torch runs where the guard's
 device is: ``cuda:N`` for CUDA/ROCm GPUs, ``xpu:N`` for Intel GPUs, the CPU for CPU devices.
+After a sticky fault on ``cuda:0`` the model and optimizer move to the next device's torch
+device without reading the GPU's memory again (its context is unusable).
 """
 
 from __future__ import annotations
