@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from hetero.checkpoint_codec import CheckpointError, Decoder, PayloadReader, PayloadWriter, encode
+from hetero.checkpoint_files import ParallelWriter, fsync_dir, payload_name, read_payloads
 from hetero.errors import HeteroError
 from hetero.fault.protocol import ENV_CHECKPOINT_DIR, ENV_RESUME_STEP
 
@@ -50,7 +51,6 @@ VERSION = 1
 MANIFEST = "manifest.json"
 _NAME = re.compile(r"^step-(\d+)\.hckpt$")
 _TEMP = re.compile(r"^\.step-\d+\.hckpt\.(?:tmp|old)-(\d+)-[0-9a-f]+$")
-_CHUNK = 1 << 20
 _EXECUTOR: ThreadPoolExecutor | None = None  # save_async's single writer thread, made on first use
 _EXECUTOR_LOCK = threading.Lock()
 # What reading a damaged checkpoint can raise besides CheckpointError (unreadable files, values
@@ -107,7 +107,7 @@ def save_async(state: Mapping[str, Any], step: int, directory: str | os.PathLike
     def capture(where: str, data: Any) -> str:
         # Copied: the caller's arrays (and CPU-device arrays' host views) keep changing.
         captured.append((where, np.array(data, copy=True) if isinstance(data, np.ndarray) else bytes(data)))
-        return _payload_name(len(captured) - 1)
+        return payload_name(len(captured) - 1)
 
     tree = encode(state, capture)
 
@@ -163,7 +163,7 @@ def load(directory: str | os.PathLike[str] | None = None, device: Any = None, *,
 def _load_one(path: Path, device: Any, map_location: Any) -> dict[str, Any]:
     try:
         manifest = _manifest(path)
-        payloads = {name: _read_payload(path, name, meta) for name, meta in manifest["files"].items()}
+        payloads = read_payloads(path, manifest["files"])
         return dict(Decoder(_lookup(path, payloads), device, map_location).decode(manifest["state"]))
     except HeteroError:
         raise
@@ -189,8 +189,7 @@ def verify(path: str | os.PathLike[str]) -> dict[str, Any]:
     the manifest. Raises :class:`CheckpointError` naming the first bad file."""
     path = Path(path)
     manifest = _manifest(path)
-    for name, meta in manifest["files"].items():
-        _read_payload(path, name, meta, keep=False)
+    read_payloads(path, manifest["files"], keep=False)
     return manifest
 
 
@@ -242,34 +241,15 @@ def _save(root: Path, step: int, keep: int | None, build: Callable[[PayloadWrite
     return final
 
 
-def _payload_name(index: int) -> str:
-    return f"{index:06d}.bin"
-
-
 def _warn_failure(future: Future[Path]) -> None:
     if not future.cancelled() and future.exception() is not None:
         warnings.warn(f"hetero.checkpoint.save_async failed: {future.exception()}", CheckpointWarning, stacklevel=1)
 
 
 def _write(temp: Path, build: Callable[[PayloadWriter], dict[str, Any]], step: int) -> None:
-    files: dict[str, dict[str, Any]] = {}
-
-    def write(where: str, data: Any) -> str:
-        name = _payload_name(len(files))
-        raw: Any = data.reshape(-1).view(np.uint8) if isinstance(data, np.ndarray) else data
-        view = memoryview(raw).cast("B")
-        hasher = hashlib.sha256()
-        with open(temp / name, "wb") as out:
-            for start in range(0, view.nbytes, _CHUNK):  # hash each chunk while it is in cache
-                chunk = view[start:start + _CHUNK]
-                hasher.update(chunk)
-                out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        files[name] = {"sha256": hasher.hexdigest(), "bytes": view.nbytes, "key": where}
-        return name
-
-    tree = build(write)
+    with ParallelWriter(temp) as write:
+        tree = build(write)
+        files = write.finish()
     body = {"format": FORMAT, "version": VERSION, "step": step, "time": time.time(), "host": socket.gethostname(),
             "pid": os.getpid(), "state": tree, "files": files}
     body["manifest_sha256"] = _digest(body)
@@ -277,7 +257,7 @@ def _write(temp: Path, build: Callable[[PayloadWriter], dict[str, Any]], step: i
         json.dump(body, out)
         out.flush()
         os.fsync(out.fileno())
-    _fsync_dir(temp)
+    fsync_dir(temp)
 
 
 def _install(temp: Path, final: Path) -> None:
@@ -291,7 +271,7 @@ def _install(temp: Path, final: Path) -> None:
         if old is not None:
             os.replace(old, final)
         raise
-    _fsync_dir(final.parent)
+    fsync_dir(final.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 
@@ -328,14 +308,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _digest(body: Mapping[str, Any]) -> str:
     canonical = {k: v for k, v in body.items() if k != "manifest_sha256"}
     return hashlib.sha256(json.dumps(canonical, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -356,37 +328,6 @@ def _manifest(path: Path) -> dict[str, Any]:
     if body.get("manifest_sha256") != _digest(body):
         raise CheckpointError(f"{file} does not match its own checksum (the manifest is corrupt)")
     return body
-
-
-def _read_payload(path: Path, name: str, meta: Mapping[str, Any], keep: bool = True) -> memoryview:
-    """The verified bytes of one payload (a writable buffer; with ``keep=False`` only checked,
-    through one reused chunk, and an empty view returned)."""
-    file = path / name
-    if "/" in name or name.startswith("."):
-        raise CheckpointError(f"{path / MANIFEST} names an invalid payload file {name!r}")
-    size = int(meta["bytes"])
-    # Read and hash chunk by chunk, each chunk hashed while still in cache: about twice as
-    # fast as reading everything, then hashing it. np.empty skips bytearray's zero-filling.
-    buffer: Any = np.empty(size if keep else 0, np.uint8)
-    data = memoryview(buffer).cast("B")
-    scratch = data if keep else memoryview(bytearray(_CHUNK))
-    hasher = hashlib.sha256()
-    total = 0
-    with open(file, "rb", buffering=0) as src:
-        while True:
-            window = scratch[total:total + _CHUNK] if keep else scratch
-            n = src.readinto(window) if len(window) else 0
-            if not n:
-                total += len(src.read(1))  # a file longer than the manifest says is corrupt too
-                break
-            hasher.update(window[:n])
-            total += n
-    if total != size:
-        raise CheckpointError(f"{file} has {total if total <= size else 'more'} bytes, the manifest says {size} "
-                              f"(truncated or corrupt)")
-    if hasher.hexdigest() != meta["sha256"]:
-        raise CheckpointError(f"{file} does not match its sha256 in the manifest (corrupt)")
-    return data
 
 
 def _lookup(path: Path, payloads: Mapping[str, memoryview]) -> PayloadReader:

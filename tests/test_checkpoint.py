@@ -213,6 +213,34 @@ def test_a_crash_during_the_final_rename_leaves_nothing_half_written(tmp_path: P
     assert step == 1 and state["w"].sum() == 1000
 
 
+def test_a_payload_write_failing_in_a_worker_thread_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hetero import checkpoint_files
+
+    checkpoint.save({"v": 1}, 1, tmp_path)
+    real = checkpoint_files.write_payload
+
+    def disk_full_on_the_third(file: Path, data: object) -> tuple[str, int]:
+        if file.name == checkpoint_files.payload_name(2):
+            raise OSError(28, "No space left on device")
+        return real(file, data)
+
+    monkeypatch.setattr(checkpoint_files, "write_payload", disk_full_on_the_third)
+    with pytest.raises(CheckpointError, match="No space left on device"):
+        checkpoint.save({f"t{i}": np.full(1000, i) for i in range(20)}, 2, tmp_path)
+    monkeypatch.undo()
+    assert _visible(tmp_path) == ["step-00000001.hckpt"]
+    assert _load(tmp_path) == ({"v": 1}, 1)
+
+
+def test_many_payloads_round_trip_in_order(tmp_path: Path) -> None:
+    state = {f"layer{i}": np.full(100 + i, i, np.float32) for i in range(40)}
+    checkpoint.save(state, 1, tmp_path)
+    loaded, _ = _load(tmp_path)
+    assert list(loaded) == list(state)
+    for key, value in state.items():
+        np.testing.assert_array_equal(loaded[key], value)
+
+
 def test_a_crash_while_replacing_a_step_keeps_the_old_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     checkpoint.save({"v": "old"}, 3, tmp_path)
     real = os.replace
