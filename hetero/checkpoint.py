@@ -53,6 +53,7 @@ _NAME = re.compile(r"^step-(\d+)\.hckpt$")
 _TEMP = re.compile(r"^\.step-\d+\.hckpt\.(?:tmp|old)-(\d+)-[0-9a-f]+$")
 _EXECUTOR: ThreadPoolExecutor | None = None  # save_async's single writer thread, made on first use
 _EXECUTOR_LOCK = threading.Lock()
+_WRITER_THREAD = "hetero-checkpoint-writer"
 # What reading a damaged checkpoint can raise besides CheckpointError (unreadable files, values
 # the manifest's checksum vouched for but that do not decode).
 _DAMAGE = (OSError, ValueError, KeyError, TypeError)
@@ -119,7 +120,7 @@ def save_async(state: Mapping[str, Any], step: int, directory: str | os.PathLike
     global _EXECUTOR
     with _EXECUTOR_LOCK:
         if _EXECUTOR is None:
-            _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hetero-checkpoint")
+            _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix=_WRITER_THREAD)
         future = _EXECUTOR.submit(_save, root, step, keep, replay)
     future.add_done_callback(_warn_failure)
     return future
@@ -129,6 +130,8 @@ def wait() -> None:
     """Block until every save queued by :func:`save_async` so far has finished (or failed)."""
     with _EXECUTOR_LOCK:
         executor = _EXECUTOR
+    if threading.current_thread().name.startswith(_WRITER_THREAD + "_"):
+        return  # called from the writer thread itself (a done callback): waiting on it would deadlock
     if executor is not None:
         executor.submit(lambda: None).result()  # one worker, first in first out
 

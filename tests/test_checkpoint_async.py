@@ -44,6 +44,14 @@ def test_saves_happen_in_call_order_and_prune(tmp_path: Path) -> None:
     assert [step for step, _ in checkpoint.checkpoints(tmp_path)] == [8]
 
 
+def test_saving_from_a_done_callback_does_not_deadlock(tmp_path: Path) -> None:
+    paths: list[Path] = []
+    future = checkpoint.save_async({"a": 1}, 1, tmp_path, keep=None)
+    future.add_done_callback(lambda _: paths.append(checkpoint.save({"a": 2}, 2, tmp_path, keep=None)))
+    checkpoint.wait()
+    assert paths == [tmp_path / "step-00000002.hckpt"]
+
+
 def test_a_value_that_cannot_be_saved_raises_at_the_call(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match=r"state\['lock'\] is a lock"):
         checkpoint.save_async({"lock": threading.Lock()}, 1, tmp_path)
