@@ -103,6 +103,7 @@ def save_async(state: Mapping[str, Any], step: int, directory: str | os.PathLike
     before the interpreter exits; a process killed meanwhile leaves the previous checkpoints,
     intact. Host memory: one copy of the state per pending save."""
     step, root = _checked(step, keep, directory, "save_async")
+    root = root.absolute()  # written later: a chdir meanwhile must not move it
     captured: list[tuple[str, Any]] = []
 
     def capture(where: str, data: Any) -> str:
