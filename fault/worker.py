@@ -52,9 +52,11 @@ from hetero.fault.protocol import ENV_FAULT_REPORT, ENV_WORKER, FAULT_EXIT_CODE
 
 USAGE = ("usage: python -m hetero.fault.worker [-m module | script.py] [args...]\n"
          "       python -m hetero.fault.worker --standby [--preload MODULE[,MODULE...]]")
-#: Variables read only when an interpreter (or the dynamic loader) starts: a standby started
-#: with other values than a request carries cannot honour the request.
-STARTUP_ONLY_PREFIXES = ("PYTHON", "LD_", "DYLD_")
+#: Variables read only when an interpreter, the dynamic loader or an already-loaded library
+#: (NumPy's BLAS, OpenMP runtimes) starts: a standby started with other values than a request
+#: carries cannot honour the request.
+STARTUP_ONLY_PREFIXES = ("PYTHON", "LD_", "DYLD_", "OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_", "VECLIB_",
+                         "NUMEXPR_")
 
 
 # By error class, when the classifier (hetero.fault.classify) is not available.

@@ -87,6 +87,7 @@ def test_startup_only_variables_must_match(tmp_path: Path, spares: list[Standby]
     proc = spare.proc
     assert not spare.usable_for({**os.environ, "PYTHONHASHSEED": "123"})
     assert not spare.usable_for({**os.environ, "LD_LIBRARY_PATH": "/opt/other"})
+    assert not spare.usable_for({**os.environ, "OMP_NUM_THREADS": "3"})  # NumPy's BLAS read it at import
     assert spare.usable_for({**os.environ, "CUDA_VISIBLE_DEVICES": "1", "TAG": "x"})
     assert spare.activate(["x.py"], {**os.environ, "PYTHONHASHSEED": "123"}) is None
     assert proc is not None and proc.poll() is not None  # retired, not left waiting
