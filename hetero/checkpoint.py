@@ -7,8 +7,9 @@
 
 One checkpoint is a directory ``step-00000120.hckpt/`` under the checkpoint directory
 (``directory=``, else ``$HETERO_CHECKPOINT_DIR``, else ``./checkpoints``): a
-``manifest.json`` (the state's structure, plain values inline, and the sha256 and size of
-every payload file; the manifest checks its own digest too) plus one payload file per
+``manifest.json`` (the state's structure, plain values inline, and the size and sha256 of
+every payload file, or of each 16 MiB part of bigger ones so that every core helps to check
+them; the manifest checks its own digest too) plus one payload file per
 array, tensor, bytes or pickled value. What each value type becomes is documented in
 :mod:`hetero.checkpoint_codec`; hetero arrays are stored as host bytes and restored onto
 the device ``load`` is given, of any kind (saved on ``oneapi:0``, resumed on ``cpu``).

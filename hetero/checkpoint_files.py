@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -25,25 +25,38 @@ from hetero.checkpoint_codec import CheckpointError
 CHUNK = 1 << 20
 #: Threads for payload I/O: more than cores, since most of their time is spent waiting in fsync.
 WORKERS = 8
+#: Payloads larger than this are hashed in parts of this size, on every core at once; the
+#: manifest then lists each part's sha256 (and ``part_bytes``).
+PART = 16 << 20
+
+_HASHERS: ThreadPoolExecutor | None = None  # one thread per core, for the parts of big payloads
+_HASHERS_LOCK = threading.Lock()
 
 
 def payload_name(index: int) -> str:
     return f"{index:06d}.bin"
 
 
-def write_payload(file: Path, data: Any) -> tuple[str, int]:
-    """Write ``data`` (a NumPy array or bytes) to ``file``, fsync it; return (sha256, size)."""
+def write_payload(file: Path, data: Any) -> dict[str, Any]:
+    """Write ``data`` (a NumPy array or bytes) to ``file`` and fsync it; return its manifest entry
+    (``bytes``, ``sha256``: one digest, or a list of the parts' for payloads over :data:`PART`)."""
     raw: Any = data.reshape(-1).view(np.uint8) if isinstance(data, np.ndarray) else data
     view = memoryview(raw).cast("B")
-    hasher = hashlib.sha256()
+    size = view.nbytes
+    parts = [view[offset:offset + PART] for offset in range(0, size, PART)] if size > PART else []
+    part_digests = _in_parallel(lambda part: hashlib.sha256(part).hexdigest(), parts)  # while we write
+    hasher = None if parts else hashlib.sha256()
     with open(file, "wb") as out:
-        for start in range(0, view.nbytes, CHUNK):
+        for start in range(0, size, CHUNK):
             chunk = view[start:start + CHUNK]
-            hasher.update(chunk)
+            if hasher is not None:
+                hasher.update(chunk)  # hashed while the chunk is in cache
             out.write(chunk)
         out.flush()
         os.fsync(out.fileno())
-    return hasher.hexdigest(), view.nbytes
+    if hasher is not None:
+        return {"bytes": size, "sha256": hasher.hexdigest()}
+    return {"bytes": size, "part_bytes": PART, "sha256": part_digests()}
 
 
 @final
@@ -61,7 +74,7 @@ class ParallelWriter:
         self.directory = directory
         self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="hetero-checkpoint-io")
         self._slots = threading.BoundedSemaphore(2 * WORKERS)
-        self._pending: list[tuple[str, str, Future[tuple[str, int]]]] = []
+        self._pending: list[tuple[str, str, Future[dict[str, Any]]]] = []
 
     def __call__(self, where: str, data: Any) -> str:
         name = payload_name(len(self._pending))
@@ -82,8 +95,7 @@ class ParallelWriter:
         """Wait for every write; the manifest's ``files`` entries, in payload order."""
         files: dict[str, dict[str, Any]] = {}
         for name, where, future in self._pending:
-            digest, size = future.result()
-            files[name] = {"sha256": digest, "bytes": size, "key": where}
+            files[name] = {**future.result(), "key": where}
         return files
 
     def __enter__(self) -> ParallelWriter:
@@ -120,6 +132,9 @@ def read_payload(path: Path, name: str, meta: Mapping[str, Any], keep: bool = Tr
     size = int(meta["bytes"])
     buffer: Any = np.empty(size if keep else 0, np.uint8)  # np.empty: no zero-filling to pay for
     data = memoryview(buffer).cast("B")
+    if isinstance(meta["sha256"], list):
+        _check_parts(file, size, int(meta.get("part_bytes") or 0), meta["sha256"], data if keep else None)
+        return data
     scratch = data if keep else memoryview(bytearray(CHUNK))
     hasher = hashlib.sha256()
     total = 0
@@ -138,6 +153,56 @@ def read_payload(path: Path, name: str, meta: Mapping[str, Any], keep: bool = Tr
     if hasher.hexdigest() != meta["sha256"]:
         raise CheckpointError(f"{file} does not match its sha256 in the manifest (corrupt)")
     return data
+
+
+def _check_parts(file: Path, size: int, part: int, digests: list[str], into: memoryview | None) -> None:
+    """Verify a payload hashed in parts (reading it into ``into`` when given), parts in parallel."""
+    ranges = [(offset, min(part, size - offset)) for offset in range(0, size, part)] if part > 0 else []
+    if len(ranges) != len(digests):
+        raise CheckpointError(f"{file}: the manifest lists {len(digests)} part digests for {size} bytes in parts of "
+                              f"{part} (the manifest is inconsistent)")
+    with open(file, "rb", buffering=0) as src:
+        actual = os.fstat(src.fileno()).st_size
+        if actual != size:
+            raise CheckpointError(f"{file} has {actual} bytes, the manifest says {size} (truncated or corrupt)")
+        fd = src.fileno()
+
+        def digest(span: tuple[int, int]) -> str:
+            offset, length = span
+            hasher = hashlib.sha256()
+            scratch = memoryview(bytearray(min(CHUNK, length))) if into is None else None
+            done = 0
+            while done < length:
+                window = into[offset + done:offset + min(length, done + CHUNK)] if into is not None else \
+                    scratch[:min(CHUNK, length - done)]  # type: ignore[index]
+                n = os.preadv(fd, [window], offset + done)
+                if n <= 0:
+                    raise CheckpointError(f"{file} ended early at byte {offset + done} (changed while being read)")
+                hasher.update(window[:n])
+                done += n
+            return hasher.hexdigest()
+
+        found = _in_parallel(digest, ranges)()
+    bad = [i for i, (got, want) in enumerate(zip(found, digests)) if got != want]
+    if bad:
+        raise CheckpointError(f"{file} does not match its sha256 in the manifest (part {bad[0] + 1} of {len(digests)}, "
+                              f"from byte {ranges[bad[0]][0]}; corrupt)")
+
+
+def _in_parallel(fn: Callable[[Any], str], items: Sequence[Any]) -> Callable[[], list[str]]:
+    """Start ``fn`` on each item on the hashing threads; the returned function collects the
+    results in order. Runs in the caller's thread when the interpreter is exiting."""
+    if len(items) <= 1:
+        return lambda: [fn(item) for item in items]
+    global _HASHERS
+    try:
+        with _HASHERS_LOCK:
+            if _HASHERS is None:
+                _HASHERS = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="hetero-checkpoint-hash")
+            futures = [_HASHERS.submit(fn, item) for item in items]
+    except RuntimeError:  # no new threads while the interpreter exits
+        return lambda: [fn(item) for item in items]
+    return lambda: [future.result() for future in futures]
 
 
 def fsync_dir(path: Path) -> None:

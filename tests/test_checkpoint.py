@@ -323,6 +323,30 @@ def test_loading_a_given_step(tmp_path: Path) -> None:
         checkpoint.load(tmp_path, step=2)  # asked for that one: no quiet fallback
 
 
+def test_big_payloads_are_hashed_in_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hetero import checkpoint_files
+
+    monkeypatch.setattr(checkpoint_files, "PART", 1 << 16)  # 64 KiB parts: a 1 MiB array has 16
+    data = np.random.default_rng(5).standard_normal(1 << 17)  # 1 MiB of float64
+    checkpoint.save({"w": data, "small": np.arange(10)}, 1, tmp_path)
+    newest = checkpoint.save({"w": data * 2, "small": np.arange(10)}, 2, tmp_path)
+    monkeypatch.undo()  # reading follows the manifest's part size, not the module's
+    entry = json.loads((newest / "manifest.json").read_text())["files"]["000000.bin"]
+    assert entry["part_bytes"] == 1 << 16 and len(entry["sha256"]) == 16
+    assert checkpoint.latest_step(tmp_path) == 2
+    state, _ = _load(tmp_path)
+    np.testing.assert_array_equal(state["w"], data * 2)
+    _flip_byte(newest / "000000.bin", 5 * (1 << 16) + 10)
+    with pytest.warns(CheckpointWarning, match="part 6 of 16, from byte 327680"):
+        state, step = _load(tmp_path)
+    assert step == 1
+    np.testing.assert_array_equal(state["w"], data)
+    payload = tmp_path / "step-00000001.hckpt" / "000000.bin"
+    payload.write_bytes(payload.read_bytes()[:-1])
+    with pytest.raises(CheckpointError, match=f"has {(1 << 20) - 1} bytes, the manifest says {1 << 20}"):
+        checkpoint.verify(payload.parent)
+
+
 def test_no_valid_checkpoint_gives_none(tmp_path: Path) -> None:
     assert checkpoint.load(tmp_path / "absent") is None
     assert checkpoint.latest_step(tmp_path / "absent") is None
