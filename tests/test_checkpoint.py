@@ -219,7 +219,7 @@ def test_a_payload_write_failing_in_a_worker_thread_leaves_nothing(tmp_path: Pat
     checkpoint.save({"v": 1}, 1, tmp_path)
     real = checkpoint_files.write_payload
 
-    def disk_full_on_the_third(file: Path, data: object) -> tuple[str, int]:
+    def disk_full_on_the_third(file: Path, data: object) -> dict[str, Any]:
         if file.name == checkpoint_files.payload_name(2):
             raise OSError(28, "No space left on device")
         return real(file, data)
