@@ -55,6 +55,16 @@ _TEMP = re.compile(r"^\.step-\d+\.hckpt\.(?:tmp|old)-(\d+)-[0-9a-f]+$")
 _EXECUTOR: ThreadPoolExecutor | None = None  # save_async's single writer thread, made on first use
 _EXECUTOR_LOCK = threading.Lock()
 _WRITER_THREAD = "hetero-checkpoint-writer"
+
+
+def _forget_writer() -> None:
+    # A forked child has none of the parent's threads (nor its pending saves): start afresh.
+    global _EXECUTOR, _EXECUTOR_LOCK
+    _EXECUTOR, _EXECUTOR_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_writer)
 # What reading a damaged checkpoint can raise besides CheckpointError (unreadable files, values
 # the manifest's checksum vouched for but that do not decode).
 _DAMAGE = (OSError, ValueError, KeyError, TypeError)

@@ -33,6 +33,16 @@ _HASHERS: ThreadPoolExecutor | None = None  # one thread per core, for the parts
 _HASHERS_LOCK = threading.Lock()
 
 
+def _forget_threads() -> None:
+    # A forked child has none of the parent's threads: a pool inherited from it would never run.
+    global _HASHERS, _HASHERS_LOCK
+    _HASHERS, _HASHERS_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_threads)
+
+
 def payload_name(index: int) -> str:
     return f"{index:06d}.bin"
 

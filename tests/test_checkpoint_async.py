@@ -74,6 +74,23 @@ def test_a_write_failure_raises_from_the_future_and_warns(tmp_path: Path) -> Non
     checkpoint.save_async({"a": 2}, 2, tmp_path / "ok").result(timeout=60)  # the writer thread carries on
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_can_save_after_its_parent_did(tmp_path: Path) -> None:
+    from hetero import checkpoint_files
+
+    big = np.zeros((checkpoint_files.PART // 8) * 2 + 1)  # hashed in parts: the hashing threads exist now
+    checkpoint.save_async({"w": big}, 1, tmp_path / "parent").result(timeout=60)
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's writer and hashing threads did not come along
+        try:
+            checkpoint.save_async({"w": big}, 2, tmp_path / "child").result(timeout=20)
+            os._exit(0 if checkpoint.latest_step(tmp_path / "child") == 2 else 1)
+        except BaseException:  # noqa: BLE001 - a child must never return into pytest
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_pending_saves_finish_before_the_interpreter_exits(tmp_path: Path) -> None:
     code = textwrap.dedent(f"""
         import numpy as np, hetero
