@@ -93,6 +93,13 @@ def _end_by_sigterm() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+def _default_sigterm_in_child() -> None:
+    # Pool.terminate() SIGTERMs its workers: they should die quietly, as without the bootstrap.
+    with contextlib.suppress(ValueError, OSError):
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the target program; return the worker's exit status (see the module docstring)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -108,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigterm)
         atexit.register(_end_by_sigterm)  # registered first, so it runs after the program's own handlers
+        if hasattr(os, "register_at_fork"):  # forked children (multiprocessing pools) keep the default
+            os.register_at_fork(after_in_child=_default_sigterm_in_child)
     try:
         if args[0] == "-m":
             sys.argv = [args[1], *args[2:]]  # runpy puts the module's file in argv[0]

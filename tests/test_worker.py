@@ -149,6 +149,28 @@ def test_sigterm_runs_finally_blocks_and_pending_saves_then_ends_by_sigterm(tmp_
     assert checkpoint.latest_step(tmp_path / "ck") == 3
 
 
+def test_forked_children_keep_the_default_sigterm(tmp_path: Path) -> None:
+    marker = tmp_path / "finally-ran-in"
+    proc = _start(tmp_path, f"""
+        import os, signal, time
+        try:
+            pid = os.fork()
+            if pid == 0:  # a pool worker, say: SIGTERM must end it at once, not unwind the parent's code
+                time.sleep(60)
+                os._exit(0)
+            time.sleep(0.2)
+            os.kill(pid, signal.SIGTERM)
+            _, status = os.waitpid(pid, 0)
+            print("ready", flush=True)
+            print(os.waitstatus_to_exitcode(status), flush=True)
+        finally:
+            open({str(marker)!r}, "a").write(f"{{os.getpid()}}\\n")
+    """)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == str(-signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    assert marker.read_text().split() == [str(proc.pid)]
+
+
 def test_a_program_with_its_own_sigterm_handler_keeps_it(tmp_path: Path) -> None:
     proc = _start(tmp_path, """
         import signal, sys, time
