@@ -9,7 +9,10 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from benchmarks import compile_bundle, compile_time, copy_bandwidth, import_time, launch_overhead, sgemm, stream_triad
+from benchmarks import (
+    compile_bundle, compile_time, copy_bandwidth, guard_overhead, guard_recovery, import_time, injection_overhead,
+    launch_overhead, launcher_overhead, placement, recovery_vs_torchrun, sgemm, split, stream_triad,
+)
 
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "import_time": import_time.main,
@@ -19,6 +22,13 @@ BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "sgemm": sgemm.main,
     "compile_time": compile_time.main,
     "compile_bundle": compile_bundle.main,
+    "placement": placement.main,
+    "split": split.main,
+    "injection_overhead": injection_overhead.main,
+    "guard_overhead": guard_overhead.main,
+    "guard_recovery": guard_recovery.main,
+    "launcher_overhead": launcher_overhead.main,
+    "recovery_vs_torchrun": recovery_vs_torchrun.main,
 }
 
 

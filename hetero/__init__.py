@@ -53,7 +53,12 @@ from hetero.registry import BackendStatus, backend_statuses, device, devices, op
 
 
 if TYPE_CHECKING:
-    from hetero import checkpoint, fault, scheduler
+    from types import ModuleType
+
+    from hetero import checkpoint
+
+    fault: ModuleType  # hetero.fault / hetero.scheduler live in the fault/ and scheduler/ folders
+    scheduler: ModuleType
     from hetero.compiler.bundle_registry import load_bundle
     from hetero.fault.guard import guard
     from hetero.fault.heartbeat import heartbeat
