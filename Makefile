@@ -17,13 +17,22 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-# The main job: list every device, then train the digits MLP on oneapi:0 with an injected
-# device-lost fault; hetero.guard moves it to another vendor's device, and the fault-free run
+# The main job: list every device, then train the digits MLP under hetero-run with an injected
+# fault that kills the worker (SIGKILL, as a segfault would): hetero-run restarts it on another
+# device from its last checkpoint. A second run injects a hang (the worker stops heartbeating:
+# killed after 2 s, restarted elsewhere). Last, the same training in one process with an injected
+# device-lost error: hetero.guard moves it to another vendor's device, and the fault-free run
 # with the same seed is trained after it for comparison.
+DEMO_DEVICES ?= cpu,oneapi:0,opencl:0
+DEMO_CRASH ?= cpu:launch:nth=2000:crash
+DEMO_HANG ?= cpu:launch:nth=2000:hang:60s
 DEMO_FAULT ?= oneapi:0:launch:nth=300:lost
 
 demo: setup
 	$(VENV)/bin/hetero devices --all
+	$(VENV)/bin/hetero-run --devices $(DEMO_DEVICES) --inject '$(DEMO_CRASH)' examples/train_digits.py --checkpoint-every 20
+	$(VENV)/bin/hetero-run --devices $(DEMO_DEVICES) --heartbeat-timeout 2 --inject '$(DEMO_HANG)' \
+		examples/train_digits.py --checkpoint-every 20
 	$(PY) examples/train_digits.py --inject '$(DEMO_FAULT)' --compare
 
 test: setup

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -44,11 +45,41 @@ from pathlib import Path
 from typing import IO, Any
 
 
-class EventLog:
-    """Appends events to a JSONL file (one ``write`` per line, flushed) and keeps them in memory."""
+#: Events also announced on stderr as they happen (one line each), so an operator watching the
+#: run sees a fault and where the work went without opening the log.
+ANNOUNCED = {
+    "heartbeat_lost": "worker {worker} on {device}: no heartbeat for {silent_s}s; killing it",
+    "fault_detected": "worker {worker} on {device}: {fault_class} ({reason_text})",
+    "device_quarantined": "quarantined {device}: {reason}",
+    "restart": "restarting worker {worker} on {to_device} (was {from_device}; restart {restart})",
+    "resumed_from_step": "worker {worker} resumes from the checkpoint of step {step}",
+    "gave_up": "giving up on worker {worker}: {reason}",
+}
 
-    def __init__(self, path: Path | None) -> None:
+
+def announce(record: dict[str, Any], stream: IO[str] | None = None) -> None:
+    """Print the one-line form of an :data:`ANNOUNCED` event on ``stream`` (stderr)."""
+    template = ANNOUNCED.get(record["event"])
+    if template is None:
+        return
+    fields = dict(record)
+    fields["reason_text"] = " ".join(str(part) for part in (
+        record.get("error_type"), record.get("code_name"), record.get("message") or record.get("reason"),
+    ) if part) or "no report"
+    try:
+        text = template.format_map(fields)
+    except (KeyError, IndexError, ValueError):
+        text = f"{record['event']} " + " ".join(f"{k}={v}" for k, v in record.items() if k not in ("time", "monotonic"))
+    print(f"hetero-run: {text}", file=stream or sys.stderr, flush=True)
+
+
+class EventLog:
+    """Appends events to a JSONL file (one ``write`` per line, flushed) and keeps them in memory;
+    :data:`ANNOUNCED` ones are also printed on stderr unless ``quiet``."""
+
+    def __init__(self, path: Path | None, quiet: bool = False) -> None:
         self.path = path
+        self.quiet = quiet
         self.records: list[dict[str, Any]] = []
         self._file: IO[str] | None = None
         if path is not None:
@@ -61,6 +92,8 @@ class EventLog:
         if self._file is not None:
             self._file.write(json.dumps(record, default=str) + "\n")
             self._file.flush()
+        if not self.quiet:
+            announce(record)
         return record
 
     def close(self) -> None:
