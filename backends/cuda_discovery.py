@@ -5,9 +5,14 @@ device properties (a plain dict, so discovery is unit-tested with a fake one).
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import importlib.util
+import sys
 import uuid as uuid_module
 from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -18,6 +23,7 @@ _STACK = {"cuda": "CUDA", "rocm": "ROCm/HIP"}
 _BUILDS = {"cuda": "CUDA", "rocm": "ROCm"}
 _VISIBLE = {"cuda": "CUDA_VISIBLE_DEVICES", "rocm": "HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES"}
 _SMI = {"cuda": "nvidia-smi", "rocm": "rocm-smi"}
+_NO_DRIVER_REMEDY = "install the GPU driver ({smi} must work), or use another backend (hetero devices --all)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +44,63 @@ def import_cupy(backend: str, hint: str) -> ModuleType:
         raise BackendUnavailableError(backend, f"CuPy failed to import: {type(exc).__name__}: {exc}",
                                       f"reinstall CuPy; {hint}") from exc
     return cupy
+
+
+def precheck(backend: str, hint: str) -> None:
+    """The checks that need no CuPy import (~0.1 s, with no GPU to show for it), raising
+    BackendUnavailableError as :func:`open_cupy` would: no CuPy; CuPy built for the other vendor
+    (told by its distribution's name: ``cupy-cuda13x``, ``cupy-rocm-6-0``); for ``cuda``, no
+    driver library (libcuda.so.1). Returns when only importing CuPy can tell more (a CuPy
+    already imported, a source build named plain ``cupy``, a driver library present)."""
+    if "cupy" in sys.modules:
+        return  # imported already: open_cupy's checks cost nothing more
+    try:
+        spec = importlib.util.find_spec("cupy")
+    except (ImportError, ValueError):
+        return  # let the import say what is wrong
+    if spec is None:
+        raise BackendUnavailableError(backend, "CuPy is not installed (no module named 'cupy')", hint)
+    found = _distribution(spec.origin)
+    if found is None:
+        return
+    name, version = found
+    built = "rocm" if name.startswith("cupy-rocm") else "cuda" if name.startswith("cupy-cuda") else None
+    if built is None:
+        return  # a build whose name does not say its vendor: importing it tells
+    if built != backend:
+        raise BackendUnavailableError(backend, f"the installed CuPy {version} ({name}) is built for {_BUILDS[built]} "
+                                      f"(it serves the {built!r} backend)", hint)
+    if backend == "cuda" and sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libcuda.so.1")  # what the CUDA runtime loads first; CuPy would load it anyway
+        except OSError as exc:
+            raise BackendUnavailableError(
+                backend, f"no NVIDIA driver found ({exc}): CuPy {version} ({name}) cannot "
+                "start the CUDA runtime without it (cudaErrorInsufficientDriver)", _NO_DRIVER_REMEDY.format(smi="nvidia-smi"),
+            ) from exc
+
+
+def _distribution(origin: str | None) -> tuple[str, str] | None:
+    """``(name, version)`` of the one CuPy distribution installed beside the ``cupy`` package
+    (``cupy/__init__.py`` at ``origin``), or None when there is none or several."""
+    if not origin:
+        return None
+    site = Path(origin).parent.parent
+    try:
+        candidates = [p for p in site.iterdir() if p.name.lower().startswith("cupy")
+                      and p.name.endswith((".dist-info", ".egg-info"))]
+    except OSError:
+        return None
+    if len(candidates) != 1:
+        return None
+    try:
+        dist = metadata.PathDistribution(candidates[0])
+        name, version = dist.metadata["Name"], dist.version
+    except (OSError, KeyError, ValueError):
+        return None
+    if not name or not version:
+        return None
+    return str(name).lower().replace("_", "-"), str(version)
 
 
 def version_text(number: int) -> str:
@@ -76,7 +139,7 @@ def open_cupy(backend: str, hint: str) -> Found:
             raise BackendUnavailableError(
                 backend, f"no {'NVIDIA' if backend == 'cuda' else 'AMD GPU'} driver found ({library} is missing): "
                 f"CuPy {cupy.__version__} ({stack} runtime {versions['runtime']}) gets {exc}",
-                f"install the GPU driver ({_SMI[backend]} must work), or use another backend (hetero devices --all)",
+                _NO_DRIVER_REMEDY.format(smi=_SMI[backend]),
             ) from exc
         elif status == 35:  # cudaErrorInsufficientDriver: minor-version compatibility ends at the major
             raise BackendUnavailableError(

@@ -34,7 +34,7 @@ from hetero.plugin import Backend, DeviceRuntime
 from hetero.target import FEATURES, Target
 
 from . import cuda_errors, nvrtc_compile
-from .cuda_discovery import device_info, open_cupy
+from .cuda_discovery import device_info, open_cupy, precheck
 from .cuda_staging import THRESHOLD, CuPyEngine, PinnedStaging
 
 logger = logging.getLogger("hetero.backends.cupy")
@@ -348,6 +348,7 @@ def _largest_divisor(n: int, cap: int) -> int:
 class CuPyBackend(Backend):
     def __init__(self, name: str, hint: str) -> None:
         self.name = name
+        precheck(name, hint)  # the reasons that need no CuPy import, without paying for one
         found = open_cupy(name, hint)
         cupy = found.cupy
         self.versions = dict(found.versions)
