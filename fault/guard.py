@@ -19,7 +19,9 @@ one raises a :class:`~hetero.DeviceError`, the guard classifies it (:func:`heter
 
 On entering the ``with`` block a background thread prepares the failover device (``standby``:
 discovery, a health check, one tiny kernel there), so a recovery need not import a backend
-or open a device. Inside the ``with`` block ``hetero.device()`` is the guard's current device (``g.device``), so
+or open a device; and the health monitor runs (:mod:`hetero.fault.guard_monitor`: started by the
+first guard entered unless already running, stopped by the last one out), so health and Xid
+events reach the classifier. Inside the ``with`` block ``hetero.device()`` is the guard's current device (``g.device``), so
 arrays and kernels a step creates follow it. Each recovery is published as a ``recovery`` event
 (:func:`hetero.fault.publish`) and listed in ``g.recoveries``. When no device is left or
 ``max_recoveries`` is spent, :class:`~hetero.RecoveryFailedError` is raised with the history of
@@ -45,7 +47,7 @@ import hetero
 from hetero.array import Array
 from hetero.device import Device, HealthState
 from hetero.errors import DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError, RecoveryFailedError
-from hetero.fault import snapshot
+from hetero.fault import guard_monitor, snapshot
 from hetero.registry import _CURRENT
 
 if TYPE_CHECKING:
@@ -120,6 +122,7 @@ class Guard:
         self._heartbeat = _heartbeat_function()
         self._standby_wanted = bool(standby)
         self._standby: Standby | None = None
+        self._monitoring = False  # whether this guard counts as a user of the health monitor
 
     # -- public ------------------------------------------------------------------------------
     @property
@@ -133,6 +136,8 @@ class Guard:
             from hetero.fault.guard_standby import Standby
 
             self._standby = Standby(lambda: self._next_device(self._device))
+        guard_monitor.acquire()  # health/Xid events reach the classifier while guarded (fault/guard_monitor.py)
+        self._monitoring = True
         return self
 
     def wait_standby(self, timeout: float | None = None) -> Device | None:
@@ -151,6 +156,9 @@ class Guard:
         self.last_snapshot = None
         if self._standby is not None:  # let a preparation still loading a compiler finish before exit
             self._standby.wait(STANDBY_JOIN_SECONDS)
+        if self._monitoring:
+            self._monitoring = False
+            guard_monitor.release()
 
     def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` as guarded step ``g.step``; on a device fault, recover (see the

@@ -61,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--metrics-port", type=int, metavar="P", help="serve Prometheus metrics on this port")
     add("--inject", action="append", default=[], metavar="RULE",
         help="fault-injection rule for the workers (repeatable), e.g. 'cpu:launch:nth=2000:crash'")
+    add("--quota", metavar="SIZE",
+        help="memory quota of each worker on each device, e.g. 2GiB, or cuda=8GiB,cpu=2GiB (sets HETERO_QUOTA "
+             "for the workers; an allocation past it raises hetero.QuotaExceeded)")
     add("--grace", type=float, default=DEFAULT_GRACE, metavar="S",
         help=f"seconds between SIGTERM and SIGKILL when stopping workers (default {DEFAULT_GRACE:g})")
     add("--no-standby", dest="standby", action="store_false",
@@ -104,6 +107,15 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         parser.error(f"--node-rank must be in 0..{args.nnodes - 1} for --nnodes {args.nnodes}, got {args.node_rank}")
     if args.nnodes > 1 and not args.rdzv_endpoint:
         parser.error("--nnodes > 1 needs --rdzv-endpoint HOST:PORT (the address of node 0)")
+    if args.quota is not None:
+        from hetero.config import parse_quota
+        from hetero.errors import ConfigError
+
+        try:
+            parse_quota(args.quota, "--quota")
+        except ConfigError as exc:
+            parser.error(str(exc))
+        os.environ["HETERO_QUOTA"] = args.quota  # every worker's environment is built from this one
 
 
 def default_run_dir() -> Path:

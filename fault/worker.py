@@ -118,6 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hasattr(os, "register_at_fork"):  # forked children (multiprocessing pools) keep the default
             os.register_at_fork(after_in_child=_default_sigterm_in_child)
     try:
+        _apply_quota()
         if args[0] == "-m":
             sys.argv = [args[1], *args[2:]]  # runpy puts the module's file in argv[0]
             runpy.run_module(args[1], run_name="__main__", alter_sys=True)
@@ -147,6 +148,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return FAULT_EXIT_CODE
     _heartbeat.flush()
     return 0
+
+
+def _apply_quota() -> None:
+    """``HETERO_QUOTA`` (``hetero-run --quota``): cap this worker's allocations as a whole, before
+    the program starts (the program's own :func:`hetero.scheduler.set_process_task` replaces it)."""
+    from hetero.config import get_config
+
+    if get_config().quota:
+        from hetero.scheduler.quota import apply_configured_quota
+
+        apply_configured_quota(f"worker {os.environ.get(ENV_WORKER) or os.getpid()}")
 
 
 def standby(args: Sequence[str]) -> int:

@@ -15,9 +15,20 @@ HETERO_LOG         log            log level of the ``hetero`` logger
 HETERO_FAULTS      faults         fault-injection rules, ``;``-separated (see ``hetero.fault.inject``)
 HETERO_POLICY      policy         default placement policy of ``hetero.device("auto")``
 HETERO_HEALTH_INTERVAL health_interval seconds between health polls of the monitor
+HETERO_QUOTA       quota          memory quota of this process per device (see below)
+HETERO_COST_SAMPLING cost_sampling time every k-th kernel launch for the cost model (0: off)
 ================== ============== ==========================================
 
 ``quarantine_ttl`` (file only) maps a fault class to seconds a device stays quarantined.
+
+``quota`` caps what this process allocates through hetero on each device: one size for every
+device (``2GiB``, ``512MiB``, bytes), or per device, backend or ``*`` (a YAML mapping, or
+``cuda:0=8GiB,cpu=2GiB`` in the variable). It becomes the process's scheduler task
+(:func:`hetero.scheduler.set_process_task`) when backends are first listed (so before any
+allocation; an explicitly set process task wins) and, under ``hetero-run --quota``, in each
+worker before its program starts; an allocation past it raises :class:`hetero.QuotaExceeded`.
+``cost_sampling`` applies when :mod:`hetero.kernels` is first imported
+(:func:`hetero.scheduler.cost_model.set_sampling`); the samples are saved at exit.
 
 This is the only module that reads ``os.environ`` for hetero's own settings.
 """
@@ -27,11 +38,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hetero.errors import ConfigError, did_you_mean
+from hetero.scheduler.sizes import parse_size
 
 DEVICE_KINDS = ("gpu", "accelerator", "cpu")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -56,6 +69,8 @@ class Config:
     policy: str = "first-fit"
     health_interval: float = 5.0
     quarantine_ttl: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    quota: Mapping[str, int] = dataclasses.field(default_factory=dict)  # device/backend/"*" -> bytes; empty: none
+    cost_sampling: int = 0  # time every k-th launch; 0: off
     source: str | None = None  # the file the settings came from, for error messages
 
 
@@ -69,6 +84,8 @@ _ENV = {
     "HETERO_FAULTS": "faults",
     "HETERO_POLICY": "policy",
     "HETERO_HEALTH_INTERVAL": "health_interval",
+    "HETERO_QUOTA": "quota",
+    "HETERO_COST_SAMPLING": "cost_sampling",
 }
 POLICIES = ("first-fit", "binpack", "spread", "fastest", "priority")
 
@@ -202,4 +219,52 @@ def _parse(key: str, value: Any, origin: str) -> Any:
             except (TypeError, ValueError):
                 raise ConfigError(f"{origin}: quarantine_ttl[{name!r}] must be seconds, got {seconds!r}") from None
         return ttl
+    if key == "quota":
+        return parse_quota(value, origin)
+    if key == "cost_sampling":
+        every = value.strip() if isinstance(value, str) else value
+        if isinstance(every, str) and every.isdigit():
+            every = int(every)
+        if not isinstance(every, int) or isinstance(every, bool) or every < 0:
+            raise ConfigError(f"{origin}: 'cost_sampling' must be a whole number k >= 0 (time every k-th kernel "
+                              f"launch; 0 turns sampling off), got {value!r}")
+        return every
     raise ConfigError(f"{origin}: unknown key {key!r}; valid keys: {', '.join(_KEYS)}")  # pragma: no cover
+
+
+_QUOTA_KEY = re.compile(r"\*|[a-z][a-z0-9_.-]*(:\d+)?")
+
+
+def parse_quota(value: Any, origin: str = "quota") -> dict[str, int]:
+    """The ``quota`` setting as ``{device, backend or "*": bytes}`` from a size (``"2GiB"``, bytes:
+    every device), a mapping, or ``"cuda:0=8GiB,cpu=2GiB"``; ``origin`` names where it came
+    from in the :class:`~hetero.errors.ConfigError` raised for a bad one."""
+    if isinstance(value, str) and "=" in value:
+        pairs: list[tuple[Any, Any]] = []
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            name, sep, size = part.partition("=")
+            if not sep:
+                raise ConfigError(f"{origin}: quota part {part!r} is not DEVICE=SIZE; write e.g. 'cuda:0=8GiB,cpu=2GiB'"
+                                  " or one size for every device")
+            pairs.append((name, size))
+        items = dict(pairs)
+    elif isinstance(value, Mapping):
+        items = dict(value)
+    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        items = {"*": value}
+    else:
+        raise ConfigError(f"{origin}: 'quota' must be a size such as '2GiB' or a mapping of devices to sizes, "
+                          f"got {value!r}")
+    quota: dict[str, int] = {}
+    for raw_name, size in items.items():
+        name = str(raw_name).strip().lower()
+        if not _QUOTA_KEY.fullmatch(name):
+            raise ConfigError(f"{origin}: quota key {raw_name!r} is not a device ('cuda:0'), a backend ('cuda') or '*'")
+        try:
+            quota[name] = parse_size(size.strip() if isinstance(size, str) else size, f"quota for {name}")
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{origin}: {exc}") from None
+    if quota.get("*") == 0 and len(quota) == 1:
+        raise ConfigError(f"{origin}: a quota of 0 bytes on every device allows no allocation; give a size such as "
+                          "'2GiB', or unset it for no quota")
+    return quota

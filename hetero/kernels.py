@@ -24,17 +24,21 @@ Python float is f32 (hetero's default float): ``bool`` -> bool, ``int`` -> i64,
 proportion to their predicted speed (see :mod:`hetero.split`). :func:`launch_counts` counts
 launches per device (one counter step per launch); timing samples for the cost model are
 taken only while :func:`hetero.scheduler.cost_model.sampling` is on, by swapping the launch
-method, so that with sampling off a launch runs no sampling code at all.
+method, so that with sampling off a launch runs no sampling code at all. ``HETERO_COST_SAMPLING=k``
+(config ``cost_sampling``) turns it on for every k-th launch when this module is first imported,
+and saves the samples at exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import itertools
 import json
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +53,7 @@ from hetero.compiler.printer import format_function
 from hetero.compiler.signature import format_signature, parse_signature
 from hetero.compiler.source import fingerprint
 from hetero.compiler.stats import stats
+from hetero.config import get_config
 from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
 from hetero.registry import device as resolve_device
@@ -417,3 +422,17 @@ def kernel(py_func: Callable[..., Any]) -> Kernel:
 
 
 cost_model.add_sampling_listener(_on_sampling_change)
+
+
+def _save_sampled_costs() -> None:
+    """At exit, with ``HETERO_COST_SAMPLING`` on: merge this process's samples into the state dir."""
+    try:
+        cost_model.default_model().save()
+    except OSError as exc:
+        warnings.warn(f"hetero: could not save the cost model's launch samples ({exc}); check HETERO_STATE_DIR",
+                      RuntimeWarning, stacklevel=1)
+
+
+if get_config().cost_sampling and not cost_model.sampling_interval():  # HETERO_COST_SAMPLING=k
+    cost_model.set_sampling(get_config().cost_sampling)
+    atexit.register(_save_sampled_costs)

@@ -87,6 +87,10 @@ class Registry:
                 from importlib import metadata  # only when backends are first listed
 
                 _apply_log_level()
+                if get_config().quota:  # HETERO_QUOTA: this process's allocations capped, before any device opens
+                    from hetero.scheduler.quota import apply_configured_quota
+
+                    apply_configured_quota()
                 self._registrations = {}
                 for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
                     self._load_entry_point(entry_point)

@@ -25,6 +25,7 @@ when no task with a quota remains, the fraction goes back to 1.
 from __future__ import annotations
 
 import contextvars
+import os
 import sys
 import threading
 import weakref
@@ -200,6 +201,20 @@ def set_process_task(task: Task | None) -> Task | None:
     if previous is not None:
         _deactivate(previous)
     return previous
+
+
+def apply_configured_quota(name: str | None = None) -> Task | None:
+    """Make the configured quota (``HETERO_QUOTA`` / the config's ``quota``) the process's task
+    (:func:`set_process_task`), named ``name`` (default ``process <pid>``). Nothing when no quota
+    is configured or a process task is already set (an explicit one wins; calling twice is
+    harmless). Called when backends are first listed and by the ``hetero-run`` worker bootstrap.
+    Returns the process task."""
+    from hetero.config import get_config
+
+    quota = get_config().quota
+    if quota and context._process_task is None:
+        set_process_task(Task(name or f"process {os.getpid()}", quota=dict(quota)))
+    return context._process_task
 
 
 def apply_torch_fractions() -> None:
