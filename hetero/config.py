@@ -4,20 +4,20 @@ Where the file is: ``$HETERO_CONFIG``, else ``./hetero.yaml``, else
 ``$XDG_CONFIG_HOME/hetero/config.yaml`` (``~/.config/hetero/config.yaml``).
 Environment variables override the file:
 
-================== ============== ==========================================
-variable           key            meaning
-================== ============== ==========================================
-HETERO_DEVICE      device         default device spec (``auto``, ``cuda:0``, ``cpu``…)
-HETERO_BACKENDS    backends       comma-separated backends to load; others are ignored
-HETERO_CACHE_DIR   cache_dir      where compiled kernels and generated files go
-HETERO_STATE_DIR   state_dir      where persistent state (quarantine, costs) goes
-HETERO_LOG         log            log level of the ``hetero`` logger
-HETERO_FAULTS      faults         fault-injection rules, ``;``-separated (see ``hetero.fault.inject``)
-HETERO_POLICY      policy         default placement policy of ``hetero.device("auto")``
+====================== =============== ==================================================
+variable               key             meaning
+====================== =============== ==================================================
+HETERO_DEVICE          device          default device spec (``auto``, ``cuda:0``, ``cpu``…)
+HETERO_BACKENDS        backends        comma-separated backends to load; others are ignored
+HETERO_CACHE_DIR       cache_dir       where compiled kernels and generated files go
+HETERO_STATE_DIR       state_dir       where persistent state (quarantine, costs) goes
+HETERO_LOG             log             log level of the ``hetero`` logger
+HETERO_FAULTS          faults          fault-injection rules, ``;``-separated (see ``hetero.fault.inject``)
+HETERO_POLICY          policy          default placement policy of ``hetero.device("auto")``
 HETERO_HEALTH_INTERVAL health_interval seconds between health polls of the monitor
-HETERO_QUOTA       quota          memory quota of this process per device (see below)
-HETERO_COST_SAMPLING cost_sampling time every k-th kernel launch for the cost model (0: off)
-================== ============== ==========================================
+HETERO_QUOTA           quota           memory quota of this process per device (see below)
+HETERO_COST_SAMPLING   cost_sampling   time every k-th kernel launch for the cost model (0: off)
+====================== =============== ==================================================
 
 ``quarantine_ttl`` (file only) maps a fault class to seconds a device stays quarantined.
 
