@@ -24,7 +24,10 @@ when no task with a quota remains, the fraction goes back to 1.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import importlib.abc
+import importlib.machinery
 import os
 import sys
 import threading
@@ -208,13 +211,48 @@ def apply_configured_quota(name: str | None = None) -> Task | None:
     (:func:`set_process_task`), named ``name`` (default ``process <pid>``). Nothing when no quota
     is configured or a process task is already set (an explicit one wins; calling twice is
     harmless). Called when backends are first listed and by the ``hetero-run`` worker bootstrap.
+    When torch is not imported yet, its CUDA memory fractions are set right after it is.
     Returns the process task."""
     from hetero.config import get_config
 
     quota = get_config().quota
     if quota and context._process_task is None:
         set_process_task(Task(name or f"process {os.getpid()}", quota=dict(quota)))
+        if "torch" not in sys.modules:  # set before the program imports torch: apply its fractions then
+            sys.meta_path.insert(0, _FractionsAfterTorchImport())
     return context._process_task
+
+
+class _FractionsAfterTorchImport(importlib.abc.MetaPathFinder):
+    """One shot: when ``torch`` is imported, let the import finish, then :func:`apply_torch_fractions`
+    (a configured quota is set before a worker's program imports torch)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if name != "torch":
+            return None
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        spec = None
+        for finder in list(sys.meta_path):  # the import as it would have gone without this finder
+            find = getattr(finder, "find_spec", None)
+            if find is not None and (spec := find(name, path, target)) is not None:
+                break
+        loader = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module = loader.exec_module
+
+        def exec_then_apply(module: Any) -> None:
+            exec_module(module)
+            try:
+                apply_torch_fractions()
+            except Exception as exc:  # noqa: BLE001 - the quota must never break importing torch
+                print(f"hetero: could not apply the memory quota to torch ({type(exc).__name__}: {exc})",
+                      file=sys.stderr)
+
+        # This spec's own loader instance: nothing else sees the change.
+        loader.exec_module = exec_then_apply  # type: ignore[method-assign]
+        return spec
 
 
 def apply_torch_fractions() -> None:

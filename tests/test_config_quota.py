@@ -143,3 +143,23 @@ def test_a_bad_quota_fails_the_process_with_the_config_error(tmp_path: Path) -> 
     result = run_python("import hetero\nhetero.devices()\n", env={"HETERO_QUOTA": "lots",
                                                                    "HETERO_STATE_DIR": str(tmp_path)}, check=False)
     assert result.returncode != 0 and "ConfigError" in result.stderr and "HETERO_QUOTA" in result.stderr
+
+
+TORCH_LATER = '''
+import sys
+import hetero
+from hetero.scheduler import quota
+seen = []
+real = quota.apply_torch_fractions
+quota.apply_torch_fractions = lambda: seen.append("torch" in sys.modules) or real()
+hetero.devices()  # the configured quota becomes the process task; torch is not imported yet
+import torch
+assert float(torch.ones(3).sum()) == 3.0  # the import went through as usual
+print("fractions applied with torch imported:", seen[-1], len(seen))
+'''
+
+
+def test_torch_imported_after_the_quota_gets_its_memory_fractions(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = run_python(TORCH_LATER, env={"HETERO_QUOTA": "1GiB", "HETERO_STATE_DIR": str(tmp_path)}).stdout
+    assert "fractions applied with torch imported: True 2" in out, out  # once at activation, once after torch
