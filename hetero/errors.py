@@ -124,7 +124,8 @@ class QuotaExceeded(HeteroError, MemoryError):
         self.device, self.task, self.quota, self.used, self.requested = device, task, quota, used, requested
         super().__init__(
             f"{device}: allocating {requested} bytes would exceed task {task!r}'s memory quota of {quota} bytes "
-            f"({used} bytes in use); free arrays, or raise the quota (hetero.scheduler.task(..., quota=...))"
+            f"({used} bytes in use); free arrays, or raise the quota (hetero.scheduler.task(..., quota=...), "
+            "HETERO_QUOTA / the config's quota, or hetero-run --quota)"
         )
 
     def __reduce__(self) -> tuple[object, ...]:
