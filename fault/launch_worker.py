@@ -7,10 +7,12 @@ worker exits the group is swept so nothing it started outlives it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -39,6 +41,21 @@ def bootstrap_command(command: Sequence[str]) -> list[str]:
 
 def has_bootstrap() -> bool:
     return importlib.util.find_spec(BOOTSTRAP) is not None
+
+
+#: Modules a reserve standby imports ahead of a restart, when this launcher has them loaded: what
+#: a restarted worker's first ``hetero.device()`` and ``hetero.checkpoint.load()`` import, plus
+#: every ``hetero.backends.*`` module device discovery imported. Pure Python over NumPy: no vendor
+#: library is loaded, so the worker's environment still decides which devices it sees. (Not
+#: PyOpenCL: its ICD loader must not be loaded before the standby takes the worker's environment;
+#: loaded ahead, opening a device then crashes with SIGSEGV.)
+WARM_MODULES = ("importlib.metadata", "hetero.checkpoint")
+
+
+def warm_modules() -> list[str]:
+    """The modules of :data:`WARM_MODULES` and ``hetero.backends.*`` this process has imported."""
+    loaded = set(sys.modules)
+    return [m for m in WARM_MODULES if m in loaded] + sorted(m for m in loaded if m.startswith("hetero.backends."))
 
 
 def spawn_standby(env: Mapping[str, str], preload: Sequence[str] = ()) -> Any | None:
@@ -70,6 +87,7 @@ class Worker:
     failed_at: float | None = None  # monotonic time the previous incarnation was seen failing
     lost_since: float | None = None  # last progress of the previous incarnation that was kept
     finished: bool = False
+    pidfd: int | None = None  # readable once the process exits (Linux >= 5.3), to wake the launcher at once
 
     @property
     def alive(self) -> bool:
@@ -104,6 +122,15 @@ class Worker:
         proc = standby.activate(list(command), env) if standby is not None else None
         self.proc = proc or subprocess.Popen(list(argv), env=env, start_new_session=True)
         self.started = time.monotonic()
+        self.close_pidfd()
+        with contextlib.suppress(AttributeError, OSError):  # no pidfd_open here: the launcher polls
+            self.pidfd = os.pidfd_open(self.proc.pid)
+
+    def close_pidfd(self) -> None:
+        fd, self.pidfd = self.pidfd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def exited(self) -> int | None:
         """The exit status if the process has ended (reaped, with its group swept), else None.
@@ -116,12 +143,14 @@ class Worker:
         except ChildProcessError:  # reaped already (by Popen): its group id may be reused, leave it
             code = self.proc.poll()
             self.proc = None
+            self.close_pidfd()
             return code if code is not None else 0
         if info is None:
             return None
         kill_group(pid, signal.SIGKILL)  # children it left behind go with it
         code = self.proc.wait()
         self.proc = None
+        self.close_pidfd()
         reap_group(pid)
         return code
 
@@ -210,33 +239,45 @@ def stop_workers(workers: Iterable[Worker], grace: float) -> dict[int, int]:
     """SIGTERM every live worker's process group, SIGKILL what is left after ``grace``
     seconds, reap; returns rank -> exit status of those that were running."""
     live = [w for w in workers if w.proc is not None]
-    for worker in live:
-        assert worker.proc is not None
-        kill_group(worker.proc.pid, signal.SIGTERM)
     codes: dict[int, int] = {}
-    deadline = time.monotonic() + grace
-    while live and time.monotonic() < deadline:
-        for worker in list(live):
-            code = worker.exited()
-            if code is not None:
-                codes[worker.rank] = code
-                live.remove(worker)
-        if live:
-            time.sleep(0.02)
-    for worker in live:
-        assert worker.proc is not None
-        kill_group(worker.proc.pid, signal.SIGKILL)
-    deadline = time.monotonic() + grace
-    while live and time.monotonic() < deadline:
-        for worker in list(live):
-            code = worker.exited()
-            if code is not None:
-                codes[worker.rank] = code
-                live.remove(worker)
-        if live:
-            time.sleep(0.02)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for worker in live:
+            assert worker.proc is not None
+            kill_group(worker.proc.pid, sig)
+        live = await_exits(live, codes, grace)
     for worker in live:  # unkillable (stuck in the kernel): report it, do not hang the launcher
         print(f"hetero-run: worker {worker.rank} (pid {worker.proc.pid if worker.proc else '?'}) did not "
               "exit after SIGKILL; it may be stuck in a driver call", file=sys.stderr)
         codes[worker.rank] = -signal.SIGKILL
     return codes
+
+
+def await_exits(live: list[Worker], codes: dict[int, int], timeout: float) -> list[Worker]:
+    """Reap the workers of ``live`` that exit within ``timeout`` seconds, recording their exit
+    status in ``codes``; return those still running."""
+    live = list(live)
+    deadline = time.monotonic() + timeout
+    while live:
+        for worker in list(live):
+            code = worker.exited()
+            if code is not None:
+                codes[worker.rank] = code
+                live.remove(worker)
+        left = deadline - time.monotonic()
+        if not live or left <= 0:
+            break
+        wait_for_exit(live, min(left, 0.05))
+    return live
+
+
+def wait_for_exit(workers: Iterable[Worker], timeout: float) -> None:
+    """Sleep up to ``timeout`` seconds, returning as soon as one of ``workers`` exits (its pidfd
+    becomes readable; a plain sleep where there are no pidfds)."""
+    fds = [w.pidfd for w in workers if w.pidfd is not None]
+    if not fds:
+        time.sleep(timeout)
+        return
+    try:
+        select.select(fds, [], [], timeout)
+    except (OSError, ValueError):  # a pidfd closed meanwhile: just sleep this round
+        time.sleep(timeout)

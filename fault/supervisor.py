@@ -35,7 +35,18 @@ from hetero.errors import HeteroError
 from hetero.fault.launch_assign import assign, candidate_devices, free_port, quarantined_ids, replacement, usable
 from hetero.fault.launch_events import EventLog, Progress, Summary
 from hetero.fault.launch_faults import classify_report
-from hetero.fault.launch_worker import Worker, become_subreaper, bootstrap_command, kill_group, spawn_standby, stop_workers
+from hetero.fault.launch_warmup import Warmup
+from hetero.fault.launch_worker import (
+    Worker,
+    await_exits,
+    become_subreaper,
+    bootstrap_command,
+    kill_group,
+    spawn_standby,
+    stop_workers,
+    wait_for_exit,
+    warm_modules,
+)
 from hetero.fault.metrics import Metrics
 from hetero.fault.protocol import FAULT_EXIT_CODE
 
@@ -85,6 +96,8 @@ class Supervisor:
         self._standbys: list[Any] = []  # started ahead: the first workers', then one reserve
         self._last_start = 0.0
         self._abandoned: list[Any] = []  # processes SIGKILL could not end (reaped at exit if they die)
+        self.warmup = Warmup()  # checkpoints verified and spare devices' health probed ahead of a restart
+        self._probed = False
 
     # -- the run -------------------------------------------------------------------------
     def run(self) -> int:
@@ -112,6 +125,7 @@ class Supervisor:
                             for rank, device in enumerate(devices)]
             for worker in self.workers:
                 self._resume_step(worker)  # a --checkpoint-dir from an earlier run resumes it
+                self.warmup.watch(worker.checkpoint_dir)
                 self._start(worker)
             code = self._loop()
         except HeteroError as exc:  # LaunchError, or a --devices spec naming nothing usable
@@ -147,13 +161,16 @@ class Supervisor:
                 return 1  # gave up (max restarts, no device left): _on_exit said why
             if now >= self._next_quarantine_poll:
                 self._poll_quarantine(now)
+            if not self._probed and now - self._last_start > RESERVE_AFTER_SECONDS:
+                self._probed = True  # the devices a restart may move to: their first health check, ahead
+                self.warmup.probe(d.name for d in usable(self.candidates, self._excluded))
             if self.config.standby and not self._standbys and now - self._last_start > RESERVE_AFTER_SECONDS:
-                reserve = self._spawn_standby()  # the next restart starts warm
+                reserve = self._spawn_standby(warm=True)  # the next restart starts warm
                 if reserve is None:
                     self.config.standby = False
                 else:
                     self._standbys.append(reserve)
-            time.sleep(POLL_SECONDS)
+            wait_for_exit([w for w in self.workers if w.alive], POLL_SECONDS)  # wakes at once on an exit
 
     # -- watching ------------------------------------------------------------------------
     def _watch_heartbeat(self, worker: Worker, now: float) -> None:
@@ -171,17 +188,16 @@ class Supervisor:
             self.log.emit("heartbeat_lost", worker=worker.rank, device=worker.device.name, silent_s=round(silent, 3))
             assert worker.proc is not None
             kill_group(worker.proc.pid, signal.SIGKILL)
-            deadline = time.monotonic() + max(self.config.grace, 1.0)
-            code = worker.exited()
-            while code is None and time.monotonic() < deadline:
-                time.sleep(0.01)
-                code = worker.exited()
+            codes: dict[int, int] = {}
+            await_exits([worker], codes, max(self.config.grace, 1.0))
+            code = codes.get(worker.rank)
             if code is None:  # stuck in an uninterruptible driver call: leave it, restart elsewhere
                 print(f"hetero-run: worker {worker.rank} (pid {worker.proc.pid}) does not die after SIGKILL; "
                       f"it is stuck in the kernel (driver) on {worker.device.name}; restarting it elsewhere",
                       file=sys.stderr)
                 self._abandoned.append(worker.proc)
                 worker.proc, code = None, -signal.SIGKILL
+                worker.close_pidfd()
             self._on_exit(worker, code, reason="hang")
 
     def _recovered(self, worker: Worker, now: float) -> None:
@@ -316,11 +332,7 @@ class Supervisor:
         self._update_goodput()
 
     def _resume_step(self, worker: Worker) -> int | None:
-        try:
-            from hetero.checkpoint import latest_step
-        except ImportError:
-            return None
-        worker.resume_step = latest_step(worker.checkpoint_dir)
+        worker.resume_step = self.warmup.latest_step(worker.checkpoint_dir)  # verified, mostly ahead of time
         return worker.resume_step
 
     def _give_up(self, worker: Worker, why: str) -> None:
@@ -349,8 +361,10 @@ class Supervisor:
         if worker.resume_step is not None:  # a restart, or a first start in an earlier run's --checkpoint-dir
             self.log.emit("resumed_from_step", worker=worker.rank, device=worker.device.name, step=worker.resume_step)
 
-    def _spawn_standby(self) -> Any | None:
-        return spawn_standby(self.base_env, self.config.preload)
+    def _spawn_standby(self, warm: bool = False) -> Any | None:
+        """A standby; ``warm``: also importing what device discovery imported here (for a reserve,
+        started once things are calm: the first workers' standbys must be ready at once)."""
+        return spawn_standby(self.base_env, (*self.config.preload, *(warm_modules() if warm else ())))
 
     def _retire_standbys(self) -> None:
         standbys, self._standbys = self._standbys, []
@@ -376,6 +390,7 @@ class Supervisor:
 
     def _finish(self, code: int) -> None:
         self._retire_standbys()
+        self.warmup.close()
         for proc in self._abandoned:
             proc.poll()
         self.summary.ended = time.monotonic()

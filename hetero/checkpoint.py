@@ -32,7 +32,7 @@ import socket
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -44,8 +44,8 @@ from hetero.checkpoint_files import ParallelWriter, fsync_dir, payload_name, rea
 from hetero.errors import HeteroError
 from hetero.fault.protocol import ENV_CHECKPOINT_DIR, ENV_RESUME_STEP
 
-__all__ = ["CheckpointError", "CheckpointWarning", "checkpoints", "latest_step", "load", "resume_step", "save",
-           "save_async", "verify", "wait"]
+__all__ = ["CheckpointError", "CheckpointWarning", "check", "checkpoints", "fingerprint", "latest_step", "load",
+           "resume_step", "save", "save_async", "settled", "verify", "wait"]
 
 FORMAT = "hetero.checkpoint"
 VERSION = 1
@@ -186,17 +186,83 @@ def _load_one(path: Path, device: Any, map_location: Any) -> dict[str, Any]:
         raise CheckpointError(f"{path}: {type(exc).__name__}: {exc}") from exc
 
 
-def latest_step(directory: str | os.PathLike[str] | None = None) -> int | None:
+#: A checkpoint directory's files as (name, inode, size, mtime in ns): see :func:`fingerprint`.
+Fingerprint = tuple[tuple[str, int, int, int], ...]
+#: What :func:`check` may remember per checkpoint directory: its files' fingerprint when checked
+#: and the error found then (None: valid).
+VerifiedCache = MutableMapping[Path, tuple[Fingerprint, BaseException | None]]
+#: A check is remembered only if every file was last changed at least this long before it began,
+#: so that no later change can leave the same modification time (file-system timestamps are
+#: coarse: one clock tick, 1-10 ms) behind.
+SETTLED_SECONDS = 0.02
+
+
+def latest_step(directory: str | os.PathLike[str] | None = None, verified: VerifiedCache | None = None) -> int | None:
     """The step of the newest valid checkpoint (checksums verified), or None. Corrupt ones are
-    skipped with a warning, as :func:`load` does."""
+    skipped with a warning, as :func:`load` does.
+
+    ``verified``: a cache kept between calls (a dict) so that a checkpoint checked before,
+    whose files have not changed since (:func:`fingerprint`), is not hashed again; see
+    :func:`check`."""
     for step, path in checkpoints(directory):
         try:
-            verify(path)
+            check(path, verified)
         except _DAMAGE as exc:
             _warn_skip(path, exc)
             continue
         return step
     return None
+
+
+def check(path: str | os.PathLike[str], verified: VerifiedCache | None = None) -> None:
+    """:func:`verify` one checkpoint directory, raising what it raises; with ``verified``, the
+    outcome is remembered there and reused while the files' :func:`fingerprint` stays the same
+    (a file rewritten, replaced, grown or touched since is checked again)."""
+    path = Path(path)
+    before = fingerprint(path) if verified is not None else None
+    if verified is not None and before is not None:
+        known = verified.get(path)
+        if known is not None and known[0] == before:
+            if known[1] is not None:
+                raise known[1]
+            return
+    started = time.time()
+    error: BaseException | None = None
+    try:
+        verify(path)
+    except _DAMAGE as exc:
+        error = exc
+    if verified is not None and before is not None and _settled(before, started) and fingerprint(path) == before:
+        verified[path] = (before, error)
+    if error is not None:
+        raise error
+
+
+def fingerprint(path: str | os.PathLike[str]) -> Fingerprint | None:
+    """The identity of a checkpoint directory's files as the file system reports them (name,
+    inode, size, modification time in ns), or None when it cannot be listed."""
+    try:
+        with os.scandir(path) as entries:
+            found = []
+            for entry in entries:
+                if entry.is_file(follow_symlinks=False):
+                    info = entry.stat(follow_symlinks=False)
+                    found.append((entry.name, info.st_ino, info.st_size, info.st_mtime_ns))
+    except OSError:
+        return None
+    return tuple(sorted(found))
+
+
+def settled(path: str | os.PathLike[str]) -> bool:
+    """Whether every file of the checkpoint at ``path`` was last changed over
+    :data:`SETTLED_SECONDS` ago (a check begun now can be remembered)."""
+    found = fingerprint(path)
+    return found is not None and _settled(found, time.time())
+
+
+def _settled(found: Fingerprint, at: float) -> bool:
+    newest = max((mtime for *_, mtime in found), default=0)
+    return newest <= (at - SETTLED_SECONDS) * 1e9
 
 
 def verify(path: str | os.PathLike[str]) -> dict[str, Any]:
