@@ -115,8 +115,9 @@ def test_stop_workers_terminates_then_kills_what_ignores_sigterm(tmp_path: Path)
     polite, stubborn = Worker(0, CPU, tmp_path / "a"), Worker(1, CPU, tmp_path / "b")
     ready = tmp_path / "ready"
     polite.start([sys.executable, "-c", "import time; time.sleep(60)"], tmp_path, dict(os.environ), {})
-    stubborn.start([sys.executable, "-c", "import signal, time, pathlib; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                    f"pathlib.Path({str(ready)!r}).touch(); time.sleep(60)"], tmp_path, dict(os.environ), {})
+    ignores_sigterm = ("import signal, time, pathlib; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                       f"pathlib.Path({str(ready)!r}).touch(); time.sleep(60)")
+    stubborn.start([sys.executable, "-c", ignores_sigterm], tmp_path, dict(os.environ), {})
     deadline = time.monotonic() + 30
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
