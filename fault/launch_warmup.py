@@ -4,7 +4,9 @@ does not wait for it:
 - each worker's newest checkpoint is verified (every payload's sha256) soon after it
   appears, and the outcome remembered with the files' identity
   (:func:`hetero.checkpoint.check`): the restart then learns its resume step without hashing,
-  unless a file changed since (a corrupt checkpoint is still found and skipped);
+  unless a file changed since (a corrupt checkpoint is still found and skipped), and tells the
+  restarted worker (:data:`hetero.checkpoint.ENV_VERIFIED`), whose ``load`` then reads those
+  files without hashing them a second time;
 - each device a worker may move to gets its first health check early (an OpenCL device's
   builds a probe kernel: ~0.1 s the first time, well under a millisecond after), so the
   check a restart makes of its new device is cheap.
@@ -21,7 +23,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from hetero.checkpoint import VerifiedCache, check, checkpoints, latest_step, settled
+from hetero.checkpoint import VerifiedCache, check, checkpoints, latest_step, settled, verified_token
 
 #: Seconds between looks for new checkpoints (a listing of each worker's directory).
 POLL_SECONDS = 0.025
@@ -55,8 +57,17 @@ class Warmup:
         self._start()
 
     def latest_step(self, directory: Path) -> int | None:
+        return self.latest(directory)[0]
+
+    def latest(self, directory: Path) -> tuple[int | None, str | None]:
+        """The newest valid checkpoint's step, and the :data:`hetero.checkpoint.ENV_VERIFIED` value
+        that spares the worker hashing it again (None when it was checked too soon after it was
+        written to be remembered)."""
         with self._lock:
-            return latest_step(directory, self._verified)
+            step = latest_step(directory, self._verified)
+            if step is None:
+                return None, None
+            return step, verified_token(directory / f"step-{step:08d}.hckpt", self._verified)
 
     def close(self) -> None:
         self._stop.set()

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hetero.checkpoint import ENV_VERIFIED
 from hetero.device import DeviceInfo
 from hetero.fault import protocol
 from hetero.fault.launch_assign import device_env
@@ -79,6 +80,7 @@ class Worker:
     proc: subprocess.Popen[bytes] | None = None
     started: float = 0.0  # monotonic
     resume_step: int | None = None
+    verified_checkpoint: str | None = None  # hetero.checkpoint.ENV_VERIFIED for the resume step's checkpoint
     progress: Progress = dataclasses.field(default_factory=Progress)
     heartbeat_file: Path | None = None
     fault_report: Path | None = None
@@ -114,8 +116,11 @@ class Worker:
             protocol.ENV_RESTART: str(self.restarts),
         })
         env.pop(protocol.ENV_RESUME_STEP, None)
+        env.pop(ENV_VERIFIED, None)
         if self.resume_step is not None:
             env[protocol.ENV_RESUME_STEP] = str(self.resume_step)
+            if self.verified_checkpoint:
+                env[ENV_VERIFIED] = self.verified_checkpoint
         self.progress = Progress()
         self.last_mtime = -1
         self.launches = 0

@@ -332,7 +332,8 @@ class Supervisor:
         self._update_goodput()
 
     def _resume_step(self, worker: Worker) -> int | None:
-        worker.resume_step = self.warmup.latest_step(worker.checkpoint_dir)  # verified, mostly ahead of time
+        # verified, mostly ahead of time; the token spares the worker hashing it again
+        worker.resume_step, worker.verified_checkpoint = self.warmup.latest(worker.checkpoint_dir)
         return worker.resume_step
 
     def _give_up(self, worker: Worker, why: str) -> None:

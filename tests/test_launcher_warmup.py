@@ -124,3 +124,32 @@ def test_stop_workers_terminates_then_kills_what_ignores_sigterm(tmp_path: Path)
     codes = stop_workers([polite, stubborn], grace=0.5)
     assert codes == {0: -signal.SIGTERM, 1: -signal.SIGKILL}
     assert not polite.alive and not stubborn.alive
+
+
+def test_a_worker_skips_hashing_only_the_files_the_launcher_verified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hetero import checkpoint_files
+
+    hashed: list[str] = []
+    real = checkpoint_files.read_payload
+
+    def counting(path: Path, name: str, *args: Any) -> Any:
+        hashed.append(name)
+        return real(path, name, *args)
+
+    monkeypatch.setattr(checkpoint_files, "read_payload", counting)
+    saved(tmp_path, 4)
+    newest = saved(tmp_path, 5)
+    cache: checkpoint.VerifiedCache = {}
+    checkpoint.check(newest, cache)
+    token = checkpoint.verified_token(newest, cache)
+    assert token is not None
+    hashed.clear()
+    monkeypatch.setenv(checkpoint.ENV_VERIFIED, token)
+    state, step = checkpoint.load(tmp_path, device="cpu") or ({}, None)
+    assert step == 5 and not hashed
+    np.testing.assert_array_equal(state["w"], np.arange(1000, dtype=np.float32) * 5)
+    with open(newest / "000000.bin", "r+b") as file:  # changed since the launcher's check: hashed, found corrupt
+        file.write(b"garbage!")
+    with pytest.warns(CheckpointWarning, match="step-00000005"):
+        assert checkpoint.load(tmp_path, device="cpu")[1] == 4  # type: ignore[index]
+    assert hashed
