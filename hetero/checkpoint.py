@@ -18,7 +18,9 @@ the device ``load`` is given, of any kind (saved on ``oneapi:0``, resumed on ``c
 A save writes into a hidden temporary directory, fsyncs every file, then renames the
 whole directory into place, so a crash leaves either the new checkpoint or none; old
 checkpoints are pruned only after that. ``load`` verifies checksums and, when the newest
-checkpoint is corrupt, warns naming the bad file and falls back to the previous one.
+checkpoint is corrupt, warns naming the bad file and falls back to the previous one. (Under
+``hetero-run`` a restarted worker reads the checkpoint the launcher has just verified without
+hashing it again, as long as its files are unchanged: see :data:`ENV_VERIFIED`.)
 """
 
 from __future__ import annotations
