@@ -33,6 +33,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import faulthandler
+import gc
 import importlib
 import json
 import os
@@ -173,6 +174,8 @@ def standby(args: Sequence[str]) -> int:
         except Exception as exc:  # noqa: BLE001 - the program imports it itself and meets the error there
             print(f"hetero.fault.worker: standby could not preload {module!r} ({type(exc).__name__}: {exc}); "
                   f"going on without it", file=sys.stderr)
+    importlib.import_module("pkgutil")  # runpy imports it on first use: paid for while waiting
+    gc.freeze()  # what start-up made lives on: the worker's collections, and its exit, need not traverse it
     line = sys.stdin.buffer.readline()
     if not line.strip():
         return 0  # the supervisor went away, or retired this standby
