@@ -70,9 +70,11 @@ class Warmup:
             return step, verified_token(directory / f"step-{step:08d}.hckpt", self._verified)
 
     def close(self) -> None:
+        """Stop the thread: it ends after the checkpoint it is hashing, if any (a daemon thread:
+        waited for one second at most, never kept alive past the launcher)."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=1)
             self._thread = None
 
     def _start(self) -> None:
@@ -96,8 +98,9 @@ class Warmup:
         """Check the newest valid checkpoint in ``directory`` (and forget those pruned since)."""
         found = checkpoints(directory)
         present = {path for _, path in found}
-        for path in [p for p in self._verified if p.parent == directory and p not in present]:
-            self._verified.pop(path, None)
+        with self._lock:
+            for path in [p for p in self._verified if p.parent == directory and p not in present]:
+                del self._verified[path]
         for _, path in found:
             if self._stop.is_set() or not settled(path):
                 return  # still being changed (or just written): the next round
