@@ -17,6 +17,10 @@ visibility variable and torch.distributed's ``RANK``/``LOCAL_RANK``/``WORLD_SIZE
 - ``HETERO_CHECKPOINT_DIR``: where :mod:`hetero.checkpoint` saves by default.
 - ``HETERO_RESUME_STEP``: the step the restarted worker resumes from (absent on a first start).
 - ``HETERO_RESTART``: how many times this worker has been restarted (``0`` on a first start).
+- ``HETERO_CHECKPOINT_VERIFIED``: set on a restart: the checkpoint the launcher already
+  verified and its files' identity, so ``hetero.checkpoint.load`` need not hash it again
+  while the files are unchanged (see ``hetero/checkpoint.py``).
+- ``HETERO_QUOTA``: the worker's memory quota (``hetero-run --quota``), applied by the bootstrap.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ ENV_FAULT_REPORT = "HETERO_FAULT_REPORT"
 ENV_CHECKPOINT_DIR = "HETERO_CHECKPOINT_DIR"
 ENV_RESUME_STEP = "HETERO_RESUME_STEP"
 ENV_RESTART = "HETERO_RESTART"
+ENV_CHECKPOINT_VERIFIED = "HETERO_CHECKPOINT_VERIFIED"
 
 #: Exit status of a worker that stopped because of a device fault it reported in
 #: ``HETERO_FAULT_REPORT`` (EX_SOFTWARE+16; not used by Python, shells or signals).
