@@ -125,7 +125,8 @@ def prebuilt_bundle(dev: hetero.Device) -> dict[str, Any]:
         b, c = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
         a = hetero.empty(n, device=dev)
         corpus.triad[(n,), (256,)](a, hetero.asarray(b, device=dev), hetero.asarray(c, device=dev), 3.0)
-        correct = bool(np.allclose(a.numpy(), b + 3.0 * c, rtol=1e-6))
+        # rtol/atol of a few ulp: nvcc contracts b + s*c into one FMA, NumPy rounds twice
+        correct = bool(np.allclose(a.numpy(), b + 3.0 * c, rtol=1e-5, atol=1e-6))
     finally:
         nvrtc_compile.compile_cuda, cupy_runtime.CuPyRuntime._raw_module = saved  # type: ignore[assignment]
     ok = correct and stats.bundle_hits >= 1 and stats.builds == 0
@@ -193,6 +194,8 @@ def bandwidth(dev: hetero.Device, quick: bool) -> dict[str, Any]:
         "cupy_elementwise": lambda: elementwise(cb, cc, np.float32(3.0), ca),
         "device_copy": lambda: ca.data.copy_from_device_async(cb.data, 4 * n),
     }, iters=10 if quick else 30, rounds=5 if quick else 11)
+    ca.fill(0)
+    corpus.triad[(n,), (256,)](a, b, c, 3.0)  # the timing rounds end with other kernels writing `a`
     correct = bool(cupy.allclose(ca, cb + 3.0 * cc))
     gbs = {k: (2 if k == "device_copy" else 3) * 4 * n / t / 1e9 for k, t in times.items()}
     host = np.ones(n, np.float32)

@@ -125,6 +125,9 @@ _ACTIVE: list[Injection] = []  # inject() blocks in effect (applied to devices o
 def _attach(injection: Injection, runtimes: Iterable[DeviceRuntime]) -> None:
     with _LOCK:
         for runtime in runtimes:
+            existing = _PATCHED.get(runtime)
+            if existing is not None and any(inj is injection for inj, _ in existing.entries):
+                continue  # attached already (by apply_at_open while this injection was entering)
             states = injection.states_for(runtime)
             if not states:
                 continue
@@ -376,7 +379,11 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
                 raise RuntimeError("this hetero.fault.inject block is already active; create another one to nest")
             self.injection.active = True
             _ACTIVE.append(self.injection)
-            _attach(self.injection, [d.runtime for d in opened_devices()])
+        # Outside our lock: opened_devices() takes the registry's lock, and a backend opening in another
+        # thread (the guard's standby) holds that one while it takes ours in apply_at_open; holding both
+        # here deadlocked. A backend that opens in between is attached by apply_at_open (we are in
+        # _ACTIVE already) and _attach skips runtimes this injection already covers.
+        _attach(self.injection, [d.runtime for d in opened_devices()])
         return self.injection
 
     def __exit__(self, *exc: object) -> None:

@@ -1,0 +1,78 @@
+"""Entering ``hetero.fault.inject`` while another thread opens a backend (the guard's standby
+does this) must not deadlock: the opening thread holds the registry's lock and then takes the
+injection lock; ``inject().__enter__`` must not hold the injection lock while it waits for the
+registry's. Found on an H200, where opening the ``cuda`` backend takes long enough to overlap."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hetero
+from hetero.device import DeviceInfo, Kind
+from hetero.fault.injection import wrapped_methods
+from hetero.plugin import Backend, BackendRegistration, DeviceRuntime
+
+OPENING = threading.Event()
+
+
+class SlowRuntime(DeviceRuntime):
+    def __init__(self) -> None:
+        self.info = DeviceInfo(name="slow:0", backend="slow", index=0, vendor="Test", kind=Kind.ACCELERATOR,
+                               model="test double", memory=1 << 20, compute_units=1, max_work_group_size=1,
+                               fp64=True, driver_version="0", stable_id="slow-0")
+
+    def allocate(self, nbytes: int) -> Any:
+        return np.zeros(nbytes, np.uint8)
+
+    def upload(self, dst: Any, src: np.ndarray, offset: int = 0) -> None: ...
+
+    def download(self, dst: np.ndarray, src: Any, offset: int = 0) -> None: ...
+
+    def copy(self, dst: Any, src: Any, nbytes: int) -> None: ...
+
+
+class SlowBackend(Backend):
+    """Discovery that takes a while (as CuPy + NVML do on a GPU machine)."""
+
+    name = "slow"
+
+    def devices(self) -> list[DeviceRuntime]:
+        OPENING.set()
+        time.sleep(0.5)
+        return [SlowRuntime()]
+
+
+@pytest.fixture
+def slow_backend() -> Iterator[None]:
+    OPENING.clear()
+    hetero.register_backend(BackendRegistration("slow", SlowBackend))
+    try:
+        yield
+    finally:
+        hetero.registry.reset()
+
+
+def test_inject_while_another_thread_opens_a_backend(slow_backend: None) -> None:
+    block = hetero.fault.inject("slow:0:alloc:nth=1:oom")  # built first, as train_digits.py does
+    opener = threading.Thread(target=hetero.registry.backend_status, args=("slow",), daemon=True)
+    opener.start()
+    assert OPENING.wait(10)
+    done: list[list[str]] = []
+
+    def enter() -> None:
+        with block:
+            done.append(wrapped_methods(hetero.device("slow:0").runtime))
+
+    entering = threading.Thread(target=enter, daemon=True)
+    entering.start()
+    entering.join(30)
+    opener.join(30)
+    assert not entering.is_alive(), "inject().__enter__ deadlocked with a backend opening in another thread"
+    assert done and "allocate" in done[0], "the backend that opened meanwhile must be covered by the rule"
+    assert wrapped_methods(hetero.device("slow:0").runtime) == []  # and uncovered after the block
