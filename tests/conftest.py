@@ -13,6 +13,7 @@ import subprocess
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,17 @@ def device(request: pytest.FixtureRequest) -> hetero.Device:
 def opencl_device_fixture(request: pytest.FixtureRequest) -> hetero.Device:
     """One OpenCL device (oneapi or opencl backend) per test; none here means the test is skipped."""
     return hetero.device(request.param)
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private ``HETERO_STATE_DIR`` (quarantine, cost model, runs): tests never touch the user's."""
+    path = tmp_path / "state"
+    monkeypatch.setenv("HETERO_STATE_DIR", str(path))
+    hetero.reload_config()
+    yield path
+    monkeypatch.undo()
+    hetero.reload_config()
 
 
 @pytest.fixture

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from fakes.fake_device import FakeRuntime, fake_backend
 
 import hetero
-from hetero.device import DeviceInfo, Health, HealthState, Kind
+from hetero.device import HealthState
 from hetero.errors import (
     ContextCorruptedError,
     DeviceDegradedError,
@@ -24,7 +24,6 @@ from hetero.errors import (
     QuotaExceeded,
 )
 from hetero.fault import Action, FaultClass, classify
-from hetero.plugin import Backend, BackendRegistration, DeviceRuntime
 
 classify_module = importlib.import_module("hetero.fault.classify")
 
@@ -213,41 +212,14 @@ def test_row_specific_ttl_for_a_busy_gpu() -> None:
 
 
 # -- classify drains the failing device's health events itself -------------------------------
-class XidRuntime(DeviceRuntime):
+def _fell_off_the_bus(runtime: FakeRuntime) -> None:
     """A device whose backend has seen an Xid 79 the monitor has not polled yet."""
-
-    def __init__(self) -> None:
-        self.info = DeviceInfo(name="xidtest:0", backend="xidtest", index=0, vendor="Test", kind=Kind.ACCELERATOR,
-                               model="test double", memory=1 << 20, compute_units=1, max_work_group_size=1,
-                               fp64=True, driver_version="0", stable_id="xidtest-0")
-        self.pending = [{"kind": "xid", "xid": 79, "time": time.time()}]
-
-    def allocate(self, nbytes: int) -> Any:
-        return np.zeros(nbytes, np.uint8)
-
-    def upload(self, dst: Any, src: np.ndarray, offset: int = 0) -> None: ...
-
-    def download(self, dst: np.ndarray, src: Any, offset: int = 0) -> None: ...
-
-    def copy(self, dst: Any, src: Any, nbytes: int) -> None: ...
-
-    def health(self) -> Health:
-        return Health(HealthState.UNHEALTHY, "fell off the bus")
-
-    def drain_health_events(self) -> list[dict[str, Any]]:
-        drained, self.pending = self.pending, []
-        return drained
-
-
-class XidBackend(Backend):
-    name = "xidtest"
-
-    def devices(self) -> list[DeviceRuntime]:
-        return [XidRuntime()]
+    runtime.state, runtime.reason = HealthState.UNHEALTHY, "fell off the bus"
+    runtime.pending = [{"kind": "xid", "xid": 79, "time": time.time()}]
 
 
 def test_classify_drains_pending_xids_of_the_failing_device() -> None:
-    hetero.register_backend(BackendRegistration("xidtest", XidBackend))
+    hetero.register_backend(fake_backend("xidtest", setup=_fell_off_the_bus))
     try:
         device = hetero.device("xidtest:0")
         error = DeviceError("launch failed", backend="xidtest", device=device.name, code=999,

@@ -5,7 +5,7 @@ when it runs on a chosen device at a chosen step, or from ``hetero.fault.inject`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,14 +27,7 @@ def decay(w: hetero.Array[f32], step: i32):
         w[i] = w[i] * 0.9 + 0.1 * hetero.math.sin(f32(i + step))
 
 
-@pytest.fixture(autouse=True)
-def private_state(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Quarantine entries go to a private store, never the user's."""
-    monkeypatch.setenv("HETERO_STATE_DIR", str(tmp_path / "state"))
-    hetero.reload_config()
-    yield
-    monkeypatch.undo()
-    hetero.reload_config()
+pytestmark = pytest.mark.usefixtures("state_dir")  # quarantine entries go to a private store
 
 
 def new_state(device: str | hetero.Device) -> dict[str, Any]:

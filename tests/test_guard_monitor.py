@@ -10,42 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from fakes.fake_device import fake_backend
 
 import hetero
-from hetero.device import DeviceInfo, Health, HealthState, Kind
+from hetero.device import HealthState
 from hetero.fault import guard_monitor, monitor
-from hetero.plugin import Backend, BackendRegistration, DeviceRuntime
-
-
-class SickRuntime(DeviceRuntime):
-    """A device whose health the test sets (as tests/test_monitor.py's FlakyRuntime)."""
-
-    def __init__(self) -> None:
-        self.info = DeviceInfo(name="sick:0", backend="sick", index=0, vendor="Test", kind=Kind.ACCELERATOR,
-                               model="test double", memory=1 << 20, compute_units=1, max_work_group_size=1,
-                               fp64=True, driver_version="0", stable_id="sick-0")
-        self.state = HealthState.OK
-
-    def allocate(self, nbytes: int) -> Any:
-        return np.zeros(nbytes, np.uint8)
-
-    def upload(self, dst: Any, src: np.ndarray, offset: int = 0) -> None: ...
-
-    def download(self, dst: np.ndarray, src: Any, offset: int = 0) -> None: ...
-
-    def copy(self, dst: Any, src: Any, nbytes: int) -> None: ...
-
-    def health(self) -> Health:
-        return Health(self.state, "" if self.state is HealthState.OK else "simulated")
-
-
-class SickBackend(Backend):
-    name = "sick"
-
-    def devices(self) -> list[DeviceRuntime]:
-        return [SickRuntime()]
 
 
 @pytest.fixture
@@ -55,7 +25,7 @@ def sick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[hetero.Dev
     monkeypatch.setenv("HETERO_HEALTH_INTERVAL", "0.02")
     hetero.reload_config()
     monitor.stop()
-    hetero.register_backend(BackendRegistration("sick", SickBackend))
+    hetero.register_backend(fake_backend("sick"))
     try:
         yield hetero.device("sick:0")
     finally:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,13 +17,7 @@ torch = pytest.importorskip("torch")
 EXAMPLES = ROOT / "examples"
 
 
-@pytest.fixture(autouse=True)
-def private_state(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("HETERO_STATE_DIR", str(tmp_path / "state"))
-    hetero.reload_config()
-    yield
-    monkeypatch.undo()
-    hetero.reload_config()
+pytestmark = pytest.mark.usefixtures("state_dir")  # quarantine entries go to a private store
 
 
 @pytest.fixture(scope="module")

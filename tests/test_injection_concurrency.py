@@ -8,50 +8,26 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
-import numpy as np
 import pytest
+from fakes.fake_device import fake_backend
 
 import hetero
-from hetero.device import DeviceInfo, Kind
 from hetero.fault.injection import wrapped_methods
-from hetero.plugin import Backend, BackendRegistration, DeviceRuntime
 
 OPENING = threading.Event()
 
 
-class SlowRuntime(DeviceRuntime):
-    def __init__(self) -> None:
-        self.info = DeviceInfo(name="slow:0", backend="slow", index=0, vendor="Test", kind=Kind.ACCELERATOR,
-                               model="test double", memory=1 << 20, compute_units=1, max_work_group_size=1,
-                               fp64=True, driver_version="0", stable_id="slow-0")
-
-    def allocate(self, nbytes: int) -> Any:
-        return np.zeros(nbytes, np.uint8)
-
-    def upload(self, dst: Any, src: np.ndarray, offset: int = 0) -> None: ...
-
-    def download(self, dst: np.ndarray, src: Any, offset: int = 0) -> None: ...
-
-    def copy(self, dst: Any, src: Any, nbytes: int) -> None: ...
-
-
-class SlowBackend(Backend):
+def _slow_discovery() -> None:
     """Discovery that takes a while (as CuPy + NVML do on a GPU machine)."""
-
-    name = "slow"
-
-    def devices(self) -> list[DeviceRuntime]:
-        OPENING.set()
-        time.sleep(0.5)
-        return [SlowRuntime()]
+    OPENING.set()
+    time.sleep(0.5)
 
 
 @pytest.fixture
 def slow_backend() -> Iterator[None]:
     OPENING.clear()
-    hetero.register_backend(BackendRegistration("slow", SlowBackend))
+    hetero.register_backend(fake_backend("slow", before_devices=_slow_discovery))
     try:
         yield
     finally:

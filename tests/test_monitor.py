@@ -6,54 +6,17 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pytest
+from fakes.fake_device import FakeRuntime, fake_backend
 
 import hetero
-from hetero.device import DeviceInfo, Health, HealthState, Kind
+from hetero.device import HealthState
 from hetero.fault import monitor, quarantine
 from hetero.fault.event_bus import EventBus
 from hetero.fault.monitor import HealthMonitor
-from hetero.plugin import Backend, BackendRegistration, DeviceRuntime
 
-
-class FlakyRuntime(DeviceRuntime):
-    """A device whose health and pending Xid events the test sets."""
-
-    def __init__(self, index: int) -> None:
-        self.info = DeviceInfo(name=f"flaky:{index}", backend="flaky", index=index, vendor="Test",
-                               kind=Kind.ACCELERATOR, model="test double", memory=1 << 20, compute_units=1,
-                               max_work_group_size=1, fp64=True, driver_version="0", stable_id=f"flaky-{index}")
-        self.state = HealthState.OK
-        self.raises: Exception | None = None
-        self.pending: list[dict[str, Any]] = []
-
-    def allocate(self, nbytes: int) -> Any:
-        return np.zeros(nbytes, np.uint8)
-
-    def upload(self, dst: Any, src: np.ndarray, offset: int = 0) -> None: ...
-
-    def download(self, dst: np.ndarray, src: Any, offset: int = 0) -> None: ...
-
-    def copy(self, dst: Any, src: Any, nbytes: int) -> None: ...
-
-    def health(self) -> Health:
-        if self.raises is not None:
-            raise self.raises
-        return Health(self.state, "" if self.state is HealthState.OK else "simulated")
-
-    def drain_health_events(self) -> list[dict[str, Any]]:
-        drained, self.pending = self.pending, []
-        return drained
-
-
-class FlakyBackend(Backend):
-    name = "flaky"
-
-    def devices(self) -> list[DeviceRuntime]:
-        return [FlakyRuntime(0), FlakyRuntime(1)]
+FlakyRuntime = FakeRuntime  # devices flaky:0 and flaky:1, whose health and Xid events the tests set
 
 
 @pytest.fixture(autouse=True)
@@ -70,7 +33,7 @@ def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 @pytest.fixture
 def flaky() -> Iterator[list[hetero.Device]]:
     """The two flaky devices, opened through the registry as a plugin's would be."""
-    hetero.register_backend(BackendRegistration("flaky", FlakyBackend))
+    hetero.register_backend(fake_backend("flaky", count=2))
     try:
         yield [hetero.device("flaky:0"), hetero.device("flaky:1")]
     finally:

@@ -7,7 +7,7 @@ import importlib
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,14 +20,9 @@ NAMES = [d.name for d in hetero.devices()]
 
 
 @pytest.fixture(autouse=True)
-def private_dirs(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("HETERO_STATE_DIR", str(tmp_path / "state"))
+def private_dirs(state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HETERO_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))
     monkeypatch.delenv("HETERO_RESUME_STEP", raising=False)
-    hetero.reload_config()
-    yield
-    monkeypatch.undo()
-    hetero.reload_config()
 
 
 @pytest.fixture(scope="module")
