@@ -68,13 +68,22 @@ ParamType = ScalarType | ArrayType
 #: A launch counter per device name (``next()`` on an ``itertools.count`` is atomic under the GIL,
 #: so launches from several threads are all counted, for the cost of one call).
 _LAUNCH_COUNTERS: dict[str, itertools.count[int]] = {}
+_COUNTER_READS: dict[str, int] = {}  # how many times launch_counts() has advanced each counter itself
+_READS_LOCK = threading.Lock()
 
 
 def launch_counts() -> dict[str, int]:
     """How many kernel launches each device has had in this process (device name -> count);
     the launcher's metrics read it. Devices that never ran a kernel are absent."""
-    # An itertools.count tells its next value only through its pickling state.
-    return {name: int(counter.__reduce__()[1][0]) for name, counter in list(_LAUNCH_COUNTERS.items())}
+    # Reading an itertools.count advances it (its pickling state, the other way to peek, is
+    # deprecated since Python 3.12): the value is launches + earlier reads, so subtract those.
+    counts: dict[str, int] = {}
+    with _READS_LOCK:
+        for name, counter in list(_LAUNCH_COUNTERS.items()):
+            reads = _COUNTER_READS.get(name, 0)
+            counts[name] = next(counter) - reads
+            _COUNTER_READS[name] = reads + 1
+    return counts
 
 
 def _size_tuple(value: Any, what: str) -> tuple[int, ...]:
