@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 import hetero
-from benchmarks.harness import Progress, command_line, format_seconds, write_results
+from benchmarks.harness import Progress, command_line, format_seconds, run_stats, write_results
 from benchmarks.kernel_bench import choose_devices, describe, load_average
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -124,11 +124,11 @@ def measure_builds(names: Sequence[str], targets: Sequence[str], rounds: int, jo
     sequential = [sum(alone[t][r] for t in targets) for r in range(rounds)]
     return {
         "kernels": list(names), "targets": list(targets), "jobs": jobs, "rounds": rounds,
-        "parallel_s": _stats(parallel), "sequential_sum_s": _stats(sequential),
+        "parallel_s": run_stats(parallel), "sequential_sum_s": run_stats(sequential),
         "speedup": statistics.median(sequential) / statistics.median(parallel),
-        "hetero_compile_cli_s": _stats(cli),
-        "per_target": {t: {"alone_s": _stats(alone[t]), "per_kernel_alone_s": statistics.median(alone[t]) / len(names),
-                           "toolchain_s_in_parallel_run": _stats(in_parallel[t]), "failed": failed.get(t)}
+        "hetero_compile_cli_s": run_stats(cli),
+        "per_target": {t: {"alone_s": run_stats(alone[t]), "per_kernel_alone_s": statistics.median(alone[t]) / len(names),
+                           "toolchain_s_in_parallel_run": run_stats(in_parallel[t]), "failed": failed.get(t)}
                        for t in targets},
     }
 
@@ -228,8 +228,8 @@ def measure_launches(devices: Sequence[hetero.Device], kernels: Sequence[str], r
         for mode, reports in runs.items():
             totals = [r["load_s"] + sum(k["cost_s"] for k in r["kernels"]) for r in reports]
             modes[mode] = {
-                "load_s": _stats([r["load_s"] for r in reports]),
-                "load_plus_first_launches_s": _stats(totals),
+                "load_s": run_stats([r["load_s"] for r in reports]),
+                "load_plus_first_launches_s": run_stats(totals),
                 "per_kernel_cost_s": {k["kernel"]: statistics.median(r["kernels"][i]["cost_s"] for r in reports)
                                       for i, k in enumerate(reports[0]["kernels"])},
                 "counters": reports[-1]["counters"],
@@ -239,9 +239,6 @@ def measure_launches(devices: Sequence[hetero.Device], kernels: Sequence[str], r
                           / modes["bundle"]["load_plus_first_launches_s"]["median_s"]})
     return summaries
 
-
-def _stats(values: Sequence[float]) -> dict[str, float]:
-    return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values), "runs": len(values)}
 
 
 def print_report(build: dict[str, Any], launches: Sequence[dict[str, Any]]) -> None:

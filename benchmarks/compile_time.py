@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 import hetero
-from benchmarks.harness import Progress, command_line, format_seconds, write_results
+from benchmarks.harness import Progress, command_line, format_seconds, run_stats, write_results
 from benchmarks.kernel_bench import choose_devices, describe, load_average, print_footer
 from hetero import f32
 
@@ -250,9 +250,6 @@ def path_taken(counters: dict[str, int]) -> str:
     return "mixed"
 
 
-def _stats(values: Sequence[float]) -> dict[str, float]:
-    return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values), "runs": len(values)}
-
 
 def summarize(device_name: str, cold: Sequence[dict[str, Any]], warm: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Per kernel: the cold and warm costs (medians over children), the paths the first
@@ -272,9 +269,9 @@ def summarize(device_name: str, cold: Sequence[dict[str, Any]], warm: Sequence[d
                 continue
             labels = sorted({label for e in entries for label in e["phases_s"]})
             row[phase] = {
-                "cost": _stats([e["cost_s"] for e in entries]),
-                "first_launch": _stats([e["first_s"] for e in entries]),
-                "steady_launch": _stats([e["steady_s"] for e in entries]),
+                "cost": run_stats([e["cost_s"] for e in entries]),
+                "first_launch": run_stats([e["first_s"] for e in entries]),
+                "steady_launch": run_stats([e["steady_s"] for e in entries]),
                 "paths": sorted({path_taken(e["counters"]) for e in entries}),
                 "phases_median_s": {label: statistics.median(e["phases_s"].get(label, 0.0) for e in entries)
                                     for label in labels},
@@ -289,8 +286,8 @@ def summarize(device_name: str, cold: Sequence[dict[str, Any]], warm: Sequence[d
     return {
         "device": device_name,
         "kernels": rows,
-        "startup_s": {"cold": _stats([r["startup"]["seconds"] for r in cold]),
-                      "warm": _stats([r["startup"]["seconds"] for r in warm])} if cold and warm else None,
+        "startup_s": {"cold": run_stats([r["startup"]["seconds"] for r in cold]),
+                      "warm": run_stats([r["startup"]["seconds"] for r in warm])} if cold and warm else None,
         "cold_total_s": sum(row["cold"]["cost"]["median_s"] for row in rows if "cold" in row),
         "warm_median_s": statistics.median(warm_costs) if warm_costs else None,
         "warm_max_s": max(warm_costs) if warm_costs else None,

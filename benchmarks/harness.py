@@ -102,6 +102,12 @@ def _summary(samples: Sequence[float], batch: int) -> Timing:
     }
 
 
+def run_stats(values: Sequence[float]) -> dict[str, float]:
+    """Median, min, max, mean and count of whole-run samples (seconds), as results files store them."""
+    return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values),
+            "mean_s": statistics.fmean(values), "runs": len(values)}
+
+
 class Progress:
     """Counter lines on stderr (``[12/180] oneapi:0 -> cpu 4 MiB``) so long runs show life."""
 

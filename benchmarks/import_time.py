@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import Progress, command_line, write_results
+from benchmarks.harness import Progress, command_line, run_stats, write_results
 
 GOAL_SECONDS = 0.3
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -76,10 +75,6 @@ def run_child(what: str) -> dict[str, Any]:
     return report
 
 
-def _stats(values: Sequence[float]) -> dict[str, float]:
-    return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values),
-            "mean_s": statistics.fmean(values)}
-
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.import_time", description=__doc__.split("\n\n")[0])
@@ -99,8 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             report = run_child(what)
             if round_:
                 samples[what].append(report)
-    numpy_import = _stats([s["import_s"] for s in samples["numpy"]])
-    hetero_import = _stats([s["import_s"] for s in samples["hetero"]])
+    numpy_import = run_stats([s["import_s"] for s in samples["numpy"]])
+    hetero_import = run_stats([s["import_s"] for s in samples["hetero"]])
     difference = hetero_import["median_s"] - numpy_import["median_s"]
     vendor = sorted({m for s in samples["hetero"] for m in s["vendor_modules_after_import"]})
     status = "pass" if difference < GOAL_SECONDS else "fail"
@@ -111,14 +106,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "config": {"runs": runs, "quick": args.quick, "python": sys.executable, "bytecode_cache": "allowed",
                    "timed_in_child": "time.perf_counter() around the import statement"},
         "summary": summary,
-        "numpy": {"import": numpy_import, "process_wall": _stats([s["process_wall_s"] for s in samples["numpy"]])},
-        "hetero": {"import": hetero_import, "process_wall": _stats([s["process_wall_s"] for s in samples["hetero"]]),
-                   "first_devices_call": _stats([s["devices_s"] for s in samples["hetero"]])},
+        "numpy": {"import": numpy_import, "process_wall": run_stats([s["process_wall_s"] for s in samples["numpy"]])},
+        "hetero": {"import": hetero_import, "process_wall": run_stats([s["process_wall_s"] for s in samples["hetero"]]),
+                   "first_devices_call": run_stats([s["devices_s"] for s in samples["hetero"]])},
         "samples": samples,
     }, command_line("benchmarks.import_time", sys.argv[1:] if argv is None else argv))
     print(f"import numpy   median {numpy_import['median_s'] * 1e3:8.1f} ms  (min {numpy_import['min_s'] * 1e3:.1f})")
     print(f"import hetero  median {hetero_import['median_s'] * 1e3:8.1f} ms  (min {hetero_import['min_s'] * 1e3:.1f})")
-    first = _stats([s["devices_s"] for s in samples["hetero"]])
+    first = run_stats([s["devices_s"] for s in samples["hetero"]])
     print(f"first hetero.devices() median {first['median_s'] * 1e3:.1f} ms (not part of the goal)")
     print(f"goal: hetero adds < {GOAL_SECONDS} s over numpy: adds {difference * 1e3:.1f} ms: {status.upper()}")
     if vendor:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import Progress, command_line, write_results
+from benchmarks.harness import Progress, command_line, run_stats, write_results
 
 GOAL_SECONDS = 0.5
 SCRIPTS = {"trivial": "x = 1\n", "imports_hetero": "import hetero\n"}
@@ -70,10 +69,6 @@ def run_once(variant: str, script: Path, work: Path, env: dict[str, str], index:
     return sample
 
 
-def _stats(values: Sequence[float]) -> dict[str, float]:
-    return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values),
-            "mean_s": statistics.fmean(values)}
-
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.launcher_overhead", description=__doc__.split("\n\n")[0])
@@ -103,18 +98,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     sample = run_once(variant, script, work, env, counter)
                     if round_:
                         samples[variant].append(sample)
-            plain = _stats([s["wall_s"] for s in samples["python"]])
+            plain = run_stats([s["wall_s"] for s in samples["python"]])
             entry: dict[str, Any] = {"python": {"wall": plain}, "samples": samples}
             for variant in VARIANTS:
                 if variant == "python":
                     continue
-                wall = _stats([s["wall_s"] for s in samples[variant]])
+                wall = run_stats([s["wall_s"] for s in samples[variant]])
                 entry[variant] = {
                     "wall": wall,
                     "added_median_s": wall["median_s"] - plain["median_s"],
-                    "launcher_before_worker": _stats([s["launcher_before_worker_s"] for s in samples[variant]]),
-                    "device_discovery": _stats([s["discovery_s"] for s in samples[variant]]),
-                    "worker": _stats([s["worker_s"] for s in samples[variant]]),
+                    "launcher_before_worker": run_stats([s["launcher_before_worker_s"] for s in samples[variant]]),
+                    "device_discovery": run_stats([s["discovery_s"] for s in samples[variant]]),
+                    "worker": run_stats([s["worker_s"] for s in samples[variant]]),
                 }
             results[name] = entry
     added = results["trivial"]["hetero-run"]["added_median_s"]
