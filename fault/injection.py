@@ -13,11 +13,15 @@ Mechanism: on a device a rule matches, the runtime *instance* gets attributes (`
 runtime (kernels keep one) see them; devices no rule matches, and every device when no rule is
 active, carry no wrapper at all (``"launch" not in vars(runtime)``). Every injected fault is
 logged (logger ``hetero.fault.injection``, WARNING), published on the fault event bus (kind
-``fault-injected``), and recorded in the injection's ``fired`` list; its error has ``injected = True``.
+``fault-injected``), and recorded in the injection's ``fired`` list; its error has ``injected = True``
+(so a device it quarantines stays quarantined within the drill only: :mod:`hetero.fault.quarantine`).
+At exit, a rule that never fired in the process is named in a warning: injection only reaches
+operations through hetero's backends, on devices the rule names.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import fnmatch
@@ -32,7 +36,7 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from hetero.device import Health, HealthState
+from hetero.device import Device, Health, HealthState
 from hetero.errors import ConfigError, DeviceError, did_you_mean
 from hetero.plugin import DeviceRuntime
 
@@ -69,6 +73,18 @@ class Injection:
         self.fired: list[FaultRecord] = []
         self.active = False
         self._states: dict[tuple[int, str], RuleState] = {}  # (rule index, device) -> state
+        _watch_for_exit(self)
+
+    def unfired(self) -> list[str]:
+        """What each rule that never fired saw (``"'RULE' saw 12 launch call(s) on cpu"``)."""
+        told = []
+        for index, rule in enumerate(self.rules):
+            if self.count(rule.text):
+                continue
+            seen = [(device, state.calls) for (i, device), state in self._states.items() if i == index]
+            where = ", ".join(f"{calls} on {device}" for device, calls in seen) if seen else "none: no device it names was opened"
+            told.append(f"{rule.text!r} ({self.source}; {rule.op} calls seen: {where})")
+        return told
 
     def count(self, rule: str | None = None) -> int:
         """How many faults fired (of one rule, given its text)."""
@@ -345,6 +361,17 @@ def _check_devices(rules: Sequence[Rule], runtimes: Sequence[DeviceRuntime] = ()
                               f"{', '.join(devices)}" + did_you_mean(rule.device, devices))
 
 
+def _open_named(rules: Sequence[Rule]) -> list[Device]:
+    """The opened devices, after opening the enabled backends the rules name (so that a device
+    name is checked as HETERO_FAULTS checks it, even before anything else opened a backend)."""
+    from hetero.registry import backend_status, enabled_backends, opened_devices
+
+    named = {rule.device.split(":", 1)[0] for rule in rules if not any(ch in rule.device for ch in "*?[")}
+    for backend in sorted(named & set(enabled_backends())):
+        backend_status(backend)  # opens it once; an unavailable backend has no devices to check against
+    return opened_devices()
+
+
 class inject:  # lower case: used like a function, ``with hetero.fault.inject(...)``
     """Inject faults while the block runs, on devices already opened and on those opened inside it.
 
@@ -365,10 +392,9 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
     """
 
     def __init__(self, rules: str | Rule | Sequence[str | Rule]) -> None:
-        from hetero.registry import opened_devices
-
         parsed = parse_rules(rules)  # type: ignore[arg-type]
-        _check_devices(parsed, [d.runtime for d in opened_devices()])
+        _check_devices(parsed)
+        _check_devices(parsed, [d.runtime for d in _open_named(parsed)])
         self.injection = Injection(parsed, "hetero.fault.inject")
 
     def __enter__(self) -> Injection:
@@ -395,6 +421,30 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
 
 
 _CONFIGURED: dict[tuple[str, ...], Injection] = {}
+_WATCHED: list[Injection] = []  # every injection of the process, for the exit report
+
+
+def _watch_for_exit(injection: Injection) -> None:
+    with _LOCK:
+        if not _WATCHED:
+            atexit.register(_report_unfired)
+        _WATCHED.append(injection)
+
+
+def _report_unfired() -> None:
+    """Name every rule that never fired in this process (a typo'd trigger, a device not used, work
+    that never went through hetero), so that a drill that tested nothing does not pass for one."""
+    told = [line for injection in _WATCHED for line in injection.unfired()]
+    with contextlib.suppress(Exception):  # HETERO_FAULTS set, but no backend ever opened to apply it
+        from hetero.config import get_config
+
+        faults = get_config().faults
+        if faults and faults not in _CONFIGURED:
+            told += [f"{rule!r} (HETERO_FAULTS/config faults; no hetero device was opened)" for rule in faults]
+    for line in told:
+        log.warning("fault rule %s never fired in process %d: injection only reaches hetero operations "
+                    "(kernel launches, copies, allocations, syncs and health queries through hetero's "
+                    "backends) on the devices a rule names; check its device, op and trigger", line, os.getpid())
 
 
 def configured() -> Injection | None:
