@@ -178,3 +178,20 @@ def test_inject_after_a_backend_is_open_still_validates() -> None:
     hetero.devices()
     with pytest.raises(ConfigError, match="cpu:3"):
         hetero.fault.inject("cpu:3:launch:nth=1:lost")
+
+
+@needs_two
+@pytest.mark.parametrize("persist", [False, True])
+def test_a_hetero_run_drill_persists_its_quarantine_only_when_asked(tmp_path: Path, persist: bool) -> None:
+    """No guard in the worker: the worker's fault report reaches the supervisor, which quarantines."""
+    state, first, second = tmp_path / "state", DEVICES[0], DEVICES[1]
+    script = tmp_path / "plain.py"
+    script.write_text("import hetero\nfor _ in range(3):\n    hetero.zeros(4)\nprint('on', hetero.device().name)\n")
+    env = {**os.environ, "HETERO_STATE_DIR": str(state), **({"HETERO_FAULTS_PERSIST": "1"} if persist else {})}
+    env.pop("HETERO_FAULTS", None)
+    argv = [sys.executable, "-m", "hetero.fault.run_cli", "--devices", f"{first},{second}", "--run-dir",
+            str(tmp_path / "run"), "--inject", f"{first}:alloc:nth=2:lost", str(script)]
+    done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"on {second}" in done.stdout
+    assert store_entries(state) == ([first] if persist else [])
