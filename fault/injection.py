@@ -21,7 +21,6 @@ operations through hetero's backends, on devices the rule names.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import dataclasses
 import fnmatch
@@ -40,6 +39,7 @@ from hetero.device import Device, Health, HealthState
 from hetero.errors import ConfigError, DeviceError, did_you_mean
 from hetero.plugin import DeviceRuntime
 
+from . import injection_report
 from .injection_rules import OPS, Rule, RuleState, parse_rules
 
 log = logging.getLogger("hetero.fault.injection")
@@ -73,22 +73,16 @@ class Injection:
         self.fired: list[FaultRecord] = []
         self.active = False
         self._states: dict[tuple[int, str], RuleState] = {}  # (rule index, device) -> state
-        _watch_for_exit(self)
-
-    def unfired(self) -> list[str]:
-        """What each rule that never fired saw (``"'RULE' saw 12 launch call(s) on cpu"``)."""
-        told = []
-        for index, rule in enumerate(self.rules):
-            if self.count(rule.text):
-                continue
-            seen = [(device, state.calls) for (i, device), state in self._states.items() if i == index]
-            where = ", ".join(f"{calls} on {device}" for device, calls in seen) if seen else "none: no device it names was opened"
-            told.append(f"{rule.text!r} ({self.source}; {rule.op} calls seen: {where})")
-        return told
+        injection_report.watch(self)
 
     def count(self, rule: str | None = None) -> int:
         """How many faults fired (of one rule, given its text)."""
         return sum(1 for record in self.fired if rule is None or record.rule == rule.strip())
+
+    def calls(self, rule: Rule) -> dict[str, int]:
+        """The matching calls ``rule`` (one of this injection's) counted, per device."""
+        index = self.rules.index(rule)
+        return {device: state.calls for (i, device), state in self._states.items() if i == index}
 
     def states_for(self, runtime: DeviceRuntime) -> list[RuleState]:
         """This injection's rule states on ``runtime``'s device (created on first match)."""
@@ -227,6 +221,7 @@ def _act(runtime: DeviceRuntime, patched: _Patched, injection: Injection, state:
     injection.fired.append(FaultRecord(rule.text, name, rule.op, method, call, description, time.time()))
     log.warning("injected fault on %s: %s at %s call #%d (rule %r, %s)", name, description, method, call,
                 rule.text, injection.source)
+    injection_report.fired_in_run(rule.text)
     from .event_bus import publish  # only when a fault fires
 
     publish("fault-injected", device=name, rule=rule.text, op=rule.op, method=method, call=call, what=description,
@@ -421,32 +416,6 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
 
 
 _CONFIGURED: dict[tuple[str, ...], Injection] = {}
-_WATCHED: list[Injection] = []  # every injection of the process, for the exit report
-
-
-def _watch_for_exit(injection: Injection) -> None:
-    with _LOCK:
-        if not _WATCHED:
-            atexit.register(_report_unfired)
-        _WATCHED.append(injection)
-
-
-def _report_unfired() -> None:
-    """Name every rule that never fired in this process (a typo'd trigger, a device not used, work
-    that never went through hetero), so that a drill that tested nothing does not pass for one."""
-    told = [line for injection in _WATCHED for line in injection.unfired()]
-    with contextlib.suppress(Exception):  # HETERO_FAULTS set, but no backend ever opened to apply it
-        from hetero.config import get_config
-
-        faults = get_config().faults
-        if faults and faults not in _CONFIGURED:
-            told += [f"{rule!r} (HETERO_FAULTS/config faults; no hetero device was opened)" for rule in faults]
-    for line in told:
-        log.warning("fault rule %s never fired in process %d: injection only reaches hetero operations "
-                    "(kernel launches, copies, allocations, syncs and health queries through hetero's "
-                    "backends) on the devices a rule names; check its device, op and trigger", line, os.getpid())
-
-
 def configured() -> Injection | None:
     """The injection built from the configuration's ``faults`` (HETERO_FAULTS), once a backend opened."""
     from hetero.config import get_config

@@ -195,3 +195,4 @@ def test_a_hetero_run_drill_persists_its_quarantine_only_when_asked(tmp_path: Pa
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"on {second}" in done.stdout
     assert store_entries(state) == ([first] if persist else [])
+    assert "never fired" not in done.stderr  # the restarted worker knows the run's rule fired already
