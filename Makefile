@@ -23,7 +23,10 @@ setup: $(VENV)/.installed
 # killed after 2 s, restarted elsewhere). Last, the same training in one process with an injected
 # device-lost error: hetero.guard moves it to another vendor's device, and the fault-free run
 # with the same seed is trained after it for comparison.
-DEMO_DEVICES ?= cpu,oneapi:0,opencl:0
+# The devices: the CPU first (where the crash and hang rules fire), then every other device present:
+# oneapi:0 comes with pip (Intel's OpenCL CPU runtime); PoCL's opencl:0, GPUs and others join where
+# installed. The faults are drills: their quarantines stay within each run, the user's store is untouched.
+DEMO_DEVICES ?= cpu,auto
 DEMO_CRASH ?= cpu:launch:nth=2000:crash
 DEMO_HANG ?= cpu:launch:nth=2000:hang:60s
 DEMO_FAULT ?= oneapi:0:launch:nth=300:lost
