@@ -30,12 +30,17 @@ DEMO_DEVICES ?= cpu,auto
 DEMO_CRASH ?= cpu:launch:nth=2000:crash
 DEMO_HANG ?= cpu:launch:nth=2000:hang:60s
 DEMO_FAULT ?= oneapi:0:launch:nth=300:lost
+# Each run's events and checkpoints (fresh every time: an old checkpoint would resume past the fault),
+# here rather than in the user's state dir, which the demo leaves as it found it.
+DEMO_RUNS ?= build/demo-runs
 
 demo: setup
+	rm -rf $(DEMO_RUNS)
 	$(VENV)/bin/hetero devices --all
-	$(VENV)/bin/hetero-run --devices $(DEMO_DEVICES) --inject '$(DEMO_CRASH)' examples/train_digits.py --checkpoint-every 20
-	$(VENV)/bin/hetero-run --devices $(DEMO_DEVICES) --heartbeat-timeout 2 --inject '$(DEMO_HANG)' \
+	$(VENV)/bin/hetero-run --devices $(DEMO_DEVICES) --run-dir $(DEMO_RUNS)/crash --inject '$(DEMO_CRASH)' \
 		examples/train_digits.py --checkpoint-every 20
+	$(VENV)/bin/hetero-run --devices $(DEMO_DEVICES) --run-dir $(DEMO_RUNS)/hang --heartbeat-timeout 2 \
+		--inject '$(DEMO_HANG)' examples/train_digits.py --checkpoint-every 20
 	$(PY) examples/train_digits.py --inject '$(DEMO_FAULT)' --compare
 
 test: setup
