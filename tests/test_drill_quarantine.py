@@ -109,6 +109,8 @@ def test_a_hetero_run_drill_keeps_its_quarantine_within_the_run(tmp_path: Path) 
     assert done.returncode == 0, done.stdout + done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["quarantined"] is True and seen["auto"] != first  # the worker's guard quarantined, in the run
+    shared = json.loads((run_dir / "drill-quarantine.json").read_text())  # where the run's processes see it
+    assert [(e["name"], e["drill"]) for e in shared["entries"].values()] == [(first, True)]
     assert store_entries(state) == []
 
 
@@ -131,18 +133,16 @@ def test_an_examples_drill_leaves_the_users_quarantine_as_it_was(tmp_path: Path,
     if found_by == "HETERO_STATE_DIR":
         user_store = tmp_path / "state"
         env["HETERO_STATE_DIR"] = str(user_store)
-    add = [sys.executable, "-m", "hetero.cli", "quarantine", "add", "cpu", "--reason", "maintenance", "--ttl", "0"]
-    subprocess.run(add, env={**env, "HETERO_STATE_DIR": str(user_store)}, capture_output=True, timeout=120, check=True)
-    subprocess.run([sys.executable, "-m", "hetero.cli", "quarantine", "release", "cpu"],
-                   env={**env, "HETERO_STATE_DIR": str(user_store)}, capture_output=True, timeout=120, check=True)
-    before = (user_store / "quarantine.json").read_bytes()  # empty, as the drill must leave it
+    real = "from hetero.fault import quarantine; quarantine.add('GPU-9', 'Xid 79 (real)', 'device-lost', name='cuda:9')"
+    run_python(real, env={"HETERO_STATE_DIR": str(user_store)})
+    before = (user_store / "quarantine.json").read_bytes()
     done = subprocess.run([sys.executable, str(ROOT / "examples" / example), *EXAMPLE_DRILLS[example], "--json"],
                           env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["recoveries"], done.stdout  # the drill did recover from its fault
     assert (user_store / "quarantine.json").read_bytes() == before
-    assert store_entries(user_store) == []
+    assert store_entries(user_store) == ["cuda:9"]
 
 
 def test_a_rule_that_never_fired_is_named_at_exit() -> None:
