@@ -23,16 +23,24 @@ setup: $(VENV)/.installed
 # killed after 2 s, restarted elsewhere). Last, the same training in one process with an injected
 # device-lost error: hetero.guard moves it to another vendor's device, and the fault-free run
 # with the same seed is trained after it for comparison.
-DEMO_DEVICES ?= cpu,oneapi:0,opencl:0
+# The devices: the CPU first (where the crash and hang rules fire), then every other device present:
+# oneapi:0 comes with pip (Intel's OpenCL CPU runtime); PoCL's opencl:0, GPUs and others join where
+# installed. The faults are drills: their quarantines stay within each run, the user's store is untouched.
+DEMO_DEVICES ?= cpu,auto
 DEMO_CRASH ?= cpu:launch:nth=2000:crash
 DEMO_HANG ?= cpu:launch:nth=2000:hang:60s
 DEMO_FAULT ?= oneapi:0:launch:nth=300:lost
+# Each run's events and checkpoints (fresh every time: an old checkpoint would resume past the fault),
+# here rather than in the user's state dir, which the demo leaves as it found it.
+DEMO_RUNS ?= build/demo-runs
 
 demo: setup
+	rm -rf $(DEMO_RUNS)
 	$(VENV)/bin/hetero devices --all
-	$(VENV)/bin/hetero-run --devices $(DEMO_DEVICES) --inject '$(DEMO_CRASH)' examples/train_digits.py --checkpoint-every 20
-	$(VENV)/bin/hetero-run --devices $(DEMO_DEVICES) --heartbeat-timeout 2 --inject '$(DEMO_HANG)' \
+	$(VENV)/bin/hetero-run --devices $(DEMO_DEVICES) --run-dir $(DEMO_RUNS)/crash --inject '$(DEMO_CRASH)' \
 		examples/train_digits.py --checkpoint-every 20
+	$(VENV)/bin/hetero-run --devices $(DEMO_DEVICES) --run-dir $(DEMO_RUNS)/hang --heartbeat-timeout 2 \
+		--inject '$(DEMO_HANG)' examples/train_digits.py --checkpoint-every 20
 	$(PY) examples/train_digits.py --inject '$(DEMO_FAULT)' --compare
 
 test: setup

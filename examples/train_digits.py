@@ -9,7 +9,8 @@ With ``--inject`` (a fault rule, as in HETERO_FAULTS: DEVICE:OP:TRIGGER:WHAT) th
 the rule's device unless ``--device`` says otherwise; the injected error is that backend's own
 (e.g. CL_DEVICE_NOT_AVAILABLE on an OpenCL device), so classification, quarantine and the
 guard's migration run exactly as for a real fault. A drill does not touch your real quarantine:
-unless HETERO_STATE_DIR is set, it keeps its quarantine in a temporary directory.
+a device quarantined for an injected fault stays quarantined in this process only (under
+hetero-run: in that run only), unless HETERO_FAULTS_PERSIST=1.
 
 ``--checkpoint-every K`` also saves a disk checkpoint every K steps (hetero.checkpoint), and a
 run started with HETERO_RESUME_STEP set (as ``hetero-run`` restarts a worker) resumes from the
@@ -21,9 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -71,16 +70,6 @@ def starting_device(args: argparse.Namespace) -> hetero.Device:
     return hetero.device()
 
 
-def drill_state_dir(args: argparse.Namespace) -> str | None:
-    """A private quarantine store for an injection drill, so it cannot quarantine real devices."""
-    if not args.inject or os.environ.get("HETERO_STATE_DIR"):
-        return None
-    directory = tempfile.mkdtemp(prefix="hetero-drill-")
-    os.environ["HETERO_STATE_DIR"] = directory
-    hetero.reload_config()
-    return directory
-
-
 def initial_state(args: argparse.Namespace, device: hetero.Device) -> tuple[dict[str, Any], int]:
     """Fresh weights from the seed, or the newest checkpoint when hetero-run restarted us."""
     if hetero.checkpoint.resume_step() is not None:
@@ -93,9 +82,9 @@ def initial_state(args: argparse.Namespace, device: hetero.Device) -> tuple[dict
 
 
 def train(args: argparse.Namespace) -> dict[str, Any]:
-    drill_dir = drill_state_dir(args)
-    if drill_dir:
-        print(f"fault drill: quarantine kept in {drill_dir} (your real quarantine is untouched)")
+    if args.inject:
+        print("fault drill: a device quarantined for the injected fault stays quarantined in this process only "
+              "(your quarantine store is untouched)")
     data = load_digits(args.seed)
     device = starting_device(args)
     state, first = initial_state(args, device)

@@ -19,9 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +87,6 @@ class TorchDigits:
 
 
 def train(args: argparse.Namespace) -> tuple[TorchDigits, dict[str, Any]]:
-    if args.inject and not os.environ.get("HETERO_STATE_DIR"):  # a drill never quarantines real devices
-        os.environ["HETERO_STATE_DIR"] = tempfile.mkdtemp(prefix="hetero-drill-")
-        hetero.reload_config()
     run = TorchDigits(args.seed, args.batch, args.lr)
     device = hetero.device(args.device)
     run.model.to(torch_device(device))

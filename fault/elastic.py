@@ -124,7 +124,7 @@ def _quarantine_previous_faults(run_dir: Path, attempt: int, local_rank: int, ev
 
                 quarantine.add(stable_id, f"{report.get('error_type')}: {report.get('message')}"[:500],
                                report.get("fault_class") or "context-corrupting", ttl=report.get("ttl"),
-                               name=name)
+                               name=name, injected=bool(report.get("injected")))
             except ImportError:
                 pass
             append_event(events, "fault_detected", worker=report.get("worker"), device=name,

@@ -397,7 +397,7 @@ def _quarantine(device: Device, error: DeviceError, verdict: Verdict) -> None:
         return
     try:
         quarantine.add(device, f"{type(error).__name__}: {error}", verdict.fault_class, ttl=verdict.ttl,
-                       name=device.name)
+                       name=device.name, injected=bool(getattr(error, "injected", False)))
     except OSError as exc:  # the work must move on even when the state dir cannot be written
         log.warning("hetero.guard: could not quarantine %s: %s", device.name, exc)
 

@@ -13,7 +13,10 @@ Mechanism: on a device a rule matches, the runtime *instance* gets attributes (`
 runtime (kernels keep one) see them; devices no rule matches, and every device when no rule is
 active, carry no wrapper at all (``"launch" not in vars(runtime)``). Every injected fault is
 logged (logger ``hetero.fault.injection``, WARNING), published on the fault event bus (kind
-``fault-injected``), and recorded in the injection's ``fired`` list; its error has ``injected = True``.
+``fault-injected``), and recorded in the injection's ``fired`` list; its error has ``injected = True``
+(so a device it quarantines stays quarantined within the drill only: :mod:`hetero.fault.quarantine`).
+At exit, a rule that never fired in the process is named in a warning: injection only reaches
+operations through hetero's backends, on devices the rule names.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from hetero.device import Health, HealthState
+from hetero.device import Device, Health, HealthState
 from hetero.errors import ConfigError, DeviceError, did_you_mean
 from hetero.plugin import DeviceRuntime
 
+from . import injection_report
 from .injection_rules import OPS, Rule, RuleState, parse_rules
 
 log = logging.getLogger("hetero.fault.injection")
@@ -69,10 +73,16 @@ class Injection:
         self.fired: list[FaultRecord] = []
         self.active = False
         self._states: dict[tuple[int, str], RuleState] = {}  # (rule index, device) -> state
+        injection_report.watch(self)
 
     def count(self, rule: str | None = None) -> int:
         """How many faults fired (of one rule, given its text)."""
         return sum(1 for record in self.fired if rule is None or record.rule == rule.strip())
+
+    def calls(self, rule: Rule) -> dict[str, int]:
+        """The matching calls ``rule`` (one of this injection's) counted, per device."""
+        index = self.rules.index(rule)
+        return {device: state.calls for (i, device), state in self._states.items() if i == index}
 
     def states_for(self, runtime: DeviceRuntime) -> list[RuleState]:
         """This injection's rule states on ``runtime``'s device (created on first match)."""
@@ -211,6 +221,7 @@ def _act(runtime: DeviceRuntime, patched: _Patched, injection: Injection, state:
     injection.fired.append(FaultRecord(rule.text, name, rule.op, method, call, description, time.time()))
     log.warning("injected fault on %s: %s at %s call #%d (rule %r, %s)", name, description, method, call,
                 rule.text, injection.source)
+    injection_report.fired_in_run(rule.text)
     from .event_bus import publish  # only when a fault fires
 
     publish("fault-injected", device=name, rule=rule.text, op=rule.op, method=method, call=call, what=description,
@@ -345,6 +356,17 @@ def _check_devices(rules: Sequence[Rule], runtimes: Sequence[DeviceRuntime] = ()
                               f"{', '.join(devices)}" + did_you_mean(rule.device, devices))
 
 
+def _open_named(rules: Sequence[Rule]) -> list[Device]:
+    """The opened devices, after opening the enabled backends the rules name (so that a device
+    name is checked as HETERO_FAULTS checks it, even before anything else opened a backend)."""
+    from hetero.registry import backend_status, enabled_backends, opened_devices
+
+    named = {rule.device.split(":", 1)[0] for rule in rules if not any(ch in rule.device for ch in "*?[")}
+    for backend in sorted(named & set(enabled_backends())):
+        backend_status(backend)  # opens it once; an unavailable backend has no devices to check against
+    return opened_devices()
+
+
 class inject:  # lower case: used like a function, ``with hetero.fault.inject(...)``
     """Inject faults while the block runs, on devices already opened and on those opened inside it.
 
@@ -365,10 +387,9 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
     """
 
     def __init__(self, rules: str | Rule | Sequence[str | Rule]) -> None:
-        from hetero.registry import opened_devices
-
         parsed = parse_rules(rules)  # type: ignore[arg-type]
-        _check_devices(parsed, [d.runtime for d in opened_devices()])
+        _check_devices(parsed)
+        _check_devices(parsed, [d.runtime for d in _open_named(parsed)])
         self.injection = Injection(parsed, "hetero.fault.inject")
 
     def __enter__(self) -> Injection:
@@ -395,8 +416,6 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
 
 
 _CONFIGURED: dict[tuple[str, ...], Injection] = {}
-
-
 def configured() -> Injection | None:
     """The injection built from the configuration's ``faults`` (HETERO_FAULTS), once a backend opened."""
     from hetero.config import get_config

@@ -137,6 +137,7 @@ class HealthMonitor:
         from hetero.fault.taxonomy import XIDS, FaultClass, XidRow
 
         worst: tuple[int, XidRow] | None = None
+        injected = False  # an injected Xid quarantines within the drill only
         for event in events:
             number = event.get("xid") if event.get("kind") == "xid" else None
             row = XIDS.get(number) if isinstance(number, int) else None
@@ -144,7 +145,7 @@ class HealthMonitor:
                 continue
             hardware = row.fault_class in (FaultClass.DEVICE_LOST, FaultClass.DEGRADED)
             if hardware and (worst is None or row.fault_class is FaultClass.DEVICE_LOST):
-                worst = (number, row)
+                worst, injected = (number, row), bool(event.get("injected"))
         if worst is None:
             return []
         xid, row = worst
@@ -152,7 +153,7 @@ class HealthMonitor:
             from hetero.fault import quarantine
 
             quarantine.add(device, f"Xid {xid} {row.name} (NVIDIA: {row.nvidia_action})", row.fault_class,
-                           name=device.name)
+                           name=device.name, injected=injected)
         except Exception as exc:  # noqa: BLE001 - a store problem is reported, the monitor keeps going
             return [self._bus.publish("monitor-error", operation="quarantine", device=device.name,
                                       stable_id=device.stable_id, error=f"{type(exc).__name__}: {exc}")]

@@ -12,7 +12,16 @@ An entry whose TTL has passed is released only once the device's health reads ``
 no health (``unknown``) stays quarantined until released by hand
 (``hetero quarantine release DEVICE``).
 
-A corrupt store (not JSON, or not hetero's format) is moved aside to
+A fault drill never harms real state: an entry for an *injected* fault (``add(..., injected=True)``:
+the error came from a fault rule) goes to the drill's own layer, which lives as long as the drill
+does: this process's memory, or under ``hetero-run`` the run's ``drill-quarantine.json`` in its run
+directory, shared by the supervisor and its workers (:func:`drill_scope`, ``HETERO_DRILL_QUARANTINE``).
+``HETERO_FAULTS_PERSIST=1`` (config ``faults_persist``) sends them to the persistent store instead.
+Every query here (:func:`quarantined_ids`, :func:`entries`, :func:`entry`) and every release sees
+both layers, so device selection honours a drill's quarantine for as long as the drill lasts.
+
+A corrupt store (not UTF-8, not JSON, nested too deep, not hetero's format, or an entry whose
+times are not plausible epoch seconds) is moved aside to
 ``quarantine.json.corrupt-<time>`` with a warning naming both files, and an empty store
 takes its place: a broken file must not stop every process from choosing a device.
 """
@@ -30,7 +39,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +73,7 @@ class Entry:
     expires: float | None
     host: str = ""
     pid: int = 0
+    drill: bool = False  # quarantined for an injected fault: kept within the drill, never persisted
 
     def expired(self, now: float | None = None) -> bool:
         return self.expires is not None and (time.time() if now is None else now) >= self.expires
@@ -73,11 +83,12 @@ class Entry:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Entry:
+        """The entry written as ``data``; ValueError for times that are not epoch seconds hetero can show."""
         expires = data.get("expires")
         return cls(stable_id=str(data["stable_id"]), name=str(data.get("name", "")), reason=str(data.get("reason", "")),
-                   fault_class=str(data.get("fault_class", "")), time=float(data.get("time", 0.0)),
-                   expires=None if expires is None else float(expires), host=str(data.get("host", "")),
-                   pid=int(data.get("pid", 0)))
+                   fault_class=str(data.get("fault_class", "")), time=_epoch("time", data.get("time", 0.0)),
+                   expires=None if expires is None else _epoch("expires", expires), host=str(data.get("host", "")),
+                   pid=int(data.get("pid", 0)), drill=bool(data.get("drill", False)))
 
     def describe(self) -> str:
         """``quarantined until 21:05:03 (reason)`` for ``hetero devices``."""
@@ -87,7 +98,19 @@ class Entry:
             until = "expired; released once healthy"
         else:
             until = "until " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.expires))
-        return f"quarantined {until} ({self.fault_class}: {self.reason})"
+        scope = " for this drill (an injected fault: not in the persistent store)" if self.drill else ""
+        return f"quarantined{scope} {until} ({self.fault_class}: {self.reason})"
+
+
+#: The latest time an entry may carry: 9999-12-31, what ``time.localtime`` can show everywhere.
+MAX_EPOCH = 253402300799.0
+
+
+def _epoch(key: str, value: Any) -> float:
+    seconds = float(value)
+    if not (math.isfinite(seconds) and 0.0 <= seconds <= MAX_EPOCH):
+        raise ValueError(f"{key!r} is {value!r}, not epoch seconds between 0 and {MAX_EPOCH:.0f}")
+    return seconds
 
 
 def store_path() -> Path:
@@ -112,7 +135,7 @@ class _Snapshot:
 
 
 _cache_lock = threading.Lock()
-_cache: _Snapshot | None = None
+_cache: dict[Path, _Snapshot] = {}  # per store file: the persistent one, a run's drill store
 _last_auto_check = 0.0
 
 
@@ -129,11 +152,17 @@ class _Corrupt(Exception):
     pass
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
 def _parse(path: Path, text: str) -> dict[str, Entry]:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = json.loads(text, parse_constant=_no_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
         raise _Corrupt(f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise _Corrupt("nested too deep to be a quarantine store") from None
     if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
         raise _Corrupt("not a hetero quarantine store (no 'entries' mapping)")
     version = data.get("version")
@@ -149,9 +178,11 @@ def _parse(path: Path, text: str) -> dict[str, Entry]:
 def _read(path: Path) -> dict[str, Entry]:
     """The entries in the file (empty when there is none). Never takes the lock."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return {}
+    except UnicodeDecodeError as exc:
+        raise _Corrupt(f"not UTF-8 text ({exc})") from None
     except OSError as exc:
         raise QuarantineError(f"cannot read the quarantine store {path}: {exc}; check its permissions") from None
     return _parse(path, text)
@@ -159,9 +190,8 @@ def _read(path: Path) -> dict[str, Entry]:
 
 def _snapshot(path: Path) -> _Snapshot:
     """The store, cached on the file's identity (inode, mtime, size): one stat per call."""
-    global _cache
     key = _stat_key(path)
-    cached = _cache
+    cached = _cache.get(path)
     if cached is not None and cached.key == key:
         return cached
     try:
@@ -172,7 +202,7 @@ def _snapshot(path: Path) -> _Snapshot:
         key = _stat_key(path)
     snapshot = _Snapshot.of(key, entries)
     with _cache_lock:
-        _cache = snapshot
+        _cache[path] = snapshot
     return snapshot
 
 
@@ -214,7 +244,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 def _write(path: Path, entries: Mapping[str, Entry]) -> None:
     payload = {"version": FORMAT_VERSION,
-               "entries": {key: {k: v for k, v in entry.as_dict().items() if k != "stable_id"}
+               "entries": {key: {k: v for k, v in entry.as_dict().items() if k != "stable_id" and (k != "drill" or v)}
                            for key, entry in sorted(entries.items())}}
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
@@ -228,22 +258,95 @@ def _write(path: Path, entries: Mapping[str, Entry]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    global _cache
     snapshot = _Snapshot.of(_stat_key(path), entries)
     with _cache_lock:
-        _cache = snapshot
+        _cache[path] = snapshot
 
 
 @contextlib.contextmanager
-def _transaction() -> Iterator[dict[str, Entry]]:
-    """Read-modify-write under the lock; the dict yielded is written back when it changed."""
-    path = store_path()
+def _transaction(path: Path | None = None) -> Iterator[dict[str, Entry]]:
+    """Read-modify-write of a store file (the persistent one unless ``path``) under the lock; the
+    dict yielded is written back when it changed."""
+    path = store_path() if path is None else path
     with _locked(path):
         entries = _read_or_reset(path)
         before = dict(entries)
         yield entries
         if entries != before:
             _write(path, entries)
+
+
+# -- the drill layer ----------------------------------------------------------------------
+DRILL_FILE_NAME = "drill-quarantine.json"
+_drill_lock = threading.Lock()
+_drill_memory: dict[Path, dict[str, Entry]] = {}  # per persistent store: this process's drill entries
+_drill_path: Path | None = None  # set by drill_scope() (hetero-run's supervisor)
+
+
+def drill_store() -> Path | None:
+    """The file a drill's quarantines go to when they are shared by a run (``hetero-run`` sets it
+    for itself and, as ``HETERO_DRILL_QUARANTINE``, for its workers); None: this process's memory."""
+    return _drill_path if _drill_path is not None else get_config().drill_quarantine
+
+
+@contextlib.contextmanager
+def drill_scope(path: Path) -> Iterator[Path]:
+    """Within the block, quarantines for injected faults go to the store file ``path``: the scope of
+    a run whose processes all get ``HETERO_DRILL_QUARANTINE=path``."""
+    global _drill_path
+    previous, _drill_path = _drill_path, path
+    try:
+        yield path
+    finally:
+        _drill_path = previous
+
+
+@contextlib.contextmanager
+def run_scope(run_dir: Path) -> Iterator[Path]:
+    """The drill scope of a ``hetero-run`` run: the one it inherited (a run inside a run's worker),
+    else ``<run_dir>/drill-quarantine.json``, started empty."""
+    inherited = drill_store()
+    path = inherited or run_dir / DRILL_FILE_NAME
+    if inherited is None:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    with drill_scope(path):
+        yield path
+
+
+def _drill_entries() -> Mapping[str, Entry]:
+    shared = drill_store()
+    if shared is not None:
+        return _snapshot(shared).entries
+    return _drill_memory.get(store_path(), {})
+
+
+@contextlib.contextmanager
+def _drill_transaction() -> Iterator[dict[str, Entry]]:
+    shared = drill_store()
+    if shared is not None:
+        with _transaction(shared) as entries:
+            yield entries
+        return
+    key = store_path()
+    with _drill_lock:
+        entries = dict(_drill_memory.get(key, {}))
+        yield entries
+        _drill_memory[key] = entries
+
+
+def forget_drill() -> None:
+    """Drop this process's in-memory drill entries (tests between drills; a run's file is its own)."""
+    with _drill_lock:
+        _drill_memory.clear()
+
+
+_Layer = tuple[Callable[[], Mapping[str, Entry]], Callable[[], contextlib.AbstractContextManager[dict[str, Entry]]]]
+
+
+def _layers() -> tuple[_Layer, _Layer]:
+    """(read, transaction) of the persistent store, then of the drill's."""
+    return (lambda: _load(store_path()), _transaction), (_drill_entries, _drill_transaction)
 
 
 # -- the API ------------------------------------------------------------------------------
@@ -258,11 +361,13 @@ def _identify(target: Device | DeviceInfo | str, name: str | None) -> tuple[str,
 
 
 def add(device: Device | DeviceInfo | str, reason: str, fault_class: FaultClass | str,
-        ttl: float | None = None, name: str | None = None) -> Entry:
+        ttl: float | None = None, name: str | None = None, injected: bool = False) -> Entry:
     """Quarantine a device for ``ttl`` seconds (None: the class's TTL from the config's
     ``quarantine_ttl`` or :data:`~hetero.fault.taxonomy.DEFAULT_TTL`; ``math.inf``: until
     released by hand). Quarantining a device already quarantined keeps the later expiry and
-    takes the new reason. Publishes a ``quarantined`` event; returns the entry."""
+    takes the new reason. ``injected``: the fault came from a fault rule, so the entry stays within
+    the drill (see the module docstring) unless ``faults_persist`` is set. Publishes a
+    ``quarantined`` event; returns the entry."""
     stable_id, device_name = _identify(device, name)
     klass = str(FaultClass(fault_class)) if isinstance(fault_class, FaultClass) else str(fault_class)
     if ttl is None:
@@ -271,16 +376,17 @@ def add(device: Device | DeviceInfo | str, reason: str, fault_class: FaultClass 
             ttl = ttl_for("context-corrupting", get_config().quarantine_ttl) or 3600.0
     now = time.time()
     expires = None if math.isinf(ttl) else now + max(float(ttl), 0.0)
-    with _transaction() as entries:
+    drill = injected and not get_config().faults_persist
+    with (_drill_transaction() if drill else _transaction()) as entries:
         old = entries.get(stable_id)
         if old is not None and (old.expires is None or (expires is not None and old.expires > expires)):
             expires = old.expires
         entry = Entry(stable_id, device_name or (old.name if old else stable_id), reason, klass, now, expires,
-                      socket.gethostname(), os.getpid())
+                      socket.gethostname(), os.getpid(), drill)
         entries[stable_id] = entry
     log.warning("%s (%s) %s", entry.name, stable_id, entry.describe())
     event_bus.publish("quarantined", device=entry.name, stable_id=stable_id, reason=reason,
-                      fault_class=klass, expires=expires)
+                      fault_class=klass, expires=expires, drill=drill)
     return entry
 
 
@@ -292,8 +398,11 @@ def release(spec: Device | DeviceInfo | str, why: str = "released by hand") -> b
     """Release a device by Device, descriptor, stable id or device name (``cuda:0``); True when
     it was quarantined. Publishes a ``released`` event."""
     key = spec.info.stable_id if isinstance(spec, Device) else spec.stable_id if isinstance(spec, DeviceInfo) else spec
-    with _transaction() as entries:
-        gone = [entries.pop(k) for k in [k for k, e in entries.items() if _matches(e, key)]]
+    gone: list[Entry] = []
+    for read, transaction in _layers():
+        if any(_matches(e, key) for e in read().values()):
+            with transaction() as entries:
+                gone += [entries.pop(k) for k in [k for k, e in entries.items() if _matches(e, key)]]
     for entry in gone:
         log.warning("released %s (%s) from quarantine: %s", entry.name, entry.stable_id, why)
         event_bus.publish("released", device=entry.name, stable_id=entry.stable_id, why=why,
@@ -302,10 +411,13 @@ def release(spec: Device | DeviceInfo | str, why: str = "released by hand") -> b
 
 
 def release_all(why: str = "released by hand") -> list[Entry]:
-    """Release every device; returns the entries released."""
-    with _transaction() as entries:
-        gone = list(entries.values())
-        entries.clear()
+    """Release every device (the drill's entries too); returns the entries released."""
+    gone: list[Entry] = []
+    for read, transaction in _layers():
+        if read():
+            with transaction() as entries:
+                gone += entries.values()
+                entries.clear()
     for entry in gone:
         event_bus.publish("released", device=entry.name, stable_id=entry.stable_id, why=why,
                           fault_class=entry.fault_class)
@@ -313,35 +425,38 @@ def release_all(why: str = "released by hand") -> list[Entry]:
 
 
 def entries() -> list[Entry]:
-    """Every entry, expired ones included (they stay until the device reports healthy), oldest first."""
-    return sorted(_load(store_path()).values(), key=lambda e: e.time)
+    """Every entry, the drill's included, expired ones included (they stay until the device reports
+    healthy), oldest first."""
+    return sorted([e for read, _ in _layers() for e in read().values()], key=lambda e: e.time)
 
 
 def entry(spec: Device | DeviceInfo | str) -> Entry | None:
     """The entry of a device (by Device, descriptor, stable id or name), or None."""
     key = spec.info.stable_id if isinstance(spec, Device) else spec.stable_id if isinstance(spec, DeviceInfo) else spec
-    return next((e for e in _load(store_path()).values() if _matches(e, key)), None)
+    return next((e for read, _ in _layers() for e in read().values() if _matches(e, key)), None)
 
 
 def quarantined_ids() -> frozenset[str]:
-    """Stable ids of the devices in quarantine. Cheap: one ``stat`` unless the file changed.
-    When an entry has expired, the opened devices are checked (at most once per health
+    """Stable ids of the devices in quarantine, the drill's included. Cheap: one ``stat`` unless the
+    file changed. When an entry has expired, the opened devices are checked (at most once per health
     interval) and the healthy ones released."""
     global _last_auto_check
     path = store_path()
     snapshot = _snapshot(path)
-    if snapshot.first_expiry <= time.time() and time.monotonic() - _last_auto_check >= get_config().health_interval:
+    drill = _drill_entries()
+    first_expiry = min([snapshot.first_expiry, *(e.expires for e in drill.values() if e.expires is not None)])
+    if first_expiry <= time.time() and time.monotonic() - _last_auto_check >= get_config().health_interval:
         _last_auto_check = time.monotonic()
         try:
             from hetero.registry import opened_devices
 
             if auto_release(opened_devices()):
-                snapshot = _snapshot(path)
+                snapshot, drill = _snapshot(path), _drill_entries()
         except QuarantineError:
             raise
         except Exception:  # a failing health source must not break device selection
             log.debug("auto-release check failed", exc_info=True)
-    return snapshot.ids
+    return snapshot.ids | frozenset(drill) if drill else snapshot.ids
 
 
 def is_quarantined(stable_id: str | Device | DeviceInfo) -> bool:
@@ -354,9 +469,8 @@ def is_quarantined(stable_id: str | Device | DeviceInfo) -> bool:
 def auto_release(devices: Iterable[Device]) -> list[Entry]:
     """Release the expired entries of those ``devices`` whose health reads ``ok`` now; returns
     the entries released. Devices not given, or not healthy, stay quarantined."""
-    current = _load(store_path())
     now = time.time()
-    expired = {e.stable_id for e in current.values() if e.expired(now)}
+    expired = {e.stable_id for read, _ in _layers() for e in read().values() if e.expired(now)}
     if not expired:
         return []
     healthy: set[str] = set()
@@ -369,8 +483,11 @@ def auto_release(devices: Iterable[Device]) -> list[Entry]:
                 log.debug("health of %s raised %s; keeping it quarantined", device.name, exc)
     if not healthy:
         return []
-    with _transaction() as entries:
-        gone = [entries.pop(k) for k in list(entries) if k in healthy and entries[k].expired(now)]
+    gone: list[Entry] = []
+    for read, transaction in _layers():
+        if any(k in healthy for k in read()):
+            with transaction() as entries:
+                gone += [entries.pop(k) for k in list(entries) if k in healthy and entries[k].expired(now)]
     for released in gone:
         log.warning("released %s (%s) from quarantine: expired and healthy", released.name, released.stable_id)
         event_bus.publish("released", device=released.name, stable_id=released.stable_id,

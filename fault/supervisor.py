@@ -101,6 +101,13 @@ class Supervisor:
 
     # -- the run -------------------------------------------------------------------------
     def run(self) -> int:
+        """Run to the end; quarantines for injected faults stay within the run (its drill store)."""
+        from hetero.fault.quarantine import run_scope
+
+        with run_scope(self.config.run_dir):
+            return self._run()
+
+    def _run(self) -> int:
         config = self.config
         config.run_dir.mkdir(parents=True, exist_ok=True)
         become_subreaper()
@@ -288,7 +295,7 @@ class Supervisor:
         try:
             from hetero.fault import quarantine
 
-            quarantine.add(device, why, fault_class, ttl=ttl, name=device.name)
+            quarantine.add(device, why, fault_class, ttl=ttl, name=device.name, injected=bool(report.get("injected")))
         except ImportError:
             pass  # no quarantine store: this run still never reuses the device (see _excluded)
         self._excluded.add(device.stable_id)
@@ -345,6 +352,9 @@ class Supervisor:
     # -- starting and stopping -----------------------------------------------------------
     def _base_env(self) -> dict[str, str]:
         env = dict(os.environ)
+        from hetero.fault.quarantine import drill_store
+
+        env["HETERO_DRILL_QUARANTINE"] = str(drill_store())  # the run's drill scope, shared with its workers
         if self.config.inject:
             rules = [r for r in env.get("HETERO_FAULTS", "").split(";") if r.strip()]
             env["HETERO_FAULTS"] = ";".join([*rules, *self.config.inject])

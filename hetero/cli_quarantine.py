@@ -1,16 +1,34 @@
 """``hetero quarantine list [--json]``, ``hetero quarantine release DEVICE|STABLE_ID|--all`` and
-``hetero quarantine add DEVICE --reason TEXT``: the persistent device quarantine from the shell."""
+``hetero quarantine add DEVICE --reason TEXT [--class CLASS] [--ttl SECONDS]``: the persistent
+device quarantine from the shell."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from hetero.errors import HeteroError
+
+
+#: What ``quarantine add --class`` takes: the fault classes that quarantine a device.
+FAULT_CLASSES = ("recoverable", "context-corrupting", "device-lost", "degraded")
+
+
+def _ttl(text: str) -> float:
+    """``--ttl``: seconds >= 0 (0: until released by hand)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not seconds >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0 (0 keeps the device "
+                                         "quarantined until 'hetero quarantine release')")
+    return seconds
 
 
 def _when(seconds: float | None) -> str:
@@ -91,7 +109,8 @@ def quarantine_entries(devices: Sequence[Any]) -> dict[str, Any]:
 def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
     """Add ``quarantine list|release|add`` to ``sub`` (from ``add_subparsers``); returns
     ``{"quarantine": handler}``."""
-    parser = sub.add_parser("quarantine", help="list or release quarantined devices")
+    what = "list, release or add (by hand) quarantined devices"
+    parser = sub.add_parser("quarantine", help=what, description=what[0].upper() + what[1:] + ".")
     actions = parser.add_subparsers(dest="quarantine_command", metavar="ACTION")
     listing = actions.add_parser("list", help="devices in quarantine, why, and until when")
     listing.add_argument("--json", action="store_true", help="machine-readable output")
@@ -101,9 +120,9 @@ def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
     add = actions.add_parser("add", help="quarantine a device by hand (drain it for maintenance)")
     add.add_argument("device", metavar="DEVICE", help="device name, e.g. cuda:0")
     add.add_argument("--reason", required=True, help="why (shown by 'hetero devices' and 'quarantine list')")
-    add.add_argument("--class", dest="fault_class", default="degraded",
-                     help="fault class: recoverable, context-corrupting, device-lost, degraded (default)")
-    add.add_argument("--ttl", type=float, default=None,
+    add.add_argument("--class", dest="fault_class", default="degraded", choices=FAULT_CLASSES,
+                     help="fault class: " + ", ".join(FAULT_CLASSES) + " (default: degraded)")
+    add.add_argument("--ttl", type=_ttl, default=None,
                      help="seconds to keep it quarantined (default: the class's TTL; 0: until released)")
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {"list": cmd_list, "release": cmd_release, "add": cmd_add}
 

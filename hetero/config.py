@@ -13,12 +13,15 @@ HETERO_CACHE_DIR       cache_dir       where compiled kernels and generated file
 HETERO_STATE_DIR       state_dir       where persistent state (quarantine, costs) goes
 HETERO_LOG             log             log level of the ``hetero`` logger
 HETERO_FAULTS          faults          fault-injection rules, ``;``-separated (see ``hetero.fault.inject``)
+HETERO_FAULTS_PERSIST  faults_persist  ``1``: quarantines for injected faults go to the persistent store too
 HETERO_POLICY          policy          default placement policy of ``hetero.device("auto")``
 HETERO_HEALTH_INTERVAL health_interval seconds between health polls of the monitor
 HETERO_QUOTA           quota           memory quota of this process per device (see below)
 HETERO_COST_SAMPLING   cost_sampling   time every k-th kernel launch for the cost model (0: off)
 ====================== =============== ==================================================
 
+``drill_quarantine`` (``HETERO_DRILL_QUARANTINE``, set by ``hetero-run`` for its workers) is the
+run's own store for quarantines of injected faults (see :mod:`hetero.fault.quarantine`).
 ``quarantine_ttl`` (file only) maps a fault class to seconds a device stays quarantined.
 
 ``quota`` caps what this process allocates through hetero on each device: one size for every
@@ -66,6 +69,8 @@ class Config:
     state_dir: Path = dataclasses.field(default_factory=lambda: _user_dir("XDG_STATE_HOME", ".local/state"))
     log: str = "WARNING"
     faults: tuple[str, ...] = ()
+    faults_persist: bool = False  # injected faults' quarantines go to the persistent store (default: the drill's)
+    drill_quarantine: Path | None = None  # the run-scoped store of a drill's quarantines (hetero-run sets it)
     policy: str = "first-fit"
     health_interval: float = 5.0
     quarantine_ttl: Mapping[str, float] = dataclasses.field(default_factory=dict)
@@ -82,11 +87,14 @@ _ENV = {
     "HETERO_STATE_DIR": "state_dir",
     "HETERO_LOG": "log",
     "HETERO_FAULTS": "faults",
+    "HETERO_FAULTS_PERSIST": "faults_persist",
+    "HETERO_DRILL_QUARANTINE": "drill_quarantine",
     "HETERO_POLICY": "policy",
     "HETERO_HEALTH_INTERVAL": "health_interval",
     "HETERO_QUOTA": "quota",
     "HETERO_COST_SAMPLING": "cost_sampling",
 }
+_FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 POLICIES = ("first-fit", "binpack", "spread", "fastest", "priority")
 
 
@@ -178,7 +186,12 @@ def _parse(key: str, value: Any, origin: str) -> Any:
                     + did_you_mean(kind, DEVICE_KINDS)
                 )
         return kinds
-    if key in ("cache_dir", "state_dir"):
+    if key == "faults_persist":
+        flag = str(value).strip().lower()
+        if flag not in _FLAGS:
+            raise ConfigError(f"{origin}: 'faults_persist' must be 1/true/yes or 0/false/no, got {value!r}")
+        return _FLAGS[flag]
+    if key in ("cache_dir", "state_dir", "drill_quarantine"):
         if not isinstance(value, (str, os.PathLike)) or not str(value):
             raise ConfigError(f"{origin}: {key!r} must be a directory path, got {value!r}")
         return Path(os.path.expanduser(str(value)))

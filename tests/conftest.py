@@ -60,6 +60,16 @@ def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
     hetero.reload_config()
 
 
+@pytest.fixture(autouse=True)
+def _drill_quarantine_ends_with_the_test() -> Iterator[None]:
+    """A test is a drill: devices its injected faults quarantined (kept in this process's memory)
+    are released when it ends, as they are when a drill's process exits."""
+    yield
+    from hetero.fault import quarantine
+
+    quarantine.forget_drill()
+
+
 @pytest.fixture
 def device_pair(request: pytest.FixtureRequest) -> tuple[hetero.Device, hetero.Device]:
     a, b = request.param

@@ -161,11 +161,14 @@ def test_fault_report_quarantines_the_device_and_it_is_not_reused(tmp_path: Path
     # the second failure (a crash on cpu) restarts on cpu again: the quarantined device is never reused
     assert [(r["from_device"], r["to_device"]) for r in of(records, "restart")] == [(bad, "cpu"), ("cpu", "cpu")]
     assert [r["device"] for r in of(records, "worker_started")] == [bad, "cpu", "cpu"]
+    # an injected fault: quarantined in the run's drill store, never in the user's persistent one
+    drill = json.loads((tmp_path / "run" / "drill-quarantine.json").read_text())
+    assert [e["name"] for e in drill["entries"].values()] == [bad]
     state = {"HETERO_STATE_DIR": str(tmp_path / "state")}
     code = "from hetero.fault import quarantine as q; print([e.name for e in q.entries()])"
     listed = subprocess.run([sys.executable, "-c", code], check=False, env={**os.environ, **state},
                             capture_output=True, text=True, timeout=TIMEOUT)
-    assert bad in listed.stdout, listed.stderr
+    assert listed.stdout.strip() == "[]", listed.stderr
 
 
 @needs_two

@@ -263,3 +263,74 @@ def test_hetero_devices_still_lists_devices_when_the_store_is_unusable(
     assert main(["devices"]) == 0
     captured = capsys.readouterr()
     assert "cpu" in captured.out and "quarantine not shown" in captured.err and "newer hetero" in captured.err
+
+
+# -- a store broken in ways json.loads alone does not catch -----------------------------------
+CPU_ID = hetero.device("cpu").stable_id
+
+
+def _store(entry: dict[str, Any]) -> bytes:
+    return json.dumps({"version": 1, "entries": {CPU_ID: {"name": "cpu", "reason": "x",
+                                                            "fault_class": "degraded", "time": 1.0, **entry}}}).encode()
+
+
+BROKEN_STORES = {
+    "non-utf8": b'{"version": 1, "entries": {"GPU-\xff": {"name": "cuda:1"}}}',
+    "100k-deep": b"[" * 100_000 + b"]" * 100_000,
+    "expires-nan": _store({"expires": math.nan}),
+    "expires-infinity": _store({"expires": math.inf}),
+    "time-huge": _store({"time": 1e300, "expires": None}),
+    "expires-huge": _store({"expires": 1e300}),
+}
+USE_THE_DEVICES = ("import hetero; from hetero.cli import main; hetero.ones(3); "
+                   "from hetero.fault import quarantine; print(sorted(quarantine.quarantined_ids())); "
+                   "main(['quarantine', 'list']); raise SystemExit(main(['devices']))")
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN_STORES))
+def test_a_broken_store_is_treated_as_corrupt(state_dir: Path, kind: str) -> None:
+    state_dir.mkdir(parents=True)
+    (state_dir / "quarantine.json").write_bytes(BROKEN_STORES[kind])
+    result = run_python(USE_THE_DEVICES, env={"HETERO_STATE_DIR": str(state_dir)}, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("[]") and "cpu" in result.stdout  # hetero.ones and `hetero devices` work
+    assert "corrupt" in result.stderr and "moved it to" in result.stderr
+    backups = list(state_dir.glob("quarantine.json.corrupt-*"))
+    assert len(backups) == 1 and backups[0].read_bytes() == BROKEN_STORES[kind]
+
+
+@pytest.mark.parametrize("kind", ["non-utf8", "100k-deep"])
+def test_hetero_run_starts_with_a_broken_store(state_dir: Path, tmp_path: Path, kind: str) -> None:
+    state_dir.mkdir(parents=True)
+    (state_dir / "quarantine.json").write_bytes(BROKEN_STORES[kind])
+    script = tmp_path / "ok.py"
+    script.write_text("import hetero; hetero.ones(3); print('worker ran')\n")
+    done = subprocess.run([sys.executable, "-m", "hetero.fault.run_cli", "--devices", "cpu", "--run-dir",
+                           str(tmp_path / "run"), str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HETERO_STATE_DIR": str(state_dir)}, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "worker ran" in done.stdout
+
+
+def test_cli_add_validates_the_class_and_refuses_a_negative_ttl(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["quarantine", "add", "cpu", "--reason", "x", "--class", "degarded"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "degarded" in err and "degraded" in err and "device-lost" in err
+    with pytest.raises(SystemExit) as exited:
+        main(["quarantine", "add", "cpu", "--reason", "x", "--ttl", "-5"])
+    assert exited.value.code == 2
+    assert "--ttl" in capsys.readouterr().err
+    assert quarantine.entries() == []
+
+
+def test_quarantine_help_names_every_action(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["quarantine", "--help"])
+    out = capsys.readouterr().out
+    assert "list" in out and "release" in out and "add" in out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    top = capsys.readouterr().out
+    assert "list, release or add" in top

@@ -1,0 +1,94 @@
+"""What fault injection tells at the end of a process: the rules that never fired.
+
+A rule that never fired (a typo'd trigger, a device the work never used, work that never went
+through hetero) is named in a warning at exit, with the calls it saw, so that a drill that tested
+nothing does not pass for one. Under ``hetero-run`` a rule belongs to the run: each fire is noted
+in the run's directory (beside its drill quarantine), and a later worker (a restart on another
+device) does not report a rule an earlier one fired.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .injection import Injection
+
+log = logging.getLogger("hetero.fault.injection")
+
+FIRED_FILE_NAME = "faults-fired.txt"
+_lock = threading.Lock()
+_watched: list[Injection] = []  # every injection of the process
+
+
+def watch(injection: Injection) -> None:
+    """Report ``injection``'s unfired rules when the process exits."""
+    with _lock:
+        if not _watched:
+            atexit.register(report_unfired)
+        _watched.append(injection)
+
+
+def _run_file() -> Path | None:
+    from .quarantine import drill_store
+
+    store = drill_store()
+    return None if store is None else store.with_name(FIRED_FILE_NAME)
+
+
+def fired_in_run(rule: str) -> None:
+    """Under hetero-run, note that ``rule`` fired (one line, appended: before a crash rule's SIGKILL)."""
+    path = _run_file()
+    if path is not None:
+        with contextlib.suppress(OSError), open(path, "a", encoding="utf-8") as handle:
+            handle.write(rule.replace("\n", " ") + "\n")
+
+
+def _fired_in_run() -> set[str]:
+    path = _run_file()
+    try:
+        return set(path.read_text(encoding="utf-8").splitlines()) if path is not None else set()
+    except (OSError, UnicodeDecodeError):
+        return set()
+
+
+def unfired() -> list[str]:
+    """One line per rule that never fired in this process (nor, under hetero-run, in its run)."""
+    from .injection import _CONFIGURED
+
+    told: list[str] = []
+    in_run = _fired_in_run()
+    for injection in list(_watched):
+        for rule in injection.rules:
+            if injection.count(rule.text) or rule.text in in_run:
+                continue
+            seen = injection.calls(rule)
+            where = ", ".join(f"{calls} on {device}" for device, calls in seen.items()) or "none: no device it names was opened"
+            told.append(f"{rule.text!r} ({injection.source}; {rule.op} calls seen: {where})")
+    with contextlib.suppress(Exception):  # HETERO_FAULTS set, but no backend ever opened to apply it
+        from hetero.config import get_config
+
+        faults = get_config().faults
+        if faults and faults not in _CONFIGURED:
+            told += [f"{rule!r} (HETERO_FAULTS/config faults; no hetero device was opened)" for rule in faults
+                     if rule not in in_run]
+    return told
+
+
+def report_unfired() -> None:
+    """Warn about every rule :func:`unfired` names (registered with atexit)."""
+    try:
+        lines = unfired()
+    except Exception:  # noqa: BLE001 - an exit report must never turn a clean exit into a traceback
+        log.debug("the report of unfired fault rules failed", exc_info=True)
+        return
+    for line in lines:
+        log.warning("fault rule %s never fired in process %d: injection only reaches hetero operations "
+                    "(kernel launches, copies, allocations, syncs and health queries through hetero's "
+                    "backends) on the devices a rule names; check its device, op and trigger", line, os.getpid())
