@@ -41,12 +41,23 @@ from typing import Any
 
 import numpy as np
 
-from hetero.checkpoint_codec import CheckpointError, Decoder, PayloadReader, PayloadWriter, encode
-from hetero.checkpoint_files import ParallelWriter, fsync_dir, payload_name, read_payloads
+from hetero.checkpoint_codec import CheckpointError, Decoder, PayloadReader, PayloadWriter, PickleRefusedError, encode
+from hetero.checkpoint_files import (
+    PRIVATE_DIR,
+    PRIVATE_FILE,
+    ConcurrentSaveError,
+    ParallelWriter,
+    fsync_dir,
+    install,
+    payload_name,
+    read_payloads,
+    write_remedy,
+)
+from hetero.checkpoint_manifest import check_structure
 from hetero.errors import HeteroError
 from hetero.fault.protocol import ENV_CHECKPOINT_DIR, ENV_RESUME_STEP
 
-__all__ = ["CheckpointError", "CheckpointWarning", "check", "checkpoints", "fingerprint", "latest_step", "load",
+__all__ = ["CheckpointError", "CheckpointWarning", "ConcurrentSaveError", "PickleRefusedError", "check", "checkpoints", "fingerprint", "latest_step", "load",
            "resume_step", "save", "save_async", "settled", "verified_token", "verify", "wait"]
 
 FORMAT = "hetero.checkpoint"
@@ -151,14 +162,19 @@ def wait() -> None:
 
 
 def load(directory: str | os.PathLike[str] | None = None, device: Any = None, *,
-         map_location: Any = None, step: int | None = None) -> tuple[dict[str, Any], int] | None:
+         map_location: Any = None, step: int | None = None,
+         allow_pickle: bool = False) -> tuple[dict[str, Any], int] | None:
     """The newest valid checkpoint as ``(state, step)``, or None when there is none.
 
     Hetero arrays are restored onto ``device`` (default ``hetero.device()``), whatever
     device saved them; torch tensors become CPU tensors, or go to ``map_location``. A
     corrupt or unreadable checkpoint is skipped with a :class:`CheckpointWarning` naming it.
     ``step``: load exactly that checkpoint instead (:class:`CheckpointError` when it is
-    missing or corrupt: no fallback to another step)."""
+    missing or corrupt: no fallback to another step).
+
+    ``allow_pickle``: values saved pickled (anything not an array, tensor, container or plain
+    value) are refused with :class:`PickleRefusedError` unless this is True, since unpickling
+    runs whatever code the file names: pass it only for checkpoints you trust."""
     found = checkpoints(directory)
     if step is not None:
         chosen = [(s, path) for s, path in found if s == step]
@@ -166,25 +182,26 @@ def load(directory: str | os.PathLike[str] | None = None, device: Any = None, *,
             have = ", ".join(str(s) for s, _ in found) or "none"
             raise CheckpointError(f"hetero.checkpoint.load: no checkpoint of step {step} in "
                                   f"{_root(directory)} (steps there: {have})")
-        return _load_one(chosen[0][1], device, map_location), step
+        return _load_one(chosen[0][1], device, map_location, allow_pickle), step
     for each, path in found:
         try:
-            return _load_one(path, device, map_location), each
+            return _load_one(path, device, map_location, allow_pickle), each
         except HeteroError as exc:
-            if not isinstance(exc, CheckpointError):
-                raise  # the target device or array layer refused (no such device, no fp64...): not the file's fault
+            if not isinstance(exc, CheckpointError) or isinstance(exc, PickleRefusedError):
+                raise  # the device, the array layer or the pickle rule refused (no such device...): not the file's fault
             _warn_skip(path, exc)
     return None
 
 
-def _load_one(path: Path, device: Any, map_location: Any) -> dict[str, Any]:
+def _load_one(path: Path, device: Any, map_location: Any, allow_pickle: bool) -> dict[str, Any]:
     try:
         manifest = _manifest(path)
         trusted = _trusted(path)
         payloads = read_payloads(path, manifest["files"], hashed=trusted is None)
         if trusted is not None and fingerprint(path) != trusted:  # changed while being read: check it all
             payloads = read_payloads(path, manifest["files"])
-        return dict(Decoder(_lookup(path, payloads), device, map_location).decode(manifest["state"]))
+        decoder = Decoder(_lookup(path, payloads), device, map_location, allow_pickle=allow_pickle, source=str(path))
+        return dict(decoder.decode(manifest["state"]))
     except HeteroError:
         raise
     except _DAMAGE as exc:  # an unreadable file, or values that do not decode: name the checkpoint
@@ -196,14 +213,14 @@ def _load_one(path: Path, device: Any, map_location: Any) -> dict[str, Any]:
 #: without hashing it again while its files are unchanged (a file rewritten, replaced or touched
 #: since is verified as usual).
 ENV_VERIFIED = "HETERO_CHECKPOINT_VERIFIED"
-#: A checkpoint directory's files as (name, inode, size, mtime in ns): see :func:`fingerprint`.
-Fingerprint = tuple[tuple[str, int, int, int], ...]
+#: A checkpoint directory's files as (name, inode, size, mtime in ns, ctime in ns): see :func:`fingerprint`.
+Fingerprint = tuple[tuple[str, int, int, int, int], ...]
 #: What :func:`check` may remember per checkpoint directory: its files' fingerprint when checked
 #: and the error found then (None: valid).
 VerifiedCache = MutableMapping[Path, tuple[Fingerprint, BaseException | None]]
 #: A check is remembered only if every file was last changed at least this long before it began,
-#: so that no later change can leave the same modification time (file-system timestamps are
-#: coarse: one clock tick, 1-10 ms) behind.
+#: so that no later change can leave the same change time (file-system timestamps are coarse:
+#: one clock tick, 1-10 ms) behind.
 SETTLED_SECONDS = 0.02
 
 
@@ -276,14 +293,18 @@ def _token(found: Fingerprint) -> str:
 
 def fingerprint(path: str | os.PathLike[str]) -> Fingerprint | None:
     """The identity of a checkpoint directory's files as the file system reports them (name,
-    inode, size, modification time in ns), or None when it cannot be listed."""
+    inode, size, modification and status-change time in ns), or None when it cannot be listed.
+
+    The status-change time (ctime) is what makes it trustworthy: a program can put a file's
+    mtime back after rewriting it (``os.utime``, ``touch -d``, ``rsync -t``), but setting either
+    time moves the ctime to now, and nothing but the system clock sets it."""
     try:
         with os.scandir(path) as entries:
             found = []
             for entry in entries:
                 if entry.is_file(follow_symlinks=False):
                     info = entry.stat(follow_symlinks=False)
-                    found.append((entry.name, info.st_ino, info.st_size, info.st_mtime_ns))
+                    found.append((entry.name, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
     except OSError:
         return None
     return tuple(sorted(found))
@@ -297,7 +318,7 @@ def settled(path: str | os.PathLike[str]) -> bool:
 
 
 def _settled(found: Fingerprint, at: float) -> bool:
-    newest = max((mtime for *_, mtime in found), default=0)
+    newest = max((max(mtime, ctime) for *_, mtime, ctime in found), default=0)
     return newest <= (at - SETTLED_SECONDS) * 1e9
 
 
@@ -340,18 +361,18 @@ def _save(root: Path, step: int, keep: int | None, build: Callable[[PayloadWrite
     try:
         root.mkdir(parents=True, exist_ok=True)
         _clean_stale(root)
-        temp.mkdir()
+        temp.mkdir(mode=PRIVATE_DIR)
     except OSError as exc:
         raise CheckpointError(f"hetero.checkpoint.save: cannot write checkpoints to {root}: {exc.strerror or exc}; "
                               f"pass directory= or set {ENV_CHECKPOINT_DIR} to a writable directory") from exc
     try:
         _write(temp, build, step)
-        _install(temp, final)
+        install(temp, final)
     except BaseException as exc:
         shutil.rmtree(temp, ignore_errors=True)
         if isinstance(exc, OSError) and not isinstance(exc, CheckpointError):
             raise CheckpointError(f"hetero.checkpoint.save: writing step {step} to {root} failed: {exc}; "
-                                  f"the previous checkpoints are intact (check free space and permissions)") from exc
+                                  f"the previous checkpoints are intact ({write_remedy(exc)})") from exc
         raise
     if keep is not None:
         _prune(root, keep, final)
@@ -370,27 +391,11 @@ def _write(temp: Path, build: Callable[[PayloadWriter], dict[str, Any]], step: i
     body = {"format": FORMAT, "version": VERSION, "step": step, "time": time.time(), "host": socket.gethostname(),
             "pid": os.getpid(), "state": tree, "files": files}
     body["manifest_sha256"] = _digest(body)
-    with open(temp / MANIFEST, "w", encoding="utf-8") as out:
+    with open(os.open(temp / MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE), "w", encoding="utf-8") as out:
         json.dump(body, out)
         out.flush()
         os.fsync(out.fileno())
     fsync_dir(temp)
-
-
-def _install(temp: Path, final: Path) -> None:
-    old = None
-    if final.exists():  # replacing a step: move the old one aside, then remove it once the new one is in
-        old = final.with_name(f".{final.name}.old-{os.getpid()}-{os.urandom(4).hex()}")
-        os.replace(final, old)
-    try:
-        os.replace(temp, final)
-    except BaseException:
-        if old is not None:
-            os.replace(old, final)
-        raise
-    fsync_dir(final.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _prune(root: Path, keep: int, saved: Path) -> None:
@@ -437,13 +442,20 @@ def _manifest(path: Path) -> dict[str, Any]:
         body = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"{file} is missing or not valid JSON ({exc})") from exc
+    except RecursionError:
+        raise CheckpointError(f"{file} is nested too deeply to be a hetero checkpoint manifest (corrupt)") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT:
         raise CheckpointError(f"{file} is not a hetero checkpoint manifest")
     if body.get("version", 0) > VERSION:
         raise CheckpointError(f"{file} has format version {body.get('version')}, newer than this hetero "
                               f"reads ({VERSION}); upgrade hetero")
-    if body.get("manifest_sha256") != _digest(body):
+    try:
+        digest = _digest(body)
+    except RecursionError:
+        raise CheckpointError(f"{file} is nested too deeply to be a hetero checkpoint manifest (corrupt)") from None
+    if body.get("manifest_sha256") != digest:
         raise CheckpointError(f"{file} does not match its own checksum (the manifest is corrupt)")
+    check_structure(body, file)  # a fresh digest over a crafted tree: state=[], bytes=2**50, deep nesting...
     return body
 
 
