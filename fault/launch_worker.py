@@ -26,6 +26,7 @@ from hetero.device import DeviceInfo
 from hetero.fault import protocol
 from hetero.fault.launch_assign import device_env
 from hetero.fault.launch_events import Progress
+from hetero.fault.launch_faults import sanitize_report
 
 BOOTSTRAP = "hetero.fault.worker"
 
@@ -192,11 +193,12 @@ class Worker:
             report = json.loads(self.fault_report.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:
-            print(f"hetero-run: worker {self.rank}: unreadable fault report {self.fault_report}: {exc}",
-                  file=sys.stderr)
+        except (OSError, ValueError, RecursionError) as exc:
+            print(f"hetero-run: worker {self.rank}: unreadable fault report {self.fault_report}: "
+                  f"{exc if not isinstance(exc, RecursionError) else 'nested too deeply'}; classifying the "
+                  f"failure by its exit status", file=sys.stderr)
             return None
-        return report if isinstance(report, dict) else None
+        return sanitize_report(report) if isinstance(report, dict) else None  # plain fields only: see launch_faults
 
 
 def become_subreaper() -> bool:

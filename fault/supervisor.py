@@ -32,7 +32,16 @@ from typing import Any
 
 from hetero.device import DeviceInfo
 from hetero.errors import HeteroError
-from hetero.fault.launch_assign import assign, candidate_devices, free_port, quarantined_ids, replacement, usable
+from hetero.fault.launch_assign import (
+    OptionError,
+    assign,
+    candidate_devices,
+    check_nproc,
+    free_port,
+    quarantined_ids,
+    replacement,
+    usable,
+)
 from hetero.fault.launch_events import EventLog, Progress, Summary
 from hetero.fault.launch_faults import classify_report
 from hetero.fault.launch_warmup import Warmup
@@ -55,6 +64,8 @@ POLL_SECONDS = 0.05
 #: it would compete with their start-up for the CPU).
 RESERVE_AFTER_SECONDS = 1.0
 QUARANTINE_POLL_SECONDS = 1.0
+#: Standbys started for the first workers while devices are discovered (more workers start fresh).
+EARLY_STANDBYS = 8
 
 
 @dataclasses.dataclass
@@ -108,10 +119,12 @@ class Supervisor:
         try:
             self.base_env = self._base_env()
             if config.standby:  # their start-up overlaps device discovery
-                self._standbys = [s for s in (self._spawn_standby() for _ in range(config.nproc)) if s is not None]
+                early = min(config.nproc, EARLY_STANDBYS)
+                self._standbys = [s for s in (self._spawn_standby() for _ in range(early)) if s is not None]
             discovery = time.monotonic()
             self.candidates = candidate_devices(config.devices)
             self._quarantined_seen = quarantined_ids() & {d.stable_id for d in self.candidates}
+            check_nproc(config.nproc, self.candidates)
             devices = assign(config.nproc, config.policy, usable(self.candidates))
             self.log.emit("run_started", run_dir=str(config.run_dir), nproc=config.nproc,
                           devices=[d.name for d in self.candidates], policy=config.policy,
@@ -129,10 +142,9 @@ class Supervisor:
                 self._start(worker)
             code = self._loop()
         except HeteroError as exc:  # LaunchError, or a --devices spec naming nothing usable
-            print(f"hetero-run: error: {exc}", file=sys.stderr)
-            self.log.emit("gave_up", worker=None, reason=str(exc))
+            self.log.emit("gave_up", worker=None, reason=str(exc))  # announced on stderr, once
             self._stop_all()
-            code = 1
+            code = 2 if isinstance(exc, OptionError) else 1
         finally:
             if any(w.alive for w in self.workers):  # an unexpected error: leave no orphans
                 self._stop_all()
@@ -337,7 +349,6 @@ class Supervisor:
         return worker.resume_step
 
     def _give_up(self, worker: Worker, why: str) -> None:
-        print(f"hetero-run: giving up: {why}", file=sys.stderr)
         self.log.emit("gave_up", worker=worker.rank, reason=why)
         self.summary.worker_results[worker.rank] = f"failed on {worker.device.name}"
         self._stop_all()
