@@ -44,6 +44,7 @@ from hetero.fault.launch_assign import (
 )
 from hetero.fault.launch_events import EventLog, Progress, Summary
 from hetero.fault.launch_faults import classify_report
+from hetero.fault.launch_descendants import kill_marked, new_run_id
 from hetero.fault.launch_warmup import Warmup
 from hetero.fault.launch_worker import (
     Worker,
@@ -57,7 +58,7 @@ from hetero.fault.launch_worker import (
     warm_modules,
 )
 from hetero.fault.metrics import Metrics
-from hetero.fault.protocol import FAULT_EXIT_CODE
+from hetero.fault.protocol import ENV_LAUNCHER_PID, ENV_RUN_ID, FAULT_EXIT_CODE
 
 POLL_SECONDS = 0.05
 #: A reserve worker interpreter is started once the workers have run this long (not at once:
@@ -109,6 +110,7 @@ class Supervisor:
         self._abandoned: list[Any] = []  # processes SIGKILL could not end (reaped at exit if they die)
         self.warmup = Warmup()  # checkpoints verified and spare devices' health probed ahead of a restart
         self._probed = False
+        self.run_id = new_run_id()  # in every worker's environment: what the run started is found by it
 
     # -- the run -------------------------------------------------------------------------
     def run(self) -> int:
@@ -356,6 +358,8 @@ class Supervisor:
     # -- starting and stopping -----------------------------------------------------------
     def _base_env(self) -> dict[str, str]:
         env = dict(os.environ)
+        env[ENV_RUN_ID] = self.run_id
+        env[ENV_LAUNCHER_PID] = str(os.getpid())  # the bootstrap dies with this process (PR_SET_PDEATHSIG)
         if self.config.inject:
             rules = [r for r in env.get("HETERO_FAULTS", "").split(";") if r.strip()]
             env["HETERO_FAULTS"] = ";".join([*rules, *self.config.inject])
@@ -402,6 +406,7 @@ class Supervisor:
 
     def _finish(self, code: int) -> None:
         self._retire_standbys()
+        kill_marked(self.run_id)  # nothing the run started outlives it (daemons of finished workers...)
         self.warmup.close()
         for proc in self._abandoned:
             proc.poll()
