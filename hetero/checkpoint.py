@@ -6,7 +6,11 @@
     >>> if loaded: state, step = loaded
 
 One checkpoint is a directory ``step-00000120.hckpt/`` under the checkpoint directory
-(``directory=``, else ``$HETERO_CHECKPOINT_DIR``, else ``./checkpoints``): a
+(``directory=``, else ``$HETERO_CHECKPOINT_DIR``, which ``hetero-run`` sets for each worker,
+else ``./checkpoints`` for ``save``). Outside ``hetero-run``, ``load()`` and ``latest_step()``
+resume only from a directory they are given (or ``$HETERO_CHECKPOINT_DIR``): a second plain
+``python train.py`` starts afresh instead of silently picking up what the first left in
+``./checkpoints`` (it warns, naming how to resume). Each checkpoint holds a
 ``manifest.json`` (the state's structure, plain values inline, and the size and sha256 of
 every payload file, or of each 16 MiB part of bigger ones so that every core helps to check
 them; the manifest checks its own digest too) plus one payload file per
@@ -45,12 +49,17 @@ from hetero.checkpoint_codec import CheckpointError, Decoder, PayloadReader, Pay
 from hetero.checkpoint_files import (
     PRIVATE_DIR,
     PRIVATE_FILE,
+    SETTLED_SECONDS,
     ConcurrentSaveError,
+    Fingerprint,
     ParallelWriter,
+    fingerprint,
     fsync_dir,
     install,
     payload_name,
     read_payloads,
+    settled,
+    settled_at,
     write_remedy,
 )
 from hetero.checkpoint_manifest import check_structure
@@ -88,8 +97,24 @@ class CheckpointWarning(UserWarning):
 
 
 def default_directory() -> Path:
-    """``$HETERO_CHECKPOINT_DIR``, else ``./checkpoints``."""
+    """Where :func:`save` writes without ``directory=``: ``$HETERO_CHECKPOINT_DIR``, else ``./checkpoints``."""
     return Path(os.environ.get(ENV_CHECKPOINT_DIR) or "checkpoints")
+
+
+def _resume_root(directory: str | os.PathLike[str] | None, caller: str) -> Path | None:
+    """Where ``load``/``latest_step`` look: ``directory``, else ``$HETERO_CHECKPOINT_DIR``; None (with a
+    warning when ``./checkpoints`` holds checkpoints) outside hetero-run with neither."""
+    if directory is not None:
+        return Path(directory)
+    if os.environ.get(ENV_CHECKPOINT_DIR):
+        return Path(os.environ[ENV_CHECKPOINT_DIR])
+    found = checkpoints("checkpoints")
+    if found:
+        warnings.warn(f"hetero.checkpoint.{caller}: not resuming from the {len(found)} checkpoint(s) in "
+                      f"{Path('checkpoints').absolute()} (newest: step {found[0][0]}): outside hetero-run, "
+                      f"{caller} reads only a directory it is given; pass directory='checkpoints' to resume "
+                      f"from them", CheckpointWarning, stacklevel=3)
+    return None
 
 
 def resume_step() -> int | None:
@@ -130,8 +155,7 @@ def save_async(state: Mapping[str, Any], step: int, directory: str | os.PathLike
     root = root.absolute()  # written later: a chdir meanwhile must not move it
     captured: list[tuple[str, Any]] = []
 
-    def capture(where: str, data: Any) -> str:
-        # Copied: the caller's arrays (and CPU-device arrays' host views) keep changing.
+    def capture(where: str, data: Any) -> str:  # copied: the caller's arrays keep changing
         captured.append((where, np.array(data, copy=True) if isinstance(data, np.ndarray) else bytes(data)))
         return payload_name(len(captured) - 1)
 
@@ -174,14 +198,23 @@ def load(directory: str | os.PathLike[str] | None = None, device: Any = None, *,
 
     ``allow_pickle``: values saved pickled (anything not an array, tensor, container or plain
     value) are refused with :class:`PickleRefusedError` unless this is True, since unpickling
-    runs whatever code the file names: pass it only for checkpoints you trust."""
-    found = checkpoints(directory)
+    runs whatever code the file names: pass it only for checkpoints you trust.
+
+    ``directory``: default ``$HETERO_CHECKPOINT_DIR`` (set by ``hetero-run``); outside hetero-run
+    without one, nothing is loaded (None; see the module docstring)."""
+    if step is not None and directory is None and not os.environ.get(ENV_CHECKPOINT_DIR):
+        raise CheckpointError(f"hetero.checkpoint.load: step={step} but no checkpoint directory: outside "
+                              f"hetero-run pass directory= (or set {ENV_CHECKPOINT_DIR})")
+    root = _resume_root(directory, "load")
+    if root is None:
+        return None
+    found = checkpoints(root)
     if step is not None:
         chosen = [(s, path) for s, path in found if s == step]
         if not chosen:
             have = ", ".join(str(s) for s, _ in found) or "none"
             raise CheckpointError(f"hetero.checkpoint.load: no checkpoint of step {step} in "
-                                  f"{_root(directory)} (steps there: {have})")
+                                  f"{root} (steps there: {have})")
         return _load_one(chosen[0][1], device, map_location, allow_pickle), step
     for each, path in found:
         try:
@@ -213,15 +246,9 @@ def _load_one(path: Path, device: Any, map_location: Any, allow_pickle: bool) ->
 #: without hashing it again while its files are unchanged (a file rewritten, replaced or touched
 #: since is verified as usual).
 ENV_VERIFIED = "HETERO_CHECKPOINT_VERIFIED"
-#: A checkpoint directory's files as (name, inode, size, mtime in ns, ctime in ns): see :func:`fingerprint`.
-Fingerprint = tuple[tuple[str, int, int, int, int], ...]
 #: What :func:`check` may remember per checkpoint directory: its files' fingerprint when checked
 #: and the error found then (None: valid).
 VerifiedCache = MutableMapping[Path, tuple[Fingerprint, BaseException | None]]
-#: A check is remembered only if every file was last changed at least this long before it began,
-#: so that no later change can leave the same change time (file-system timestamps are coarse:
-#: one clock tick, 1-10 ms) behind.
-SETTLED_SECONDS = 0.02
 
 
 def latest_step(directory: str | os.PathLike[str] | None = None, verified: VerifiedCache | None = None) -> int | None:
@@ -230,8 +257,11 @@ def latest_step(directory: str | os.PathLike[str] | None = None, verified: Verif
 
     ``verified``: a cache kept between calls (a dict) so that a checkpoint checked before,
     whose files have not changed since (:func:`fingerprint`), is not hashed again; see
-    :func:`check`."""
-    for step, path in checkpoints(directory):
+    :func:`check`. ``directory``: as for :func:`load`."""
+    root = _resume_root(directory, "latest_step")
+    if root is None:
+        return None
+    for step, path in checkpoints(root):
         try:
             check(path, verified)
         except _DAMAGE as exc:
@@ -259,7 +289,7 @@ def check(path: str | os.PathLike[str], verified: VerifiedCache | None = None) -
         verify(path)
     except _DAMAGE as exc:
         error = exc
-    if verified is not None and before is not None and _settled(before, started) and fingerprint(path) == before:
+    if verified is not None and before is not None and settled_at(before, started) and fingerprint(path) == before:
         verified[path] = (before, error)
     if error is not None:
         raise error
@@ -289,37 +319,6 @@ def _trusted(path: Path) -> Fingerprint | None:
 
 def _token(found: Fingerprint) -> str:
     return hashlib.sha256(repr(found).encode()).hexdigest()
-
-
-def fingerprint(path: str | os.PathLike[str]) -> Fingerprint | None:
-    """The identity of a checkpoint directory's files as the file system reports them (name,
-    inode, size, modification and status-change time in ns), or None when it cannot be listed.
-
-    The status-change time (ctime) is what makes it trustworthy: a program can put a file's
-    mtime back after rewriting it (``os.utime``, ``touch -d``, ``rsync -t``), but setting either
-    time moves the ctime to now, and nothing but the system clock sets it."""
-    try:
-        with os.scandir(path) as entries:
-            found = []
-            for entry in entries:
-                if entry.is_file(follow_symlinks=False):
-                    info = entry.stat(follow_symlinks=False)
-                    found.append((entry.name, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
-    except OSError:
-        return None
-    return tuple(sorted(found))
-
-
-def settled(path: str | os.PathLike[str]) -> bool:
-    """Whether every file of the checkpoint at ``path`` was last changed over
-    :data:`SETTLED_SECONDS` ago (a check begun now can be remembered)."""
-    found = fingerprint(path)
-    return found is not None and _settled(found, time.time())
-
-
-def _settled(found: Fingerprint, at: float) -> bool:
-    newest = max((max(mtime, ctime) for *_, mtime, ctime in found), default=0)
-    return newest <= (at - SETTLED_SECONDS) * 1e9
 
 
 def verify(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -327,3 +328,43 @@ def write_remedy(exc: OSError) -> str:
         return ("a file or folder of this save vanished while it was written: another process removed it "
                 "(a second saver of the same directory, or a cleanup); give each process its own directory")
     return f"{errno.errorcode.get(exc.errno or 0, 'error')}: check the file system"
+
+
+# -- a checkpoint's identity, for checks remembered while its files are unchanged ------------
+#: A checkpoint directory's files as (name, inode, size, mtime in ns, ctime in ns): see :func:`fingerprint`.
+Fingerprint = tuple[tuple[str, int, int, int, int], ...]
+#: A check is remembered only if every file was last changed at least this long before it began,
+#: so that no later change can leave the same change time (file-system timestamps are coarse:
+#: one clock tick, 1-10 ms) behind.
+SETTLED_SECONDS = 0.02
+
+
+def fingerprint(path: str | os.PathLike[str]) -> Fingerprint | None:
+    """The identity of a checkpoint directory's files as the file system reports them (name,
+    inode, size, modification and status-change time in ns), or None when it cannot be listed.
+
+    The status-change time (ctime) is what makes it trustworthy: a program can put a file's
+    mtime back after rewriting it (``os.utime``, ``touch -d``, ``rsync -t``), but setting either
+    time moves the ctime to now, and nothing but the system clock sets it."""
+    try:
+        with os.scandir(path) as entries:
+            found = []
+            for entry in entries:
+                if entry.is_file(follow_symlinks=False):
+                    info = entry.stat(follow_symlinks=False)
+                    found.append((entry.name, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+    except OSError:
+        return None
+    return tuple(sorted(found))
+
+
+def settled(path: str | os.PathLike[str]) -> bool:
+    """Whether every file of the checkpoint at ``path`` was last changed over
+    :data:`SETTLED_SECONDS` ago (a check begun now can be remembered)."""
+    found = fingerprint(path)
+    return found is not None and settled_at(found, time.time())
+
+
+def settled_at(found: Fingerprint, at: float) -> bool:
+    newest = max((max(mtime, ctime) for *_, mtime, ctime in found), default=0)
+    return newest <= (at - SETTLED_SECONDS) * 1e9

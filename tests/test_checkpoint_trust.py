@@ -9,6 +9,7 @@ import os
 import stat
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +164,31 @@ def test_concurrent_saves_of_one_step_say_what_happened(tmp_path: Path) -> None:
     state, _ = checkpoint.load(tmp_path) or ({}, None)
     assert len(set(state["w"].tolist())) == 1
     assert [p.name for p in tmp_path.iterdir()] == ["step-00000007.hckpt"]
+
+
+# -- outside hetero-run ------------------------------------------------------------------------
+def test_outside_hetero_run_load_resumes_only_from_a_named_directory(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HETERO_CHECKPOINT_DIR", raising=False)
+    monkeypatch.delenv("HETERO_RESUME_STEP", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert checkpoint.save({"a": 1}, 5).parent == Path("checkpoints")  # a first `python train.py` saves
+    with pytest.warns(CheckpointWarning, match=r"directory='checkpoints'"):
+        assert checkpoint.load() is None  # a second one starts afresh, and is told why
+    with pytest.warns(CheckpointWarning, match=r"directory='checkpoints'"):
+        assert checkpoint.latest_step() is None
+    with pytest.raises(CheckpointError, match="directory="):
+        checkpoint.load(step=5)
+    assert checkpoint.load("checkpoints") == ({"a": 1}, 5)
+    assert checkpoint.latest_step("checkpoints") == 5
+    monkeypatch.setenv("HETERO_CHECKPOINT_DIR", str(tmp_path / "checkpoints"))  # as hetero-run sets it
+    assert checkpoint.load() == ({"a": 1}, 5) and checkpoint.latest_step() == 5
+
+
+def test_outside_hetero_run_an_empty_default_directory_says_nothing(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HETERO_CHECKPOINT_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert checkpoint.load() is None and checkpoint.latest_step() is None
