@@ -27,6 +27,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterable
+from typing import Any
 
 from hetero.fault.protocol import ENV_LAUNCHER_PID, ENV_RESTART, ENV_RUN_ID, ENV_WORKER
 
@@ -110,28 +111,32 @@ def _name(pid: int) -> str:
         return ""
 
 
-def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
-    """``prctl(PR_SET_PDEATHSIG, sig)``: this process gets ``sig`` when the thread that started it
-    ends. False where the platform has no such thing."""
+_LIBC: Any = None  # loaded before the watchdog forks: no dlopen (and its loader lock) in the child
+
+
+def _prctl(option: int, arg: Any) -> bool:
+    global _LIBC
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
-
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(1, int(sig), 0, 0, 0) == 0)  # 1: PR_SET_PDEATHSIG
+        if _LIBC is None:
+            import ctypes
+
+            _LIBC = ctypes.CDLL(None, use_errno=True)
+        return bool(_LIBC.prctl(option, arg, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 
 
+def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
+    """``prctl(PR_SET_PDEATHSIG, sig)``: this process gets ``sig`` when the thread that started it
+    ends. False where the platform has no such thing."""
+    return _prctl(1, int(sig))  # 1: PR_SET_PDEATHSIG
+
+
 def set_process_name(name: str) -> None:
     """``prctl(PR_SET_NAME)``: what ``/proc/PID/comm`` (and ``ps -o comm``) shows."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(15, name.encode()[:15], 0, 0, 0)  # 15: PR_SET_NAME
+    _prctl(15, name.encode()[:15])  # 15: PR_SET_NAME
 
 
 def guard_launcher_death() -> None:

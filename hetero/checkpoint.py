@@ -445,7 +445,10 @@ def _manifest(path: Path) -> dict[str, Any]:
         raise CheckpointError(f"{file} is nested too deeply to be a hetero checkpoint manifest (corrupt)") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT:
         raise CheckpointError(f"{file} is not a hetero checkpoint manifest")
-    if body.get("version", 0) > VERSION:
+    version = body.get("version", 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise CheckpointError(f"{file} has format version {version!r}, not a number (the manifest is corrupt)")
+    if version > VERSION:
         raise CheckpointError(f"{file} has format version {body.get('version')}, newer than this hetero "
                               f"reads ({VERSION}); upgrade hetero")
     try:

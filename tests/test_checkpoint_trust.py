@@ -75,6 +75,8 @@ CRAFTED = {
     "missing-file": lambda body: body["state"]["values"][0].update(file="999999.bin"),
     "keys-values-mismatch": lambda body: body["state"]["keys"].append("extra"),
     "payload-path": lambda body: body["state"]["values"][0].update(file="../../etc/passwd"),
+    "version-string": lambda body: body.update(version="1"),
+    "torch-size": lambda body: body["state"]["values"][0].update(type="torch", dtype="float32", shape=[3]),
 }
 
 
