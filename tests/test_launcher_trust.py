@@ -278,3 +278,28 @@ def test_event_logs_are_private(tmp_path: Path) -> None:
     append_event(tmp_path / "shim.jsonl", "worker_started")
     for name in ("events.jsonl", "shim.jsonl"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600
+
+
+THREAD_FAULT_UNDER_RUN = """
+    import os, threading, time
+    import hetero
+
+    def work():
+        raise hetero.ContextCorruptedError("illegal address", backend="cpu", device=os.environ["HETERO_DEVICE"], code=700)
+
+    if os.environ["HETERO_RESTART"] == "0":
+        threading.Thread(target=work).start()
+        time.sleep(30)  # interrupted: the fault report is out, the worker exits 86
+    print("done on", os.environ["HETERO_DEVICE"])
+"""
+
+
+@pytest.mark.skipif(len(DEVICES) < 2, reason="needs two devices")
+def test_under_hetero_run_a_thread_device_error_quarantines_and_restarts(tmp_path: Path) -> None:
+    result = _launch(tmp_path, THREAD_FAULT_UNDER_RUN, "--devices", ",".join(DEVICES[:2]), "--no-standby")
+    assert result.returncode == 0, result.stderr
+    records = _events(tmp_path)
+    faults = [e for e in records if e["event"] == "fault_detected"]
+    assert [f["error_type"] for f in faults] == ["ContextCorruptedError"]
+    assert [e["device"] for e in records if e["event"] == "device_quarantined"] == [DEVICES[0]]
+    assert f"done on {DEVICES[1]}" in result.stdout
