@@ -157,6 +157,7 @@ class Worker:
             code = self.proc.poll()
             self.proc = None
             self.close_pidfd()
+            self.sweep()
             return code if code is not None else 0
         if info is None:
             return None

@@ -49,7 +49,7 @@ from hetero.checkpoint_codec import CheckpointError, Decoder, PayloadReader, Pay
 from hetero.checkpoint_files import (
     PRIVATE_DIR,
     PRIVATE_FILE,
-    SETTLED_SECONDS,
+    SETTLED_SECONDS,  # noqa: F401 - part of this module's interface (check remembers only settled files)
     ConcurrentSaveError,
     Fingerprint,
     ParallelWriter,
@@ -66,8 +66,9 @@ from hetero.checkpoint_manifest import check_structure
 from hetero.errors import HeteroError
 from hetero.fault.protocol import ENV_CHECKPOINT_DIR, ENV_RESUME_STEP
 
-__all__ = ["CheckpointError", "CheckpointWarning", "ConcurrentSaveError", "PickleRefusedError", "check", "checkpoints", "fingerprint", "latest_step", "load",
-           "resume_step", "save", "save_async", "settled", "verified_token", "verify", "wait"]
+__all__ = ["CheckpointError", "CheckpointWarning", "ConcurrentSaveError", "PickleRefusedError", "check", "checkpoints",
+           "fingerprint", "latest_step", "load", "resume_step", "save", "save_async", "settled", "verified_token", "verify",
+           "wait"]
 
 FORMAT = "hetero.checkpoint"
 VERSION = 1
