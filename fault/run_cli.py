@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hetero.fault.launch_assign import POLICIES, LaunchError, OptionError
+from hetero.fault.launch_assign import MAX_WORKERS_PER_DEVICE, POLICIES, LaunchError, OptionError
 
 DEFAULT_MAX_RESTARTS = 3
 DEFAULT_HEARTBEAT_TIMEOUT = 300.0
@@ -115,7 +115,7 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.nproc < 1:
         parser.error(f"--nproc must be at least 1, got {args.nproc}")
     if args.nproc > MAX_NPROC:
-        parser.error(f"--nproc must be at most {MAX_NPROC} (and {_per_device()} per device), got {args.nproc}")
+        parser.error(f"--nproc must be at most {MAX_NPROC} (and {MAX_WORKERS_PER_DEVICE} per device), got {args.nproc}")
     if not 0 <= args.max_restarts <= MAX_RESTARTS:
         parser.error(f"--max-restarts must be 0 or more (at most {MAX_RESTARTS}), got {args.max_restarts}")
     if not (math.isfinite(args.heartbeat_timeout) and 0 <= args.heartbeat_timeout <= MAX_SECONDS):
@@ -145,14 +145,15 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     bad = [m for m in (m.strip() for m in args.preload.split(",")) if m and not _MODULE.match(m)]
     if bad:
         parser.error(f"--preload takes comma-separated module names (e.g. torch,numpy); {bad[0]!r} is not one")
-    for rule in args.inject:
+    if args.inject:
         from hetero.errors import ConfigError
         from hetero.fault.injection_rules import parse_rule
 
-        try:
-            parse_rule(rule)
-        except ConfigError as exc:
-            parser.error(f"--inject {rule!r}: {exc}")
+        for rule in args.inject:
+            try:
+                parse_rule(rule)
+            except ConfigError as exc:
+                parser.error(f"--inject {rule!r}: {exc}")
     if args.quota is not None:
         from hetero.config import parse_quota
         from hetero.errors import ConfigError
@@ -162,12 +163,6 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         except ConfigError as exc:
             parser.error(str(exc))
         os.environ["HETERO_QUOTA"] = args.quota  # every worker's environment is built from this one
-
-
-def _per_device() -> int:
-    from hetero.fault.launch_assign import MAX_WORKERS_PER_DEVICE
-
-    return MAX_WORKERS_PER_DEVICE
 
 
 def default_run_dir() -> Path:

@@ -42,9 +42,9 @@ from hetero.fault.launch_assign import (
     replacement,
     usable,
 )
+from hetero.fault.launch_descendants import kill_marked, new_run_id
 from hetero.fault.launch_events import EventLog, Progress, Summary
 from hetero.fault.launch_faults import classify_report
-from hetero.fault.launch_descendants import kill_marked, new_run_id
 from hetero.fault.launch_warmup import Warmup
 from hetero.fault.launch_worker import (
     Worker,
