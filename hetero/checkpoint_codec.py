@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import pickle
+import reprlib
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -62,7 +63,8 @@ def numpy_dtype(node: Mapping[str, Any]) -> np.dtype[Any]:
     except CheckpointError:
         raise
     except (KeyError, TypeError, ValueError, RecursionError) as exc:
-        raise CheckpointError(f"not a NumPy dtype: {node.get('descr', node.get('dtype'))!r} ({exc})") from None
+        raise CheckpointError(f"not a NumPy dtype: {reprlib.repr(node.get('descr', node.get('dtype')))} "
+                              f"({type(exc).__name__})") from None
     if dtype.hasobject:
         raise CheckpointError(f"dtype {dtype} holds Python objects")
     return dtype
@@ -209,7 +211,7 @@ class Decoder:
         if kind == "pickle":
             if not self._allow_pickle:
                 raise PickleRefusedError(
-                    f"{self._source}: {where} was saved pickled (a {node.get('class') or 'Python object'}); "
+                    f"{self._source}: {where} was saved pickled (a {str(node.get('class') or 'Python object')[:200]}); "
                     f"unpickling runs whatever code the file names, so hetero.checkpoint.load refuses it. "
                     f"If you trust this checkpoint, load it with allow_pickle=True; or save that value as "
                     f"arrays, bytes or plain values instead")
