@@ -142,6 +142,11 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         host, _, port = args.rdzv_endpoint.rpartition(":")
         if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
             parser.error(f"--rdzv-endpoint must be HOST:PORT with a port in 1..65535, got {args.rdzv_endpoint!r}")
+    for option, folder in (("--run-dir", args.run_dir), ("--checkpoint-dir", args.checkpoint_dir)):
+        if folder is not None and folder.exists() and not folder.is_dir():
+            parser.error(f"{option} {str(folder)!r} is a file, not a directory; name a directory (made if missing)")
+    if args.events is not None and args.events.is_dir():
+        parser.error(f"--events {str(args.events)!r} is a directory; name the file to write, e.g. {args.events / 'events.jsonl'}")
     bad = [m for m in (m.strip() for m in args.preload.split(",")) if m and not _MODULE.match(m)]
     if bad:
         parser.error(f"--preload takes comma-separated module names (e.g. torch,numpy); {bad[0]!r} is not one")

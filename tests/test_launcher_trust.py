@@ -85,6 +85,8 @@ def _events(tmp_path: Path) -> list[dict[str, Any]]:
     (["--nnodes", "2", "--rdzv-endpoint", "host0"], "--rdzv-endpoint"),
     (["--nnodes", "2", "--rdzv-endpoint", "host0:99999"], "--rdzv-endpoint"),
     (["--preload", "torch,no such module"], "--preload"),
+    (["--events", "."], "--events"),
+    (["--checkpoint-dir", "train.py"], "--checkpoint-dir"),
 ])
 def test_bad_options_exit_2_naming_the_option_before_anything_starts(tmp_path: Path, options: list[str],
                                                                       message: str) -> None:
