@@ -31,6 +31,13 @@ propagate unchanged.
 Steps must be deterministic functions of their arguments and of ``state`` (draw a batch from
 the step number, not from a shared random stream), and must keep what they change in
 ``state``: the replay re-runs them and discards their return values.
+
+The limit: the guard recovers the device errors ``g.run`` sees, i.e. those raised in the thread
+that calls it. A device error raised in another thread (a prefetching or logging thread the
+step started) is not recovered here; under ``hetero-run`` the worker bootstrap treats it like
+one on the main thread (fault report, exit 86, restart on another device), and outside it
+``threading`` prints it and the thread's work is lost. Do device work on the guarded thread,
+or hand a worker thread's errors back to it (``concurrent.futures``: ``future.result()``).
 """
 
 from __future__ import annotations

@@ -34,8 +34,27 @@ VISIBILITY = {
 _RENUMBERED = ("cuda", "rocm")
 
 
+#: The most workers ``hetero-run`` starts per device it may use: ``--nproc`` past this many times
+#: the devices is refused (a typo such as ``--nproc 100000`` must not fork-bomb the machine).
+MAX_WORKERS_PER_DEVICE = 32
+
+
 class LaunchError(HeteroError):
     """hetero-run cannot start or continue a run (no device left, bad arguments)."""
+
+
+class OptionError(LaunchError):
+    """A command-line option is out of range for this machine (``hetero-run`` exits 2)."""
+
+
+def check_nproc(nproc: int, candidates: Sequence[DeviceInfo]) -> None:
+    """Refuse more workers than :data:`MAX_WORKERS_PER_DEVICE` per candidate device."""
+    most = MAX_WORKERS_PER_DEVICE * max(len(candidates), 1)
+    if nproc > most:
+        names = ", ".join(d.name for d in candidates) or "none"
+        raise OptionError(f"--nproc {nproc} is more than {MAX_WORKERS_PER_DEVICE} workers per device on the "
+                          f"{len(candidates)} device(s) this run may use ({names}); give --nproc 1..{most}, or "
+                          f"name more devices with --devices")
 
 
 def candidate_devices(spec: str | None) -> list[DeviceInfo]:

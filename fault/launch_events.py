@@ -44,6 +44,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+#: Event logs are readable by their owner only (an existing file keeps its mode).
+PRIVATE_FILE = 0o600
 
 #: Events also announced on stderr as they happen (one line each), so an operator watching the
 #: run sees a fault and where the work went without opening the log.
@@ -62,6 +64,8 @@ def announce(record: dict[str, Any], stream: IO[str] | None = None) -> None:
     template = ANNOUNCED.get(record["event"])
     if template is None:
         return
+    if record["event"] == "gave_up" and record.get("worker") is None:  # the run as a whole (no device...)
+        template = "giving up: {reason}"
     fields = dict(record)
     fields["reason_text"] = " ".join(str(part) for part in (
         record.get("error_type"), record.get("code_name"), record.get("message") or record.get("reason"),
@@ -84,7 +88,9 @@ class EventLog:
         self._file: IO[str] | None = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+            # private, like checkpoints and the cache: events carry commands, paths and error messages
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
+            self._file = open(fd, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         record = {"event": event, "time": time.time(), "monotonic": time.monotonic(), **fields}
@@ -107,7 +113,7 @@ def append_event(path: str | os.PathLike[str], event: str, **fields: Any) -> Non
     One ``write`` of one line to an ``O_APPEND`` file, so concurrent writers do not interleave."""
     record = {"event": event, "time": time.time(), "monotonic": time.monotonic(), **fields}
     line = (json.dumps(record, default=str) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
     try:
         os.write(fd, line)
     finally:

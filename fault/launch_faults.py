@@ -6,14 +6,24 @@ The worker bootstrap classifies the error before it writes the report (``fault_c
 one whose classifier failed), the launcher rebuilds the hetero error from the report's
 fields and runs :func:`hetero.fault.classify` itself; failing that, the class decides:
 context-corrupting, device-lost and degraded devices are quarantined.
+
+A report is a file a worker (any program) wrote, so nothing in it is trusted: only plain
+fields are kept (:func:`sanitize_report`: nested values dropped, text cut short), and a
+verdict with a field out of its domain (an unknown class, a ``quarantine`` that is not a
+bool, a ``ttl`` that is not a non-negative number) is ignored, the report classified again.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 QUARANTINE_CLASSES = ("context-corrupting", "device-lost", "degraded")
+FAULT_CLASSES = ("recoverable", *QUARANTINE_CLASSES)
+#: The longest text kept of a report's field (a message goes into events, logs and the quarantine).
+MAX_TEXT = 2000
+_INT_FIELDS = ("code", "xid", "pid")
 
 
 class Verdict(NamedTuple):
@@ -22,16 +32,40 @@ class Verdict(NamedTuple):
     ttl: float | None
 
 
+def sanitize_report(report: Mapping[Any, Any]) -> dict[str, Any]:
+    """The plain fields of ``report``: str keys whose values are None, bool, int, float or str
+    (cut to :data:`MAX_TEXT` characters); ``code``/``xid``/``pid`` only as ints."""
+    clean: dict[str, Any] = {}
+    for key, value in report.items():
+        if not isinstance(key, str) or not (value is None or isinstance(value, (bool, int, float, str))):
+            continue
+        if key in _INT_FIELDS and not (value is None or (isinstance(value, int) and not isinstance(value, bool))):
+            continue
+        clean[key] = value[:MAX_TEXT] if isinstance(value, str) else value
+    return clean
+
+
+def _ttl(value: Any) -> tuple[bool, float | None]:
+    """Whether ``value`` is a valid quarantine TTL (None: no expiry), and that TTL."""
+    if value is None:
+        return True, None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return False, None
+    return True, float(value)
+
+
 def classify_report(report: Mapping[str, Any]) -> Verdict:
     """The verdict on a fault report (see the module docstring)."""
-    fault_class, wants, ttl = report.get("fault_class"), report.get("quarantine"), report.get("ttl")
-    if fault_class and wants is not None:
-        return Verdict(str(fault_class), bool(wants), ttl)
+    report = sanitize_report(report)
+    fault_class, wants = report.get("fault_class"), report.get("quarantine")
+    ttl_ok, ttl = _ttl(report.get("ttl"))
+    if fault_class in FAULT_CLASSES and isinstance(wants, bool) and ttl_ok:
+        return Verdict(str(fault_class), wants, ttl)
     result = _classify_again(report)
     if result is not None:
         return result
-    fault_class = str(fault_class or "context-corrupting")  # a fatal device error of unknown kind
-    return Verdict(fault_class, fault_class in QUARANTINE_CLASSES, ttl)
+    fault_class = fault_class if fault_class in FAULT_CLASSES else "context-corrupting"  # fatal, of unknown kind
+    return Verdict(str(fault_class), fault_class in QUARANTINE_CLASSES, ttl)
 
 
 def _classify_again(report: Mapping[str, Any]) -> Verdict | None:

@@ -1,8 +1,10 @@
 """One ``hetero-run`` worker process: its environment, start, heartbeat reading, and stop.
 
 Each worker runs in its own session (``start_new_session=True``), so its process group
-holds it and everything it spawns; stopping it signals the whole group, and after the
-worker exits the group is swept so nothing it started outlives it.
+holds it and most of what it spawns; stopping it signals the whole group, and after the
+worker exits the group is swept, and so is every process its environment marks as this
+incarnation's (a ``setsid`` child, a daemon: see :mod:`hetero.fault.launch_descendants`), so
+nothing it started outlives it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from hetero.checkpoint import ENV_VERIFIED
 from hetero.device import DeviceInfo
 from hetero.fault import protocol
 from hetero.fault.launch_assign import device_env
+from hetero.fault.launch_descendants import kill_marked
 from hetero.fault.launch_events import Progress
+from hetero.fault.launch_faults import sanitize_report
 
 BOOTSTRAP = "hetero.fault.worker"
 
@@ -90,6 +94,8 @@ class Worker:
     lost_since: float | None = None  # last progress of the previous incarnation that was kept
     finished: bool = False
     pidfd: int | None = None  # readable once the process exits (Linux >= 5.3), to wake the launcher at once
+    run_id: str | None = None  # protocol.ENV_RUN_ID: marks what this incarnation started
+    incarnation: int = 0  # the restart count the running process was started with (its HETERO_RESTART)
 
     @property
     def alive(self) -> bool:
@@ -121,6 +127,8 @@ class Worker:
             env[protocol.ENV_RESUME_STEP] = str(self.resume_step)
             if self.verified_checkpoint:
                 env[ENV_VERIFIED] = self.verified_checkpoint
+        self.run_id = env.get(protocol.ENV_RUN_ID)
+        self.incarnation = self.restarts
         self.progress = Progress()
         self.last_mtime = -1
         self.launches = 0
@@ -149,6 +157,7 @@ class Worker:
             code = self.proc.poll()
             self.proc = None
             self.close_pidfd()
+            self.sweep()
             return code if code is not None else 0
         if info is None:
             return None
@@ -157,7 +166,13 @@ class Worker:
         self.proc = None
         self.close_pidfd()
         reap_group(pid)
+        self.sweep()
         return code
+
+    def sweep(self) -> None:
+        """Kill what the ended incarnation started outside its process group (setsid, daemons)."""
+        if self.run_id:
+            kill_marked(self.run_id, self.rank, self.incarnation)
 
     def read_heartbeat(self, now: float) -> dict[str, Any] | None:
         """The heartbeat record if the file changed since the last look, else None."""
@@ -192,11 +207,12 @@ class Worker:
             report = json.loads(self.fault_report.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:
-            print(f"hetero-run: worker {self.rank}: unreadable fault report {self.fault_report}: {exc}",
-                  file=sys.stderr)
+        except (OSError, ValueError, RecursionError) as exc:
+            print(f"hetero-run: worker {self.rank}: unreadable fault report {self.fault_report}: "
+                  f"{exc if not isinstance(exc, RecursionError) else 'nested too deeply'}; classifying the "
+                  f"failure by its exit status", file=sys.stderr)
             return None
-        return report if isinstance(report, dict) else None
+        return sanitize_report(report) if isinstance(report, dict) else None  # plain fields only: see launch_faults
 
 
 def become_subreaper() -> bool:

@@ -3,7 +3,8 @@
 :class:`Metrics` is the no-op the supervisor calls when no port is given;
 :func:`serve` returns :class:`PrometheusMetrics`, which imports ``prometheus-client`` only
 then, keeps its own registry (nothing of the process's default one leaks in), and serves
-it over HTTP at ``http://HOST:P/metrics``:
+it over HTTP at ``http://127.0.0.1:P/metrics`` (``--metrics-addr`` to bind another address,
+e.g. ``0.0.0.0`` for a Prometheus server on another machine):
 
 ================================== ========= =================================================
 metric                             type      meaning
@@ -104,7 +105,7 @@ class PrometheusMetrics(Metrics):
             self._server = None
 
 
-def serve(port: int, addr: str = "0.0.0.0") -> PrometheusMetrics:
+def serve(port: int, addr: str = "127.0.0.1") -> PrometheusMetrics:
     """Start serving metrics on ``addr:port`` (a daemon thread); raises ``OSError`` naming the
     port when it is taken."""
     metrics = PrometheusMetrics()
@@ -114,5 +115,5 @@ def serve(port: int, addr: str = "0.0.0.0") -> PrometheusMetrics:
         metrics._server = start_http_server(port, addr=addr, registry=metrics.registry)
     except OSError as exc:
         raise OSError(exc.errno, f"cannot serve metrics on {addr}:{port}: {exc.strerror}; "
-                                 "pick another --metrics-port") from exc
+                                 "pick another --metrics-port (or --metrics-addr)") from exc
     return metrics

@@ -21,6 +21,10 @@ visibility variable and torch.distributed's ``RANK``/``LOCAL_RANK``/``WORLD_SIZE
   verified and its files' identity, so ``hetero.checkpoint.load`` need not hash it again
   while the files are unchanged (see ``hetero/checkpoint.py``).
 - ``HETERO_QUOTA``: the worker's memory quota (``hetero-run --quota``), applied by the bootstrap.
+- ``HETERO_RUN_ID``: one per run, inherited by everything a worker starts: how the launcher
+  finds (and ends) what a worker left behind (``hetero.fault.launch_descendants``).
+- ``HETERO_LAUNCHER_PID``: the launcher's pid; the bootstrap arms ``PR_SET_PDEATHSIG`` against it
+  and removes the variable.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ ENV_CHECKPOINT_DIR = "HETERO_CHECKPOINT_DIR"
 ENV_RESUME_STEP = "HETERO_RESUME_STEP"
 ENV_RESTART = "HETERO_RESTART"
 ENV_CHECKPOINT_VERIFIED = "HETERO_CHECKPOINT_VERIFIED"
+ENV_RUN_ID = "HETERO_RUN_ID"
+ENV_LAUNCHER_PID = "HETERO_LAUNCHER_PID"
 
 #: Exit status of a worker that stopped because of a device fault it reported in
 #: ``HETERO_FAULT_REPORT`` (EX_SOFTWARE+16; not used by Python, shells or signals).

@@ -14,18 +14,28 @@ See docs/launcher.md.
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import math
 import os
+import re
 import signal
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hetero.fault.launch_assign import POLICIES, LaunchError
+from hetero.fault.launch_assign import MAX_WORKERS_PER_DEVICE, POLICIES, LaunchError, OptionError
 
 DEFAULT_MAX_RESTARTS = 3
 DEFAULT_HEARTBEAT_TIMEOUT = 300.0
 DEFAULT_GRACE = 5.0
+DEFAULT_METRICS_ADDR = "127.0.0.1"
+#: Bounds of the options (each checked before anything starts; see :func:`_check`).
+MAX_NPROC = 1024
+MAX_RESTARTS = 100_000
+MAX_SECONDS = 7 * 24 * 3600.0
+MAX_NODES = 10_000
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
              "one to resume a previous run")
     add("--events", type=Path, metavar="FILE.jsonl", help="event log (default: RUN_DIR/events.jsonl)")
     add("--metrics-port", type=int, metavar="P", help="serve Prometheus metrics on this port")
+    add("--metrics-addr", default=DEFAULT_METRICS_ADDR, metavar="ADDR",
+        help=f"address the metrics server binds (default {DEFAULT_METRICS_ADDR}, this machine only; "
+             "0.0.0.0 serves every network the machine is on)")
     add("--inject", action="append", default=[], metavar="RULE",
         help="fault-injection rule for the workers (repeatable), e.g. 'cpu:launch:nth=2000:crash'")
     add("--quota", metavar="SIZE",
@@ -97,16 +110,55 @@ def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[
 
 
 def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every option in range, before anything starts (exit status 2 naming the option otherwise).
+    ``--nproc`` is checked against the devices too, once they are known (``check_nproc``)."""
     if args.nproc < 1:
         parser.error(f"--nproc must be at least 1, got {args.nproc}")
-    if args.max_restarts < 0:
-        parser.error(f"--max-restarts must be 0 or more, got {args.max_restarts}")
-    if args.heartbeat_timeout < 0:
-        parser.error(f"--heartbeat-timeout must be 0 (off) or positive seconds, got {args.heartbeat_timeout}")
-    if args.nnodes < 1 or not 0 <= args.node_rank < args.nnodes:
+    if args.nproc > MAX_NPROC:
+        parser.error(f"--nproc must be at most {MAX_NPROC} (and {MAX_WORKERS_PER_DEVICE} per device), got {args.nproc}")
+    if not 0 <= args.max_restarts <= MAX_RESTARTS:
+        parser.error(f"--max-restarts must be 0 or more (at most {MAX_RESTARTS}), got {args.max_restarts}")
+    if not (math.isfinite(args.heartbeat_timeout) and 0 <= args.heartbeat_timeout <= MAX_SECONDS):
+        parser.error(f"--heartbeat-timeout must be 0 (off) or positive seconds up to {MAX_SECONDS:g}, "
+                     f"got {args.heartbeat_timeout}")
+    if not (math.isfinite(args.grace) and 0 <= args.grace <= MAX_SECONDS):
+        parser.error(f"--grace must be 0 or more seconds (at most {MAX_SECONDS:g}), got {args.grace}")
+    for option, port in (("--metrics-port", args.metrics_port), ("--master-port", args.master_port)):
+        if port is not None and not 1 <= port <= 65535:
+            parser.error(f"{option} must be a TCP port, 1..65535, got {port}")
+    if args.metrics_addr != "localhost":
+        try:
+            ipaddress.ip_address(args.metrics_addr)
+        except ValueError:
+            parser.error(f"--metrics-addr must be an IP address (127.0.0.1, the default; 0.0.0.0 for every "
+                         f"network) or localhost, got {args.metrics_addr!r}")
+    if not 1 <= args.nnodes <= MAX_NODES:
+        parser.error(f"--nnodes must be in 1..{MAX_NODES}, got {args.nnodes}")
+    if not 0 <= args.node_rank < args.nnodes:
         parser.error(f"--node-rank must be in 0..{args.nnodes - 1} for --nnodes {args.nnodes}, got {args.node_rank}")
     if args.nnodes > 1 and not args.rdzv_endpoint:
         parser.error("--nnodes > 1 needs --rdzv-endpoint HOST:PORT (the address of node 0)")
+    if args.rdzv_endpoint:
+        host, _, port = args.rdzv_endpoint.rpartition(":")
+        if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            parser.error(f"--rdzv-endpoint must be HOST:PORT with a port in 1..65535, got {args.rdzv_endpoint!r}")
+    for option, folder in (("--run-dir", args.run_dir), ("--checkpoint-dir", args.checkpoint_dir)):
+        if folder is not None and folder.exists() and not folder.is_dir():
+            parser.error(f"{option} {str(folder)!r} is a file, not a directory; name a directory (made if missing)")
+    if args.events is not None and args.events.is_dir():
+        parser.error(f"--events {str(args.events)!r} is a directory; name the file to write, e.g. {args.events / 'events.jsonl'}")
+    bad = [m for m in (m.strip() for m in args.preload.split(",")) if m and not _MODULE.match(m)]
+    if bad:
+        parser.error(f"--preload takes comma-separated module names (e.g. torch,numpy); {bad[0]!r} is not one")
+    if args.inject:
+        from hetero.errors import ConfigError
+        from hetero.fault.injection_rules import parse_rule
+
+        for rule in args.inject:
+            try:
+                parse_rule(rule)
+            except ConfigError as exc:
+                parser.error(f"--inject {rule!r}: {exc}")
     if args.quota is not None:
         from hetero.config import parse_quota
         from hetero.errors import ConfigError
@@ -153,13 +205,14 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.metrics_port is not None and args.nnodes == 1 and not args.rdzv_endpoint:
             from hetero.fault.metrics import serve
 
-            metrics = serve(args.metrics_port)
+            metrics = serve(args.metrics_port, args.metrics_addr)
         if args.nnodes > 1 or args.rdzv_endpoint:
             from hetero.fault.elastic import ElasticConfig, run_elastic
 
             ignored = [name for name, value, default in (
                 ("--heartbeat-timeout", args.heartbeat_timeout, DEFAULT_HEARTBEAT_TIMEOUT),
                 ("--restart", args.restart, "worker"), ("--metrics-port", args.metrics_port, None),
+                ("--metrics-addr", args.metrics_addr, DEFAULT_METRICS_ADDR),
                 ("--grace", args.grace, DEFAULT_GRACE), ("--preload", args.preload, "")) if value != default]
             if ignored:
                 print(f"hetero-run: warning: {', '.join(ignored)} apply to single-node runs only; under torch "
@@ -179,6 +232,9 @@ def _main(argv: Sequence[str] | None) -> int:
             grace=args.grace, master_addr=args.master_addr, master_port=args.master_port, standby=args.standby,
             preload=tuple(m.strip() for m in args.preload.split(",") if m.strip()))
         return run(config, metrics, handle_signals=(signal.SIGINT, signal.SIGTERM))
+    except OptionError as exc:
+        print(f"hetero-run: error: {exc}", file=sys.stderr)
+        return 2
     except (LaunchError, OSError) as exc:
         print(f"hetero-run: error: {exc}", file=sys.stderr)
         return 1

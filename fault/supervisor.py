@@ -32,7 +32,17 @@ from typing import Any
 
 from hetero.device import DeviceInfo
 from hetero.errors import HeteroError
-from hetero.fault.launch_assign import assign, candidate_devices, free_port, quarantined_ids, replacement, usable
+from hetero.fault.launch_assign import (
+    OptionError,
+    assign,
+    candidate_devices,
+    check_nproc,
+    free_port,
+    quarantined_ids,
+    replacement,
+    usable,
+)
+from hetero.fault.launch_descendants import kill_marked, new_run_id
 from hetero.fault.launch_events import EventLog, Progress, Summary
 from hetero.fault.launch_faults import classify_report
 from hetero.fault.launch_warmup import Warmup
@@ -48,13 +58,15 @@ from hetero.fault.launch_worker import (
     warm_modules,
 )
 from hetero.fault.metrics import Metrics
-from hetero.fault.protocol import FAULT_EXIT_CODE
+from hetero.fault.protocol import ENV_LAUNCHER_PID, ENV_RUN_ID, FAULT_EXIT_CODE
 
 POLL_SECONDS = 0.05
 #: A reserve worker interpreter is started once the workers have run this long (not at once:
 #: it would compete with their start-up for the CPU).
 RESERVE_AFTER_SECONDS = 1.0
 QUARANTINE_POLL_SECONDS = 1.0
+#: Standbys started for the first workers while devices are discovered (more workers start fresh).
+EARLY_STANDBYS = 8
 
 
 @dataclasses.dataclass
@@ -98,6 +110,7 @@ class Supervisor:
         self._abandoned: list[Any] = []  # processes SIGKILL could not end (reaped at exit if they die)
         self.warmup = Warmup()  # checkpoints verified and spare devices' health probed ahead of a restart
         self._probed = False
+        self.run_id = new_run_id()  # in every worker's environment: what the run started is found by it
 
     # -- the run -------------------------------------------------------------------------
     def run(self) -> int:
@@ -115,10 +128,12 @@ class Supervisor:
         try:
             self.base_env = self._base_env()
             if config.standby:  # their start-up overlaps device discovery
-                self._standbys = [s for s in (self._spawn_standby() for _ in range(config.nproc)) if s is not None]
+                early = min(config.nproc, EARLY_STANDBYS)
+                self._standbys = [s for s in (self._spawn_standby() for _ in range(early)) if s is not None]
             discovery = time.monotonic()
             self.candidates = candidate_devices(config.devices)
             self._quarantined_seen = quarantined_ids() & {d.stable_id for d in self.candidates}
+            check_nproc(config.nproc, self.candidates)
             devices = assign(config.nproc, config.policy, usable(self.candidates))
             self.log.emit("run_started", run_dir=str(config.run_dir), nproc=config.nproc,
                           devices=[d.name for d in self.candidates], policy=config.policy,
@@ -136,10 +151,9 @@ class Supervisor:
                 self._start(worker)
             code = self._loop()
         except HeteroError as exc:  # LaunchError, or a --devices spec naming nothing usable
-            print(f"hetero-run: error: {exc}", file=sys.stderr)
-            self.log.emit("gave_up", worker=None, reason=str(exc))
+            self.log.emit("gave_up", worker=None, reason=str(exc))  # announced on stderr, once
             self._stop_all()
-            code = 1
+            code = 2 if isinstance(exc, OptionError) else 1
         finally:
             if any(w.alive for w in self.workers):  # an unexpected error: leave no orphans
                 self._stop_all()
@@ -344,7 +358,6 @@ class Supervisor:
         return worker.resume_step
 
     def _give_up(self, worker: Worker, why: str) -> None:
-        print(f"hetero-run: giving up: {why}", file=sys.stderr)
         self.log.emit("gave_up", worker=worker.rank, reason=why)
         self.summary.worker_results[worker.rank] = f"failed on {worker.device.name}"
         self._stop_all()
@@ -355,6 +368,8 @@ class Supervisor:
         from hetero.fault.quarantine import drill_store
 
         env["HETERO_DRILL_QUARANTINE"] = str(drill_store())  # the run's drill scope, shared with its workers
+        env[ENV_RUN_ID] = self.run_id
+        env[ENV_LAUNCHER_PID] = str(os.getpid())  # the bootstrap dies with this process (PR_SET_PDEATHSIG)
         if self.config.inject:
             rules = [r for r in env.get("HETERO_FAULTS", "").split(";") if r.strip()]
             env["HETERO_FAULTS"] = ";".join([*rules, *self.config.inject])
@@ -401,6 +416,7 @@ class Supervisor:
 
     def _finish(self, code: int) -> None:
         self._retire_standbys()
+        kill_marked(self.run_id)  # nothing the run started outlives it (daemons of finished workers...)
         self.warmup.close()
         for proc in self._abandoned:
             proc.poll()

@@ -10,6 +10,13 @@ protocol (:mod:`hetero.fault.protocol`):
   is classified, written as a fault report to ``$HETERO_FAULT_REPORT`` (atomically), its
   traceback printed, and the process exits with :data:`FAULT_EXIT_CODE` (86), so the
   supervisor knows which device failed and how, without guessing;
+- a DeviceError raised in another thread of the program (``threading.Thread``; the error
+  reaches ``threading.excepthook``) is a fault of the worker too: reported the same way, then
+  the main thread is interrupted (:class:`ThreadDeviceFault`, by ``SIGUSR2``) so the process
+  exits 86 instead of carrying on with a dead thread's work lost; a main thread that does not
+  come back to Python within :data:`THREAD_FAULT_GRACE` seconds is ended then. (Errors a
+  ``concurrent.futures`` pool keeps in its futures never reach the hook: they are the
+  program's, raised where it calls ``result()``.)
 - any other exception: the usual traceback and exit status 1; ``SystemExit`` passes through;
 - on a clean exit a last heartbeat is written (when ``$HETERO_HEARTBEAT_FILE`` is set);
 - ``SIGTERM`` (how a supervisor stops workers) becomes a :class:`WorkerTerminated` exception
@@ -41,6 +48,7 @@ import runpy
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Mapping, Sequence
@@ -49,6 +57,7 @@ from typing import Any
 
 from hetero.errors import ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
 from hetero.fault import heartbeat as _heartbeat
+from hetero.fault.launch_descendants import guard_launcher_death
 from hetero.fault.protocol import ENV_FAULT_REPORT, ENV_WORKER, FAULT_EXIT_CODE
 
 USAGE = ("usage: python -m hetero.fault.worker [-m module | script.py] [args...]\n"
@@ -67,6 +76,51 @@ _FALLBACK_CLASS: tuple[tuple[type[DeviceError], str, str], ...] = (
     (DeviceLostError, "device-lost", "quarantine"),
     (DeviceDegradedError, "degraded", "migrate"),
 )
+
+
+#: Seconds the main thread has, after a device error in another thread, to unwind (``finally``
+#: blocks, pending checkpoint writes) before the process is ended with the fault exit status.
+THREAD_FAULT_GRACE = 30.0
+
+
+class ThreadDeviceFault(BaseException):
+    """Raised in the worker's main thread when another thread died of a device error (already
+    reported): a BaseException, so ``except Exception`` in the program does not swallow it."""
+
+
+_thread_fault: dict[str, Any] | None = None  # the report of a device error raised in another thread
+
+
+def _on_thread_exception(args: threading.ExceptHookArgs) -> None:
+    global _thread_fault
+    _previous_hook(args)  # the usual "Exception in thread ..." traceback
+    error = find_device_error(args.exc_value) if args.exc_value is not None else None
+    if error is None or _thread_fault is not None:
+        return
+    report = fault_report(error)
+    report["thread"] = args.thread.name if args.thread is not None else None
+    write_report(report)
+    _thread_fault = report
+    print(f"hetero.fault.worker: device fault on {report['device']} in thread {report['thread']!r} "
+          f"({report['fault_class']}, {report['error_type']}); stopping the worker with status {FAULT_EXIT_CODE}",
+          file=sys.stderr, flush=True)
+    if signal.getsignal(signal.SIGUSR2) is _on_sigusr2:
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGUSR2)
+    else:  # the program took SIGUSR2 for itself: a KeyboardInterrupt then (main() knows why)
+        import _thread
+
+        _thread.interrupt_main()
+    ender = threading.Timer(THREAD_FAULT_GRACE, lambda: os._exit(FAULT_EXIT_CODE))
+    ender.daemon = True
+    ender.start()
+
+
+_previous_hook = threading.excepthook
+
+
+def _on_sigusr2(signum: int, frame: object) -> None:
+    if _thread_fault is not None:
+        raise ThreadDeviceFault(f"device error in thread {_thread_fault.get('thread')!r}")
 
 
 class WorkerTerminated(BaseException):
@@ -104,6 +158,7 @@ def _default_sigterm_in_child() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the target program; return the worker's exit status (see the module docstring)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    guard_launcher_death()  # under hetero-run: die with it, and take what this worker starts along
     if args[:1] == ["--standby"]:
         return standby(args[1:])
     if args and args[0] == "--":
@@ -113,6 +168,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if args and args[0] in ("-h", "--help") else 2
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, all_threads=True)
+    global _previous_hook
+    if threading.excepthook is not _on_thread_exception:
+        _previous_hook, threading.excepthook = threading.excepthook, _on_thread_exception
+    if hasattr(signal, "SIGUSR2") and signal.getsignal(signal.SIGUSR2) is signal.SIG_DFL:
+        signal.signal(signal.SIGUSR2, _on_sigusr2)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigterm)
         atexit.register(_end_by_sigterm)  # registered first, so it runs after the program's own handlers
@@ -131,13 +191,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.argv = [args[0], *args[1:]]
             sys.path[0] = str(script.resolve().parent)
             runpy.run_path(args[0], run_name="__main__")
+    except (ThreadDeviceFault, KeyboardInterrupt):
+        if _thread_fault is None:
+            raise  # a real Ctrl-C
+        return FAULT_EXIT_CODE  # reported by _on_thread_exception
     except SystemExit as exc:
+        if _thread_fault is not None:
+            return FAULT_EXIT_CODE
         if exc.code in (None, 0):
             _heartbeat.flush()
         raise
     except WorkerTerminated:
         return 128 + signal.SIGTERM  # what a shell reports; _end_by_sigterm makes it the real signal
     except Exception as exc:  # noqa: BLE001 - every error the program lets escape is reported
+        if _thread_fault is not None:
+            traceback.print_exception(exc)
+            return FAULT_EXIT_CODE
         device_error = find_device_error(exc)
         traceback.print_exception(exc)
         if device_error is None:
@@ -146,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_report(report)
         print(f"hetero.fault.worker: device fault on {report['device']} ({report['fault_class']}, "
               f"{report['error_type']}); exiting with status {FAULT_EXIT_CODE}", file=sys.stderr)
+        return FAULT_EXIT_CODE
+    if _thread_fault is not None:  # the program ended before the interruption reached it
         return FAULT_EXIT_CODE
     _heartbeat.flush()
     return 0

@@ -6,7 +6,11 @@
     >>> if loaded: state, step = loaded
 
 One checkpoint is a directory ``step-00000120.hckpt/`` under the checkpoint directory
-(``directory=``, else ``$HETERO_CHECKPOINT_DIR``, else ``./checkpoints``): a
+(``directory=``, else ``$HETERO_CHECKPOINT_DIR``, which ``hetero-run`` sets for each worker,
+else ``./checkpoints`` for ``save``). Outside ``hetero-run``, ``load()`` and ``latest_step()``
+resume only from a directory they are given (or ``$HETERO_CHECKPOINT_DIR``): a second plain
+``python train.py`` starts afresh instead of silently picking up what the first left in
+``./checkpoints`` (it warns, naming how to resume). Each checkpoint holds a
 ``manifest.json`` (the state's structure, plain values inline, and the size and sha256 of
 every payload file, or of each 16 MiB part of bigger ones so that every core helps to check
 them; the manifest checks its own digest too) plus one payload file per
@@ -41,13 +45,30 @@ from typing import Any
 
 import numpy as np
 
-from hetero.checkpoint_codec import CheckpointError, Decoder, PayloadReader, PayloadWriter, encode
-from hetero.checkpoint_files import ParallelWriter, fsync_dir, payload_name, read_payloads
+from hetero.checkpoint_codec import CheckpointError, Decoder, PayloadReader, PayloadWriter, PickleRefusedError, encode
+from hetero.checkpoint_files import (
+    PRIVATE_DIR,
+    PRIVATE_FILE,
+    SETTLED_SECONDS,  # noqa: F401 - part of this module's interface (check remembers only settled files)
+    ConcurrentSaveError,
+    Fingerprint,
+    ParallelWriter,
+    fingerprint,
+    fsync_dir,
+    install,
+    payload_name,
+    read_payloads,
+    settled,
+    settled_at,
+    write_remedy,
+)
+from hetero.checkpoint_manifest import check_structure
 from hetero.errors import HeteroError
 from hetero.fault.protocol import ENV_CHECKPOINT_DIR, ENV_RESUME_STEP
 
-__all__ = ["CheckpointError", "CheckpointWarning", "check", "checkpoints", "fingerprint", "latest_step", "load",
-           "resume_step", "save", "save_async", "settled", "verified_token", "verify", "wait"]
+__all__ = ["CheckpointError", "CheckpointWarning", "ConcurrentSaveError", "PickleRefusedError", "check", "checkpoints",
+           "fingerprint", "latest_step", "load", "resume_step", "save", "save_async", "settled", "verified_token", "verify",
+           "wait"]
 
 FORMAT = "hetero.checkpoint"
 VERSION = 1
@@ -77,8 +98,24 @@ class CheckpointWarning(UserWarning):
 
 
 def default_directory() -> Path:
-    """``$HETERO_CHECKPOINT_DIR``, else ``./checkpoints``."""
+    """Where :func:`save` writes without ``directory=``: ``$HETERO_CHECKPOINT_DIR``, else ``./checkpoints``."""
     return Path(os.environ.get(ENV_CHECKPOINT_DIR) or "checkpoints")
+
+
+def _resume_root(directory: str | os.PathLike[str] | None, caller: str) -> Path | None:
+    """Where ``load``/``latest_step`` look: ``directory``, else ``$HETERO_CHECKPOINT_DIR``; None (with a
+    warning when ``./checkpoints`` holds checkpoints) outside hetero-run with neither."""
+    if directory is not None:
+        return Path(directory)
+    if os.environ.get(ENV_CHECKPOINT_DIR):
+        return Path(os.environ[ENV_CHECKPOINT_DIR])
+    found = checkpoints("checkpoints")
+    if found:
+        warnings.warn(f"hetero.checkpoint.{caller}: not resuming from the {len(found)} checkpoint(s) in "
+                      f"{Path('checkpoints').absolute()} (newest: step {found[0][0]}): outside hetero-run, "
+                      f"{caller} reads only a directory it is given; pass directory='checkpoints' to resume "
+                      f"from them", CheckpointWarning, stacklevel=3)
+    return None
 
 
 def resume_step() -> int | None:
@@ -119,8 +156,7 @@ def save_async(state: Mapping[str, Any], step: int, directory: str | os.PathLike
     root = root.absolute()  # written later: a chdir meanwhile must not move it
     captured: list[tuple[str, Any]] = []
 
-    def capture(where: str, data: Any) -> str:
-        # Copied: the caller's arrays (and CPU-device arrays' host views) keep changing.
+    def capture(where: str, data: Any) -> str:  # copied: the caller's arrays keep changing
         captured.append((where, np.array(data, copy=True) if isinstance(data, np.ndarray) else bytes(data)))
         return payload_name(len(captured) - 1)
 
@@ -151,40 +187,55 @@ def wait() -> None:
 
 
 def load(directory: str | os.PathLike[str] | None = None, device: Any = None, *,
-         map_location: Any = None, step: int | None = None) -> tuple[dict[str, Any], int] | None:
+         map_location: Any = None, step: int | None = None,
+         allow_pickle: bool = False) -> tuple[dict[str, Any], int] | None:
     """The newest valid checkpoint as ``(state, step)``, or None when there is none.
 
     Hetero arrays are restored onto ``device`` (default ``hetero.device()``), whatever
     device saved them; torch tensors become CPU tensors, or go to ``map_location``. A
     corrupt or unreadable checkpoint is skipped with a :class:`CheckpointWarning` naming it.
     ``step``: load exactly that checkpoint instead (:class:`CheckpointError` when it is
-    missing or corrupt: no fallback to another step)."""
-    found = checkpoints(directory)
+    missing or corrupt: no fallback to another step).
+
+    ``allow_pickle``: values saved pickled (anything not an array, tensor, container or plain
+    value) are refused with :class:`PickleRefusedError` unless this is True, since unpickling
+    runs whatever code the file names: pass it only for checkpoints you trust.
+
+    ``directory``: default ``$HETERO_CHECKPOINT_DIR`` (set by ``hetero-run``); outside hetero-run
+    without one, nothing is loaded (None; see the module docstring)."""
+    if step is not None and directory is None and not os.environ.get(ENV_CHECKPOINT_DIR):
+        raise CheckpointError(f"hetero.checkpoint.load: step={step} but no checkpoint directory: outside "
+                              f"hetero-run pass directory= (or set {ENV_CHECKPOINT_DIR})")
+    root = _resume_root(directory, "load")
+    if root is None:
+        return None
+    found = checkpoints(root)
     if step is not None:
         chosen = [(s, path) for s, path in found if s == step]
         if not chosen:
             have = ", ".join(str(s) for s, _ in found) or "none"
             raise CheckpointError(f"hetero.checkpoint.load: no checkpoint of step {step} in "
-                                  f"{_root(directory)} (steps there: {have})")
-        return _load_one(chosen[0][1], device, map_location), step
+                                  f"{root} (steps there: {have})")
+        return _load_one(chosen[0][1], device, map_location, allow_pickle), step
     for each, path in found:
         try:
-            return _load_one(path, device, map_location), each
+            return _load_one(path, device, map_location, allow_pickle), each
         except HeteroError as exc:
-            if not isinstance(exc, CheckpointError):
-                raise  # the target device or array layer refused (no such device, no fp64...): not the file's fault
+            if not isinstance(exc, CheckpointError) or isinstance(exc, PickleRefusedError):
+                raise  # the device, the array layer or the pickle rule refused (no such device...): not the file's fault
             _warn_skip(path, exc)
     return None
 
 
-def _load_one(path: Path, device: Any, map_location: Any) -> dict[str, Any]:
+def _load_one(path: Path, device: Any, map_location: Any, allow_pickle: bool) -> dict[str, Any]:
     try:
         manifest = _manifest(path)
         trusted = _trusted(path)
         payloads = read_payloads(path, manifest["files"], hashed=trusted is None)
         if trusted is not None and fingerprint(path) != trusted:  # changed while being read: check it all
             payloads = read_payloads(path, manifest["files"])
-        return dict(Decoder(_lookup(path, payloads), device, map_location).decode(manifest["state"]))
+        decoder = Decoder(_lookup(path, payloads), device, map_location, allow_pickle=allow_pickle, source=str(path))
+        return dict(decoder.decode(manifest["state"]))
     except HeteroError:
         raise
     except _DAMAGE as exc:  # an unreadable file, or values that do not decode: name the checkpoint
@@ -196,15 +247,9 @@ def _load_one(path: Path, device: Any, map_location: Any) -> dict[str, Any]:
 #: without hashing it again while its files are unchanged (a file rewritten, replaced or touched
 #: since is verified as usual).
 ENV_VERIFIED = "HETERO_CHECKPOINT_VERIFIED"
-#: A checkpoint directory's files as (name, inode, size, mtime in ns): see :func:`fingerprint`.
-Fingerprint = tuple[tuple[str, int, int, int], ...]
 #: What :func:`check` may remember per checkpoint directory: its files' fingerprint when checked
 #: and the error found then (None: valid).
 VerifiedCache = MutableMapping[Path, tuple[Fingerprint, BaseException | None]]
-#: A check is remembered only if every file was last changed at least this long before it began,
-#: so that no later change can leave the same modification time (file-system timestamps are
-#: coarse: one clock tick, 1-10 ms) behind.
-SETTLED_SECONDS = 0.02
 
 
 def latest_step(directory: str | os.PathLike[str] | None = None, verified: VerifiedCache | None = None) -> int | None:
@@ -213,8 +258,11 @@ def latest_step(directory: str | os.PathLike[str] | None = None, verified: Verif
 
     ``verified``: a cache kept between calls (a dict) so that a checkpoint checked before,
     whose files have not changed since (:func:`fingerprint`), is not hashed again; see
-    :func:`check`."""
-    for step, path in checkpoints(directory):
+    :func:`check`. ``directory``: as for :func:`load`."""
+    root = _resume_root(directory, "latest_step")
+    if root is None:
+        return None
+    for step, path in checkpoints(root):
         try:
             check(path, verified)
         except _DAMAGE as exc:
@@ -242,7 +290,7 @@ def check(path: str | os.PathLike[str], verified: VerifiedCache | None = None) -
         verify(path)
     except _DAMAGE as exc:
         error = exc
-    if verified is not None and before is not None and _settled(before, started) and fingerprint(path) == before:
+    if verified is not None and before is not None and settled_at(before, started) and fingerprint(path) == before:
         verified[path] = (before, error)
     if error is not None:
         raise error
@@ -272,33 +320,6 @@ def _trusted(path: Path) -> Fingerprint | None:
 
 def _token(found: Fingerprint) -> str:
     return hashlib.sha256(repr(found).encode()).hexdigest()
-
-
-def fingerprint(path: str | os.PathLike[str]) -> Fingerprint | None:
-    """The identity of a checkpoint directory's files as the file system reports them (name,
-    inode, size, modification time in ns), or None when it cannot be listed."""
-    try:
-        with os.scandir(path) as entries:
-            found = []
-            for entry in entries:
-                if entry.is_file(follow_symlinks=False):
-                    info = entry.stat(follow_symlinks=False)
-                    found.append((entry.name, info.st_ino, info.st_size, info.st_mtime_ns))
-    except OSError:
-        return None
-    return tuple(sorted(found))
-
-
-def settled(path: str | os.PathLike[str]) -> bool:
-    """Whether every file of the checkpoint at ``path`` was last changed over
-    :data:`SETTLED_SECONDS` ago (a check begun now can be remembered)."""
-    found = fingerprint(path)
-    return found is not None and _settled(found, time.time())
-
-
-def _settled(found: Fingerprint, at: float) -> bool:
-    newest = max((mtime for *_, mtime in found), default=0)
-    return newest <= (at - SETTLED_SECONDS) * 1e9
 
 
 def verify(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -340,18 +361,18 @@ def _save(root: Path, step: int, keep: int | None, build: Callable[[PayloadWrite
     try:
         root.mkdir(parents=True, exist_ok=True)
         _clean_stale(root)
-        temp.mkdir()
+        temp.mkdir(mode=PRIVATE_DIR)
     except OSError as exc:
         raise CheckpointError(f"hetero.checkpoint.save: cannot write checkpoints to {root}: {exc.strerror or exc}; "
                               f"pass directory= or set {ENV_CHECKPOINT_DIR} to a writable directory") from exc
     try:
         _write(temp, build, step)
-        _install(temp, final)
+        install(temp, final)
     except BaseException as exc:
         shutil.rmtree(temp, ignore_errors=True)
         if isinstance(exc, OSError) and not isinstance(exc, CheckpointError):
             raise CheckpointError(f"hetero.checkpoint.save: writing step {step} to {root} failed: {exc}; "
-                                  f"the previous checkpoints are intact (check free space and permissions)") from exc
+                                  f"the previous checkpoints are intact ({write_remedy(exc)})") from exc
         raise
     if keep is not None:
         _prune(root, keep, final)
@@ -370,27 +391,11 @@ def _write(temp: Path, build: Callable[[PayloadWriter], dict[str, Any]], step: i
     body = {"format": FORMAT, "version": VERSION, "step": step, "time": time.time(), "host": socket.gethostname(),
             "pid": os.getpid(), "state": tree, "files": files}
     body["manifest_sha256"] = _digest(body)
-    with open(temp / MANIFEST, "w", encoding="utf-8") as out:
+    with open(os.open(temp / MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE), "w", encoding="utf-8") as out:
         json.dump(body, out)
         out.flush()
         os.fsync(out.fileno())
     fsync_dir(temp)
-
-
-def _install(temp: Path, final: Path) -> None:
-    old = None
-    if final.exists():  # replacing a step: move the old one aside, then remove it once the new one is in
-        old = final.with_name(f".{final.name}.old-{os.getpid()}-{os.urandom(4).hex()}")
-        os.replace(final, old)
-    try:
-        os.replace(temp, final)
-    except BaseException:
-        if old is not None:
-            os.replace(old, final)
-        raise
-    fsync_dir(final.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _prune(root: Path, keep: int, saved: Path) -> None:
@@ -437,13 +442,23 @@ def _manifest(path: Path) -> dict[str, Any]:
         body = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"{file} is missing or not valid JSON ({exc})") from exc
+    except RecursionError:
+        raise CheckpointError(f"{file} is nested too deeply to be a hetero checkpoint manifest (corrupt)") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT:
         raise CheckpointError(f"{file} is not a hetero checkpoint manifest")
-    if body.get("version", 0) > VERSION:
+    version = body.get("version", 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise CheckpointError(f"{file} has format version {version!r}, not a number (the manifest is corrupt)")
+    if version > VERSION:
         raise CheckpointError(f"{file} has format version {body.get('version')}, newer than this hetero "
                               f"reads ({VERSION}); upgrade hetero")
-    if body.get("manifest_sha256") != _digest(body):
+    try:
+        digest = _digest(body)
+    except RecursionError:
+        raise CheckpointError(f"{file} is nested too deeply to be a hetero checkpoint manifest (corrupt)") from None
+    if body.get("manifest_sha256") != digest:
         raise CheckpointError(f"{file} does not match its own checksum (the manifest is corrupt)")
+    check_structure(body, file)  # a fresh digest over a crafted tree: state=[], bytes=2**50, deep nesting...
     return body
 
 

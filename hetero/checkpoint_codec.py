@@ -6,7 +6,7 @@ Each value becomes a manifest node ``{"type": ..., ...}``:
 - ``hetero.Array`` -> ``"array"``: host bytes in a payload, with dtype, shape and the device
   (name, backend, kind) it came from; restored onto the device ``load`` is given.
 - ``numpy.ndarray`` / NumPy scalar -> ``"numpy"``: host bytes, restored as NumPy (structured
-  dtypes are pickled, which keeps their fields).
+  and sub-array dtypes as their ``descr``, as ``.npy`` headers keep them, fields and padding).
 - ``torch.Tensor`` (strided; ``nn.Parameter`` too) -> ``"torch"``: CPU bytes, torch dtype,
   shape, ``requires_grad``; restored as CPU tensors (or onto ``map_location``).
 - ``bytes``/``bytearray`` -> ``"bytes"`` payload.
@@ -14,8 +14,10 @@ Each value becomes a manifest node ``{"type": ..., ...}``:
   with keys kept as JSON scalars (``str``, ``int``, ``float``, ``bool``, ``None``), so
   optimizer state keyed by int survives; ``list``/``tuple`` -> ``"list"``/``"tuple"``.
 - ``None``, ``bool``, ``int``, ``float``, ``str`` -> ``"json"``, inline in the manifest.
-- anything else -> ``"pickle"`` payload (``pickle.dumps``). Checksums catch corruption,
-  not tampering: load only checkpoints you trust, as with ``torch.load``.
+- anything else -> ``"pickle"`` payload (``pickle.dumps``). Unpickling runs whatever code
+  the file names, and checksums catch corruption, not tampering: ``load`` refuses pickled
+  values unless it is given ``allow_pickle=True`` (as ``torch.load(weights_only=True)``
+  and ``numpy.load`` do), for checkpoints you trust.
 
 Modules and optimizers themselves are refused: save their ``state_dict()``.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import pickle
+import reprlib
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -38,10 +41,52 @@ PayloadWriter = Callable[[str, Any], str]
 PayloadReader = Callable[[str], memoryview]
 
 _JSON_SCALARS = (type(None), bool, int, float, str)
+#: The deepest state tree a checkpoint may hold: deeper ones are refused by ``save`` and are
+#: corrupt to ``load`` (whose decoder recurses, as ``save``'s encoder does).
+MAX_DEPTH = 200
 
 
 class CheckpointError(HeteroError, OSError):
     """A checkpoint could not be written or read (bad value, unwritable directory, corrupt files)."""
+
+
+class PickleRefusedError(CheckpointError):
+    """A valid checkpoint holds pickled values and ``load`` was not given ``allow_pickle=True``."""
+
+
+def numpy_dtype(node: Mapping[str, Any]) -> np.dtype[Any]:
+    """The NumPy dtype of a ``"numpy"``/``"array"`` node (its ``dtype`` string, or the ``descr`` of a
+    structured dtype); :class:`CheckpointError` for a dtype that is not plain data."""
+    try:
+        descr = node.get("descr")
+        dtype = _descr_dtype(descr) if descr is not None else np.dtype(node["dtype"])
+    except CheckpointError:
+        raise
+    except (KeyError, TypeError, ValueError, RecursionError) as exc:
+        raise CheckpointError(f"not a NumPy dtype: {reprlib.repr(node.get('descr', node.get('dtype')))} "
+                              f"({type(exc).__name__})") from None
+    if dtype.hasobject:
+        raise CheckpointError(f"dtype {dtype} holds Python objects")
+    return dtype
+
+
+def _descr_dtype(descr: Any) -> np.dtype[Any]:
+    # JSON turned the descr's tuples into lists: np.lib.format.descr_to_dtype wants them back.
+    def fields(value: Any) -> Any:
+        if isinstance(value, str):
+            return value
+        if not isinstance(value, list):
+            raise TypeError(f"{value!r} is not a descr")
+        out = []
+        for field in value:
+            if not isinstance(field, list) or len(field) not in (2, 3):
+                raise TypeError(f"{field!r} is not a descr field")
+            name = tuple(field[0]) if isinstance(field[0], list) else field[0]
+            rest = [fields(field[1])] + ([tuple(field[2])] if len(field) == 3 else [])
+            out.append((name, *rest))
+        return out
+
+    return np.dtype(np.lib.format.descr_to_dtype(fields(descr)))
 
 
 def encode(state: Mapping[str, Any], write: PayloadWriter) -> dict[str, Any]:
@@ -57,9 +102,12 @@ def encode(state: Mapping[str, Any], write: PayloadWriter) -> dict[str, Any]:
     return _encode(state, "state", write)
 
 
-def _encode(value: Any, where: str, write: PayloadWriter) -> dict[str, Any]:
+def _encode(value: Any, where: str, write: PayloadWriter, depth: int = 1) -> dict[str, Any]:
     from hetero.array import Array
 
+    if depth > MAX_DEPTH:
+        raise CheckpointError(f"hetero.checkpoint.save: {where} is nested deeper than {MAX_DEPTH} levels; "
+                              f"flatten the state (or save that part as bytes)")
     torch = sys.modules.get("torch")
     if isinstance(value, _JSON_SCALARS):
         return {"type": "json", "value": value}
@@ -76,7 +124,9 @@ def _encode(value: Any, where: str, write: PayloadWriter) -> dict[str, Any]:
         if host.dtype.fields is None and host.dtype.subdtype is None:
             return {"type": "numpy", "file": write(where, host), "dtype": host.dtype.str, "shape": list(host.shape),
                     "scalar": isinstance(value, np.generic)}
-        # Structured and sub-array dtypes do not survive dtype.str: NumPy's own pickling keeps them.
+        # Structured and sub-array dtypes do not survive dtype.str: their descr does, as in .npy headers.
+        return {"type": "numpy", "file": write(where, host), "descr": np.lib.format.dtype_to_descr(host.dtype),
+                "shape": list(host.shape), "scalar": isinstance(value, np.generic)}
     if torch is not None and isinstance(value, torch.Tensor):
         return _encode_tensor(torch, value, where, write)
     if isinstance(value, (bytes, bytearray)):
@@ -88,10 +138,11 @@ def _encode(value: Any, where: str, write: PayloadWriter) -> dict[str, Any]:
                 raise CheckpointError(f"hetero.checkpoint.save: {where} has key {key!r} of type {type(key).__name__}; "
                                       f"use str, int, float, bool or None keys")
             keys.append(key)
-            values.append(_encode(item, f"{where}[{key!r}]", write))
+            values.append(_encode(item, f"{where}[{key!r}]", write, depth + 1))
         return {"type": "dict", "ordered": isinstance(value, collections.OrderedDict), "keys": keys, "values": values}
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
-        return {"type": type(value).__name__, "items": [_encode(item, f"{where}[{i}]", write) for i, item in enumerate(value)]}
+        return {"type": type(value).__name__, "items": [_encode(item, f"{where}[{i}]", write, depth + 1)
+                                              for i, item in enumerate(value)]}
     if torch is not None and isinstance(value, (torch.nn.Module, torch.optim.Optimizer)):
         raise CheckpointError(f"hetero.checkpoint.save: {where} is a {type(value).__name__}; "
                               f"save its state_dict() instead and load it back with load_state_dict()")
@@ -126,8 +177,11 @@ class Decoder:
     """Rebuilds values from manifest nodes. The target device is resolved on the first
     hetero array only, so checkpoints without one open no backend."""
 
-    def __init__(self, read: PayloadReader, device: Any = None, map_location: Any = None) -> None:
+    def __init__(self, read: PayloadReader, device: Any = None, map_location: Any = None,
+                 allow_pickle: bool = False, source: str = "the checkpoint") -> None:
         self._read = read
+        self._allow_pickle = allow_pickle
+        self._source = source
         self._device_spec = device
         self._device: Any = None
         self._map_location = map_location
@@ -155,12 +209,18 @@ class Decoder:
         if kind == "bytes":
             return bytes(self._read(node["file"]))
         if kind == "pickle":
+            if not self._allow_pickle:
+                raise PickleRefusedError(
+                    f"{self._source}: {where} was saved pickled (a {str(node.get('class') or 'Python object')[:200]}); "
+                    f"unpickling runs whatever code the file names, so hetero.checkpoint.load refuses it. "
+                    f"If you trust this checkpoint, load it with allow_pickle=True; or save that value as "
+                    f"arrays, bytes or plain values instead")
             return pickle.loads(self._read(node["file"]))
         raise CheckpointError(f"{where}: unknown value type {kind!r} (written by a newer hetero? upgrade hetero)")
 
     def _host(self, node: Mapping[str, Any], where: str) -> np.ndarray:
         data = self._read(node["file"])
-        dtype, shape = np.dtype(node["dtype"]), tuple(node["shape"])
+        dtype, shape = numpy_dtype(node), tuple(node["shape"])
         expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         if len(data) != expected:
             raise CheckpointError(f"{where}: payload {node['file']} has {len(data)} bytes, "
@@ -177,9 +237,15 @@ class Decoder:
     def _tensor(self, node: Mapping[str, Any]) -> Any:
         import torch
 
-        dtype = getattr(torch, node["dtype"])
+        dtype = getattr(torch, str(node["dtype"]), None)
+        if not isinstance(dtype, torch.dtype):
+            raise CheckpointError(f"{node['dtype']!r} is not a torch dtype (written by a newer torch? upgrade torch)")
         data = self._read(node["file"])
         shape = tuple(node["shape"])
+        expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if len(data) != expected:
+            raise CheckpointError(f"payload {node['file']} has {len(data)} bytes, but a {dtype} tensor of "
+                                  f"shape {shape} needs {expected}")
         if len(data):
             tensor = torch.frombuffer(data, dtype=torch.uint8).view(dtype).reshape(shape)
         else:

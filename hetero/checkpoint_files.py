@@ -1,5 +1,6 @@
 """The payload files of a :mod:`hetero.checkpoint`: written and read by several threads at
-once, each hashed (sha256) in the same pass as its I/O, each written file fsynced.
+once, each hashed (sha256) in the same pass as its I/O, each written file fsynced; and the
+rename that installs a finished checkpoint.
 
 Threads pay off because the slow parts release the GIL: fsync waits on the disk, hashlib
 hashes large buffers and file reads copy without it. A model's ``state_dict`` holds hundreds
@@ -8,9 +9,14 @@ of tensors; writing them one after another spends most of the time waiting in fs
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
+import re
+import shutil
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +26,7 @@ from typing import Any, final
 import numpy as np
 
 from hetero.checkpoint_codec import CheckpointError
+from hetero.fault.protocol import ENV_CHECKPOINT_DIR
 
 #: Bytes read, hashed and written at a time: a chunk is hashed while it is still in cache.
 CHUNK = 1 << 20
@@ -28,6 +35,10 @@ WORKERS = 8
 #: Payloads larger than this are hashed in parts of this size, on every core at once; the
 #: manifest then lists each part's sha256 (and ``part_bytes``).
 PART = 16 << 20
+#: Checkpoint files and folders are private to their owner, like the compile cache's: a
+#: checkpoint holds the model and optimizer state, and often data.
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
 
 _HASHERS: ThreadPoolExecutor | None = None  # one thread per core, for the parts of big payloads
 _HASHERS_LOCK = threading.Lock()
@@ -56,7 +67,7 @@ def write_payload(file: Path, data: Any) -> dict[str, Any]:
     parts = [view[offset:offset + PART] for offset in range(0, size, PART)] if size > PART else []
     part_digests = _in_parallel(lambda part: hashlib.sha256(part).hexdigest(), parts)  # while we write
     hasher = None if parts else hashlib.sha256()
-    with open(file, "wb") as out:
+    with open(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE), "wb") as out:
         for start in range(0, size, CHUNK):
             chunk = view[start:start + CHUNK]
             if hasher is not None:
@@ -140,10 +151,11 @@ def read_unhashed(path: Path, name: str, meta: Mapping[str, Any]) -> memoryview:
     """The bytes of one payload, its size checked but not its sha256 (see :func:`read_payloads`)."""
     file = _payload_file(path, name)
     size = int(meta["bytes"])
-    buffer: Any = np.empty(size, np.uint8)  # np.empty: no zero-filling to pay for
-    data = memoryview(buffer).cast("B")
-    total = 0
     with open(file, "rb", buffering=0) as src:
+        _check_size(src, file, size)
+        buffer: Any = np.empty(size, np.uint8)  # np.empty: no zero-filling to pay for
+        data = memoryview(buffer).cast("B")
+        total = 0
         while total < size:
             n = src.readinto(data[total:])
             if not n:
@@ -157,6 +169,13 @@ def read_unhashed(path: Path, name: str, meta: Mapping[str, Any]) -> memoryview:
     return data
 
 
+def _check_size(src: Any, file: Path, size: int) -> None:
+    # Before any buffer is allocated: a manifest claiming 2**50 bytes must not cost 2**50 bytes.
+    actual = os.fstat(src.fileno()).st_size
+    if actual != size:
+        raise CheckpointError(f"{file} has {actual} bytes, the manifest says {size} (truncated or corrupt)")
+
+
 def _payload_file(path: Path, name: str) -> Path:
     if "/" in name or name.startswith("."):
         raise CheckpointError(f"{path / 'manifest.json'} names an invalid payload file {name!r}")
@@ -168,6 +187,8 @@ def read_payload(path: Path, name: str, meta: Mapping[str, Any], keep: bool = Tr
     through one reused chunk, and an empty view returned)."""
     file = _payload_file(path, name)
     size = int(meta["bytes"])
+    with open(file, "rb", buffering=0) as src:
+        _check_size(src, file, size)
     buffer: Any = np.empty(size if keep else 0, np.uint8)  # np.empty: no zero-filling to pay for
     data = memoryview(buffer).cast("B")
     if isinstance(meta["sha256"], list):
@@ -249,3 +270,101 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+#: How often :func:`install` retries when other processes install the same step at the same time.
+INSTALL_ATTEMPTS = 20
+
+
+class ConcurrentSaveError(CheckpointError):
+    """Other processes kept replacing the same step's checkpoint while this one tried to install it."""
+
+
+def install(temp: Path, final: Path) -> None:
+    """Rename ``temp`` to ``final``; a checkpoint of that step already there (an earlier save, or one
+    another process installed this very moment: the last one in wins) is moved aside and removed."""
+    old = final.with_name(f".{final.name}.old-{os.getpid()}-{os.urandom(4).hex()}")
+    for _ in range(INSTALL_ATTEMPTS):
+        moved = False
+        try:
+            os.replace(final, old)  # replacing a step: move the old one aside, remove it once the new one is in
+            moved = True
+        except FileNotFoundError:
+            pass  # no such step yet (or another process just moved it aside)
+        try:
+            os.replace(temp, final)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                if moved:
+                    with contextlib.suppress(OSError):
+                        os.replace(old, final)
+                raise
+            # another process installed the same step between our two renames: theirs goes aside too
+            if moved:
+                shutil.rmtree(old, ignore_errors=True)
+            continue
+        fsync_dir(final.parent)
+        if moved:
+            shutil.rmtree(old, ignore_errors=True)
+        return
+    raise ConcurrentSaveError(
+        f"hetero.checkpoint.save: another process kept saving step {_step_of(final)} to {final.parent} at the same "
+        f"time ({INSTALL_ATTEMPTS} tries); nothing of this save was kept. Give each process its own directory "
+        f"(directory=, or {ENV_CHECKPOINT_DIR}), or let one rank save")
+
+
+def _step_of(path: Path) -> str:
+    match = re.match(r"^step-(\d+)\.hckpt$", path.name)
+    return str(int(match.group(1))) if match else path.name
+
+
+def write_remedy(exc: OSError) -> str:
+    """What to do about a failed write, by what failed."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk or your quota is full: free space, or pass directory= elsewhere"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"no permission to write there: pass directory= or set {ENV_CHECKPOINT_DIR} to a writable directory"
+    if exc.errno == errno.ENOENT:
+        return ("a file or folder of this save vanished while it was written: another process removed it "
+                "(a second saver of the same directory, or a cleanup); give each process its own directory")
+    return f"{errno.errorcode.get(exc.errno or 0, 'error')}: check the file system"
+
+
+# -- a checkpoint's identity, for checks remembered while its files are unchanged ------------
+#: A checkpoint directory's files as (name, inode, size, mtime in ns, ctime in ns): see :func:`fingerprint`.
+Fingerprint = tuple[tuple[str, int, int, int, int], ...]
+#: A check is remembered only if every file was last changed at least this long before it began,
+#: so that no later change can leave the same change time (file-system timestamps are coarse:
+#: one clock tick, 1-10 ms) behind.
+SETTLED_SECONDS = 0.02
+
+
+def fingerprint(path: str | os.PathLike[str]) -> Fingerprint | None:
+    """The identity of a checkpoint directory's files as the file system reports them (name,
+    inode, size, modification and status-change time in ns), or None when it cannot be listed.
+
+    The status-change time (ctime) is what makes it trustworthy: a program can put a file's
+    mtime back after rewriting it (``os.utime``, ``touch -d``, ``rsync -t``), but setting either
+    time moves the ctime to now, and nothing but the system clock sets it."""
+    try:
+        with os.scandir(path) as entries:
+            found = []
+            for entry in entries:
+                if entry.is_file(follow_symlinks=False):
+                    info = entry.stat(follow_symlinks=False)
+                    found.append((entry.name, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+    except OSError:
+        return None
+    return tuple(sorted(found))
+
+
+def settled(path: str | os.PathLike[str]) -> bool:
+    """Whether every file of the checkpoint at ``path`` was last changed over
+    :data:`SETTLED_SECONDS` ago (a check begun now can be remembered)."""
+    found = fingerprint(path)
+    return found is not None and settled_at(found, time.time())
+
+
+def settled_at(found: Fingerprint, at: float) -> bool:
+    newest = max((max(mtime, ctime) for *_, mtime, ctime in found), default=0)
+    return newest <= (at - SETTLED_SECONDS) * 1e9

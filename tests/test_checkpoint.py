@@ -122,7 +122,7 @@ def test_plain_values_bytes_and_pickled_objects(tmp_path: Path) -> None:
         "rng": np.random.default_rng(3).bit_generator.state,
     }
     checkpoint.save(value, 9, tmp_path)
-    state, _ = _load(tmp_path)
+    state, _ = _load(tmp_path, allow_pickle=True)  # the set is pickled
     assert np.isnan(state.pop("nan"))
     value.pop("nan")
     assert state == value

@@ -27,11 +27,14 @@ CPU = DeviceInfo(name="cpu", backend="cpu", index=0, vendor="x", kind=Kind.CPU, 
 
 
 def saved(directory: Path, step: int, age: float = 60.0) -> Path:
-    """A checkpoint of ``step`` whose files were last changed ``age`` seconds ago."""
+    """A checkpoint of ``step`` whose files were last modified ``age`` seconds ago (and, for a
+    positive age, whose status-change times have settled: those no program can set back)."""
     path = checkpoint.save({"w": np.arange(1000, dtype=np.float32) * step}, step, directory, keep=None)
     then = time.time() - age
     for file in path.iterdir():
         os.utime(file, (then, then))
+    if age > 0:
+        time.sleep(3 * checkpoint.SETTLED_SECONDS)
     return path
 
 
@@ -68,6 +71,7 @@ def test_a_corrupt_checkpoint_is_remembered_as_corrupt(tmp_path: Path, verificat
         file.write(b"garbage!")
     then = time.time() - 60
     os.utime(path / "000000.bin", (then, then))
+    time.sleep(3 * checkpoint.SETTLED_SECONDS)
     cache: checkpoint.VerifiedCache = {}
     for _ in range(2):
         with pytest.raises(CheckpointError, match="000000.bin"):
