@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from hetero.errors import CompileError
+from hetero.language import MATH_FUNCTIONS, MATH_PREDICATES
 from hetero.types import ArrayType, ScalarType, f16
 
 from . import ir
@@ -25,8 +26,7 @@ from .target import Target
 
 _HELPER_OPS = {"//": "floordiv", "%": "mod"}
 #: The IR's math functions (every dialect has each, for f32 and f64).
-_MATH = frozenset({"sqrt", "rsqrt", "exp", "log", "log2", "sin", "cos", "tan", "tanh", "pow", "fabs", "floor", "ceil",
-                   "fmin", "fmax", "fma"})
+_MATH = frozenset(MATH_FUNCTIONS)
 #: Size queries a kernel reads once, at its entry, into a local: PoCL 3.1 miscompiles a
 #: loop holding barrier() whose condition is the kernel's only ``get_local_size`` call.
 _HOISTED_QUERIES = ("local_size", "global_size", "num_groups")
@@ -357,7 +357,10 @@ class FunctionWriter:
             case ir.Math():
                 if e.name not in _MATH:
                     raise self.fail(f"math function {e.name!r} has no {d.title} built-in here")
-                return f"{d.math(e.name, e.type)}({', '.join(top(self.expr(a)) for a in e.args)})"
+                args = ", ".join(top(self.expr(a)) for a in e.args)
+                if e.name in MATH_PREDICATES:  # C's return a nonzero int, not necessarily 1
+                    return f"({e.name}({args}) != 0)"
+                return f"{d.math(e.name, e.type)}({args})"
             case ir.Atomic():
                 return self.atomic(e)
             case ir.Call():
