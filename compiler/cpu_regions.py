@@ -258,6 +258,14 @@ def plan_kernel(fn: ir.Function) -> Plan:
                     group_vars.add(s.var)
                     nodes.append(GroupFor(s, build(s.body, True)))
                 else:
+                    if isinstance(s.cond, ir.Const) and s.cond.value:
+                        raise error(
+                            "'while True:' holding barrier() never ends: no break or return may leave a loop "
+                            "that contains barrier() (the CPU target runs it region by region, so hetero "
+                            "refuses that on every device). Put the exit in the condition: "
+                            "done = False; while not done: ...; barrier(); done = <a uniform test>",
+                            s.loc,
+                        )
                     nodes.append(GroupWhile(s, build(s.body, True)))
             else:
                 pending.append(s)

@@ -131,3 +131,20 @@ def test_barrier_under_work_item_dependent_control_flow_is_refused(device: heter
     with pytest.raises(CompileError, match="barrier\\(\\) inside control flow that depends on the work-item") as info:
         kernel[(N,), (256,)](data)
     assert why in str(info.value) and "test_barrier_uniformity.py" in str(info.value)
+
+
+@pytest.mark.parametrize("dialect", ["opencl", "cuda", "hip"])
+def test_every_c_dialect_reads_size_queries_once_at_entry(dialect: str) -> None:
+    from hetero.compiler import passes
+    from hetero.compiler.emitters import emitter_for
+    from hetero.compiler.frontend import lower_kernel
+    from hetero.compiler.signature import parse_signature
+    from hetero.compiler.target import Target
+
+    _, types = parse_signature("i32[:]")
+    fn = passes.optimize(lower_kernel(doubling_sum.py_func, types))
+    text = emitter_for(dialect).emit(fn, Target(dialect, "any", frozenset(), "")).text
+    body = text[text.index("hetero_doubling_sum("):]
+    assert body.count("hetero_local_size0 = ") == 1
+    loop = next(line for line in body.splitlines() if line.strip().startswith("while"))
+    assert "hetero_local_size0" in loop, loop
