@@ -286,3 +286,25 @@ def test_math_kernels_compile_for_cuda_and_hip(dialect: str, tmp_path: Path) -> 
             done = subprocess.run([tool, *flags, str(path), "-o", str(path.with_suffix(".bin"))],
                                   capture_output=True, text=True, timeout=300, env={**os.environ, "HIP_PLATFORM": "amd"})
             assert done.returncode == 0, f"{tool} failed on {kernel.name} ({t}):\n{done.stderr}\n{text}"
+
+
+def test_math_kernels_compile_with_nvrtc() -> None:
+    """What the cuda backend does at run time: NVRTC, which includes no headers, must know
+    every math function and predicate the emitter calls."""
+    pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings is not installed")
+    from hetero.backends import nvrtc_compile
+    from hetero.compiler import passes
+    from hetero.compiler.emit_cuda import EMITTER as CUDA
+    from hetero.compiler.frontend import lower_kernel
+    from hetero.compiler.signature import parse_signature
+    from hetero.compiler.target import Target
+
+    if not nvrtc_compile.available():
+        pytest.skip("libnvrtc cannot be loaded (pip install nvidia-cuda-nvrtc)")
+    target = Target("cuda", "sm_90", frozenset({"fp64", "int64_atomics"}), "nvrtc")
+    for kernel, signature in [(unary, "{t}[:], {t}[:, :]"), (binary, "{t}[:], {t}[:], {t}[:, :]"),
+                              (predicates, "{t}[:], bool[:, :]")]:
+        for t in ("f32", "f64"):
+            _, types = parse_signature(signature.format(t=t))
+            source = CUDA.emit(passes.optimize(lower_kernel(kernel.py_func, types)), target)
+            nvrtc_compile.compile_cuda(source.text, source.entry, "sm_90", source.options)
