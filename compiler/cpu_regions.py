@@ -222,8 +222,12 @@ def check_barriers(fn: ir.Function) -> None:
     (CUDA and OpenCL leave it undefined; the CPU target cannot run it). Jumps the CPU
     target's region-by-region execution cannot make are refused everywhere too.
     """
-    if ir.contains_barrier(fn.body):
+    if not ir.contains_barrier(fn.body):
+        return
+    try:
         plan_kernel(fn)
+    except CompileError as exc:
+        raise CompileError(f"kernel {fn.name!r}: {exc.message}", exc.file, exc.line, exc.col, exc.source_line) from None
 
 
 def plan_kernel(fn: ir.Function) -> Plan:

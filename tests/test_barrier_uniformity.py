@@ -131,6 +131,7 @@ def test_barrier_under_work_item_dependent_control_flow_is_refused(device: heter
     with pytest.raises(CompileError, match="barrier\\(\\) inside control flow that depends on the work-item") as info:
         kernel[(N,), (256,)](data)
     assert why in str(info.value) and "test_barrier_uniformity.py" in str(info.value)
+    assert f"kernel {kernel.name!r}" in str(info.value)
 
 
 @pytest.mark.parametrize("dialect", ["opencl", "cuda", "hip"])
