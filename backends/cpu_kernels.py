@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -89,4 +90,39 @@ def launch(kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...
         if len(_padded) >= 4096:  # launch sizes that change every call must not grow this forever
             _padded.clear()
         sizes = _padded[key] = _sizes(global_size, local_size)
-    kernel(*sizes, *args)
+    try:
+        kernel(*sizes, *args)
+    except Exception as exc:
+        if _built_for(kernel, sizes, args):
+            raise
+        raise _build_error(kernel, exc) from exc
+
+
+def _built_for(kernel: Any, sizes: tuple[int, ...], args: Sequence[Any]) -> bool:
+    """Has Numba compiled ``kernel`` for these arguments (so a failure was not a build failure)?"""
+    try:
+        types = tuple(kernel.typeof_pyval(value) for value in (*sizes, *args))
+    except Exception:
+        return False
+    return types in kernel.overloads
+
+
+_KERNEL_LINE = re.compile(r"CPU code for kernel '(?P<name>[^']*)' \((?P<file>.*):(?P<line>\d+):\d+\)")
+
+
+def _build_error(kernel: Any, exc: Exception) -> KernelBuildError:
+    """Numba's failure to compile generated code, said in the user's terms: which kernel, where
+    it is defined, and what to do; Numba's own message goes in the log."""
+    module = sys.modules.get(getattr(kernel, "__module__", ""), None)
+    doc = (getattr(module, "__doc__", None) or "").splitlines()
+    found = _KERNEL_LINE.search(doc[0]) if doc else None
+    name = found["name"] if found else getattr(kernel, "__name__", "?")
+    where = f" ({found['file']}:{found['line']})" if found else ""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    source = Path(module.__file__).read_text() if module is not None and module.__file__ else ""
+    return KernelBuildError(
+        f"kernel {name!r}{where} could not be built for the cpu device: Numba rejected the generated code "
+        f"({type(exc).__name__}: {first}). This is a gap in hetero's CPU emitter, not in your kernel: please "
+        "report it with this message; meanwhile run the kernel on an OpenCL device (opencl:0 or oneapi:0), "
+        "or rewrite the construct at that line in a simpler form",
+        source=source, target="cpu", log=f"{type(exc).__name__}: {exc}")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hetero import language
 from hetero.types import ScalarType, f16
 
 from . import ir
@@ -32,8 +33,7 @@ C_RESERVED = frozenset(
      "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
      "true", "false", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t", "NULL", "INFINITY", "NAN"])
 #: Math functions on floats: the IR's, and those the helper functions call.
-MATH_FUNCTIONS = ("sqrt", "rsqrt", "exp", "log", "log2", "sin", "cos", "tan", "tanh", "pow", "fabs", "floor", "ceil",
-                  "fmin", "fmax", "fma", "fmod", "copysign")
+MATH_FUNCTIONS = tuple(dict.fromkeys((*language.MATH_FUNCTIONS, "fmod", "copysign")))
 _MISSING = {
     "fp64": "uses f64 (double precision), but the {title} target {target} has no fp64 support; use f32",
     "fp16": "declares an f16 scalar (parameter, variable or return value), but the {title} target {target} "

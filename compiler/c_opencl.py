@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from hetero.types import ScalarType, f16, f32
 
 from . import ir
-from .c_dialect import C_RESERVED, ArrayInfo, CDialect, top
+from .c_dialect import C_RESERVED, MATH_FUNCTIONS, ArrayInfo, CDialect, top
 
 if TYPE_CHECKING:
     from .emit_c import FunctionWriter, Program
@@ -32,6 +32,7 @@ _VECTOR_BASES = ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulo
 RESERVED = C_RESERVED | frozenset(
     ["half", "uchar", "ushort", "uint", "ulong", "global", "local", "constant", "private", "kernel", "read_only", "write_only", "read_write", "uniform", "pipe", "image1d_t", "image2d_t", "image3d_t", "image1d_array_t", "image2d_array_t", "image1d_buffer_t", "sampler_t", "event_t", "queue_t", "ndrange_t", "clk_event_t", "reserve_id_t", "cl_mem_fence_flags", "quad", "complex", "imaginary", "get_global_id", "get_local_id", "get_group_id", "get_local_size", "get_global_size", "get_num_groups", "get_work_dim", "get_global_offset", "barrier", "mem_fence", "read_mem_fence", "write_mem_fence", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_cmpxchg", "atomic_xchg", "atomic_inc", "atomic_dec", "atomic_and", "atomic_or", "atomic_xor", "atom_add", "atom_sub", "atom_min", "atom_max", "atom_cmpxchg", "atom_xchg", "as_int", "as_uint", "as_long", "as_ulong", "as_float", "as_double", "vload_half", "vstore_half", "abs", "min", "max", "fmin", "fmax", "fabs", "floor", "ceil", "sqrt", "rsqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "asin", "acos", "atan", "atan2", "sinh", "cosh", "pow", "pown", "powr", "fma", "fmod", "copysign", "isnan", "isinf", "isfinite", "clamp", "select", "mad", "trunc", "round", "rint", "MAXFLOAT", "HUGE_VALF", "HUGE_VAL"]
     + [f"{base}{n}" for base in _VECTOR_BASES for n in (2, 3, 4, 8, 16)]
+    + list(MATH_FUNCTIONS)
 )
 _LITERAL_SUFFIX = {"i32": "", "i64": "L", "u32": "u", "u64": "UL"}
 #: Why a feature a kernel needs is missing.

@@ -18,7 +18,7 @@ import numpy as np
 
 from hetero.types import ScalarType
 
-from . import ir
+from . import cpu_libm, ir
 from .cpu_regions import Plan, error
 
 VALUE = {
@@ -37,6 +37,9 @@ _MATH = {
     "floor": "np.floor", "ceil": "np.ceil", "fmin": "fmin", "fmax": "fmax", "fma": "fma",
 }  # fmt: skip
 _HELPERS = {"fmin", "fmax", "fma"}
+#: Math predicates (bool results); signbit through copysign, which keeps a NaN's sign.
+_PREDICATES = {"isnan": "math.isnan({})", "isinf": "math.isinf({})", "isfinite": "math.isfinite({})",
+               "signbit": "(math.copysign(1.0, {}) < 0.0)"}
 #: A Var naming the incoming value of a scalar parameter that the kernel assigns.
 PARAM_COPY = "\x00param:"
 _SHORT = {"group_id": "grp", "local_size": "ls", "global_size": "gs", "num_groups": "ng"}
@@ -232,6 +235,10 @@ class FunctionPrinter:
 
     def expr_math(self, e: ir.Math) -> str:
         args = [self.expr(a) for a in e.args]
+        if e.name in _PREDICATES:
+            return _PREDICATES[e.name].format(*args)
+        if e.name in cpu_libm.FUNCTIONS:  # the C library's own function, as the C dialects call
+            return self.result(e.type, f"{self.helper(cpu_libm.symbol(e.name, e.type.name == 'f64'))}({', '.join(args)})")
         if e.name == "rsqrt":
             return self.result(e.type, f"({const(1, e.type)} / math.sqrt({args[0]}))")
         if e.name not in _MATH:

@@ -211,6 +211,25 @@ def divergent_vars(body: tuple[ir.Stmt, ...], divergent_calls: set[str]) -> set[
 
 
 # -- the plan ------------------------------------------------------------------------
+def check_barriers(fn: ir.Function) -> None:
+    """Refuse a kernel whose barriers not every work-item of a group reaches, on every device.
+
+    The frontend runs this once per kernel, and every emitter before it prints anything, so
+    one kernel is accepted or refused the same way on cpu, OpenCL, CUDA and HIP. A barrier
+    may stand under control flow whose condition reads only values uniform across the
+    work-group (sizes, group ids, shapes, scalar parameters, constants); one reading
+    ``local_id``/``global_id``, array contents or anything computed from them is refused
+    (CUDA and OpenCL leave it undefined; the CPU target cannot run it). Jumps the CPU
+    target's region-by-region execution cannot make are refused everywhere too.
+    """
+    if not ir.contains_barrier(fn.body):
+        return
+    try:
+        plan_kernel(fn)
+    except CompileError as exc:
+        raise CompileError(f"kernel {fn.name!r}: {exc.message}", exc.file, exc.line, exc.col, exc.source_line) from None
+
+
 def plan_kernel(fn: ir.Function) -> Plan:
     """Cut ``fn``'s body at its barriers and decide where each scalar lives."""
     runs: list[Run] = []
@@ -243,6 +262,14 @@ def plan_kernel(fn: ir.Function) -> Plan:
                     group_vars.add(s.var)
                     nodes.append(GroupFor(s, build(s.body, True)))
                 else:
+                    if isinstance(s.cond, ir.Const) and s.cond.value:
+                        raise error(
+                            "'while True:' holding barrier() never ends: no break or return may leave a loop "
+                            "that contains barrier() (the CPU target runs it region by region, so hetero "
+                            "refuses that on every device). Put the exit in the condition: "
+                            "done = False; while not done: ...; barrier(); done = <a uniform test>",
+                            s.loc,
+                        )
                     nodes.append(GroupWhile(s, build(s.body, True)))
             else:
                 pending.append(s)
@@ -269,7 +296,7 @@ def plan_kernel(fn: ir.Function) -> Plan:
             )
             raise error(
                 f"'{clash[0]}' is the variable of a loop that contains barrier() and cannot also be assigned "
-                "inside it on the CPU target; use another variable",
+                "inside it (the CPU target cannot run that, so hetero refuses it on every device); use another variable",
                 loc,
             )
 
@@ -347,8 +374,8 @@ def _check_exits(run: Run, has_barrier: bool) -> None:
                 word = "break" if isinstance(s, ir.Break) else "continue"
                 raise error(
                     f"'{word}' here leaves a loop that contains barrier(); the CPU target runs a "
-                    "work-group's items region by region between barriers and cannot jump across one. "
-                    "Restructure the loop (e.g. a uniform while condition)",
+                    "work-group's items region by region between barriers and cannot jump across one, "
+                    "so hetero refuses it on every device. Restructure the loop (e.g. a uniform while condition)",
                     s.loc,
                 )
             if isinstance(s, ir.Return) and has_barrier and not run.final:

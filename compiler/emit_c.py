@@ -14,18 +14,22 @@ from __future__ import annotations
 import os
 
 from hetero.errors import CompileError
+from hetero.language import MATH_FUNCTIONS, MATH_PREDICATES
 from hetero.types import ArrayType, ScalarType, f16
 
 from . import ir
 from .c_dialect import ATOMIC_TYPES, ArrayInfo, CDialect, ascii_name, top
+from .cpu_regions import check_barriers
 from .emitter import EmittedSource, Emitter, default_abi, entry_name
 from .ir_queries import all_expressions, direct_loop_vars, subexpressions
 from .target import Target
 
 _HELPER_OPS = {"//": "floordiv", "%": "mod"}
 #: The IR's math functions (every dialect has each, for f32 and f64).
-_MATH = frozenset({"sqrt", "rsqrt", "exp", "log", "log2", "sin", "cos", "tan", "tanh", "pow", "fabs", "floor", "ceil",
-                   "fmin", "fmax", "fma"})
+_MATH = frozenset(MATH_FUNCTIONS)
+#: Size queries a kernel reads once, at its entry, into a local: PoCL 3.1 miscompiles a
+#: loop holding barrier() whose condition is the kernel's only ``get_local_size`` call.
+_HOISTED_QUERIES = ("local_size", "global_size", "num_groups")
 
 
 class CEmitter(Emitter):
@@ -39,6 +43,7 @@ class CEmitter(Emitter):
         self.language.check_target(target)
         if not fn.is_kernel:
             raise ValueError(f"{fn.name!r} is a device function; emit the kernel that calls it")
+        check_barriers(fn)  # IR from a bundle skips the frontend, which checks this first
         return Program(fn, target, self.language).source()
 
 
@@ -126,6 +131,8 @@ class FunctionWriter:
         self.arrays: dict[str, ArrayInfo] = {}
         self._taken: set[str] = set()
         self.direct_loops = direct_loop_vars(fn.body)
+        #: (query, axis) -> the local holding it, for the size queries hoisted to the kernel's entry.
+        self.hoisted: dict[tuple[str, int], str] = {}
         for param in fn.params:
             self._name(param.name)
         for local in fn.local_arrays:
@@ -195,9 +202,19 @@ class FunctionWriter:
             if name not in params_by_name:
                 t = fn.locals[name]
                 self.emit(1, f"{d.c_type(t)} {self.names[name]} = {d.zero(t)};")
+        if fn.is_kernel:
+            self.hoist_size_queries()
         self.statements(fn.body, 1)
         self.lines.append("}")
         return "\n".join(self.lines)
+
+    def hoist_size_queries(self) -> None:
+        queries = sorted({(e.name, e.axis) for e in all_expressions(self.fn.body)
+                          if isinstance(e, ir.WorkItem) and e.name in _HOISTED_QUERIES})
+        for name, axis in queries:
+            local = self._take(f"hetero_{name}{axis}")
+            self.emit(1, f"const {self.dialect.types['i64']} {local} = {top(self.dialect.work_item(name, axis))};")
+            self.hoisted[(name, axis)] = local
 
     # -- statements ----------------------------------------------------------------
     def statements(self, body: tuple[ir.Stmt, ...], depth: int) -> None:
@@ -336,11 +353,14 @@ class FunctionWriter:
             case ir.Shape():
                 return self.array(e.array).dims[e.axis]
             case ir.WorkItem():
-                return d.work_item(e.name, e.axis)
+                return self.hoisted.get((e.name, e.axis)) or d.work_item(e.name, e.axis)
             case ir.Math():
                 if e.name not in _MATH:
                     raise self.fail(f"math function {e.name!r} has no {d.title} built-in here")
-                return f"{d.math(e.name, e.type)}({', '.join(top(self.expr(a)) for a in e.args)})"
+                args = ", ".join(top(self.expr(a)) for a in e.args)
+                if e.name in MATH_PREDICATES:  # C's return a nonzero int, not necessarily 1
+                    return f"({e.name}({args}) != 0)"
+                return f"{d.math(e.name, e.type)}({args})"
             case ir.Atomic():
                 return self.atomic(e)
             case ir.Call():

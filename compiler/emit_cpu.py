@@ -76,8 +76,14 @@ class _Module:
             "import numba",
             "import numpy as np",
         ]
-        if self.imports:
-            head += ["", f"from hetero.compiler.cpu_support import {', '.join(sorted(self.imports))}"]
+        libm = sorted(name for name in self.imports if name.startswith("libm_"))
+        support = sorted(self.imports - set(libm))
+        if libm or support:
+            head.append("")
+        if libm:
+            head.append(f"from hetero.compiler.cpu_libm import {', '.join(libm)}")
+        if support:
+            head.append(f"from hetero.compiler.cpu_support import {', '.join(support)}")
         # a constant to Numba: numba.get_num_threads() would make the entry uncacheable
         head += ["", "THREADS = numba.config.NUMBA_NUM_THREADS"]
         return "\n".join(head) + "\n\n\n" + "\n\n\n".join(blocks) + "\n"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hetero import language
+from hetero import math as hetero_math
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, i64, scalar_type
 
 from . import ir, typing_rules
@@ -44,8 +45,10 @@ _PY_BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": oper
               "%": operator.mod, "**": operator.pow, "&": operator.and_, "|": operator.or_, "^": operator.xor,
               "<<": operator.lshift, ">>": operator.rshift}
 _COMPARES = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+#: Python's math module functions a kernel may call, by their hetero.math name.
 _PY_MATH = {getattr(math, name): name for name in language.MATH_FUNCTIONS if hasattr(math, name)}
-_PY_MATH[math.sqrt] = "sqrt"
+_PY_MATH[math.gamma] = "tgamma"
+_SUPPORTED_MATH = ", ".join(language.MATH_FUNCTIONS)
 _UNSUPPORTED = {
     ast.List: "list literals", ast.Dict: "dict literals", ast.Set: "set literals", ast.ListComp: "list comprehensions",
     ast.DictComp: "dict comprehensions", ast.SetComp: "set comprehensions", ast.GeneratorExp: "generator expressions",
@@ -324,6 +327,11 @@ class ExpressionLowering:
             for arg in node.args[1:]:
                 result = self.minmax(callee.__name__, result, self.expr(arg), node)
             return result
+        if callee is round:  # Python's: ties to even (hetero.math.round is C's, ties away from zero)
+            if len(node.args) != 1:
+                raise self.src.error(node, "round(x) in kernels takes one argument and returns a float; "
+                                           "to round to digits, scale: hetero.math.rint(x * 100.0) / 100.0")
+            return self.call_math("rint", node)
         if callee is abs:
             (value,) = self.args(node, 1)
             if value.weak:
@@ -336,6 +344,10 @@ class ExpressionLowering:
             return self.shape_of(node.args[0].id, 0, node)
         if callee is range:
             raise self.src.error(node, "range() can only be used as the iterable of a for loop")
+        unknown = self.unknown_math(node.func, callee)
+        if unknown:
+            raise self.src.error(node, f"{unknown} is not supported (supported: {_SUPPORTED_MATH}); "
+                                       "compute it from those, or in a @hetero.func")
         if callee in (int, float, bool):
             raise self.src.error(node, f"{name}() is ambiguous in kernels; use a sized cast such as hetero.i32(x) or hetero.f32(x)")
         raise self.src.error(node, f"calling {name} is not supported in kernels: only hetero built-ins, math functions, "
@@ -353,15 +365,25 @@ class ExpressionLowering:
         t = typing_rules.promote(left.type, right.type)
         return Value(ir.BinOp(t, op, cast(left, t), cast(right, t)))
 
+    def unknown_math(self, func: ast.expr, callee: Any) -> str:
+        """``math.X`` when ``func`` names a math function kernels lack (Python's math module
+        or hetero.math), else ''."""
+        if getattr(callee, "__module__", None) == "math" or (callee is MISSING and isinstance(func, ast.Attribute)
+                                                             and self.static(func.value) in (math, hetero_math)):
+            return f"math.{func.attr if isinstance(func, ast.Attribute) else getattr(callee, '__name__', '?')}"
+        return ""
+
     def call_math(self, name: str, node: ast.Call) -> Value:
-        arity = {"pow": 2, "fmin": 2, "fmax": 2, "fma": 3}.get(name, 1)
-        values = self.args(node, arity)
+        if name not in language.MATH_FUNCTIONS:
+            raise self.src.error(node, f"math.{name} is not supported (supported: {_SUPPORTED_MATH})")
+        values = self.args(node, language.MATH_ARITY.get(name, 1))
         typed = [v for v in values if not v.weak]
         t = f32
         for v in typed:
             t = typing_rules.promote(t, typing_rules.math_type(v.type))
         self.note_type(t)
-        return Value(ir.Math(t, name, tuple(cast(v, t) for v in values)))
+        result = bool_t if name in language.MATH_PREDICATES else t
+        return Value(ir.Math(result, name, tuple(cast(v, t) for v in values)))
 
     def call_intrinsic(self, name: str, node: ast.Call) -> Value:
         if name.startswith("math."):

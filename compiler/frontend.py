@@ -18,6 +18,7 @@ from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, scalar_type
 
 from . import ir, typing_rules
+from .cpu_regions import check_barriers
 from .expressions import ExpressionLowering, Value, cast, const
 from .source import FunctionSource, function_source
 
@@ -114,6 +115,7 @@ def lower_kernel(py_func: Any, types: Sequence[ScalarType | ArrayType]) -> ir.Fu
     params = _params(src, list(types), src.tree)
     program = Program()
     kernel = lower(src, params, is_kernel=True, program=program, name=src.tree.name)
+    check_barriers(kernel)  # before any emitter: the same answer on every device
     return kernel
 
 

@@ -135,8 +135,9 @@ class WorkItem(Expr):
 
 @dataclasses.dataclass(frozen=True)
 class Math(Expr):
-    """A math function on floats: ``sqrt rsqrt exp log log2 sin cos tan tanh pow fabs floor ceil
-    fmin fmax fma``; arguments already cast to ``type`` (f32 or f64)."""
+    """A math function on floats, one of :data:`hetero.language.MATH_FUNCTIONS`; arguments
+    already cast to one float type (f32 or f64), which is ``type`` too except for the
+    predicates (``isnan isinf isfinite signbit``), whose ``type`` is bool."""
 
     name: str
     args: tuple[Expr, ...]

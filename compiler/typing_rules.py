@@ -18,7 +18,8 @@ followed by every target (the frontend makes each conversion an explicit Cast).
    take any scalar, tested against zero.
 7. Shifts take the promoted type of the left operand. Bitwise ``& | ^`` on two bools
    stay bool.
-8. Math functions take floats: integer arguments become f32, f16 becomes f32.
+8. Math functions take floats: integer arguments become f32, f16 becomes f32. The predicates
+   (``isnan`` ``isinf`` ``isfinite`` ``signbit``) give ``bool``; see :mod:`hetero.math` for semantics.
 9. ``x.shape[k]``, ``len(x)``, and the index built-ins (``global_id`` …) are ``i64``.
 
 Left to the target, as in C and CUDA: signed integer overflow (wraps on every target

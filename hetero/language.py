@@ -48,8 +48,16 @@ atomic_cas = _intrinsic("atomic_cas", "atomic_cas(array, index, compare, value):
 
 INDEX_BUILTINS = ("global_id", "local_id", "group_id", "local_size", "global_size", "num_groups")
 ATOMICS = ("add", "sub", "min", "max", "cas")
+#: The math functions kernels may call (``hetero.math.X``; Python's ``math.X`` where it has one).
 MATH_FUNCTIONS = ("sqrt", "rsqrt", "exp", "log", "log2", "sin", "cos", "tan", "tanh", "pow", "fabs", "floor",
-                  "ceil", "fmin", "fmax", "fma")
+                  "ceil", "fmin", "fmax", "fma",
+                  "atan", "atan2", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "log10", "log1p",
+                  "expm1", "exp2", "erf", "erfc", "lgamma", "tgamma", "hypot", "cbrt", "trunc", "round", "rint",
+                  "copysign", "fmod", "remainder", "isnan", "isinf", "isfinite", "signbit")
+#: Math functions taking more than one argument, and how many.
+MATH_ARITY = {"pow": 2, "fmin": 2, "fmax": 2, "fma": 3, "atan2": 2, "hypot": 2, "copysign": 2, "fmod": 2, "remainder": 2}
+#: Math functions that test a float and return ``bool``.
+MATH_PREDICATES = ("isnan", "isinf", "isfinite", "signbit")
 
 
 class DeviceFunction:
