@@ -26,6 +26,7 @@ from hetero.device import Device
 from hetero.errors import ArrayError, HeteroError
 from hetero.registry import device as resolve_device
 from hetero.scheduler.context import task_getter
+from hetero.scheduler.usage import LEDGER
 from hetero.types import ArrayType, scalar_type
 
 _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
@@ -39,16 +40,21 @@ class Array:
     """A C-contiguous array on one device. Make one with :func:`asarray`, :func:`empty`,
     :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange` or :func:`from_dlpack`."""
 
-    __slots__ = ("_buffer", "_device", "shape", "dtype", "nbytes", "_karg", "__weakref__")
+    __slots__ = ("_buffer", "_device", "shape", "dtype", "nbytes", "_karg", "_outside", "__weakref__")
 
     def __init__(self, buffer: Any, device: Device, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
         # Internal: users get arrays from the functions in this module.
+        self._outside = 0  # bytes counted in LEDGER.outside for this array (made outside any task)
         self._buffer = buffer
         self._device = device
         self.shape = shape
         self.dtype = dtype
         self.nbytes = math.prod(shape) * dtype.itemsize  # Python ints: NumPy's int64 product wraps
         self._karg: Any = None  # what a kernel launch passes for this array, made on first launch
+
+    def __del__(self) -> None:
+        if self._outside:  # a view of the buffer may outlive the array: placement then undercounts
+            LEDGER.forget_outside(self._device.name, self._outside)
 
     def __class_getitem__(cls, dtype: Any) -> ArrayType:
         """``hetero.Array[hetero.f32]``: the type of an array parameter in a kernel signature."""
@@ -193,8 +199,14 @@ def empty(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str |
     task = _current_task()
     if task is not None and nbytes:  # inside a scheduler task: quota checked before the vendor allocator, released on free
         return task.allocate(target, nbytes, lambda buffer: Array(buffer, target, dims, kind))
-    buffer = target.runtime.allocate(nbytes) if nbytes else _EMPTY
-    return Array(buffer, target, dims, kind)
+    if not nbytes:
+        return Array(_EMPTY, target, dims, kind)
+    made = Array(target.runtime.allocate(nbytes), target, dims, kind)
+    # Counted per device even outside a task, so spread/binpack see it (no quota applies);
+    # uncounted by Array.__del__, not a weakref.finalize: a plain allocation stays cheap.
+    LEDGER.note_outside(target.name, nbytes)
+    made._outside = nbytes
+    return made
 
 
 def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None, device: str | Device | None = None) -> Array:

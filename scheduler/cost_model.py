@@ -116,9 +116,21 @@ class CostModel:
         predictor = self.predictor(kernel_key, device_stable_id)
         return None if predictor is None else predictor(n)
 
+    def resolve(self, kernel_key: str) -> str:
+        """The key samples are held under: ``kernel_key`` itself, or for a bare name such as
+        ``"saxpy"`` (how ``hetero calibrate`` and people name kernels) the one key of that name
+        (``saxpy@6daf88e190eb5258``). A name with several fingerprints stays as given."""
+        if "@" in kernel_key:
+            return kernel_key
+        with self._lock:
+            found = {key for key, _, _, _ in self._kernels if key.partition("@")[0] == kernel_key}
+        return found.pop() if len(found) == 1 else kernel_key
+
     def predictor(self, kernel_key: str, device_stable_id: str) -> Callable[[int], float] | None:
         """:meth:`predict` for one kernel and device as a function of ``n``, fixed at the samples
-        held now (cheap to call many times, as a partition search does); None without samples."""
+        held now (cheap to call many times, as a partition search does); None without samples.
+        ``kernel_key`` may be a bare name (see :meth:`resolve`)."""
+        kernel_key = self.resolve(kernel_key)
         with self._lock:
             law = self.fit(kernel_key, device_stable_id)
             if law is None:

@@ -130,6 +130,23 @@ class StaticEstimate:
     reason: str
 
 
+@dataclasses.dataclass(frozen=True)
+class Predictions:
+    """The ``fastest`` policy's context when the cost model predicts every eligible device:
+    seconds by stable id, and ``model``, which model and figures they came from."""
+
+    seconds: dict[str, float]
+    model: str
+
+
+def _model_source(cost_model: CostModel, kernel: str) -> str:
+    resolve = getattr(cost_model, "resolve", None)
+    key = resolve(kernel) if callable(resolve) else kernel
+    path = getattr(cost_model, "path", None)
+    where = f" in {path}" if path else ""
+    return f"cost model{where}: times measured for {key} (hetero calibrate, sampling or splits)"
+
+
 class Fastest(Policy):
     name = "fastest"
     summary = "takes the device expected to finish first"
@@ -147,17 +164,17 @@ class Fastest(Policy):
             if seconds is None:
                 return StaticEstimate(f"the cost model has no prediction for {candidate.name} (hetero calibrate)")
             predictions[candidate.info.stable_id] = float(seconds)
-        return predictions
+        return Predictions(predictions, _model_source(cost_model, request.kernel))
 
     def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
-        if type(context) is dict:
-            return (context[candidate.info.stable_id] * (candidate.tasks + 1),)
+        if type(context) is Predictions:
+            return (context.seconds[candidate.info.stable_id] * (candidate.tasks + 1),)
         return ((candidate.tasks + 1) / static_speed(candidate),)
 
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         queue = f" x {candidate.tasks + 1} (tasks + 1)" if candidate.tasks else ""
-        if type(context) is dict:
-            return f"predicted {_seconds(context[candidate.info.stable_id])}{queue}"
+        if type(context) is Predictions:
+            return f"predicted {_seconds(context.seconds[candidate.info.stable_id])}{queue}"
         kind = str(candidate.info.kind)
         speed = static_speed(candidate)
         return f"static {speed:g} ({max(candidate.info.compute_units, 1)} CU x {kind} {KIND_WEIGHT.get(kind, 1.0):g}){queue}"
