@@ -22,7 +22,7 @@ from hetero.registry import devices as registry_devices
 from hetero.scheduler.context import current_task
 from hetero.scheduler.explanation import Explanation, NoDeviceAvailable, explanation
 from hetero.scheduler.policies import Policy, Ranking, get_policy, rank
-from hetero.scheduler.request import PRIORITY_RANK, Candidate, CostModel, Request
+from hetero.scheduler.request import PRIORITY_RANK, Candidate, CostModel, Request, check_fields
 from hetero.scheduler.usage import LEDGER
 
 _NO_IDS: frozenset[str] = frozenset()
@@ -122,6 +122,7 @@ def _as_candidates(items: Sequence[Candidate | DeviceInfo | Device]) -> list[Can
 def make_request(request: Request | None = None, **fields: Any) -> Request:
     """``request`` as given, or one built from keyword fields (``memory=``, ``kinds=``, ...);
     a built one takes the current task's priority unless ``priority=`` says otherwise."""
+    check_fields(fields)
     if request is None:
         task = current_task()
         if task is not None and "priority" not in fields:

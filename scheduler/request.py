@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from hetero.config import DEVICE_KINDS
 from hetero.device import DeviceInfo, HealthState
-from hetero.errors import did_you_mean
+from hetero.errors import ArgumentError, did_you_mean
 from hetero.scheduler.sizes import format_size, parse_size  # moved there; still importable from here
 
 #: Priority classes, lowest first; a request may take a device held only by lower classes.
@@ -81,6 +81,16 @@ class Request:
         if self.kernel is not None:
             parts.append(f"kernel={self.kernel}" + (f"[n={self.n}]" if self.n is not None else ""))
         return ", ".join(parts)
+
+
+def check_fields(names: Iterable[str]) -> None:
+    """Refuse a keyword that is no :class:`Request` field (nor ``policy``), with the valid ones
+    and the close one: ``hetero.device("auto", polcy="spread")`` says "did you mean 'policy'"."""
+    valid = ("policy", *(field.name for field in dataclasses.fields(Request)))
+    for name in names:
+        if name not in valid:
+            raise ArgumentError(f"unknown keyword {name!r} for a placement request; valid keywords: "
+                                f"{', '.join(valid)}{did_you_mean(name, valid)}")
 
 
 def kernel_key(kernel: Any) -> str:
