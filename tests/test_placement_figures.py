@@ -51,6 +51,18 @@ def test_fastest_with_the_kernel_object_says_the_same_model(calibrated: CostMode
     assert saxpy.cost_key() in explanation.model and explanation.as_dict()["model"] == explanation.model
 
 
+def test_a_kernel_never_measured_is_ranked_by_the_calibrated_device_speed(calibrated: CostModel) -> None:
+    explanation = hetero.scheduler.explain(policy="fastest", kernel="never-measured", n=1 << 12)
+    assert explanation.model.startswith(f"calibrated device speed in {default_path()}: geometric mean of "
+                                        "hetero calibrate's "), explanation.model
+    assert "because the cost model has no prediction for" in explanation.model
+    assert "static" not in str(explanation).replace(explanation.model, "")
+    assert all(row.score.startswith("calibrated ") for row in explanation.rows if row.rank is not None)
+    # Without kernel= and n= as well: the calibration still ranks the devices.
+    assert hetero.scheduler.explain(policy="fastest").model.startswith("calibrated device speed")
+    assert set(CostModel(default_path()).calibration_keys()) == set(calibrated.calibration_keys()) != set()
+
+
 def test_explain_names_the_static_estimate_when_it_is_used(state_dir: Path) -> None:
     reset_default_model()
     try:
