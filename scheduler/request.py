@@ -108,7 +108,8 @@ def kernel_key(kernel: Any) -> str:
 class Candidate:
     """One device as a placement decision sees it.
 
-    ``used``: bytes hetero accounts on it (allocations made inside scheduler tasks);
+    ``used``: bytes in use on it: hetero's allocations (inside scheduler tasks and outside
+    them), or what the device itself reports in use where its backend can tell and that is more;
     ``tasks``: active tasks holding it; ``held_by``: the highest priority class among
     them (None when free) and ``holders`` their names; ``order``: its position in the
     configured device order (``hetero.devices()``), the final tie-break.
