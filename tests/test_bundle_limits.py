@@ -261,3 +261,12 @@ print(storage.load(digest))
     lines = result.stdout.splitlines()
     assert lines and lines[0].startswith("None") and "not a regular file" in lines[0], (result.stdout, result.stderr)
     assert lines[1] == "b'payload'"
+
+
+def test_a_fifo_where_a_cpu_kernel_module_goes_is_replaced_not_read(tmp_path: Path) -> None:
+    target = tmp_path / "module.py"
+    os.mkfifo(target)
+    code = (f"from pathlib import Path\nfrom hetero.backends.cpu_kernels import _write_atomically\n"
+            f"_write_atomically(Path({str(target)!r}), b'x = 1\\n')\nprint(Path({str(target)!r}).read_bytes())\n")
+    result = _in_child(code)
+    assert result.stdout.strip() == "b'x = 1\\n'", (result.stdout, result.stderr)
