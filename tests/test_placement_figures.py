@@ -134,3 +134,11 @@ def test_spread_moves_off_a_device_filled_outside_any_task() -> None:
     del kept
     gc.collect()
     assert hetero.device("auto", policy="spread") is before
+
+
+def test_cuda_and_rocm_report_what_the_driver_counts_in_use() -> None:
+    from hetero.backends.cupy_runtime import CuPyRuntime
+
+    runtime = object.__new__(CuPyRuntime)  # no GPU here: only memory_info (cudaMemGetInfo) is faked
+    runtime.memory_info = lambda: (30 << 30, 80 << 30)  # type: ignore[method-assign]
+    assert runtime.memory_used() == 50 << 30
