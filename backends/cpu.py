@@ -24,7 +24,7 @@ from hetero.errors import ContextCorruptedError, DeviceDegradedError, DeviceErro
 from hetero.plugin import Backend, BackendRegistration, DeviceRuntime
 from hetero.target import Target
 
-from . import cpu_kernels
+from . import cpu_kernels, host
 
 # Work-group size the CPU kernel emitter runs per group; a limit of hetero's, not of the hardware.
 MAX_WORK_GROUP_SIZE = 1024
@@ -108,22 +108,6 @@ class CPURuntime(DeviceRuntime):
         return native.reshape(-1).view(np.uint8)
 
 
-_CPU_VENDORS = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
-
-
-def _cpu_vendor_and_model() -> tuple[str, str]:
-    fields: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
-    vendor = fields.get("vendor_id", "")
-    model = fields.get("model name") or platform.processor() or platform.machine()
-    return _CPU_VENDORS.get(vendor, vendor or platform.machine()), model
-
-
 def _host_id() -> str:
     for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
         try:
@@ -160,7 +144,7 @@ class CPUBackend(Backend):
     name = "cpu"
 
     def __init__(self) -> None:
-        vendor, model = _cpu_vendor_and_model()
+        vendor, model = host.cpu_vendor_and_model()
         info = DeviceInfo(
             name="cpu",
             backend="cpu",

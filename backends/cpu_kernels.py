@@ -28,7 +28,7 @@ DEFAULT_GROUP = {1: (256,), 2: (16, 16), 3: (8, 8, 4)}
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    if path.exists() and path.read_bytes() == data:
+    if path.is_file() and path.read_bytes() == data:  # is_file: a FIFO planted there would block the read
         return
     fd, temp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
     try:

@@ -64,7 +64,7 @@ def precheck(backend: str, hint: str) -> None:
     if found is None:
         return
     name, version = found
-    built = "rocm" if name.startswith("cupy-rocm") else "cuda" if name.startswith("cupy-cuda") else None
+    built = built_for(name)
     if built is None:
         return  # a build whose name does not say its vendor: importing it tells
     if built != backend:
@@ -78,6 +78,13 @@ def precheck(backend: str, hint: str) -> None:
                 backend, f"no NVIDIA driver found ({exc}): CuPy {version} ({name}) cannot "
                 "start the CUDA runtime without it (cudaErrorInsufficientDriver)", _NO_DRIVER_REMEDY.format(smi="nvidia-smi"),
             ) from exc
+
+
+def built_for(distribution: str) -> str | None:
+    """The backend a CuPy wheel serves, told by its name: ``cupy-rocm-7-0`` (and every
+    ``cupy-rocm-X-Y``) -> ``"rocm"``, ``cupy-cuda13x`` -> ``"cuda"``; None for plain ``cupy``."""
+    name = distribution.lower().replace("_", "-")
+    return "rocm" if name.startswith("cupy-rocm-") else "cuda" if name.startswith("cupy-cuda") else None
 
 
 def _distribution(origin: str | None) -> tuple[str, str] | None:

@@ -231,6 +231,10 @@ class CuPyRuntime(DeviceRuntime):
             free, total = self.cupy.cuda.runtime.memGetInfo()
         return int(free), int(total)
 
+    def memory_used(self) -> int | None:
+        free, total = self.memory_info()  # the driver's count: every process and context on the GPU
+        return max(total - free, 0)
+
     def synchronize(self) -> None:
         with self._on_device("waiting for the device"):
             self._device.synchronize()

@@ -25,7 +25,7 @@ from hetero.errors import BackendUnavailableError, DeviceDegradedError, KernelBu
 from hetero.plugin import Backend, DeviceRuntime
 from hetero.target import Target
 
-from . import opencl_errors, opencl_icd
+from . import host, opencl_errors, opencl_icd
 
 _VENDOR_IDS = {0x8086: "Intel", 0x1002: "AMD", 0x10DE: "NVIDIA", 0x13B5: "ARM", 0x5143: "Qualcomm", 0x106B: "Apple"}
 #: How long health() waits for its probe kernel before calling the device unhealthy (seconds).
@@ -255,13 +255,22 @@ def _kind(cl: ModuleType, device_type: int) -> Kind:
     return Kind.CPU
 
 
+def _vendor(cl: ModuleType, device: Any) -> str:
+    """The silicon's vendor. A CPU device is the host's CPU, whatever the runtime says: PoCL
+    labels its CPU device "Intel" on an AMD EPYC host. Its name often says the model
+    (``pthread-AMD EPYC 7763 ...``); else /proc/cpuinfo does."""
+    if _kind(cl, device.type) is Kind.CPU:
+        return host.vendor_from_name(device.name) or host.cpu_vendor_and_model()[0]
+    return _VENDOR_IDS.get(device.vendor_id, device.vendor.strip())
+
+
 def _info(cl: ModuleType, backend: str, index: int, platform: Any, device: Any) -> DeviceInfo:
     identity = "|".join((platform.name, platform.vendor, device.name, str(device.vendor_id), device.driver_version))
     return DeviceInfo(
         name=f"{backend}:{index}",
         backend=backend,
         index=index,
-        vendor=_VENDOR_IDS.get(device.vendor_id, device.vendor.strip()),
+        vendor=_vendor(cl, device),
         kind=_kind(cl, device.type),
         model=device.name.strip(),
         memory=int(device.global_mem_size),

@@ -30,17 +30,25 @@ from pathlib import Path
 from typing import Any
 
 from hetero.errors import BundleError
-from hetero.types import BY_NAME
+from hetero.target import DIALECTS
+from hetero.types import BY_NAME, f16, f32
 
 from . import ir, ir_json
-from .cache import atomic_write
-from .emitter import AbiArg, EmittedSource
+from .cache import atomic_write, open_regular_file
+from .emitter import AbiArg, EmittedSource, default_abi, entry_name
 
 FORMAT_NAME = "hetero-bundle"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
-#: Largest member a bundle may hold (a guard against zip bombs, far above any kernel).
+# Guards against zip bombs, far above any kernel, checked from the archive's directory
+# before anything is inflated (a 3 MB bomb once inflated to 3.6 GB in ``bundle inspect``).
+#: Largest artifact member.
 MAX_MEMBER_BYTES = 256 << 20
+#: Largest text member (manifest, IR, source): these are parsed whole in memory.
+MAX_TEXT_BYTES = 16 << 20
+#: Largest sum of every member's uncompressed size.
+MAX_TOTAL_BYTES = 1 << 30
+_CHUNK = 1 << 20
 _MEMBER = re.compile(r"(ir|sources|artifacts)(/[A-Za-z0-9_][A-Za-z0-9_.-]*)+")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _ENTRY_TEXT = ("kernel", "qualname", "python_source_sha256", "signature", "dialect", "target", "arch", "toolchain",
@@ -216,53 +224,90 @@ def _check_member_name(name: str) -> None:
         raise ValueError(f"member {name!r} is outside the bundle layout (manifest.json, ir/, sources/, artifacts/)")
 
 
-def read_bundle(path: Path | str) -> Bundle:
-    """Open and verify a bundle; BundleError naming the file and the bad member or entry."""
+def read_bundle(path: Path | str, *, keep_artifacts: bool = True) -> Bundle:
+    """Open and verify a bundle; BundleError naming the file and the bad member or entry.
+
+    Everything that can be checked from the archive's directory and the manifest is
+    checked before any other member is inflated: names, the per-member and total size
+    limits, members the manifest does not list, sizes that disagree. Members are then
+    hashed as they stream; with ``keep_artifacts=False`` (``hetero bundle inspect``) an
+    artifact that is not also a source is hashed and dropped, never held whole.
+    """
     path = Path(path)
     try:
-        archive = zipfile.ZipFile(path)
+        file = open_regular_file(path)
     except FileNotFoundError:
         raise BundleError(str(path), "no such file") from None
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise BundleError(str(path), f"not a readable zip archive ({exc})") from None
-    with archive:
-        infos = archive.infolist()
-        names = [info.filename for info in infos]
-        if len(set(names)) != len(names):
-            raise BundleError(str(path), "the archive lists a member twice")
-        for info in infos:
-            if info.filename != MANIFEST:
-                try:
-                    _check_member_name(info.filename)
-                except ValueError as exc:
-                    raise BundleError(str(path), f"{exc} (path traversal or foreign content)") from None
-            if info.file_size > MAX_MEMBER_BYTES:
-                raise BundleError(str(path), f"member {info.filename} is {info.file_size} bytes, over the "
-                                             f"{MAX_MEMBER_BYTES} byte limit")
-        if MANIFEST not in names:
-            raise BundleError(str(path), f"no {MANIFEST}: not a hetero kernel bundle")
-        members = {name: _read_member(archive, name, path) for name in names}
-    try:
-        manifest = Manifest.from_json(json.loads(members.pop(MANIFEST)))
-    except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise BundleError(str(path), f"bad {MANIFEST}: {exc}") from None
-    listed: set[str] = set()
+    except OSError as exc:
+        raise BundleError(str(path), f"cannot be opened: {exc}") from None
+    with file:
+        try:
+            archive = zipfile.ZipFile(file)
+        except (OSError, zipfile.BadZipFile, ValueError) as exc:
+            raise BundleError(str(path), f"not a readable zip archive ({exc})") from None
+        with archive:
+            infos = _check_directory(archive, path)
+            raw = _read_member(archive, infos[MANIFEST], None, path, keep=True)
+            try:
+                manifest = Manifest.from_json(json.loads(raw or b""))
+            except (ValueError, TypeError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+                raise BundleError(str(path), f"bad {MANIFEST}: {exc}") from None
+            digests = _check_listing(manifest, infos, path)
+            text = {p for e in manifest.entries for p in (e.ir_path, e.source_path)}
+            members: dict[str, bytes] = {}
+            for name, digest in digests.items():
+                data = _read_member(archive, infos[name], digest, path, keep=keep_artifacts or name in text)
+                if data is not None:
+                    members[name] = data
+    return Bundle(path, manifest, members, _check_contents(path, manifest, members))
+
+
+def _check_directory(archive: zipfile.ZipFile, path: Path) -> dict[str, zipfile.ZipInfo]:
+    """The archive's members by name, after the checks its directory allows (nothing inflated)."""
+    infos = archive.infolist()
+    by_name = {info.filename: info for info in infos}
+    if len(by_name) != len(infos):
+        raise BundleError(str(path), "the archive lists a member twice")
+    total = 0
+    for info in infos:
+        if info.filename != MANIFEST:
+            try:
+                _check_member_name(info.filename)
+            except ValueError as exc:
+                raise BundleError(str(path), f"{exc} (path traversal or foreign content)") from None
+        limit = MAX_TEXT_BYTES if info.filename == MANIFEST or not info.filename.startswith("artifacts/") else MAX_MEMBER_BYTES
+        if info.file_size > limit:
+            raise BundleError(str(path), f"member {info.filename} is {info.file_size} bytes, over the {limit} byte "
+                                         f"limit for {'text' if limit == MAX_TEXT_BYTES else 'a member'}")
+        total += info.file_size
+    if total > MAX_TOTAL_BYTES:
+        raise BundleError(str(path), f"its members hold {total} bytes in all, over the {MAX_TOTAL_BYTES} byte limit "
+                                     "(a zip bomb, or not a kernel bundle)")
+    if MANIFEST not in by_name:
+        raise BundleError(str(path), f"no {MANIFEST}: not a hetero kernel bundle")
+    return by_name
+
+
+def _check_listing(manifest: Manifest, infos: Mapping[str, zipfile.ZipInfo], path: Path) -> dict[str, str]:
+    """Each member the manifest lists, with its sha256: every one present, nothing else in
+    the archive, one digest per member, and artifact sizes as the directory says."""
+    digests: dict[str, str] = {}
     for entry in manifest.entries:
         where = f"entry {entry.kernel} {entry.signature} for {entry.target}"
         for member, digest in ((entry.ir_path, entry.ir_sha256), (entry.source_path, entry.source_sha256),
                                (entry.artifact_path, entry.artifact_sha256)):
-            if member not in members:
+            if member not in infos:
                 raise BundleError(str(path), f"{where}: member {member} is missing")
-            if sha256(members[member]) != digest:
+            if digests.setdefault(member, digest) != digest:
                 raise BundleError(str(path), f"{where}: member {member} does not match its sha256 in the manifest "
-                                             "(the bundle was modified or corrupted)")
-            listed.add(member)
-        if len(members[entry.artifact_path]) != entry.artifact_size:
-            raise BundleError(str(path), f"{where}: artifact size differs from the manifest")
-    unlisted = sorted(set(members) - listed)
+                                             "(two entries give it different hashes: the bundle was modified)")
+        if infos[entry.artifact_path].file_size != entry.artifact_size:
+            raise BundleError(str(path), f"{where}: artifact size differs from the manifest ({entry.artifact_size} "
+                                         f"bytes listed, {infos[entry.artifact_path].file_size} in the archive)")
+    unlisted = sorted(set(infos) - set(digests) - {MANIFEST})
     if unlisted:
         raise BundleError(str(path), f"members not listed in the manifest: {', '.join(unlisted)}")
-    return Bundle(path, manifest, members, _check_contents(path, manifest, members))
+    return digests
 
 
 def _check_contents(path: Path, manifest: Manifest, members: Mapping[str, bytes]) -> dict[str, ir.Function]:
@@ -276,23 +321,75 @@ def _check_contents(path: Path, manifest: Manifest, members: Mapping[str, bytes]
                 functions[entry.ir_path] = ir_json.load(json.loads(members[entry.ir_path]))
         except (ValueError, UnicodeDecodeError) as exc:  # IRFormatError and JSONDecodeError are ValueErrors
             raise BundleError(str(path), f"{where}: {exc}") from None
-        params = {p.name for p in functions[entry.ir_path].params}
-        if any(arg.param not in params for arg in entry.abi):
-            raise BundleError(str(path), f"{where}: its abi names parameters the kernel does not have")
+        problem = _abi_problem(entry, functions[entry.ir_path])
+        if problem is not None:
+            raise BundleError(str(path), f"{where}: {problem}")
     return functions
 
 
-def _read_member(archive: zipfile.ZipFile, name: str, path: Path) -> bytes:
+def _abi_problem(entry: BundleEntry, fn: ir.Function) -> str | None:
+    """Why ``entry`` cannot be launched as the kernel its IR describes, or None.
+
+    A launch packs arguments by the entry's ABI and calls its entry point, so a manifest
+    whose hashes hold but whose ABI was reordered or cut would fail there with a raw
+    TypeError or IndexError, or pass the wrong bytes: it is refused here instead.
+    """
+    if entry.dialect not in DIALECTS:
+        return f"unknown dialect {entry.dialect!r}; this hetero knows {', '.join(DIALECTS)}"
+    if not fn.is_kernel:
+        return f"its IR {fn.name!r} is a device function, not a kernel"
+    if entry.entry != entry_name(fn):
+        return f"entry point {entry.entry!r} is not the kernel's ({entry_name(fn)!r})"
+    expected = default_abi(fn, with_shapes=entry.dialect != "cpu")
+    if len(entry.abi) == len(expected) and all(_same_arg(got, want, entry.dialect) for got, want in zip(entry.abi, expected)):
+        return None
+    return (f"its abi ({_abi_text(entry.abi)}) does not match the kernel's parameters, which take "
+            f"({_abi_text(expected)}): arguments reordered, dropped, added or with a wrong axis or dtype")
+
+
+def _same_arg(got: AbiArg, want: AbiArg, dialect: str) -> bool:
+    if (got.kind, got.param, got.axis) != (want.kind, want.param, want.axis):
+        return False
+    # Numba has no float16 scalars: the CPU emitter passes an f16 scalar as f32 (see emit_cpu).
+    return got.dtype == want.dtype or (dialect == "cpu" and got.kind == "scalar" and (want.dtype, got.dtype) == (f16, f32))
+
+
+def _abi_text(abi: tuple[AbiArg, ...]) -> str:
+    return ", ".join(f"{a.param}.shape[{a.axis}]" if a.kind == "shape" else f"{a.kind} {a.param}: {a.dtype.name}"
+                     for a in abi)
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, digest: str | None, path: Path, *,
+                 keep: bool) -> bytes | None:
+    """Stream one member, checking its size against the directory and its sha256 against
+    ``digest`` (None: no digest); its bytes when ``keep``."""
+    hasher = hashlib.sha256()
+    kept = bytearray()
+    size = 0
     try:
-        return archive.read(name)
+        with archive.open(info) as stream:
+            while chunk := stream.read(_CHUNK):
+                size += len(chunk)
+                if size > info.file_size:
+                    break
+                hasher.update(chunk)
+                if keep:
+                    kept += chunk
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError) as exc:
         # bad CRC, corrupt compressed data, truncated, encrypted or an unknown compression
-        raise BundleError(str(path), f"member {name} cannot be read ({exc})") from None
+        raise BundleError(str(path), f"member {info.filename} cannot be read ({exc})") from None
+    if size != info.file_size:
+        raise BundleError(str(path), f"member {info.filename} inflates to a size other than the {info.file_size} "
+                                     "bytes its directory entry says (the archive was modified)")
+    if digest is not None and hasher.hexdigest() != digest:
+        raise BundleError(str(path), f"member {info.filename} does not match its sha256 in the manifest "
+                                     "(the bundle was modified or corrupted)")
+    return bytes(kept) if keep else None
 
 
 def inspect_bundle(path: Path | str) -> Manifest:
-    """The manifest of a bundle, after verifying the whole bundle."""
-    return read_bundle(path).manifest
+    """The manifest of a bundle, after verifying the whole bundle (artifacts hashed, not kept)."""
+    return read_bundle(path, keep_artifacts=False).manifest
 
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "Bundle", "BundleEntry", "Manifest", "MissingEntry", "inspect_bundle",

@@ -17,13 +17,14 @@ import logging
 import os
 import re
 import shutil
+import stat
 import struct
 import tempfile
 import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, BinaryIO, TypeAlias
 
 from hetero._version import __version__
 from hetero.config import get_config
@@ -202,6 +203,29 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+class NotARegularFileError(OSError):
+    """A path hetero would read is a FIFO, device, socket or directory, not a file."""
+
+
+def open_regular_file(path: Path) -> BinaryIO:
+    """``path`` opened for binary reading, refusing anything but a regular file.
+
+    Opened non-blocking, then checked on the descriptor: a FIFO would block ``open`` until
+    a writer came, and ``/dev/zero`` never ends. Regular files ignore ``O_NONBLOCK``.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket or other special file")
+            raise NotARegularFileError(f"{path} is not a regular file ({kind})")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 class DiskStorage(Storage):
     """One file per key under ``root/<first 2 hex>/<digest>.bin``: header (magic, format
     version, key, payload length, payload sha256) then payload.
@@ -227,10 +251,13 @@ class DiskStorage(Storage):
         if self._disabled:
             return None
         try:
-            with open(path, "rb") as file:
+            with open_regular_file(path) as file:
                 blob = file.read()
                 opened = os.fstat(file.fileno())
         except (FileNotFoundError, NotADirectoryError):
+            return None
+        except NotARegularFileError as exc:  # left alone (not ours to delete); a store replaces it
+            warnings.warn(f"ignored cache entry {path}: {exc}; the kernel will be rebuilt", CacheWarning, stacklevel=3)
             return None
         except OSError as exc:
             self._give_up(f"cannot read {path}: {exc}")

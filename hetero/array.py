@@ -12,6 +12,8 @@ optional on GPUs.
 
 from __future__ import annotations
 
+import math
+import numbers
 import operator
 import threading
 from collections.abc import Sequence
@@ -24,9 +26,13 @@ from hetero.device import Device
 from hetero.errors import ArrayError, HeteroError
 from hetero.registry import device as resolve_device
 from hetero.scheduler.context import task_getter
+from hetero.scheduler.usage import LEDGER
 from hetero.types import ArrayType, scalar_type
 
 _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
+# Byte offsets are signed 64-bit in every runtime (ptrdiff_t on the host, cl_long/ssize_t
+# in kernels): an array past this could not be indexed, so it is refused before allocating.
+MAX_BYTES = 2**63 - 1
 _current_task = task_getter()  # the scheduler task allocations are accounted to (None: no bookkeeping); see set_process_task
 
 
@@ -34,16 +40,21 @@ class Array:
     """A C-contiguous array on one device. Make one with :func:`asarray`, :func:`empty`,
     :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange` or :func:`from_dlpack`."""
 
-    __slots__ = ("_buffer", "_device", "shape", "dtype", "nbytes", "_karg", "__weakref__")
+    __slots__ = ("_buffer", "_device", "shape", "dtype", "nbytes", "_karg", "_outside", "__weakref__")
 
     def __init__(self, buffer: Any, device: Device, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
         # Internal: users get arrays from the functions in this module.
+        self._outside = 0  # bytes counted in LEDGER.outside for this array (made outside any task)
         self._buffer = buffer
         self._device = device
         self.shape = shape
         self.dtype = dtype
-        self.nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self.nbytes = math.prod(shape) * dtype.itemsize  # Python ints: NumPy's int64 product wraps
         self._karg: Any = None  # what a kernel launch passes for this array, made on first launch
+
+    def __del__(self) -> None:
+        if self._outside:  # a view of the buffer may outlive the array: placement then undercounts
+            LEDGER.forget_outside(self._device.name, self._outside)
 
     def __class_getitem__(cls, dtype: Any) -> ArrayType:
         """``hetero.Array[hetero.f32]``: the type of an array parameter in a kernel signature."""
@@ -169,31 +180,82 @@ def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     return dims
 
 
+def _byte_size(dims: tuple[int, ...], kind: np.dtype[Any]) -> int:
+    """The bytes an array of ``dims`` and ``kind`` needs, refused past :data:`MAX_BYTES`."""
+    count = math.prod(dims)  # exact: an int64 product wraps (6148914691236517206 x 3 float32 came out as 8 bytes)
+    nbytes = count * kind.itemsize
+    if nbytes > MAX_BYTES:
+        raise ArrayError(f"shape {dims} of {kind} needs {count} elements = {nbytes} bytes, more than the "
+                         f"2**63-1 bytes any device can address; use a smaller shape")
+    return nbytes
+
+
 def empty(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str | Device | None = None) -> Array:
     """An uninitialised array (float32 unless ``dtype`` says otherwise) on ``device``."""
     target = resolve_device(device)
     dims = _shape(shape)
     kind = dtypes.as_dtype(dtype)
-    nbytes = int(np.prod(dims, dtype=np.int64)) * kind.itemsize
+    nbytes = _byte_size(dims, kind)
     task = _current_task()
     if task is not None and nbytes:  # inside a scheduler task: quota checked before the vendor allocator, released on free
         return task.allocate(target, nbytes, lambda buffer: Array(buffer, target, dims, kind))
-    buffer = target.runtime.allocate(nbytes) if nbytes else _EMPTY
-    return Array(buffer, target, dims, kind)
+    if not nbytes:
+        return Array(_EMPTY, target, dims, kind)
+    made = Array(target.runtime.allocate(nbytes), target, dims, kind)
+    # Counted per device even outside a task, so spread/binpack see it (no quota applies);
+    # uncounted by Array.__del__, not a weakref.finalize: a plain allocation stays cheap.
+    LEDGER.note_outside(target.name, nbytes)
+    made._outside = nbytes
+    return made
 
 
 def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None, device: str | Device | None = None) -> Array:
-    """An array filled with ``fill_value``; the dtype follows the value (float32 for floats)."""
-    kind = dtypes.as_dtype(dtype) if dtype is not None else _python_dtype(np.asarray(fill_value))
+    """An array filled with ``fill_value``; the dtype follows the value (float32 for floats,
+    int64 for ints). A value the dtype cannot hold (NaN in an integer dtype, 1<<70 in int32)
+    is an :class:`ArrayError`, raised before anything is allocated."""
+    if dtype is not None:
+        kind = dtypes.as_dtype(dtype)
+    elif isinstance(fill_value, numbers.Integral) and not isinstance(fill_value, (bool, np.bool_)):
+        kind = dtypes.int64  # NumPy would make an object array of an int past int64
+    else:
+        kind = _python_dtype(np.asarray(fill_value))
+    value = _fill_scalar(fill_value, kind)
     out = empty(shape, kind, device)
     if out.nbytes:
         runtime = out.device.runtime
         if runtime.host_memory:
             view = cast(np.ndarray, runtime.native_view(out.buffer, out.shape, kind))
-            view.fill(fill_value)
+            view.fill(value)
         else:
-            runtime.upload(out.buffer, np.full(out.shape, fill_value, dtype=kind))
+            runtime.upload(out.buffer, np.full(out.shape, value, dtype=kind))
     return out
+
+
+def _fill_scalar(value: Any, kind: np.dtype[Any]) -> Any:
+    """``value`` as a scalar of ``kind``; a value ``kind`` cannot hold is an :class:`ArrayError`."""
+    if isinstance(value, (bool, np.bool_)) or kind == dtypes.bool_:
+        return kind.type(value)
+    if kind.kind in "iu":
+        if isinstance(value, numbers.Integral):
+            number = int(value)
+        else:
+            try:
+                real = float(value)
+            except (TypeError, ValueError):
+                raise ArrayError(f"fill_value {value!r} is not a real number; {kind} arrays hold integers") from None
+            if not math.isfinite(real):
+                raise ArrayError(f"cannot fill a {kind} array with {value!r}: integer dtypes have no NaN or infinity; "
+                                 f"use a float dtype or a finite value")
+            number = int(real)
+        info = np.iinfo(kind)
+        if not info.min <= number <= info.max:
+            raise ArrayError(f"fill_value {value!r} does not fit in {kind} (range {info.min}..{info.max}); "
+                             f"use a wider dtype such as int64, or a value in range")
+        return kind.type(number)
+    try:
+        return kind.type(float(value))
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ArrayError(f"cannot fill a {kind} array with fill_value {value!r}: {exc}") from None
 
 
 def zeros(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str | Device | None = None) -> Array:
@@ -205,9 +267,29 @@ def ones(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str | 
 
 
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any = None, device: str | Device | None = None) -> Array:
-    """Evenly spaced values as ``numpy.arange``; float32 unless ``dtype`` or integer bounds say otherwise."""
-    host = np.arange(start, stop, step) if stop is not None else np.arange(start)
-    kind = dtypes.as_dtype(dtype) if dtype is not None else _python_dtype(host)
+    """Evenly spaced values as ``numpy.arange``; float32 unless ``dtype`` or integer bounds say otherwise.
+    A zero step, a bound that is not a finite number, or more elements than can be
+    addressed is an :class:`ArrayError`."""
+    if stop is None:
+        start, stop = 0, start
+    for name, bound in (("start", start), ("stop", stop), ("step", step)):
+        if not isinstance(bound, numbers.Real):
+            raise ArrayError(f"arange {name} must be a number, got {bound!r}")
+        if not math.isfinite(bound):
+            raise ArrayError(f"arange {name} must be finite, got {bound!r}")
+    if step == 0:
+        raise ArrayError("arange step must not be zero (it would never reach stop)")
+    if all(isinstance(b, numbers.Integral) for b in (start, stop, step)):
+        count = max(-((int(start) - int(stop)) // int(step)), 0)
+    else:
+        count = max(math.ceil((float(stop) - float(start)) / float(step)), 0)
+    kind = dtypes.as_dtype(dtype) if dtype is not None else None
+    _byte_size((count,), np.dtype(np.float64))  # the host staging array is int64 or float64
+    try:
+        host = np.arange(start, stop, step)
+    except (ValueError, OverflowError, MemoryError) as exc:
+        raise ArrayError(f"arange({start}, {stop}, {step}) makes {count} elements, which host memory cannot stage: {exc}") from None
+    kind = kind if kind is not None else _python_dtype(host)
     return _from_host(host.astype(kind, copy=False), resolve_device(device), copy=True)
 
 
@@ -282,6 +364,11 @@ def _from_host(host: np.ndarray, target: Device, copy: bool | None) -> Array:
 
 def _from_dlpack_object(obj: Any, target: Device, kind: np.dtype[Any] | None, copy: bool | None) -> Array:
     source = _dlpack_owner(obj)
+    if getattr(obj, "dtype", None) is not None:
+        try:  # before DLPack: NumPy's importer answers a bfloat16 tensor with a bare RuntimeError
+            dtypes.as_dtype(obj.dtype)
+        except dtypes.UnsupportedDtypeError as exc:
+            raise dtypes.UnsupportedDtypeError(f"cannot make a hetero array from this {type(obj).__name__}: {exc}") from None
     native = source.runtime.adopt(obj)
     if native is None:
         raise ArrayError(f"{source.name} cannot import {type(obj).__name__} through DLPack")

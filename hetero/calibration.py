@@ -104,6 +104,7 @@ def _launch_and_time(kernel: Any, size: Any, args: Sequence[Any], device: Device
     launcher(*args)  # compiles
     device.synchronize()
     signature = kernel.signature(kernel.arg_types(args))
+    model.mark_calibration(kernel.cost_key())
     for _ in range(repeats):
         model.record(kernel.cost_key(), device.stable_id, n, _timed(device, lambda: launcher(*args)),
                      signature=signature, device_name=device.name)

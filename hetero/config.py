@@ -22,11 +22,19 @@ HETERO_COST_SAMPLING   cost_sampling   time every k-th kernel launch for the cos
 
 ``drill_quarantine`` (``HETERO_DRILL_QUARANTINE``, set by ``hetero-run`` for its workers) is the
 run's own store for quarantines of injected faults (see :mod:`hetero.fault.quarantine`).
+
+``cache_dir`` and ``state_dir`` need not exist yet (hetero makes them), but no part of the
+path may be a file (``/dev/null/x`` is refused).
+
 ``quarantine_ttl`` (file only) maps a fault class to seconds a device stays quarantined.
 
 ``quota`` caps what this process allocates through hetero on each device: one size for every
 device (``2GiB``, ``512MiB``, bytes), or per device, backend or ``*`` (a YAML mapping, or
-``cuda:0=8GiB,cpu=2GiB`` in the variable). It becomes the process's scheduler task
+``cuda:0=8GiB,cpu=2GiB`` in the variable). Sizes: IEC units are binary (GiB = 2**30 bytes,
+also KiB, MiB, TiB and the one-letter k, m, g, t), SI units decimal (GB = 10**9 bytes, also
+KB, MB, TB); a size without a unit is a whole number of bytes (``1.5`` is refused), and
+infinity, NaN or more than 2**64 bytes are refused. A key must be ``*``, a backend hetero
+has (``cuda``) or one of its devices (``cuda:0``). It becomes the process's scheduler task
 (:func:`hetero.scheduler.set_process_task`) when backends are first listed (so before any
 allocation; an explicitly set process task wins) and, under ``hetero-run --quota``, in each
 worker before its program starts; an allocation past it raises :class:`hetero.QuotaExceeded`.
@@ -194,7 +202,7 @@ def _parse(key: str, value: Any, origin: str) -> Any:
     if key in ("cache_dir", "state_dir", "drill_quarantine"):
         if not isinstance(value, (str, os.PathLike)) or not str(value):
             raise ConfigError(f"{origin}: {key!r} must be a directory path, got {value!r}")
-        return Path(os.path.expanduser(str(value)))
+        return _directory(Path(os.path.expanduser(str(value))), key, origin)
     if key == "log":
         level = str(value).upper()
         if level not in LOG_LEVELS:
@@ -245,7 +253,33 @@ def _parse(key: str, value: Any, origin: str) -> Any:
     raise ConfigError(f"{origin}: unknown key {key!r}; valid keys: {', '.join(_KEYS)}")  # pragma: no cover
 
 
-_QUOTA_KEY = re.compile(r"\*|[a-z][a-z0-9_.-]*(:\d+)?")
+def _directory(path: Path, key: str, origin: str) -> Path:
+    """``path`` when it is a directory or could become one: the nearest part that exists
+    must be a directory (under ``/dev/null`` every later write would fail, far from here)."""
+    for part in (path, *path.parents):
+        try:
+            is_dir = part.is_dir()
+            exists = is_dir or part.exists()
+        except OSError:  # unreadable: let the first real use say why
+            return path
+        if is_dir:
+            return path
+        if exists:
+            what = "is" if part == path else f"would be under {part}, which is"
+            raise ConfigError(f"{origin}: {key!r} is {str(path)!r}, which {what} not a directory; "
+                              f"give a directory path (it may not exist yet) or unset it for the default")
+    return path
+
+
+_QUOTA_KEY = re.compile(r"\*|(?P<backend>[a-z][a-z0-9_.-]*)(:\d+)?")
+# The built-in backends; plugins add theirs through the hetero.backends entry points.
+_BUILTIN_BACKENDS = ("cpu", "cuda", "oneapi", "opencl", "rocm")
+
+
+def _backend_names() -> tuple[str, ...]:
+    from importlib.metadata import entry_points  # only for a quota that names a backend
+
+    return tuple(sorted({*_BUILTIN_BACKENDS, *(ep.name for ep in entry_points(group="hetero.backends"))}))
 
 
 def parse_quota(value: Any, origin: str = "quota") -> dict[str, int]:
@@ -271,8 +305,14 @@ def parse_quota(value: Any, origin: str = "quota") -> dict[str, int]:
     quota: dict[str, int] = {}
     for raw_name, size in items.items():
         name = str(raw_name).strip().lower()
-        if not _QUOTA_KEY.fullmatch(name):
+        key = _QUOTA_KEY.fullmatch(name)
+        if key is None:
             raise ConfigError(f"{origin}: quota key {raw_name!r} is not a device ('cuda:0'), a backend ('cuda') or '*'")
+        backends = _backend_names() if key["backend"] else ()
+        if key["backend"] and key["backend"] not in backends:
+            raise ConfigError(f"{origin}: quota key {raw_name!r} names no backend hetero has; a key is '*', a backend "
+                              f"({', '.join(backends)}) or one of its devices ('cuda:0')"
+                              + did_you_mean(key["backend"], backends))
         try:
             quota[name] = parse_size(size.strip() if isinstance(size, str) else size, f"quota for {name}")
         except (TypeError, ValueError) as exc:

@@ -31,6 +31,11 @@ SUPPORTED: tuple[np.dtype[Any], ...] = (
 )
 _SUPPORTED_SET = frozenset(SUPPORTED)
 _NAMES = ", ".join(str(d) for d in SUPPORTED)
+# Dtypes users meet in other libraries, with the conversion that keeps their data.
+_HINTS = {
+    "bfloat16": "bfloat16 has no portable representation on every device; convert it first "
+                "(torch: tensor.float() for float32, or tensor.half() for float16)",
+}
 
 
 def as_dtype(spec: Any) -> np.dtype[Any]:
@@ -45,6 +50,8 @@ def as_dtype(spec: Any) -> np.dtype[Any]:
         # torch.float32 -> "float32": torch dtypes are resolved by name so that
         # this module never imports torch.
         spec = text.removeprefix("torch.")
+    if str(spec) in _HINTS:
+        raise UnsupportedDtypeError(f"dtype {spec} is not supported: {_HINTS[str(spec)]}; supported dtypes: {_NAMES}")
     try:
         dtype = np.dtype(spec)
     except TypeError as exc:

@@ -121,11 +121,14 @@ class QuotaExceeded(HeteroError, MemoryError):
     allocator is touched."""
 
     def __init__(self, device: str, task: str, quota: int, used: int, requested: int) -> None:
+        from hetero.scheduler.sizes import format_size  # imports nothing of hetero's
+
         self.device, self.task, self.quota, self.used, self.requested = device, task, quota, used, requested
         super().__init__(
-            f"{device}: allocating {requested} bytes would exceed task {task!r}'s memory quota of {quota} bytes "
-            f"({used} bytes in use); free arrays, or raise the quota (hetero.scheduler.task(..., quota=...), "
-            "HETERO_QUOTA / the config's quota, or hetero-run --quota)"
+            f"{device}: allocating {requested} bytes ({format_size(requested)}) would exceed task {task!r}'s memory "
+            f"quota of {quota} bytes ({format_size(quota)}) ({used} bytes in use, {format_size(used)}); free arrays, "
+            "or raise the quota (hetero.scheduler.task(..., quota=...), HETERO_QUOTA / the config's quota, "
+            "or hetero-run --quota)"
         )
 
     def __reduce__(self) -> tuple[object, ...]:
@@ -249,6 +252,10 @@ class BundleBuildError(HeteroError, RuntimeError):
 
 class KernelLaunchError(HeteroError, ValueError):
     """A kernel was launched with arguments or sizes it cannot take (names the parameter)."""
+
+
+class ArgumentError(HeteroError, TypeError):
+    """A hetero function was called with a keyword it does not take (a ``TypeError``, as Python's own)."""
 
 
 class PluginError(HeteroError, RuntimeError):

@@ -64,6 +64,12 @@ class DeviceRuntime(abc.ABC):
     def health(self) -> Health:
         return Health(HealthState.UNKNOWN, "this backend reports no health")
 
+    def memory_used(self) -> int | None:
+        """Bytes of this device's memory in use now by everyone (this process, others, the
+        driver), as the device reports it; None when the backend cannot tell. The placement
+        policies count it, so memory allocated outside hetero's scheduler tasks is seen."""
+        return None
+
     def native_view(self, buffer: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any | None:
         """A zero-copy array object of the vendor's library over ``buffer`` (NumPy on the
         host, CuPy on CUDA), used for DLPack and torch interop; None when there is none."""

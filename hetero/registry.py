@@ -213,6 +213,10 @@ class Registry:
         return found
 
     def device(self, spec: str | Device | None = None, policy: str | None = None, **request: Any) -> Device:
+        if request:
+            from hetero.scheduler.request import check_fields  # a misspelt keyword: did-you-mean, not a raw TypeError
+
+            check_fields(request)
         if (policy is not None or request) and spec is not None and str(spec).strip().lower() != "auto":
             raise ValueError(f"policy and request arguments choose among devices; they go with 'auto', not {str(spec)!r}")
         if isinstance(spec, Device):

@@ -52,6 +52,7 @@ class CostModel:
         self._kernels: dict[tuple[str, str, str, int], list[tuple[int, float]]] = {}
         self._transfers: dict[tuple[str, str], list[tuple[int, float]]] = {}
         self._devices: dict[str, str] = {}
+        self._calibration: set[str] = set()  # kernel keys hetero calibrate measured
         self._pending: list[tuple[Any, ...]] = []  # samples recorded since the last load/save
         self._fits: dict[tuple[str, str], PowerLaw | None] = {}
         self._transfer_fits: dict[tuple[str, str], TransferLaw | None] = {}
@@ -85,6 +86,19 @@ class CostModel:
             if device_name:
                 self._devices[device_stable_id] = device_name
 
+    def mark_calibration(self, kernel_key: str) -> None:
+        """``kernel_key`` is one of ``hetero calibrate``'s kernels: its figures stand for the
+        devices' speed when a kernel was never measured (see :meth:`calibration_keys`)."""
+        with self._lock:
+            if kernel_key not in self._calibration:
+                self._calibration.add(kernel_key)
+                self._pending.append(("calibration", kernel_key))
+
+    def calibration_keys(self) -> list[str]:
+        """The keys of the calibration's kernels this model holds samples of."""
+        with self._lock:
+            return sorted(self._calibration)
+
     def _add_kernel(self, key: str, device: str, signature: str, n: int, seconds: float) -> None:
         samples = self._kernels.setdefault((key, device, signature, size_bucket(n)), [])
         samples.append((n, seconds))
@@ -116,9 +130,21 @@ class CostModel:
         predictor = self.predictor(kernel_key, device_stable_id)
         return None if predictor is None else predictor(n)
 
+    def resolve(self, kernel_key: str) -> str:
+        """The key samples are held under: ``kernel_key`` itself, or for a bare name such as
+        ``"saxpy"`` (how ``hetero calibrate`` and people name kernels) the one key of that name
+        (``saxpy@6daf88e190eb5258``). A name with several fingerprints stays as given."""
+        if "@" in kernel_key:
+            return kernel_key
+        with self._lock:
+            found = {key for key, _, _, _ in self._kernels if key.partition("@")[0] == kernel_key}
+        return found.pop() if len(found) == 1 else kernel_key
+
     def predictor(self, kernel_key: str, device_stable_id: str) -> Callable[[int], float] | None:
         """:meth:`predict` for one kernel and device as a function of ``n``, fixed at the samples
-        held now (cheap to call many times, as a partition search does); None without samples."""
+        held now (cheap to call many times, as a partition search does); None without samples.
+        ``kernel_key`` may be a bare name (see :meth:`resolve`)."""
+        kernel_key = self.resolve(kernel_key)
         with self._lock:
             law = self.fit(kernel_key, device_stable_id)
             if law is None:
@@ -185,6 +211,7 @@ class CostModel:
                     for nbytes, seconds in samples:
                         self._add_transfer(device, direction, int(nbytes), float(seconds))
         self._devices.update({str(k): str(v) for k, v in document["devices"].items()})
+        self._calibration.update(document.get("calibration", []))
 
     def _document(self) -> dict[str, Any]:
         document = cost_store.empty_document()
@@ -194,6 +221,7 @@ class CostModel:
         for (device, direction), samples in sorted(self._transfers.items()):
             document["transfers"].setdefault(device, {})[direction] = [[n, t] for n, t in samples]
         document["devices"] = dict(self._devices)
+        document["calibration"] = sorted(self._calibration)
         return document
 
     def save(self) -> Path | None:
@@ -205,6 +233,7 @@ class CostModel:
             pending, devices = self._pending, dict(self._devices)
             self._kernels.clear()
             self._transfers.clear()
+            self._calibration.clear()
             self._fits.clear()
             self._transfer_fits.clear()
             document, problem = cost_store.read(self.path, warn=self._reported is None)
@@ -213,6 +242,8 @@ class CostModel:
             for sample in pending:
                 if sample[0] == "kernel":
                     self._add_kernel(*sample[1:])
+                elif sample[0] == "calibration":
+                    self._calibration.add(sample[1])
                 else:
                     self._add_transfer(*sample[1:])
             self._devices.update(devices)

@@ -10,7 +10,8 @@ The document::
     {"version": 1,
      "kernels": {kernel_key: {stable_id: {signature: {bucket: [[n, seconds], ...]}}}},
      "transfers": {stable_id: {"h2d": [[bytes, seconds], ...], "d2h": [...]}},
-     "devices": {stable_id: device name}}
+     "devices": {stable_id: device name},
+     "calibration": [kernel_key, ...]}   # the keys hetero calibrate measured (optional)
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ FILE_NAME = "costs.json"
 
 
 def empty_document() -> dict[str, Any]:
-    return {"version": VERSION, "kernels": {}, "transfers": {}, "devices": {}}
+    return {"version": VERSION, "kernels": {}, "transfers": {}, "devices": {}, "calibration": []}
 
 
 @contextlib.contextmanager
@@ -94,6 +95,9 @@ def _problem(data: Any) -> str | None:
             for buckets in per_signature.values():
                 if not isinstance(buckets, dict) or not all(_samples_ok(s) for s in buckets.values()):
                     return f"kernel {kernel!r} on {device!r} holds malformed samples"
+    calibration = data.get("calibration", [])
+    if not isinstance(calibration, list) or not all(isinstance(key, str) for key in calibration):
+        return "'calibration' is not a list of kernel keys"
     for device, directions in data["transfers"].items():
         if not isinstance(directions, dict) or not all(_samples_ok(s) for s in directions.values()):
             return f"transfers of {device!r} hold malformed samples"

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hetero.errors import DeviceNotFoundError
-from hetero.scheduler.policies import Key, Ranking, StaticEstimate
+from hetero.scheduler.policies import Key, Predictions, Ranking, StaticEstimate
 from hetero.scheduler.request import Request, format_size
 
 _COLUMNS = ("rank", "device", "kind", "health", "memory", "used", "tasks", "score", "note")
@@ -46,16 +46,21 @@ class Explanation:
     winner: str | None
     why: str
     queued: bool = False
+    #: Which model scored the devices, for policies that use one (``fastest``): the cost
+    #: model and the figures, or the static estimate and why; "" for the others.
+    model: str = ""
 
     def __str__(self) -> str:
         cells = [_COLUMNS, *(row.cells() for row in self.rows)]
         widths = [max(len(line[i]) for line in cells) for i in range(len(_COLUMNS))]
         table = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in cells]
-        return "\n".join([f"placement by {self.policy} for {self.request.describe()}", *table, self.why])
+        model = [f"model: {self.model}"] if self.model else []
+        return "\n".join([f"placement by {self.policy} for {self.request.describe()}", *table, self.why, *model])
 
     def as_dict(self) -> dict[str, Any]:
         return {"policy": self.policy, "request": dataclasses.asdict(self.request), "winner": self.winner,
-                "why": self.why, "queued": self.queued, "rows": [dataclasses.asdict(row) for row in self.rows]}
+                "why": self.why, "queued": self.queued, "model": self.model,
+                "rows": [dataclasses.asdict(row) for row in self.rows]}
 
 
 class NoDeviceAvailable(DeviceNotFoundError):
@@ -116,4 +121,11 @@ def explanation(ranking: Ranking) -> Explanation:
         why = "no device to choose from"
     else:
         why = f"no eligible device: all {len(ranking.rejected)} rejected"
-    return Explanation(policy.name, ranking.request, tuple(rows), winner.name if winner else None, why, ranking.queued)
+    if isinstance(context, Predictions):
+        model = context.model
+    elif isinstance(context, StaticEstimate):
+        model = f"static speed estimate (compute units x kind weight), because {context.reason}"
+    else:
+        model = ""
+    return Explanation(policy.name, ranking.request, tuple(rows), winner.name if winner else None, why, ranking.queued,
+                       model)

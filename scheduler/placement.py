@@ -22,7 +22,7 @@ from hetero.registry import devices as registry_devices
 from hetero.scheduler.context import current_task
 from hetero.scheduler.explanation import Explanation, NoDeviceAvailable, explanation
 from hetero.scheduler.policies import Policy, Ranking, get_policy, rank
-from hetero.scheduler.request import PRIORITY_RANK, Candidate, CostModel, Request
+from hetero.scheduler.request import PRIORITY_RANK, Candidate, CostModel, Request, check_fields
 from hetero.scheduler.usage import LEDGER
 
 _NO_IDS: frozenset[str] = frozenset()
@@ -75,16 +75,28 @@ def candidate(device: Device | DeviceInfo, order: int = 0, quarantine: frozenset
     usage (holds of the current task left out: a task is not in its own way)."""
     info = device.info if isinstance(device, Device) else device
     load = LEDGER.load(info.name, current_task())
+    used = load.used + LEDGER.outside(info.name)
     if isinstance(device, Device):
         try:
             health = device.health()
             state, reason = health.state, health.reason
         except Exception as exc:  # noqa: BLE001  (a device that cannot say it is healthy is not chosen)
             state, reason = HealthState.UNHEALTHY, f"health query raised {type(exc).__name__}: {exc}"
+        used = max(used, _reported_use(device))
     else:
         state, reason = HealthState.OK, ""
-    return Candidate(info, state, reason, load.used, load.tasks, info.stable_id in quarantine,
+    return Candidate(info, state, reason, used, load.tasks, info.stable_id in quarantine,
                      load.held_by, load.holders, order)
+
+
+def _reported_use(device: Device) -> int:
+    """What the device says is in use (every process's memory: NVML/CuPy on CUDA, the host's
+    on CPU devices), 0 when its backend cannot tell; hetero's own count is the floor."""
+    try:
+        reported = device.runtime.memory_used()
+    except Exception:  # noqa: BLE001  (a query that fails tells nothing: hetero's own count stands)
+        return 0
+    return int(reported) if reported else 0
 
 
 def live_candidates(devices: Sequence[Device] | None = None) -> tuple[list[Candidate], list[Device]]:
@@ -110,6 +122,7 @@ def _as_candidates(items: Sequence[Candidate | DeviceInfo | Device]) -> list[Can
 def make_request(request: Request | None = None, **fields: Any) -> Request:
     """``request`` as given, or one built from keyword fields (``memory=``, ``kinds=``, ...);
     a built one takes the current task's priority unless ``priority=`` says otherwise."""
+    check_fields(fields)
     if request is None:
         task = current_task()
         if task is not None and "priority" not in fields:

@@ -14,8 +14,9 @@ first-fit   none: the first eligible device in the configured order
 binpack     the most-used device first (memory load, then tasks): fills one before the next
 spread      the least-used device first (memory load, then tasks)
 fastest     expected finish = predicted seconds (cost model) x (tasks + 1); without a
-            prediction for every eligible device, 1 / static speed (compute units x kind
-            weight) x (tasks + 1), for all of them alike
+            prediction for every eligible device, the calibrated device speed (the
+            geometric mean of hetero calibrate's kernels there), else 1 / static speed
+            (compute units x kind weight), x (tasks + 1), for all of them alike
 priority    free devices, then those held only by lower classes (the request takes them),
             then shared with its own class, then least used; low requests never share
             and queue when every fitting device is held
@@ -25,6 +26,7 @@ priority    free devices, then those held only by lower classes (the request tak
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -130,6 +132,54 @@ class StaticEstimate:
     reason: str
 
 
+@dataclasses.dataclass(frozen=True)
+class Predictions:
+    """The ``fastest`` policy's context when the cost model predicts every eligible device:
+    seconds by stable id, and ``model``, which model and figures they came from."""
+
+    seconds: dict[str, float]
+    model: str
+    label: str = "predicted"  # how a score reads: "predicted" (this kernel) or "calibrated" (device speed)
+
+
+def _model_source(cost_model: CostModel, kernel: str) -> str:
+    resolve = getattr(cost_model, "resolve", None)
+    key = resolve(kernel) if callable(resolve) else kernel
+    path = getattr(cost_model, "path", None)
+    where = f" in {path}" if path else ""
+    return f"cost model{where}: times measured for {key} (hetero calibrate, sampling or splits)"
+
+
+#: The size the calibrated device speed is compared at when the request gives none.
+CALIBRATED_N = 1 << 20
+
+
+def _calibrated_speed(eligible: Sequence[Candidate], request: Request, cost_model: CostModel,
+                      reason: str) -> Predictions | None:
+    """Every eligible device's predicted time for ``hetero calibrate``'s kernels (the geometric
+    mean over those measured on all of them): a device speed measured on this machine, which
+    ranks a kernel never timed better than compute-unit counts. None when not calibrated."""
+    keys_of = getattr(cost_model, "calibration_keys", None)
+    if not callable(keys_of) or not eligible:
+        return None
+    n = request.n or CALIBRATED_N
+    table: dict[str, list[float]] = {c.info.stable_id: [] for c in eligible}
+    used: list[str] = []
+    for key in keys_of():
+        times = [cost_model.predict(key, c.info.stable_id, n) for c in eligible]
+        if all(t is not None and t > 0 for t in times):
+            used.append(key.partition("@")[0])
+            for candidate, seconds in zip(eligible, times):
+                table[candidate.info.stable_id].append(math.log(float(seconds)))  # type: ignore[arg-type]
+    if not used:
+        return None
+    seconds = {device: math.exp(sum(logs) / len(logs)) for device, logs in table.items()}
+    path = getattr(cost_model, "path", None)
+    where = f" in {path}" if path else ""
+    return Predictions(seconds, f"calibrated device speed{where}: geometric mean of hetero calibrate's "
+                                f"{', '.join(used)} at n={n}, because {reason}", "calibrated")
+
+
 class Fastest(Policy):
     name = "fastest"
     summary = "takes the device expected to finish first"
@@ -138,26 +188,34 @@ class Fastest(Policy):
         # Predicted seconds are used only when every eligible device has one: seconds and
         # static speeds do not compare, and a device the model has not seen is not slow.
         if request.kernel is None or request.n is None:
-            return StaticEstimate("the request names no kernel and size (kernel=, n=)")
-        if cost_model is None:
+            reason = "the request names no kernel and size (kernel=, n=)"
+        elif cost_model is None:
             return StaticEstimate("no cost model")
-        predictions: dict[str, float] = {}
-        for candidate in eligible:
-            seconds = cost_model.predict(request.kernel, candidate.info.stable_id, request.n)
-            if seconds is None:
-                return StaticEstimate(f"the cost model has no prediction for {candidate.name} (hetero calibrate)")
-            predictions[candidate.info.stable_id] = float(seconds)
-        return predictions
+        else:
+            predictions: dict[str, float] = {}
+            for candidate in eligible:
+                seconds = cost_model.predict(request.kernel, candidate.info.stable_id, request.n)
+                if seconds is None:
+                    break
+                predictions[candidate.info.stable_id] = float(seconds)
+            else:
+                return Predictions(predictions, _model_source(cost_model, request.kernel))
+            reason = f"the cost model has no prediction for {candidate.name} (hetero calibrate)"
+        if cost_model is not None:
+            calibrated = _calibrated_speed(eligible, request, cost_model, reason)
+            if calibrated is not None:
+                return calibrated
+        return StaticEstimate(reason)
 
     def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
-        if type(context) is dict:
-            return (context[candidate.info.stable_id] * (candidate.tasks + 1),)
+        if type(context) is Predictions:
+            return (context.seconds[candidate.info.stable_id] * (candidate.tasks + 1),)
         return ((candidate.tasks + 1) / static_speed(candidate),)
 
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         queue = f" x {candidate.tasks + 1} (tasks + 1)" if candidate.tasks else ""
-        if type(context) is dict:
-            return f"predicted {_seconds(context[candidate.info.stable_id])}{queue}"
+        if type(context) is Predictions:
+            return f"{context.label} {_seconds(context.seconds[candidate.info.stable_id])}{queue}"
         kind = str(candidate.info.kind)
         speed = static_speed(candidate)
         return f"static {speed:g} ({max(candidate.info.compute_units, 1)} CU x {kind} {KIND_WEIGHT.get(kind, 1.0):g}){queue}"

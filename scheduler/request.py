@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from hetero.config import DEVICE_KINDS
 from hetero.device import DeviceInfo, HealthState
-from hetero.errors import did_you_mean
+from hetero.errors import ArgumentError, did_you_mean
 from hetero.scheduler.sizes import format_size, parse_size  # moved there; still importable from here
 
 #: Priority classes, lowest first; a request may take a device held only by lower classes.
@@ -83,6 +83,16 @@ class Request:
         return ", ".join(parts)
 
 
+def check_fields(names: Iterable[str]) -> None:
+    """Refuse a keyword that is no :class:`Request` field (nor ``policy``), with the valid ones
+    and the close one: ``hetero.device("auto", polcy="spread")`` says "did you mean 'policy'"."""
+    valid = ("policy", *(field.name for field in dataclasses.fields(Request)))
+    for name in names:
+        if name not in valid:
+            raise ArgumentError(f"unknown keyword {name!r} for a placement request; valid keywords: "
+                                f"{', '.join(valid)}{did_you_mean(name, valid)}")
+
+
 def kernel_key(kernel: Any) -> str:
     """The cost-model key of a kernel given as a key string or a kernel object."""
     for attribute in ("cost_key", "key", "name", "__name__"):
@@ -98,7 +108,8 @@ def kernel_key(kernel: Any) -> str:
 class Candidate:
     """One device as a placement decision sees it.
 
-    ``used``: bytes hetero accounts on it (allocations made inside scheduler tasks);
+    ``used``: bytes in use on it: hetero's allocations (inside scheduler tasks and outside
+    them), or what the device itself reports in use where its backend can tell and that is more;
     ``tasks``: active tasks holding it; ``held_by``: the highest priority class among
     them (None when free) and ``holders`` their names; ``order``: its position in the
     configured device order (``hetero.devices()``), the final tie-break.

@@ -2,8 +2,9 @@
 active tasks holding each device. The placement policies read it (binpack, spread,
 priority); quotas are checked against it.
 
-Only allocations made inside a scheduler task are accounted (outside one, hetero's
-allocator does no bookkeeping at all). One lock guards everything; waiters (queued
+Allocations made inside a scheduler task are accounted to it (quotas, holds). Those made
+outside any task are only counted per device (:meth:`Ledger.outside`): placement sees
+them, quotas do not, and counting them does not make cached decisions stale. One lock guards everything; waiters (queued
 low-priority placements) sleep on the same condition and wake when a task ends.
 """
 
@@ -40,6 +41,8 @@ class Ledger:
         self.changed = threading.Condition(threading.Lock())
         self._used: dict[str, int] = {}  # device name -> bytes, all tasks
         self._holds: dict[str, dict[Task, None]] = {}  # device name -> active tasks holding it (ordered)
+        self._outside: dict[str, int] = {}  # device name -> bytes hetero allocated outside any task
+        self._outside_lock = threading.Lock()  # not ``changed``: outside allocations wake no waiter
         #: Bumped on every change: cached placement decisions compare it to know they are stale.
         self.generation = 0
 
@@ -72,6 +75,25 @@ class Ledger:
                 self._used.pop(device, None)
             self.generation += 1
             self.changed.notify_all()
+
+    def note_outside(self, device: str, nbytes: int) -> None:
+        """``nbytes`` allocated on ``device`` outside any task (until :meth:`forget_outside`)."""
+        with self._outside_lock:
+            self._outside[device] = self._outside.get(device, 0) + nbytes
+            self.generation += 1  # load-based placements re-decide (first-fit's cached ones do not)
+
+    def forget_outside(self, device: str, nbytes: int) -> None:
+        with self._outside_lock:
+            left = self._outside.get(device, 0) - nbytes
+            if left > 0:
+                self._outside[device] = left
+            else:
+                self._outside.pop(device, None)
+            self.generation += 1
+
+    def outside(self, device: str) -> int:
+        """Bytes hetero holds on ``device`` for allocations made outside any task."""
+        return self._outside.get(device, 0)
 
     # -- holds -----------------------------------------------------------------------
     def hold(self, task: Task, device: str) -> None:
