@@ -51,7 +51,7 @@ from hetero.compiler.emitter import source_from_json, source_to_json
 from hetero.compiler.emitters import emitter_for
 from hetero.compiler.printer import format_function
 from hetero.compiler.signature import format_signature, parse_signature
-from hetero.compiler.source import fingerprint
+from hetero.compiler.source import Fingerprint, source_fingerprint
 from hetero.compiler.stats import stats
 from hetero.config import get_config
 from hetero.device import Device
@@ -107,10 +107,13 @@ class Specialization:
         cache = default_cache()
         # A loaded bundle may hold this kernel already built, or at least its IR.
         prebuilt = bundle_registry.lookup(kernel.py_func, types, target)
-        # A disk-cache record of this specialization skips the frontend and the emitter.
-        record_key = CacheKey(ir=kernel.fingerprint(), dialect=target.dialect, target=target.arch,
+        # A disk-cache record of this specialization skips the frontend and the emitter. It is
+        # keyed by the source fingerprint, so only when every value the source resolves is keyed.
+        source_key = kernel.source_fingerprint()
+        record_key = CacheKey(ir=source_key.digest, dialect=target.dialect, target=target.arch,
                               toolchain=target.toolchain, extra={"signature": repr(types), "record": "specialization"})
-        recorded = _read_record(cache, record_key) if prebuilt is None else None
+        use_record = prebuilt is None and source_key.keyed
+        recorded = _read_record(cache, record_key) if use_record else None
         if recorded is not None:
             self.source, key = recorded
         else:
@@ -124,7 +127,7 @@ class Specialization:
                 extra = {}
             key = CacheKey.from_ir(format_function(function), dialect=target.dialect, target=target.arch,
                                    toolchain=target.toolchain, options=self.source.options, **extra)
-            if prebuilt is None:
+            if use_record:
                 record = {"source": source_to_json(self.source), "key": key.digest}
                 cache.put(record_key, json.dumps(record).encode())
         from_bundle = prebuilt is not None and prebuilt.entry is not None
@@ -251,7 +254,7 @@ class Kernel:
         self.name = py_func.__name__
         functools.update_wrapper(self, py_func)  # type: ignore[arg-type]
         self._declared: list[ParamType | None] | None = None
-        self._fingerprint: str | None = None
+        self._fingerprint: Fingerprint | None = None
         self._param_names: list[str] | None = None
         self._dispatch: dict[tuple[Any, ...], Specialization] = {}
         self._ir: dict[tuple[ParamType, ...], Any] = {}
@@ -305,9 +308,15 @@ class Kernel:
 
     # -- compilation ---------------------------------------------------------------------
     def fingerprint(self) -> str:
-        """A hash of this kernel's source and what it depends on (device functions, constants)."""
+        """A hash of this kernel's source and of every value its free names resolve to (device
+        functions, constants, closure values, module globals), taken at the first compile."""
+        return self.source_fingerprint().digest
+
+    def source_fingerprint(self) -> Fingerprint:
+        """:meth:`fingerprint` with the names whose values could not be keyed (then no cache
+        record is read or written for this kernel: it is lowered afresh in every process)."""
         if self._fingerprint is None:
-            self._fingerprint = fingerprint(self.py_func)
+            self._fingerprint = source_fingerprint(self.py_func)
         return self._fingerprint
 
     def param_names(self) -> list[str]:
