@@ -32,6 +32,7 @@ and saves the samples at exit.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -56,9 +57,10 @@ from hetero.compiler.stats import stats
 from hetero.config import get_config
 from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
+from hetero.launch_args import arg_type, check_sizes, keyword_error, scalar_converter, shares_memory, size_tuple
 from hetero.registry import device as resolve_device
 from hetero.scheduler import cost_model
-from hetero.types import ArrayType, ScalarType, bool_t, f32, i64, scalar_type
+from hetero.types import ArrayType, ScalarType
 
 if TYPE_CHECKING:
     from hetero.split import SplitKernel
@@ -86,32 +88,58 @@ def launch_counts() -> dict[str, int]:
     return counts
 
 
-def _size_tuple(value: Any, what: str) -> tuple[int, ...]:
-    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) and d >= 0 for d in dims):
-        raise KernelLaunchError(f"{what} must be 1 to 3 non-negative integers, got {value!r}")
-    return tuple(int(d) for d in dims)
+_size_tuple = size_tuple  # the name hetero.split imports
+
+
+def _exact_sizes(config: Any) -> bool:
+    """Whether ``config`` is made of plain ints only (cheap): a cached launcher may serve it.
+    Anything else is checked afresh, so that ``kernel[100.0]`` fails even after ``kernel[100]``."""
+    if type(config) is int:
+        return True
+    if type(config) is not tuple:
+        return False
+    for part in config:
+        if type(part) is tuple:
+            for size in part:
+                if type(size) is not int:
+                    return False
+        elif type(part) is not int:
+            return False
+    return True
+
+
+#: An extra cache-key part of the variant without ``restrict`` (for launches whose arrays share memory).
+_MAY_ALIAS = {"aliasing": "may-alias"}
 
 
 class Specialization:
-    """One kernel compiled for one argument-type signature on one device."""
+    """One kernel compiled for one argument-type signature on one device.
 
-    def __init__(self, kernel: Kernel, types: tuple[ParamType, ...], device: Device) -> None:
+    ``restrict=False`` is the variant for launches whose array arguments share memory: its
+    array parameters make no no-alias promise to the vendor compiler (see :meth:`unaliased`)."""
+
+    def __init__(self, kernel: Kernel, types: tuple[ParamType, ...], device: Device, restrict: bool = True) -> None:
         self.kernel = kernel
         self.types = types
         self.device = device
         self.runtime = device.runtime
+        self.restrict = restrict
         target = self.runtime.kernel_target()
         if target is None:
             raise KernelLaunchError(f"{device.name} cannot run hetero kernels (its backend has no kernel support)")
         cache = default_cache()
+        emitter = emitter_for(target.dialect)
         # A loaded bundle may hold this kernel already built, or at least its IR.
         prebuilt = bundle_registry.lookup(kernel.py_func, types, target)
+        if prebuilt is not None and not restrict:  # a bundle's source and binary assume no aliasing
+            prebuilt = dataclasses.replace(prebuilt, source=None, binary=None, entry=None)
+        aliasing = {} if restrict else _MAY_ALIAS
         # A disk-cache record of this specialization skips the frontend and the emitter. It is
         # keyed by the source fingerprint, so only when every value the source resolves is keyed.
         source_key = kernel.source_fingerprint()
         record_key = CacheKey(ir=source_key.digest, dialect=target.dialect, target=target.arch,
-                              toolchain=target.toolchain, extra={"signature": repr(types), "record": "specialization"})
+                              toolchain=target.toolchain,
+                              extra={"signature": repr(types), "record": "specialization", **aliasing})
         use_record = prebuilt is None and source_key.keyed
         recorded = _read_record(cache, record_key) if use_record else None
         if recorded is not None:
@@ -122,9 +150,9 @@ class Specialization:
                 self.source = prebuilt.source
                 extra = {"bundled_source": hashlib.sha256(self.source.text.encode()).hexdigest()}
             else:
-                self.source = emitter_for(target.dialect).emit(function, target)
+                self.source = emitter.emit(function, target, restrict=restrict)
                 stats.add("emitted")
-                extra = {}
+                extra = dict(aliasing)
             key = CacheKey.from_ir(format_function(function), dialect=target.dialect, target=target.arch,
                                    toolchain=target.toolchain, options=self.source.options, **extra)
             if use_record:
@@ -142,28 +170,41 @@ class Specialization:
             stats.add("disk_hits")
         if new_artifact is not None:
             cache.put(key, new_artifact)
-        index = {name: i for i, name in enumerate(kernel.param_names())}
-        self.plan = [(arg.kind, index[arg.param], arg.axis, arg.dtype.dtype) for arg in self.source.abi]
+        names = kernel.param_names()
+        index = {name: i for i, name in enumerate(names)}
+        # per argument: kind, parameter position, shape axis, and the NumPy dtype of an array's
+        # elements or the checking converter of a scalar (see hetero.launch_args.scalar_converter)
+        self.plan: list[tuple[str, int, int, Any]] = []
+        for arg in self.source.abi:
+            declared = types[index[arg.param]]
+            if arg.kind == "scalar" and isinstance(declared, ScalarType):
+                converter = scalar_converter(kernel.name, arg.param, declared, arg.dtype.dtype)
+                self.plan.append((arg.kind, index[arg.param], arg.axis, converter))
+            else:
+                self.plan.append((arg.kind, index[arg.param], arg.axis, arg.dtype.dtype))
+        #: Positions of the array parameters a launch must check for shared memory (none when the
+        #: dialect makes no no-alias promise, or this is already the variant that makes none).
+        arrays = tuple(i for i, t in enumerate(types) if isinstance(t, ArrayType))
+        self.alias_positions = arrays if restrict and emitter.declares_restrict and len(arrays) > 1 else ()
+        self._unaliased: Specialization | None = None
         self.host = self.runtime.host_memory
         self._checked_sizes: set[tuple[Any, Any]] = set()
         self.launches = _LAUNCH_COUNTERS.setdefault(device.name, itertools.count())
         self.calls = 0  # launches seen while sampling is on (every k-th is timed)
 
+    def unaliased(self) -> Specialization:
+        """The variant of this specialization for launches whose arrays share memory (built once)."""
+        if self._unaliased is None:
+            with self.kernel._lock:
+                if self._unaliased is None:
+                    self._unaliased = Specialization(self.kernel, self.types, self.device, restrict=False)
+        return self._unaliased
+
     def check_sizes(self, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
+        """The same rules on every device (:func:`hetero.launch_args.check_sizes`), checked once per sizes."""
         if (global_size, local_size) in self._checked_sizes:
             return
-        if local_size is not None:
-            if len(local_size) != len(global_size):
-                raise KernelLaunchError(f"{self.kernel.name}: local size {local_size} and global size {global_size} "
-                                        "must have the same number of dimensions")
-            items = int(np.prod(local_size))
-            if items == 0 or items > self.device.max_work_group_size:
-                raise KernelLaunchError(f"{self.kernel.name}: local size {local_size} ({items} work-items) is outside "
-                                        f"1..{self.device.max_work_group_size} on {self.device.name}")
-            if not self.host and any(g % loc for g, loc in zip(global_size, local_size, strict=True)):
-                raise KernelLaunchError(
-                    f"{self.kernel.name}: global size {global_size} is not a multiple of local size {local_size} on "
-                    f"{self.device.name}; round the global size up and guard with `if i < n:` in the kernel")
+        check_sizes(self.kernel.name, self.device, global_size, local_size)
         self._checked_sizes.add((global_size, local_size))
 
     def launch(self, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]) -> None:
@@ -172,15 +213,15 @@ class Specialization:
             return
         runtime = self.runtime
         values: list[Any] = []
-        for kind, position, axis, dtype in self.plan:
+        for kind, position, axis, how in self.plan:
             arg = args[position]
             if kind == "array":
                 values.append(arg._kernel_arg() if arg.nbytes else
-                              (np.empty(arg.shape, dtype) if self.host else None))
+                              (np.empty(arg.shape, how) if self.host else None))
             elif kind == "shape":
                 values.append(arg.shape[axis])
             else:
-                values.append(dtype.type(arg))
+                values.append(how(arg))
         runtime.launch(self.loaded, global_size, local_size, values)
 
 
@@ -194,27 +235,35 @@ class Launcher:
         self.global_size = global_size
         self.local_size = local_size
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any, **keywords: Any) -> None:
         kernel = self.kernel
+        if keywords:
+            raise keyword_error(kernel.name, kernel.param_names(), keywords)
         key = tuple((a.dtype, len(a.shape), a._device) if type(a) is Array else type(a) for a in args)
         entry = kernel._dispatch.get(key)
         if entry is None:
             entry = kernel._specialize(args, key)
+        if entry.alias_positions and shares_memory(args, entry.alias_positions):
+            entry = entry.unaliased()
         entry.check_sizes(self.global_size, self.local_size)
         entry.launch(self.global_size, self.local_size, args)
         next(entry.launches)
 
     _plain_call = __call__
 
-    def _sampled_call(self, *args: Any) -> None:
+    def _sampled_call(self, *args: Any, **keywords: Any) -> None:
         """``__call__`` while sampling is on: every k-th launch of a specialization waits for
         its device before and after, and records the time in the cost model."""
         kernel = self.kernel
+        if keywords:
+            raise keyword_error(kernel.name, kernel.param_names(), keywords)
         key = tuple((a.dtype, len(a.shape), a._device) if type(a) is Array else type(a) for a in args)
         entry = kernel._dispatch.get(key)
         fresh = entry is None  # the first launch compiles: never a sample
         if entry is None:
             entry = kernel._specialize(args, key)
+        if entry.alias_positions and shares_memory(args, entry.alias_positions):
+            entry = entry.unaliased()
         entry.check_sizes(self.global_size, self.local_size)
         every = _sampling_every
         entry.calls += 1
@@ -262,21 +311,20 @@ class Kernel:
         self._lock = threading.RLock()
 
     def __getitem__(self, config: Any) -> Launcher:
-        try:
-            return self._launchers[config]
-        except (KeyError, TypeError):
-            pass
+        if _exact_sizes(config):
+            launcher = self._launchers.get(config)
+            if launcher is not None:
+                return launcher
         if isinstance(config, tuple) and len(config) == 2 and not isinstance(config[0], (int, np.integer)):
-            global_size, local_size = _size_tuple(config[0], "global size"), _size_tuple(config[1], "local size")
+            global_size = size_tuple(config[0], "global size", self.name)
+            local_size: tuple[int, ...] | None = size_tuple(config[1], "local size", self.name)
         else:
-            global_size, local_size = _size_tuple(config, "global size"), None
+            global_size, local_size = size_tuple(config, "global size", self.name), None
         launcher = Launcher(self, global_size, local_size)
         if len(self._launchers) >= 1024:  # sizes that change every call must not grow this forever
             self._launchers.clear()
-        try:
+        if _exact_sizes(config):  # others (a list, NumPy ints) are checked afresh each time
             self._launchers[config] = launcher
-        except TypeError:
-            pass  # an unhashable config (a list): fine, just not cached
         return launcher
 
     def __call__(self, *args: Any) -> None:
@@ -372,7 +420,7 @@ class Kernel:
         names = self.param_names()
         if len(args) != len(declared):
             raise KernelLaunchError(f"{self.name} takes {len(declared)} argument(s) ({', '.join(names)}), got {len(args)}")
-        return tuple(_arg_type(self.name, name, want, arg) for name, want, arg in zip(names, declared, args, strict=True))
+        return tuple(arg_type(self.name, name, want, arg) for name, want, arg in zip(names, declared, args, strict=True))
 
     def _specialize(self, args: Sequence[Any], key: tuple[Any, ...]) -> Specialization:
         names = self.param_names()
@@ -404,34 +452,6 @@ def _read_record(cache: Any, record_key: CacheKey) -> tuple[Any, str] | None:
         return source_from_json(record["source"]), str(record["key"])
     except (ValueError, KeyError, TypeError):
         return None  # a record from another hetero version: compile afresh
-
-
-def _arg_type(kernel: str, name: str, want: ParamType | None, arg: Any) -> ParamType:
-    if isinstance(arg, Array):
-        given = ArrayType(scalar_type(arg.dtype), arg.ndim)
-        if isinstance(want, ScalarType):
-            raise KernelLaunchError(f"{kernel}: parameter {name!r} is a scalar {want}, got an array {given}")
-        if isinstance(want, ArrayType) and (want.dtype != given.dtype or want.ndim not in (None, given.ndim)):
-            raise KernelLaunchError(f"{kernel}: parameter {name!r} is declared {want}, got an array {given} "
-                                    f"on {arg.device.name}")
-        return given
-    if isinstance(arg, np.ndarray):
-        raise KernelLaunchError(f"{kernel}: parameter {name!r} got a numpy array; pass a hetero array: "
-                                "hetero.asarray(x, device=…)")
-    if isinstance(arg, (bool, np.bool_)):
-        given_scalar = bool_t
-    elif isinstance(arg, (int, np.integer)) and not isinstance(arg, np.generic):
-        given_scalar = i64
-    elif isinstance(arg, float) and not isinstance(arg, np.generic):
-        given_scalar = f32
-    elif isinstance(arg, np.generic) and arg.dtype.kind in "biuf":
-        given_scalar = scalar_type(arg.dtype)
-    else:
-        raise KernelLaunchError(f"{kernel}: parameter {name!r} got {type(arg).__name__}; kernels take hetero arrays "
-                                "and int, float or bool scalars")
-    if isinstance(want, ArrayType):
-        raise KernelLaunchError(f"{kernel}: parameter {name!r} is declared {want}, got a scalar {given_scalar}")
-    return want if want is not None else given_scalar
 
 
 def kernel(py_func: Callable[..., Any]) -> Kernel:
