@@ -9,6 +9,13 @@
     saxpy[n](2.0, x, y)              # n work-items; the backend picks the work-group size
     saxpy[(n,), (256,)](2.0, x, y)   # explicit global and local sizes
 
+Sizes count work-items on every device (OpenCL's NDRange, not CUDA's blocks). A local size
+must divide the global size on every device, else :class:`KernelLaunchError` names both and
+the rounded-up launch; sizes, keyword arguments and scalar values that do not fit their
+parameter are refused the same way everywhere (:mod:`hetero.launch_args`). A launch whose
+array arguments share memory runs a variant without ``restrict`` (:meth:`Specialization.unaliased`),
+so it computes what the Python reading of the kernel says.
+
 A launch runs on the device that holds the array arguments. The first launch for a
 new combination of argument types and device compiles: Python -> IR -> the device's
 dialect -> the vendor's compiler, cached in memory and on disk; or, when a bundle loaded

@@ -73,3 +73,28 @@ def test_generated_source_says_what_it_assumes(opencl_device_fixture: hetero.Dev
     target = opencl_device_fixture.runtime.kernel_target()
     fn = lower_kernel(twice.py_func, (ArrayType(f32, 1), ArrayType(f32, 1)))
     assert "restrict" not in emitter_for(target.dialect).emit(fn, target, restrict=False).text
+
+
+class _Pointer:
+    """A stand-in for CuPy's MemoryPointer: a device address."""
+
+    def __init__(self, ptr: int) -> None:
+        self.ptr = ptr
+
+
+class _Array:
+    def __init__(self, buffer: object, nbytes: int) -> None:
+        self._buffer = buffer
+        self.nbytes = nbytes
+
+
+def test_overlap_is_found_by_buffer_identity_and_by_device_address_ranges() -> None:
+    from hetero.launch_args import shares_memory
+
+    one = object()
+    assert shares_memory([_Array(one, 8), _Array(one, 8)], (0, 1))
+    assert not shares_memory([_Array(object(), 8), _Array(object(), 8)], (0, 1))
+    # two DLPack views of one tensor: distinct pointer objects, overlapping bytes
+    assert shares_memory([_Array(_Pointer(1000), 400), 2.0, _Array(_Pointer(1200), 400)], (0, 2))
+    assert not shares_memory([_Array(_Pointer(1000), 200), _Array(_Pointer(1200), 400)], (0, 1))  # adjacent
+    assert not shares_memory([_Array(one, 0), _Array(one, 0)], (0, 1))  # empty arrays touch nothing
