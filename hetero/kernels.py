@@ -212,6 +212,8 @@ class Specialization:
         if (global_size, local_size) in self._checked_sizes:
             return
         check_sizes(self.kernel.name, self.device, global_size, local_size)
+        if len(self._checked_sizes) >= 4096:  # sizes that change every call must not grow this forever
+            self._checked_sizes.clear()
         self._checked_sizes.add((global_size, local_size))
 
     def launch(self, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]) -> None:

@@ -57,6 +57,11 @@ def check_sizes(kernel: str, device: Device, global_size: tuple[int, ...], local
     if items == 0 or items > device.max_work_group_size:
         raise KernelLaunchError(f"{kernel}: local size {local_size} ({items} work-items) is outside "
                                 f"1..{device.max_work_group_size} on {device.name}")
+    check_divides(kernel, global_size, local_size)
+
+
+def check_divides(kernel: str, global_size: tuple[int, ...], local_size: tuple[int, ...]) -> None:
+    """KernelLaunchError unless ``local_size`` divides ``global_size`` in every dimension."""
     if any(g % loc for g, loc in zip(global_size, local_size, strict=True)):
         rounded = tuple(-(-g // loc) * loc for g, loc in zip(global_size, local_size, strict=True))
         raise KernelLaunchError(

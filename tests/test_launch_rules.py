@@ -133,3 +133,10 @@ def test_scalars_that_fit_still_run(device: hetero.Device) -> None:
     big = hetero.zeros(4, dtype="int64", device=device)
     fill_any[4]((1 << 63) - 1, big)
     np.testing.assert_array_equal(big.numpy(), np.full(4, (1 << 63) - 1, np.int64))
+
+
+def test_a_split_launch_follows_the_same_rule() -> None:
+    x = hetero.zeros(100, device="cpu")
+    y = hetero.zeros(100, device="cpu")
+    with pytest.raises(hetero.KernelLaunchError, match=r"saxpy: global size \(100,\) is not a multiple of local size"):
+        corpus.saxpy.split(["cpu"])[(100,), (64,)](2.0, x, y)
