@@ -216,7 +216,7 @@ def _resolve_chain(namespace: dict[str, Any], chain: tuple[str, ...]) -> Any:
             break
         try:
             value = getattr(value, attr, _MISSING)
-        except Exception:  # a property that raises: not a value anyone could key
+        except Exception:  # noqa: BLE001 (a property of user code that raises: not a value anyone could key)
             return _UNKEYABLE
     return value
 

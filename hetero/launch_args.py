@@ -90,8 +90,8 @@ def scalar_converter(kernel: str, param: str, declared: ScalarType, passed: np.d
     that overflows to infinity, an int other than 0 or 1 for a bool."""
     convert = passed.type
     if declared.kind in "iu":
-        info = np.iinfo(declared.dtype)
-        low, high = int(info.min), int(info.max)
+        bounds = np.iinfo(declared.dtype)
+        low, high = int(bounds.min), int(bounds.max)
 
         def integer(value: Any) -> Any:
             if type(value) is int:
@@ -108,14 +108,14 @@ def scalar_converter(kernel: str, param: str, declared: ScalarType, passed: np.d
 
         return integer
     if declared.kind == "f":
-        info = np.finfo(declared.dtype)
-        largest = float(info.max)
-        below = float(np.nextafter(info.max, np.zeros((), declared.dtype)))
+        floats = np.finfo(declared.dtype)
+        largest = float(floats.max)
+        below = float(np.nextafter(floats.max, np.zeros((), declared.dtype)))
         limit = largest + (largest - below) / 2  # from here on a value rounds to infinity (inf for f64)
 
         def real(value: Any) -> Any:
             try:
-                if -limit < value < limit or value != value or math.isinf(value):  # the last two: NaN, inf
+                if -limit < value < limit or math.isnan(value) or math.isinf(value):
                     return convert(value)
             except (OverflowError, TypeError, ValueError):
                 pass  # an int too large for any float

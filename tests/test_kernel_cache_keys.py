@@ -117,3 +117,41 @@ def test_module_global_changed_between_runs_is_not_served_from_the_cache(tmp_pat
         want = [getattr(math, op)(1.0), getattr(math, op)(4.0)]
         for name, got in by_device.items():
             assert got == pytest.approx(want, rel=1e-5), f"{name} ran the wrong OP for math.{op}"
+
+
+FACTORY = """
+import math
+import hetero
+
+def make(op):
+    @hetero.kernel
+    def apply(x: hetero.Array[hetero.f32], y: hetero.Array[hetero.f32]):
+        i = hetero.global_id(0)
+        if i < x.shape[0]:
+            y[i] = op(x[i])
+    return apply
+"""
+
+RUN_FACTORY = """
+import json, math, sys
+sys.path.insert(0, {folder!r})
+import numpy as np, hetero
+import factorymod
+results = {{}}
+for dev in hetero.devices():
+    x = hetero.asarray(np.array([1.0, 4.0], np.float32), device=dev)
+    y = hetero.zeros(2, device=dev)
+    factorymod.make(math.{op})[2](x, y)
+    results[dev.name] = y.numpy().tolist()
+print(json.dumps(results))
+"""
+
+
+def test_factory_kernels_in_separate_processes_share_a_cache_but_not_code(tmp_path: Path) -> None:
+    env = {"HETERO_CACHE_DIR": str(tmp_path / "cache"), "PYTHONDONTWRITEBYTECODE": "1"}
+    (tmp_path / "factorymod.py").write_text(textwrap.dedent(FACTORY))
+    for op in ("sqrt", "exp", "log"):
+        out = run_python(RUN_FACTORY.format(folder=str(tmp_path), op=op), env).stdout.strip().splitlines()[-1]
+        want = [getattr(math, op)(1.0), getattr(math, op)(4.0)]
+        for name, got in json.loads(out).items():
+            assert got == pytest.approx(want, rel=1e-5, abs=1e-6), f"{name} ran another kernel's code for math.{op}"
