@@ -177,8 +177,7 @@ class Specialization:
             stats.add("disk_hits")
         if new_artifact is not None:
             cache.put(key, new_artifact)
-        names = kernel.param_names()
-        index = {name: i for i, name in enumerate(names)}
+        index = {name: i for i, name in enumerate(kernel.param_names())}
         # per argument: kind, parameter position, shape axis, and the NumPy dtype of an array's
         # elements or the checking converter of a scalar (see hetero.launch_args.scalar_converter)
         self.plan: list[tuple[str, int, int, Any]] = []
@@ -272,6 +271,7 @@ class Launcher:
         if entry is None:
             entry = kernel._specialize(args, key)
         if entry.alias_positions and shares_memory(args, entry.alias_positions):
+            fresh = fresh or entry._unaliased is None  # so does the first aliased one
             entry = entry.unaliased()
         entry.check_sizes(self.global_size, self.local_size)
         every = _sampling_every
@@ -336,7 +336,7 @@ class Kernel:
             self._launchers[config] = launcher
         return launcher
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any, **keywords: Any) -> None:
         raise KernelLaunchError(f"launch kernel {self.name} with sizes: {self.name}[n](…) or {self.name}[(n,), (256,)](…)")
 
     def __repr__(self) -> str:
