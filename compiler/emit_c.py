@@ -38,22 +38,24 @@ class CEmitter(Emitter):
     def __init__(self, language: CDialect) -> None:
         self.dialect = language.name
         self.language = language
+        self.declares_restrict = bool(language.restrict)
 
-    def emit(self, fn: ir.Function, target: Target) -> EmittedSource:
+    def emit(self, fn: ir.Function, target: Target, *, restrict: bool = True) -> EmittedSource:
         self.language.check_target(target)
         if not fn.is_kernel:
             raise ValueError(f"{fn.name!r} is a device function; emit the kernel that calls it")
         check_barriers(fn)  # IR from a bundle skips the frontend, which checks this first
-        return Program(fn, target, self.language).source()
+        return Program(fn, target, self.language, restrict=restrict).source()
 
 
 class Program:
     """One emitted program: the kernel, its device functions and the helpers they call."""
 
-    def __init__(self, kernel: ir.Function, target: Target, dialect: CDialect) -> None:
+    def __init__(self, kernel: ir.Function, target: Target, dialect: CDialect, *, restrict: bool = True) -> None:
         self.kernel = kernel
         self.target = target
         self.dialect = dialect
+        self.restrict = restrict  # declare the kernel's array parameters restrict (no launch aliases them)
         self.entry = entry_name(kernel)
         self.functions: dict[str, ir.Function] = {}
         self._collect(kernel.callees)
@@ -180,8 +182,9 @@ class FunctionWriter:
             if isinstance(param.type, ArrayType):
                 info = self.arrays[param.name]
                 const = "" if param.name in written else "const "
-                # restrict on kernels only: a device function may get the same array twice.
-                restrict = d.restrict if fn.is_kernel else ""
+                # restrict on kernels only: a device function may get the same array twice; and
+                # not in the variant the launcher takes when a launch's arrays share memory.
+                restrict = d.restrict if fn.is_kernel and self.program.restrict else ""
                 params.append(f"{d.global_qualifier}{const}{d.storage[info.dtype.name]}* {restrict}{info.name}"
                               + "".join(f", {i64} {dim}" for dim in info.dims))
             else:  # a kernel takes a bool as one byte (OpenCL kernels cannot take a bool at all)

@@ -291,7 +291,8 @@ def _with_param_copies(fn: ir.Function) -> tuple[ir.Function, set[str]]:
 class CPUEmitter(Emitter):
     dialect = "cpu"
 
-    def emit(self, fn: ir.Function, target: Target) -> EmittedSource:
+    def emit(self, fn: ir.Function, target: Target, *, restrict: bool = True) -> EmittedSource:
+        # ``restrict`` changes nothing: Numba assumes nothing about arrays aliasing.
         if not fn.is_kernel:
             raise CompileError(f"'{fn.name}' is a device function; the CPU emitter compiles kernels", fn.loc.file, fn.loc.line)
         if target.dialect != self.dialect:

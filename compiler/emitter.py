@@ -49,10 +49,15 @@ class EmittedSource:
 
 class Emitter(abc.ABC):
     dialect: str
+    #: Whether this dialect's kernels declare array parameters ``restrict`` (no two overlap);
+    #: the launcher then checks each launch's arrays and takes a ``restrict=False`` variant
+    #: for one whose arrays share memory.
+    declares_restrict: bool = False
 
     @abc.abstractmethod
-    def emit(self, fn: ir.Function, target: Target) -> EmittedSource:
-        """Source for kernel ``fn`` on ``target``. Raises CompileError for what the target lacks."""
+    def emit(self, fn: ir.Function, target: Target, *, restrict: bool = True) -> EmittedSource:
+        """Source for kernel ``fn`` on ``target``. Raises CompileError for what the target lacks.
+        With ``restrict=False`` no parameter promises the compiler that it does not alias another."""
 
 
 def default_abi(fn: ir.Function, with_shapes: bool) -> tuple[AbiArg, ...]:

@@ -2,7 +2,8 @@
 
 Gives the AST of a function with positions in the user's file, and builds
 :class:`~hetero.errors.CompileError` that names file, line and column and shows the line.
-:func:`fingerprint` hashes what a kernel's code depends on, for matching kernel bundles.
+:func:`source_fingerprint` hashes what a kernel's code depends on, every resolved global and
+closure value by identity, for the compile cache's records, kernel bundles and the cost model.
 """
 
 from __future__ import annotations
@@ -14,13 +15,18 @@ import functools
 import hashlib
 import inspect
 import linecache
+import os
+import sys
 import textwrap
 import types
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from hetero.errors import CompileError
-from hetero.language import DeviceFunction
+from hetero.language import DeviceFunction, Intrinsic
+from hetero.types import ArrayType, ScalarType
 
 from . import ir
 
@@ -92,42 +98,166 @@ def function_source(py_func: Callable[..., Any]) -> FunctionSource:
     return FunctionSource(py_func, tree, file, first_line, indent, namespace)
 
 
+@dataclasses.dataclass(frozen=True)
+class Fingerprint:
+    """What a kernel's generated code depends on in Python, hashed (see :func:`source_fingerprint`).
+
+    ``unkeyed`` names the free names whose values have no identity that outlives this
+    process (an arbitrary object, a function defined inside another); while it is not
+    empty, ``digest`` holds a per-process token, so nothing recorded elsewhere ever matches.
+    """
+
+    digest: str
+    unkeyed: tuple[str, ...] = ()
+
+    @property
+    def keyed(self) -> bool:
+        """Whether every resolved value is keyed by identity (records keyed by it may be trusted)."""
+        return not self.unkeyed
+
+
+#: Enters the digest in place of a value that cannot be keyed: unique to this process.
+_PROCESS_TOKEN = os.urandom(16).hex()
+
+
 def fingerprint(py_func: Callable[..., Any]) -> str:
-    """sha256 of what a kernel's generated code depends on in Python: its source text, the
-    source of every ``@hetero.func`` it calls (transitively), and the value of every plain
-    constant (int, float, bool, str) it reads from globals or closures. A kernel bundle
-    records it, so that a kernel edited after bundling is compiled afresh, not matched."""
+    """The digest of :func:`source_fingerprint`: what bundles and the cost model match kernels by."""
+    return source_fingerprint(py_func).digest
+
+
+def source_fingerprint(py_func: Callable[..., Any]) -> Fingerprint:
+    """sha256 of what a kernel's generated code depends on in Python: its source text and the
+    identity of every value a free name (or a ``name.attr`` chain) in it resolves to, as the
+    frontend resolves them: plain constants by type and value, hetero types by what they are,
+    intrinsics by name, modules, functions and classes by their qualified name (only when
+    that name leads back to the same object), ``@hetero.func`` functions by their own
+    fingerprint. The compile cache's specialization records, kernel bundles and the cost
+    model are keyed by it, so a kernel whose closure, template type or module global differs
+    is compiled afresh, never served another's code."""
+    return _function_fingerprint(py_func, {}, set())
+
+
+def _function_fingerprint(func: Callable[..., Any], memo: dict[int, Fingerprint], active: set[int]) -> Fingerprint:
+    if id(func) in memo:
+        return memo[id(func)]
+    active.add(id(func))
     digest = hashlib.sha256()
-    seen: set[int] = set()
-    pending = [py_func]
-    while pending:
-        func = pending.pop()
-        if id(func) in seen:
-            continue
-        seen.add(id(func))
+    unkeyed: list[str] = []
+    try:
         try:
             digest.update(inspect.getsource(func).encode("utf-8"))
-        except (OSError, TypeError):
+            chains = _free_chains(func)
+        except (OSError, TypeError, SyntaxError, CompileError):  # no source: the frontend cannot run either
             digest.update(func.__code__.co_code)
+            chains = {(name,) for name in _names_read(func.__code__)}
         namespace = dict(func.__globals__)
         for name, cell in zip(func.__code__.co_freevars, func.__closure__ or (), strict=True):
             try:
                 namespace[name] = cell.cell_contents
             except ValueError:
                 continue
-        for name in sorted(_names_read(func.__code__)):
-            value = namespace.get(name, _MISSING)
+        for chain in sorted(chains):
+            text = ".".join(chain)
+            value = _resolve_chain(namespace, chain)
             if isinstance(value, DeviceFunction):
-                pending.append(value.py_func)
-                part = f"func {name}"
-            elif isinstance(value, (bool, int, float, str)):
-                part = f"const {name}={value!r}"
-            elif isinstance(value, types.ModuleType):
-                part = f"module {name}={value.__name__}"
+                if id(value.py_func) in active:
+                    part = f"func {text}=recursive"  # the frontend refuses recursion; any stable part does
+                else:
+                    callee = _function_fingerprint(value.py_func, memo, active)
+                    unkeyed.extend(f"{text}.{inner}" for inner in callee.unkeyed)
+                    part = f"func {text}={callee.digest}"
             else:
-                part = f"name {name}:{type(value).__name__}"
+                identity = _identity(value)
+                if identity is None:
+                    unkeyed.append(text)
+                    part = f"unkeyed {text}={_PROCESS_TOKEN}:{id(value)}"
+                else:
+                    part = f"{text}={identity}"
             digest.update(b"\0" + part.encode("utf-8"))
-    return digest.hexdigest()
+    finally:
+        active.discard(id(func))
+    result = Fingerprint(digest.hexdigest(), tuple(unkeyed))
+    memo[id(func)] = result
+    return result
+
+
+def _free_chains(func: Callable[..., Any]) -> set[tuple[str, ...]]:
+    """Every maximal ``name`` or ``name.attr.attr`` chain in the function's parameters' annotations,
+    return annotation and body whose root is not a local (a parameter or an assigned name)."""
+    tree = _parse(func)[0]
+    local = set(func.__code__.co_varnames) | set(func.__code__.co_cellvars)
+    roots: list[ast.AST] = [*tree.body, *(a.annotation for a in tree.args.args if a.annotation is not None)]
+    if tree.returns is not None:
+        roots.append(tree.returns)
+    chains: set[tuple[str, ...]] = set()
+    pending = list(roots)
+    while pending:
+        node = pending.pop()
+        attrs: list[str] = []
+        base = node
+        while isinstance(base, ast.Attribute):
+            attrs.append(base.attr)
+            base = base.value
+        if isinstance(base, ast.Name):
+            if base.id not in local:
+                chains.add((base.id, *reversed(attrs)))
+            continue
+        pending.extend(ast.iter_child_nodes(base))
+    return chains
+
+
+def _resolve_chain(namespace: dict[str, Any], chain: tuple[str, ...]) -> Any:
+    """What the frontend's ``static()`` sees for ``chain``: closure, globals, builtins, then attributes."""
+    value = namespace.get(chain[0], _MISSING)
+    if value is _MISSING:
+        value = getattr(builtins, chain[0], _MISSING)
+    for attr in chain[1:]:
+        if value is _MISSING:
+            break
+        try:
+            value = getattr(value, attr, _MISSING)
+        except Exception:  # noqa: BLE001 (a property of user code that raises: not a value anyone could key)
+            return _UNKEYABLE
+    return value
+
+
+_UNKEYABLE = object()  # what a chain whose lookup itself failed resolves to
+
+
+def _identity(value: Any) -> str | None:
+    """A text naming ``value`` that is the same in every process exactly when the value is; None if none."""
+    if value is _MISSING:
+        return "missing"
+    if value is _UNKEYABLE:
+        return None
+    if isinstance(value, bool):
+        return f"bool:{bool(value)}"
+    if isinstance(value, int):
+        return f"int:{int(value)}"
+    if isinstance(value, float):
+        return f"float:{float(value)!r}"
+    if isinstance(value, str):
+        return f"str:{str(value)!r}"
+    if isinstance(value, np.generic):
+        return f"numpy.{value.dtype.str}:{value.item()!r}"
+    if isinstance(value, np.dtype):
+        return f"numpy.dtype:{value.str}"
+    if isinstance(value, ScalarType):
+        return f"scalar:{value.name}:{value.kind}{value.bits}"
+    if isinstance(value, ArrayType):
+        return f"array:{value.dtype.name}:{value.dtype.kind}{value.dtype.bits}:{value.ndim}"
+    if isinstance(value, Intrinsic):
+        return f"intrinsic:{value.name}"
+    if isinstance(value, types.ModuleType):
+        return f"module:{value.__name__}"
+    module, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if isinstance(module, str) and isinstance(qualname, str) and "<" not in qualname:
+        found: Any = sys.modules.get(module, _MISSING)
+        for part in qualname.split("."):
+            found = getattr(found, part, _MISSING)
+        if found is value:
+            return f"object:{module}.{qualname}"
+    return None
 
 
 def _names_read(code: types.CodeType) -> set[str]:

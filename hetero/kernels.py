@@ -9,6 +9,13 @@
     saxpy[n](2.0, x, y)              # n work-items; the backend picks the work-group size
     saxpy[(n,), (256,)](2.0, x, y)   # explicit global and local sizes
 
+Sizes count work-items on every device (OpenCL's NDRange, not CUDA's blocks). A local size
+must divide the global size on every device, else :class:`KernelLaunchError` names both and
+the rounded-up launch; sizes, keyword arguments and scalar values that do not fit their
+parameter are refused the same way everywhere (:mod:`hetero.launch_args`). A launch whose
+array arguments share memory runs a variant without ``restrict`` (:meth:`Specialization.unaliased`),
+so it computes what the Python reading of the kernel says.
+
 A launch runs on the device that holds the array arguments. The first launch for a
 new combination of argument types and device compiles: Python -> IR -> the device's
 dialect -> the vendor's compiler, cached in memory and on disk; or, when a bundle loaded
@@ -32,6 +39,7 @@ and saves the samples at exit.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -51,14 +59,15 @@ from hetero.compiler.emitter import source_from_json, source_to_json
 from hetero.compiler.emitters import emitter_for
 from hetero.compiler.printer import format_function
 from hetero.compiler.signature import format_signature, parse_signature
-from hetero.compiler.source import fingerprint
+from hetero.compiler.source import Fingerprint, source_fingerprint
 from hetero.compiler.stats import stats
 from hetero.config import get_config
 from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
+from hetero.launch_args import arg_type, check_sizes, keyword_error, scalar_converter, shares_memory, size_tuple
 from hetero.registry import device as resolve_device
 from hetero.scheduler import cost_model
-from hetero.types import ArrayType, ScalarType, bool_t, f32, i64, scalar_type
+from hetero.types import ArrayType, ScalarType
 
 if TYPE_CHECKING:
     from hetero.split import SplitKernel
@@ -86,31 +95,60 @@ def launch_counts() -> dict[str, int]:
     return counts
 
 
-def _size_tuple(value: Any, what: str) -> tuple[int, ...]:
-    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) and d >= 0 for d in dims):
-        raise KernelLaunchError(f"{what} must be 1 to 3 non-negative integers, got {value!r}")
-    return tuple(int(d) for d in dims)
+_size_tuple = size_tuple  # the name hetero.split imports
+
+
+def _exact_sizes(config: Any) -> bool:
+    """Whether ``config`` is made of plain ints only (cheap): a cached launcher may serve it.
+    Anything else is checked afresh, so that ``kernel[100.0]`` fails even after ``kernel[100]``."""
+    if type(config) is int:
+        return True
+    if type(config) is not tuple:
+        return False
+    for part in config:
+        if type(part) is tuple:
+            for size in part:
+                if type(size) is not int:
+                    return False
+        elif type(part) is not int:
+            return False
+    return True
+
+
+#: An extra cache-key part of the variant without ``restrict`` (for launches whose arrays share memory).
+_MAY_ALIAS = {"aliasing": "may-alias"}
 
 
 class Specialization:
-    """One kernel compiled for one argument-type signature on one device."""
+    """One kernel compiled for one argument-type signature on one device.
 
-    def __init__(self, kernel: Kernel, types: tuple[ParamType, ...], device: Device) -> None:
+    ``restrict=False`` is the variant for launches whose array arguments share memory: its
+    array parameters make no no-alias promise to the vendor compiler (see :meth:`unaliased`)."""
+
+    def __init__(self, kernel: Kernel, types: tuple[ParamType, ...], device: Device, restrict: bool = True) -> None:
         self.kernel = kernel
         self.types = types
         self.device = device
         self.runtime = device.runtime
+        self.restrict = restrict
         target = self.runtime.kernel_target()
         if target is None:
             raise KernelLaunchError(f"{device.name} cannot run hetero kernels (its backend has no kernel support)")
         cache = default_cache()
+        emitter = emitter_for(target.dialect)
         # A loaded bundle may hold this kernel already built, or at least its IR.
         prebuilt = bundle_registry.lookup(kernel.py_func, types, target)
-        # A disk-cache record of this specialization skips the frontend and the emitter.
-        record_key = CacheKey(ir=kernel.fingerprint(), dialect=target.dialect, target=target.arch,
-                              toolchain=target.toolchain, extra={"signature": repr(types), "record": "specialization"})
-        recorded = _read_record(cache, record_key) if prebuilt is None else None
+        if prebuilt is not None and not restrict:  # a bundle's source and binary assume no aliasing
+            prebuilt = dataclasses.replace(prebuilt, source=None, binary=None, entry=None)
+        aliasing = {} if restrict else _MAY_ALIAS
+        # A disk-cache record of this specialization skips the frontend and the emitter. It is
+        # keyed by the source fingerprint, so only when every value the source resolves is keyed.
+        source_key = kernel.source_fingerprint()
+        record_key = CacheKey(ir=source_key.digest, dialect=target.dialect, target=target.arch,
+                              toolchain=target.toolchain,
+                              extra={"signature": repr(types), "record": "specialization", **aliasing})
+        use_record = prebuilt is None and source_key.keyed
+        recorded = _read_record(cache, record_key) if use_record else None
         if recorded is not None:
             self.source, key = recorded
         else:
@@ -119,12 +157,12 @@ class Specialization:
                 self.source = prebuilt.source
                 extra = {"bundled_source": hashlib.sha256(self.source.text.encode()).hexdigest()}
             else:
-                self.source = emitter_for(target.dialect).emit(function, target)
+                self.source = emitter.emit(function, target, restrict=restrict)
                 stats.add("emitted")
-                extra = {}
+                extra = dict(aliasing)
             key = CacheKey.from_ir(format_function(function), dialect=target.dialect, target=target.arch,
                                    toolchain=target.toolchain, options=self.source.options, **extra)
-            if prebuilt is None:
+            if use_record:
                 record = {"source": source_to_json(self.source), "key": key.digest}
                 cache.put(record_key, json.dumps(record).encode())
         from_bundle = prebuilt is not None and prebuilt.entry is not None
@@ -140,27 +178,41 @@ class Specialization:
         if new_artifact is not None:
             cache.put(key, new_artifact)
         index = {name: i for i, name in enumerate(kernel.param_names())}
-        self.plan = [(arg.kind, index[arg.param], arg.axis, arg.dtype.dtype) for arg in self.source.abi]
+        # per argument: kind, parameter position, shape axis, and the NumPy dtype of an array's
+        # elements or the checking converter of a scalar (see hetero.launch_args.scalar_converter)
+        self.plan: list[tuple[str, int, int, Any]] = []
+        for arg in self.source.abi:
+            declared = types[index[arg.param]]
+            if arg.kind == "scalar" and isinstance(declared, ScalarType):
+                converter = scalar_converter(kernel.name, arg.param, declared, arg.dtype.dtype)
+                self.plan.append((arg.kind, index[arg.param], arg.axis, converter))
+            else:
+                self.plan.append((arg.kind, index[arg.param], arg.axis, arg.dtype.dtype))
+        #: Positions of the array parameters a launch must check for shared memory (none when the
+        #: dialect makes no no-alias promise, or this is already the variant that makes none).
+        arrays = tuple(i for i, t in enumerate(types) if isinstance(t, ArrayType))
+        self.alias_positions = arrays if restrict and emitter.declares_restrict and len(arrays) > 1 else ()
+        self._unaliased: Specialization | None = None
         self.host = self.runtime.host_memory
         self._checked_sizes: set[tuple[Any, Any]] = set()
         self.launches = _LAUNCH_COUNTERS.setdefault(device.name, itertools.count())
         self.calls = 0  # launches seen while sampling is on (every k-th is timed)
 
+    def unaliased(self) -> Specialization:
+        """The variant of this specialization for launches whose arrays share memory (built once)."""
+        if self._unaliased is None:
+            with self.kernel._lock:
+                if self._unaliased is None:
+                    self._unaliased = Specialization(self.kernel, self.types, self.device, restrict=False)
+        return self._unaliased
+
     def check_sizes(self, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
+        """The same rules on every device (:func:`hetero.launch_args.check_sizes`), checked once per sizes."""
         if (global_size, local_size) in self._checked_sizes:
             return
-        if local_size is not None:
-            if len(local_size) != len(global_size):
-                raise KernelLaunchError(f"{self.kernel.name}: local size {local_size} and global size {global_size} "
-                                        "must have the same number of dimensions")
-            items = int(np.prod(local_size))
-            if items == 0 or items > self.device.max_work_group_size:
-                raise KernelLaunchError(f"{self.kernel.name}: local size {local_size} ({items} work-items) is outside "
-                                        f"1..{self.device.max_work_group_size} on {self.device.name}")
-            if not self.host and any(g % loc for g, loc in zip(global_size, local_size, strict=True)):
-                raise KernelLaunchError(
-                    f"{self.kernel.name}: global size {global_size} is not a multiple of local size {local_size} on "
-                    f"{self.device.name}; round the global size up and guard with `if i < n:` in the kernel")
+        check_sizes(self.kernel.name, self.device, global_size, local_size)
+        if len(self._checked_sizes) >= 4096:  # sizes that change every call must not grow this forever
+            self._checked_sizes.clear()
         self._checked_sizes.add((global_size, local_size))
 
     def launch(self, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]) -> None:
@@ -169,15 +221,15 @@ class Specialization:
             return
         runtime = self.runtime
         values: list[Any] = []
-        for kind, position, axis, dtype in self.plan:
+        for kind, position, axis, how in self.plan:
             arg = args[position]
             if kind == "array":
                 values.append(arg._kernel_arg() if arg.nbytes else
-                              (np.empty(arg.shape, dtype) if self.host else None))
+                              (np.empty(arg.shape, how) if self.host else None))
             elif kind == "shape":
                 values.append(arg.shape[axis])
             else:
-                values.append(dtype.type(arg))
+                values.append(how(arg))
         runtime.launch(self.loaded, global_size, local_size, values)
 
 
@@ -191,27 +243,36 @@ class Launcher:
         self.global_size = global_size
         self.local_size = local_size
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any, **keywords: Any) -> None:
         kernel = self.kernel
+        if keywords:
+            raise keyword_error(kernel.name, kernel.param_names(), keywords)
         key = tuple((a.dtype, len(a.shape), a._device) if type(a) is Array else type(a) for a in args)
         entry = kernel._dispatch.get(key)
         if entry is None:
             entry = kernel._specialize(args, key)
+        if entry.alias_positions and shares_memory(args, entry.alias_positions):
+            entry = entry.unaliased()
         entry.check_sizes(self.global_size, self.local_size)
         entry.launch(self.global_size, self.local_size, args)
         next(entry.launches)
 
     _plain_call = __call__
 
-    def _sampled_call(self, *args: Any) -> None:
+    def _sampled_call(self, *args: Any, **keywords: Any) -> None:
         """``__call__`` while sampling is on: every k-th launch of a specialization waits for
         its device before and after, and records the time in the cost model."""
         kernel = self.kernel
+        if keywords:
+            raise keyword_error(kernel.name, kernel.param_names(), keywords)
         key = tuple((a.dtype, len(a.shape), a._device) if type(a) is Array else type(a) for a in args)
         entry = kernel._dispatch.get(key)
         fresh = entry is None  # the first launch compiles: never a sample
         if entry is None:
             entry = kernel._specialize(args, key)
+        if entry.alias_positions and shares_memory(args, entry.alias_positions):
+            fresh = fresh or entry._unaliased is None  # so does the first aliased one
+            entry = entry.unaliased()
         entry.check_sizes(self.global_size, self.local_size)
         every = _sampling_every
         entry.calls += 1
@@ -251,7 +312,7 @@ class Kernel:
         self.name = py_func.__name__
         functools.update_wrapper(self, py_func)  # type: ignore[arg-type]
         self._declared: list[ParamType | None] | None = None
-        self._fingerprint: str | None = None
+        self._fingerprint: Fingerprint | None = None
         self._param_names: list[str] | None = None
         self._dispatch: dict[tuple[Any, ...], Specialization] = {}
         self._ir: dict[tuple[ParamType, ...], Any] = {}
@@ -259,24 +320,23 @@ class Kernel:
         self._lock = threading.RLock()
 
     def __getitem__(self, config: Any) -> Launcher:
-        try:
-            return self._launchers[config]
-        except (KeyError, TypeError):
-            pass
+        if _exact_sizes(config):
+            launcher = self._launchers.get(config)
+            if launcher is not None:
+                return launcher
         if isinstance(config, tuple) and len(config) == 2 and not isinstance(config[0], (int, np.integer)):
-            global_size, local_size = _size_tuple(config[0], "global size"), _size_tuple(config[1], "local size")
+            global_size = size_tuple(config[0], "global size", self.name)
+            local_size: tuple[int, ...] | None = size_tuple(config[1], "local size", self.name)
         else:
-            global_size, local_size = _size_tuple(config, "global size"), None
+            global_size, local_size = size_tuple(config, "global size", self.name), None
         launcher = Launcher(self, global_size, local_size)
         if len(self._launchers) >= 1024:  # sizes that change every call must not grow this forever
             self._launchers.clear()
-        try:
+        if _exact_sizes(config):  # others (a list, NumPy ints) are checked afresh each time
             self._launchers[config] = launcher
-        except TypeError:
-            pass  # an unhashable config (a list): fine, just not cached
         return launcher
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any, **keywords: Any) -> None:
         raise KernelLaunchError(f"launch kernel {self.name} with sizes: {self.name}[n](…) or {self.name}[(n,), (256,)](…)")
 
     def __repr__(self) -> str:
@@ -305,9 +365,15 @@ class Kernel:
 
     # -- compilation ---------------------------------------------------------------------
     def fingerprint(self) -> str:
-        """A hash of this kernel's source and what it depends on (device functions, constants)."""
+        """A hash of this kernel's source and of every value its free names resolve to (device
+        functions, constants, closure values, module globals), taken at the first compile."""
+        return self.source_fingerprint().digest
+
+    def source_fingerprint(self) -> Fingerprint:
+        """:meth:`fingerprint` with the names whose values could not be keyed (then no cache
+        record is read or written for this kernel: it is lowered afresh in every process)."""
         if self._fingerprint is None:
-            self._fingerprint = fingerprint(self.py_func)
+            self._fingerprint = source_fingerprint(self.py_func)
         return self._fingerprint
 
     def param_names(self) -> list[str]:
@@ -363,7 +429,7 @@ class Kernel:
         names = self.param_names()
         if len(args) != len(declared):
             raise KernelLaunchError(f"{self.name} takes {len(declared)} argument(s) ({', '.join(names)}), got {len(args)}")
-        return tuple(_arg_type(self.name, name, want, arg) for name, want, arg in zip(names, declared, args, strict=True))
+        return tuple(arg_type(self.name, name, want, arg) for name, want, arg in zip(names, declared, args, strict=True))
 
     def _specialize(self, args: Sequence[Any], key: tuple[Any, ...]) -> Specialization:
         names = self.param_names()
@@ -395,34 +461,6 @@ def _read_record(cache: Any, record_key: CacheKey) -> tuple[Any, str] | None:
         return source_from_json(record["source"]), str(record["key"])
     except (ValueError, KeyError, TypeError):
         return None  # a record from another hetero version: compile afresh
-
-
-def _arg_type(kernel: str, name: str, want: ParamType | None, arg: Any) -> ParamType:
-    if isinstance(arg, Array):
-        given = ArrayType(scalar_type(arg.dtype), arg.ndim)
-        if isinstance(want, ScalarType):
-            raise KernelLaunchError(f"{kernel}: parameter {name!r} is a scalar {want}, got an array {given}")
-        if isinstance(want, ArrayType) and (want.dtype != given.dtype or want.ndim not in (None, given.ndim)):
-            raise KernelLaunchError(f"{kernel}: parameter {name!r} is declared {want}, got an array {given} "
-                                    f"on {arg.device.name}")
-        return given
-    if isinstance(arg, np.ndarray):
-        raise KernelLaunchError(f"{kernel}: parameter {name!r} got a numpy array; pass a hetero array: "
-                                "hetero.asarray(x, device=…)")
-    if isinstance(arg, (bool, np.bool_)):
-        given_scalar = bool_t
-    elif isinstance(arg, (int, np.integer)) and not isinstance(arg, np.generic):
-        given_scalar = i64
-    elif isinstance(arg, float) and not isinstance(arg, np.generic):
-        given_scalar = f32
-    elif isinstance(arg, np.generic) and arg.dtype.kind in "biuf":
-        given_scalar = scalar_type(arg.dtype)
-    else:
-        raise KernelLaunchError(f"{kernel}: parameter {name!r} got {type(arg).__name__}; kernels take hetero arrays "
-                                "and int, float or bool scalars")
-    if isinstance(want, ArrayType):
-        raise KernelLaunchError(f"{kernel}: parameter {name!r} is declared {want}, got a scalar {given_scalar}")
-    return want if want is not None else given_scalar
 
 
 def kernel(py_func: Callable[..., Any]) -> Kernel:

@@ -39,6 +39,7 @@ import numpy as np
 from hetero.array import Array, empty
 from hetero.device import Device, HealthState
 from hetero.errors import KernelLaunchError
+from hetero.launch_args import check_divides
 from hetero.registry import device as resolve_device
 from hetero.registry import devices as all_devices
 from hetero.scheduler import cost_model as cost_models
@@ -286,6 +287,8 @@ class SplitLauncher:
     # -- running ------------------------------------------------------------------------
     def __call__(self, *args: Any) -> SplitPlan:
         kernel = self.owner.kernel
+        if self.local_size is not None and len(self.local_size) == len(self.global_size):
+            check_divides(kernel.name, self.global_size, self.local_size)  # the whole launch, as unsplit
         source = _source_device(kernel.name, args)
         layout = self.layout(args)
         with self._lock:
