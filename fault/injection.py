@@ -73,7 +73,6 @@ class Injection:
         self.fired: list[FaultRecord] = []
         self.active = False
         self._states: dict[tuple[int, str], RuleState] = {}  # (rule index, device) -> state
-        injection_report.watch(self)
 
     def count(self, rule: str | None = None) -> int:
         """How many faults fired (of one rule, given its text)."""
@@ -400,6 +399,7 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
                 raise RuntimeError("this hetero.fault.inject block is already active; create another one to nest")
             self.injection.active = True
             _ACTIVE.append(self.injection)
+        injection_report.watch(self.injection)  # reported when the block ends (or the process, inside it)
         # Outside our lock: opened_devices() takes the registry's lock, and a backend opening in another
         # thread (the guard's standby) holds that one while it takes ours in apply_at_open; holding both
         # here deadlocked. A backend that opens in between is attached by apply_at_open (we are in
@@ -413,6 +413,8 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
             if self.injection in _ACTIVE:
                 _ACTIVE.remove(self.injection)
             _detach(self.injection)
+        injection_report.report_unfired([self.injection])  # the drill ends here: say now what it missed
+        injection_report.forget(self.injection)
 
 
 _CONFIGURED: dict[tuple[str, ...], Injection] = {}
@@ -436,6 +438,7 @@ def apply_at_open(runtimes: Sequence[DeviceRuntime], faults: tuple[str, ...]) ->
                 injection.active = True
             _check_devices(injection.rules, runtimes)
             _attach(injection, runtimes)
+            injection_report.watch(injection)  # a valid configured rule: reported at exit if it never fires
         for injection in _ACTIVE:
             _attach(injection, runtimes)
 

@@ -1,8 +1,9 @@
-"""What fault injection tells at the end of a process: the rules that never fired.
+"""What fault injection tells at the end of a drill: the rules that never fired.
 
 A rule that never fired (a typo'd trigger, a device the work never used, work that never went
-through hetero) is named in a warning at exit, with the calls it saw, so that a drill that tested
-nothing does not pass for one. Under ``hetero-run`` a rule belongs to the run: each fire is noted
+through hetero) is named in a warning with the calls it saw, so that a drill that tested nothing
+does not pass for one: a :func:`~hetero.fault.inject` block's rules when the block ends, the
+configured ones (``HETERO_FAULTS``, ``hetero-run --inject``) when the process exits. Under ``hetero-run`` a rule belongs to the run: each fire is noted
 in the run's directory (beside its drill quarantine), and a later worker (a restart on another
 device) does not report a rule an earlier one fired.
 """
@@ -14,6 +15,7 @@ import contextlib
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,7 +34,21 @@ def watch(injection: Injection) -> None:
     with _lock:
         if not _watched:
             atexit.register(report_unfired)
-        _watched.append(injection)
+        if injection not in _watched:
+            _watched.append(injection)
+
+
+def forget(injection: Injection) -> None:
+    """Stop watching ``injection`` (its block ended and was reported)."""
+    with _lock:
+        if injection in _watched:
+            _watched.remove(injection)
+
+
+def watched() -> list[Injection]:
+    """The injections whose unfired rules will be reported at exit."""
+    with _lock:
+        return list(_watched)
 
 
 def _run_file() -> Path | None:
@@ -58,19 +74,22 @@ def _fired_in_run() -> set[str]:
         return set()
 
 
-def unfired() -> list[str]:
-    """One line per rule that never fired in this process (nor, under hetero-run, in its run)."""
+def unfired(injections: Sequence[Injection] | None = None) -> list[str]:
+    """One line per rule that never fired in this process (nor, under hetero-run, in its run):
+    of ``injections``, or of every watched one and the configured rules."""
     from .injection import _CONFIGURED
 
     told: list[str] = []
     in_run = _fired_in_run()
-    for injection in list(_watched):
+    for injection in watched() if injections is None else injections:
         for rule in injection.rules:
             if injection.count(rule.text) or rule.text in in_run:
                 continue
             seen = injection.calls(rule)
             where = ", ".join(f"{calls} on {device}" for device, calls in seen.items()) or "none: no device it names was opened"
             told.append(f"{rule.text!r} ({injection.source}; {rule.op} calls seen: {where})")
+    if injections is not None:
+        return told
     with contextlib.suppress(Exception):  # HETERO_FAULTS set, but no backend ever opened to apply it
         from hetero.config import get_config
 
@@ -81,10 +100,10 @@ def unfired() -> list[str]:
     return told
 
 
-def report_unfired() -> None:
-    """Warn about every rule :func:`unfired` names (registered with atexit)."""
+def report_unfired(injections: Sequence[Injection] | None = None) -> None:
+    """Warn about every rule :func:`unfired` names (with no argument: registered with atexit)."""
     try:
-        lines = unfired()
+        lines = unfired(injections)
     except Exception:  # noqa: BLE001 - an exit report must never turn a clean exit into a traceback
         log.debug("the report of unfired fault rules failed", exc_info=True)
         return

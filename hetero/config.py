@@ -199,10 +199,19 @@ def _parse(key: str, value: Any, origin: str) -> Any:
         if flag not in _FLAGS:
             raise ConfigError(f"{origin}: 'faults_persist' must be 1/true/yes or 0/false/no, got {value!r}")
         return _FLAGS[flag]
-    if key in ("cache_dir", "state_dir", "drill_quarantine"):
+    if key in ("cache_dir", "state_dir"):
         if not isinstance(value, (str, os.PathLike)) or not str(value):
             raise ConfigError(f"{origin}: {key!r} must be a directory path, got {value!r}")
         return _directory(Path(os.path.expanduser(str(value))), key, origin)
+    if key == "drill_quarantine":  # a file: the run's JSON store, in a folder that is (or can be) there
+        if not isinstance(value, (str, os.PathLike)) or not str(value):
+            raise ConfigError(f"{origin}: 'drill_quarantine' must be a file path, got {value!r}")
+        path = Path(os.path.expanduser(str(value)))
+        if path.is_dir():
+            raise ConfigError(f"{origin}: 'drill_quarantine' is {str(path)!r}, a directory; it names the run's "
+                              f"drill quarantine file (hetero-run sets it): unset it")
+        _directory(path.parent, key, origin)
+        return path
     if key == "log":
         level = str(value).upper()
         if level not in LOG_LEVELS:

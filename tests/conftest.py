@@ -70,6 +70,17 @@ def _drill_quarantine_ends_with_the_test() -> Iterator[None]:
     quarantine.forget_drill()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_unfired_rule_report_at_the_runners_exit() -> Iterator[None]:
+    """Rules configured by tests (HETERO_FAULTS) that never fired would be reported when pytest's
+    interpreter exits, onto a log stream pytest has closed; the exit report is tested in subprocesses."""
+    yield
+    from hetero.fault import injection_report
+
+    for injection in injection_report.watched():
+        injection_report.forget(injection)
+
+
 @pytest.fixture
 def device_pair(request: pytest.FixtureRequest) -> tuple[hetero.Device, hetero.Device]:
     a, b = request.param

@@ -4,6 +4,8 @@ and the valid forms."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hetero.config import load_config
@@ -63,3 +65,16 @@ def test_a_directory_setting_under_a_file_is_refused(variable: str, path: str) -
 
 def test_a_directory_that_does_not_exist_yet_is_fine(tmp_path: object) -> None:
     assert str(load_config({"HETERO_STATE_DIR": f"{tmp_path}/new/state"}).state_dir).endswith("new/state")
+
+
+def test_the_drill_quarantine_setting_names_a_file(tmp_path: Path) -> None:
+    # hetero-run hands its workers the run's drill store, a JSON file that exists once the run began.
+    store = tmp_path / "run" / "drill-quarantine.json"
+    store.parent.mkdir()
+    store.write_text("{}")
+    assert load_config({"HETERO_DRILL_QUARANTINE": str(store)}).drill_quarantine == store
+    with pytest.raises(ConfigError) as info:
+        load_config({"HETERO_DRILL_QUARANTINE": "/dev/null/drill.json"})
+    assert "HETERO_DRILL_QUARANTINE" in str(info.value) and "/dev/null" in str(info.value)
+    with pytest.raises(ConfigError):
+        load_config({"HETERO_DRILL_QUARANTINE": str(tmp_path)})  # a directory, not a file

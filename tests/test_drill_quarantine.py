@@ -152,6 +152,20 @@ def test_a_rule_that_never_fired_is_named_at_exit() -> None:
     assert "only reaches hetero operations" in result.stderr
 
 
+def test_an_inject_block_names_its_unfired_rules_when_it_ends(caplog: pytest.LogCaptureFixture) -> None:
+    # Told where the drill ends, not at interpreter exit (when a test runner's or an app's log
+    # stream may be closed), and forgotten afterwards: a long process does not collect them.
+    from hetero.fault import injection_report
+
+    hetero.zeros(3, device="cpu")
+    with caplog.at_level("WARNING", logger="hetero.fault.injection"):
+        with hetero.fault.inject("cpu:launch:nth=999999:lost") as injection:
+            hetero.zeros(3, device="cpu")
+        told = [r.getMessage() for r in caplog.records if "never fired" in r.getMessage()]
+    assert len(told) == 1 and "cpu:launch:nth=999999:lost" in told[0] and "only reaches hetero operations" in told[0]
+    assert injection not in injection_report.watched()
+
+
 def test_a_rule_that_fired_is_not_named_at_exit() -> None:
     result = run_python("import hetero\ntry:\n    hetero.zeros(3, device='cpu')\nexcept Exception:\n    pass",
                         env={"HETERO_FAULTS": "cpu:alloc:nth=1:oom"})
