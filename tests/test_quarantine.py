@@ -205,11 +205,13 @@ def test_unwritable_state_dir_names_the_remedy(tmp_path: Path, monkeypatch: pyte
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("HETERO_STATE_DIR", str(blocker / "state"))
-    hetero.reload_config()
     # Since the configuration checks its directories, a state dir under a file is refused when the
     # setting is read (a ConfigError), before the store tries to write; either way it names the variable.
     with pytest.raises((quarantine.QuarantineError, ConfigError), match="HETERO_STATE_DIR"):
+        hetero.reload_config()
         quarantine.add("GPU-1", "x", "degraded")
+    monkeypatch.undo()
+    hetero.reload_config()
 
 
 def test_config_ttl_per_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
