@@ -210,8 +210,6 @@ def test_unwritable_state_dir_names_the_remedy(tmp_path: Path, monkeypatch: pyte
     with pytest.raises((quarantine.QuarantineError, ConfigError), match="HETERO_STATE_DIR"):
         hetero.reload_config()
         quarantine.add("GPU-1", "x", "degraded")
-    monkeypatch.undo()
-    hetero.reload_config()
 
 
 def test_config_ttl_per_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
