@@ -115,7 +115,10 @@ def scalar_converter(kernel: str, param: str, declared: ScalarType, passed: np.d
 
         def real(value: Any) -> Any:
             try:
-                if -limit < value < limit or math.isnan(value) or math.isinf(value):
+                # A NumPy scalar compares as a Python float (exact): against ``limit`` NumPy would
+                # cast the limit to the value's own width and warn of an overflow.
+                number = float(value) if isinstance(value, (np.floating, np.integer)) else value
+                if -limit < number < limit or math.isnan(number) or math.isinf(number):
                     return convert(value)
             except (OverflowError, TypeError, ValueError):
                 pass  # an int too large for any float

@@ -9,6 +9,8 @@ NumPy's or the driver's raw errors, and never a silently truncated value.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -133,6 +135,17 @@ def test_scalars_that_fit_still_run(device: hetero.Device) -> None:
     big = hetero.zeros(4, dtype="int64", device=device)
     fill_any[4]((1 << 63) - 1, big)
     np.testing.assert_array_equal(big.numpy(), np.full(4, (1 << 63) - 1, np.int64))
+
+
+def test_numpy_float_scalars_of_any_width_pass_without_a_warning(device: hetero.Device) -> None:
+    # The overflow check compared an np.float32 with the f32 limit, which NumPy cast to float32:
+    # "overflow encountered in cast" on every such launch (the digits example passes np.float32).
+    x, y = hetero.ones(4, device=device), hetero.zeros(4, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for value in (np.float16(2.0), np.float32(2.0), np.float64(2.0), np.float32("inf")):
+            corpus.saxpy[4](value, x, y)
+    assert np.isinf(y.numpy()).all()
 
 
 def test_a_split_launch_follows_the_same_rule() -> None:
