@@ -236,12 +236,13 @@ class Specialization:
 class Launcher:
     """``kernel[global]`` or ``kernel[global, local]``: call it with the kernel's arguments."""
 
-    __slots__ = ("global_size", "kernel", "local_size")
+    __slots__ = ("_checked", "global_size", "kernel", "local_size")
 
     def __init__(self, kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
         self.kernel = kernel
         self.global_size = global_size
         self.local_size = local_size
+        self._checked: Specialization | None = None  # the last specialization these sizes passed on
 
     def __call__(self, *args: Any, **keywords: Any) -> None:
         kernel = self.kernel
@@ -253,7 +254,9 @@ class Launcher:
             entry = kernel._specialize(args, key)
         if entry.alias_positions and shares_memory(args, entry.alias_positions):
             entry = entry.unaliased()
-        entry.check_sizes(self.global_size, self.local_size)
+        if entry is not self._checked:  # a cached launcher checks its sizes once per specialization
+            entry.check_sizes(self.global_size, self.local_size)
+            self._checked = entry
         entry.launch(self.global_size, self.local_size, args)
         next(entry.launches)
 
@@ -273,7 +276,9 @@ class Launcher:
         if entry.alias_positions and shares_memory(args, entry.alias_positions):
             fresh = fresh or entry._unaliased is None  # so does the first aliased one
             entry = entry.unaliased()
-        entry.check_sizes(self.global_size, self.local_size)
+        if entry is not self._checked:
+            entry.check_sizes(self.global_size, self.local_size)
+            self._checked = entry
         every = _sampling_every
         entry.calls += 1
         if fresh or not every or entry.calls % every:

@@ -89,11 +89,16 @@ def scalar_converter(kernel: str, param: str, declared: ScalarType, passed: np.d
     fit: an integer out of range, a float for an integer or bool parameter, a finite float
     that overflows to infinity, an int other than 0 or 1 for a bool."""
     convert = passed.type
+    # A value already of the parameter's own NumPy type fits by construction: passed on as it is
+    # (the common case on the launch path, e.g. np.float32 for f32), with no check or conversion.
+    own = convert if passed == np.dtype(declared.dtype) else None
     if declared.kind in "iu":
         bounds = np.iinfo(declared.dtype)
         low, high = int(bounds.min), int(bounds.max)
 
         def integer(value: Any) -> Any:
+            if type(value) is own:
+                return value
             if type(value) is int:
                 if low <= value <= high:
                     return convert(value)
@@ -114,6 +119,11 @@ def scalar_converter(kernel: str, param: str, declared: ScalarType, passed: np.d
         limit = largest + (largest - below) / 2  # from here on a value rounds to infinity (inf for f64)
 
         def real(value: Any) -> Any:
+            kind = type(value)
+            if kind is own:
+                return value
+            if kind is float and -limit < value < limit:
+                return convert(value)
             try:
                 # A NumPy scalar compares as a Python float (exact): against ``limit`` NumPy would
                 # cast the limit to the value's own width and warn of an overflow.
