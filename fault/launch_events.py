@@ -13,7 +13,7 @@ worker_exited       worker, device, pid, returncode, signal, reason, runtime_s
 heartbeat_lost      worker, device, silent_s (a hang: no heartbeat for that long)
 fault_detected      worker, device, fault_class, error_type, code, code_name, xid,
                     injected, message, action
-device_quarantined  device, stable_id, reason, fault_class
+device_quarantined  device, stable_id, reason, fault_class, scope (`` for this drill`` or empty)
 device_released     device, stable_id
 restart             worker, from_device, to_device, restart, reason, group
 resumed_from_step   worker, device, step
@@ -52,7 +52,7 @@ PRIVATE_FILE = 0o600
 ANNOUNCED = {
     "heartbeat_lost": "worker {worker} on {device}: no heartbeat for {silent_s}s; killing it",
     "fault_detected": "worker {worker} on {device}: {fault_class} ({reason_text})",
-    "device_quarantined": "quarantined {device}: {reason}",
+    "device_quarantined": "quarantined {device}{scope}: {reason}",
     "restart": "restarting worker {worker} on {to_device} (was {from_device}; restart {restart})",
     "resumed_from_step": "worker {worker} resumes from the checkpoint of step {step}",
     "gave_up": "giving up on worker {worker}: {reason}",
@@ -66,7 +66,7 @@ def announce(record: dict[str, Any], stream: IO[str] | None = None) -> None:
         return
     if record["event"] == "gave_up" and record.get("worker") is None:  # the run as a whole (no device...)
         template = "giving up: {reason}"
-    fields = dict(record)
+    fields = {"scope": "", **record}
     fields["reason_text"] = " ".join(str(part) for part in (
         record.get("error_type"), record.get("code_name"), record.get("message") or record.get("reason"),
     ) if part) or "no report"

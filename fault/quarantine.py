@@ -361,13 +361,14 @@ def _identify(target: Device | DeviceInfo | str, name: str | None) -> tuple[str,
 
 
 def add(device: Device | DeviceInfo | str, reason: str, fault_class: FaultClass | str,
-        ttl: float | None = None, name: str | None = None, injected: bool = False) -> Entry:
+        ttl: float | None = None, name: str | None = None, injected: bool = False, quiet: bool = False) -> Entry:
     """Quarantine a device for ``ttl`` seconds (None: the class's TTL from the config's
     ``quarantine_ttl`` or :data:`~hetero.fault.taxonomy.DEFAULT_TTL`; ``math.inf``: until
     released by hand). Quarantining a device already quarantined keeps the later expiry and
     takes the new reason. ``injected``: the fault came from a fault rule, so the entry stays within
     the drill (see the module docstring) unless ``faults_persist`` is set. Publishes a
-    ``quarantined`` event; returns the entry."""
+    ``quarantined`` event; returns the entry. It is logged as a warning unless ``quiet`` (a caller
+    that tells the user itself, as hetero-run does: at debug level then)."""
     stable_id, device_name = _identify(device, name)
     klass = str(FaultClass(fault_class)) if isinstance(fault_class, FaultClass) else str(fault_class)
     if ttl is None:
@@ -384,7 +385,7 @@ def add(device: Device | DeviceInfo | str, reason: str, fault_class: FaultClass 
         entry = Entry(stable_id, device_name or (old.name if old else stable_id), reason, klass, now, expires,
                       socket.gethostname(), os.getpid(), drill)
         entries[stable_id] = entry
-    log.warning("%s (%s) %s", entry.name, stable_id, entry.describe())
+    log.log(logging.DEBUG if quiet else logging.WARNING, "%s (%s) %s", entry.name, stable_id, entry.describe())
     event_bus.publish("quarantined", device=entry.name, stable_id=stable_id, reason=reason,
                       fault_class=klass, expires=expires, drill=drill)
     return entry

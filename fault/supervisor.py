@@ -309,15 +309,17 @@ class Supervisor:
         try:
             from hetero.fault import quarantine
 
-            quarantine.add(device, why, fault_class, ttl=ttl, name=device.name, injected=bool(report.get("injected")))
+            entry = quarantine.add(device, why, fault_class, ttl=ttl, name=device.name,
+                                   injected=bool(report.get("injected")), quiet=True)  # announced below
+            scope = " for this drill" if entry.drill else ""
         except ImportError:
-            pass  # no quarantine store: this run still never reuses the device (see _excluded)
+            scope = ""  # no quarantine store: this run still never reuses the device (see _excluded)
         self._excluded.add(device.stable_id)
         self._quarantined_seen = self._quarantined_seen | {device.stable_id}
         if device.name not in self.summary.quarantined:
             self.summary.quarantined.append(device.name)
         self.log.emit("device_quarantined", device=device.name, stable_id=device.stable_id, reason=why,
-                      fault_class=fault_class)
+                      fault_class=fault_class, scope=scope)
         self.metrics.set_quarantined(device.name, True)
 
     def _restart(self, worker: Worker, because: Worker, reason: str, now: float) -> None:

@@ -165,6 +165,19 @@ def test_giving_up_is_said_once_and_names_no_worker_none(tmp_path: Path) -> None
     assert len(said) == 1 and "None" not in said[0], nothing.stderr
 
 
+@pytest.mark.skipif(len(DEVICES) < 2, reason="needs a second device to restart on")
+def test_a_quarantine_is_said_once_with_its_scope(tmp_path: Path) -> None:
+    # The store's own warning and the launcher's announcement said the same thing twice.
+    body = "import hetero\nfor _ in range(3):\n    hetero.zeros(4)\n"
+    result = _launch(tmp_path, body, "--no-standby", "--devices", f"cpu,{DEVICES[1]}",
+                     "--inject", "cpu:alloc:nth=2:lost")
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stderr.splitlines()  # log and announcement lines (not the summary's table)
+            if line.startswith(("hetero ", "hetero-run:")) and "quarantined" in line and "cpu" in line]
+    assert len(said) == 1, result.stderr
+    assert said[0].startswith("hetero-run: quarantined cpu") and "for this drill" in said[0], said[0]
+
+
 # -- 11: a device error in a worker's thread is a device fault ---------------------------------
 THREAD_FAULT = """
     import os, sys, threading, time
