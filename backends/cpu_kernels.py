@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import re
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from hetero.errors import KernelBuildError
+from hetero.files import atomic_write
 
 _lock = threading.Lock()
 #: Work-items per group when the launch does not say: large enough to amortise the
@@ -30,14 +30,7 @@ DEFAULT_GROUP = {1: (256,), 2: (16, 16), 3: (8, 8, 4)}
 def _write_atomically(path: Path, data: bytes) -> None:
     if path.is_file() and path.read_bytes() == data:  # is_file: a FIFO planted there would block the read
         return
-    fd, temp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, data)
 
 
 def load(source: Any, artifact: bytes | None, path: Path, target: str) -> tuple[Any, bytes | None]:

@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, TypeAlias
 
 from hetero._version import __version__
 from hetero.config import get_config
+from hetero.files import atomic_write  # not durable: a crash may lose an entry, the checksum catches a torn one
 
 logger = logging.getLogger("hetero.compiler.cache")
 
@@ -182,25 +183,6 @@ class MemoryStorage(Storage):
             removed = len(self._data)
             self._data.clear()
         return removed
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new one, never a part.
-
-    The temp file sits in the same directory (``os.replace`` is atomic only within one
-    file system). No fsync: a crash may lose the entry, and the checksum catches a torn one.
-    """
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
 
 
 class NotARegularFileError(OSError):

@@ -10,16 +10,15 @@ latest step at once (the worker bootstrap calls it on a clean exit).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from hetero.fault.protocol import ENV_HEARTBEAT_FILE
+from hetero.files import atomic_write
 
 #: The shortest time between two heartbeat writes, in seconds.
 MIN_INTERVAL = 0.2
@@ -80,11 +79,9 @@ def _write(path: Path) -> None:
         "device": _device_name(),
         "launches": _launches(),
     }
-    temp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temp.write_text(json.dumps(record))
-        os.replace(temp, path)
+        atomic_write(path, json.dumps(record))
     except OSError as exc:
         # A heartbeat that cannot be written must not kill the training step; the supervisor
         # will notice the silence. Say so on stderr, once per process.
@@ -92,8 +89,6 @@ def _write(path: Path) -> None:
             _warned = True
             print(f"hetero: cannot write heartbeat file {path}: {exc} "
                   f"(check that {ENV_HEARTBEAT_FILE}'s directory is writable)", file=sys.stderr)
-        with contextlib.suppress(OSError):
-            temp.unlink(missing_ok=True)
     _last_write = time.monotonic()
 
 

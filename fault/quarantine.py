@@ -36,7 +36,6 @@ import logging
 import math
 import os
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -46,6 +45,7 @@ from typing import Any
 from hetero.config import get_config
 from hetero.device import Device, DeviceInfo, HealthState
 from hetero.errors import HeteroError
+from hetero.files import atomic_write
 from hetero.fault import event_bus
 from hetero.fault.taxonomy import FaultClass, ttl_for
 
@@ -246,18 +246,7 @@ def _write(path: Path, entries: Mapping[str, Entry]) -> None:
     payload = {"version": FORMAT_VERSION,
                "entries": {key: {k: v for k, v in entry.as_dict().items() if k != "stable_id" and (k != "drill" or v)}
                            for key, entry in sorted(entries.items())}}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, indent=2)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, json.dumps(payload, indent=2) + "\n", durable=True)
     snapshot = _Snapshot.of(_stat_key(path), entries)
     with _cache_lock:
         _cache[path] = snapshot

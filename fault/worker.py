@@ -59,6 +59,7 @@ from hetero.errors import ContextCorruptedError, DeviceDegradedError, DeviceErro
 from hetero.fault import heartbeat as _heartbeat
 from hetero.fault.launch_descendants import guard_launcher_death
 from hetero.fault.protocol import ENV_FAULT_REPORT, ENV_WORKER, FAULT_EXIT_CODE
+from hetero.files import atomic_write
 
 USAGE = ("usage: python -m hetero.fault.worker [-m module | script.py] [args...]\n"
          "       python -m hetero.fault.worker --standby [--preload MODULE[,MODULE...]]")
@@ -379,14 +380,10 @@ def write_report(report: dict[str, Any]) -> Path | None:
     if not target:
         return None
     path = Path(target)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temp.write_text(json.dumps(report, default=str))
-        os.replace(temp, path)
+        atomic_write(path, json.dumps(report, default=str))
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink(missing_ok=True)
         print(f"hetero.fault.worker: cannot write the fault report to {path}: {exc} "
               f"(the supervisor will see exit status {FAULT_EXIT_CODE} without details)", file=sys.stderr)
         return None

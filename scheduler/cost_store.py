@@ -19,12 +19,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
-import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from hetero.files import atomic_write
 
 logger = logging.getLogger("hetero.scheduler")
 
@@ -112,15 +112,5 @@ def _samples_ok(samples: Any) -> bool:
 def write(path: Path, document: dict[str, Any]) -> None:
     """Replace ``path`` with ``document`` atomically (call under :func:`locked`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(document, out, indent=1, sort_keys=True)
-            out.write("\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, json.dumps(document, indent=1, sort_keys=True) + "\n", durable=True)
     logger.debug("cost model saved to %s", path)

@@ -1,0 +1,69 @@
+"""hetero.files: the one atomic write, and the check that no module writes its own."""
+
+from __future__ import annotations
+
+import ast
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from hetero.files import atomic_write
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ("hetero", "backends", "compiler", "scheduler", "fault")
+# Renames that are not a file write: checkpoint directories installed whole or moved out of sight
+# to be pruned, the OpenCL vendors folder made whole, a corrupt quarantine store moved aside.
+OTHER_RENAMES = {"hetero/checkpoint_files.py", "hetero/checkpoint.py", "backends/opencl_icd.py", "fault/quarantine.py"}
+
+
+def test_replaces_the_whole_file_and_leaves_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "entry.bin"
+    atomic_write(target, b"old")
+    atomic_write(target, "new \u00e9")
+    assert target.read_bytes() == "new \u00e9".encode()
+    assert [p.name for p in tmp_path.iterdir()] == ["entry.bin"]
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_a_failed_write_keeps_the_old_file_and_removes_the_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "store.json"
+    atomic_write(target, b"kept")
+
+    def full_disk(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        atomic_write(target, b"lost", durable=True)
+    assert target.read_bytes() == b"kept"
+    assert [p.name for p in tmp_path.iterdir()] == ["store.json"]
+
+
+def test_durable_writes_fsync_before_the_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd)))
+    atomic_write(tmp_path / "a", b"x")
+    assert not synced
+    atomic_write(tmp_path / "b", b"x", durable=True, mode=0o644)
+    assert len(synced) == 1
+    assert stat.S_IMODE((tmp_path / "b").stat().st_mode) == 0o644
+
+
+def test_no_module_writes_a_file_atomically_by_itself() -> None:
+    # One atomic write in the project: a module that renames a file into place itself
+    # (os.replace / os.rename / Path.replace) does the job again, with its own fsync rules.
+    offenders = []
+    for folder in SOURCES:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            if name == "hetero/files.py" or name in OTHER_RENAMES:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("replace", "rename"):
+                    owner = node.func.value
+                    if isinstance(owner, ast.Name) and owner.id == "os" or len(node.args) == 1 and not node.keywords:
+                        offenders.append(f"{name}:{node.lineno}")
+    assert not offenders, f"rename a file into place with hetero.files.atomic_write: {offenders}"
