@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
 import json
 import logging
 import math
@@ -45,7 +44,7 @@ from typing import Any
 from hetero.config import get_config
 from hetero.device import Device, DeviceInfo, HealthState
 from hetero.errors import HeteroError
-from hetero.files import atomic_write
+from hetero.files import atomic_write, locked
 from hetero.fault import event_bus
 from hetero.fault.taxonomy import FaultClass, ttl_for
 
@@ -228,18 +227,13 @@ def _read_or_reset(path: Path) -> dict[str, Entry]:
 # -- writing ------------------------------------------------------------------------------
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise QuarantineError(f"cannot create the quarantine store in {path.parent}: {exc}; make the state "
-                              "directory writable or set HETERO_STATE_DIR to one that is") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(locked(path))
+        except OSError as exc:
+            raise QuarantineError(f"cannot create the quarantine store in {path.parent}: {exc}; make the state "
+                                  "directory writable or set HETERO_STATE_DIR to one that is") from None
         yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def _write(path: Path, entries: Mapping[str, Entry]) -> None:

@@ -1,7 +1,7 @@
 """Files hetero replaces so that a reader sees the old contents or the new, never a part: the
 project's one atomic write (compile cache, CPU kernel modules, cost model, quarantine store,
-heartbeats, fault reports). Checkpoints install whole directories instead
-(:mod:`hetero.checkpoint_files`).
+heartbeats, fault reports), and the one inter-process lock of its JSON stores (quarantine, cost
+model). Checkpoints install whole directories instead (:mod:`hetero.checkpoint_files`).
 
 Ground floor: imports nothing of hetero's.
 """
@@ -11,7 +11,13 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no inter-process lock
+    fcntl = None  # type: ignore[assignment]
 
 
 def atomic_write(path: Path, data: bytes | str, *, durable: bool = False, mode: int | None = None) -> None:
@@ -40,3 +46,19 @@ def atomic_write(path: Path, data: bytes | str, *, durable: bool = False, mode: 
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the exclusive inter-process lock of the store ``path`` for the block: ``flock`` on its
+    sibling ``NAME.lock`` (made 0600 with its folder; the store itself need not exist). Raises
+    OSError when the lock file cannot be made (the caller names its remedy). Without ``fcntl``
+    (Windows) the block runs unlocked."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

@@ -1,8 +1,8 @@
 """Where the cost model lives on disk: ``<state_dir>/costs.json``.
 
-Reads and writes hold an exclusive ``fcntl`` lock on ``costs.json.lock`` so that processes
-sampling at once merge rather than overwrite each other; writes are atomic (temp file
-then ``os.replace``). A file that cannot be read as a cost model is reported with a
+Reads and writes hold the store's lock (:func:`hetero.files.locked`, on ``costs.json.lock``) so
+that processes sampling at once merge rather than overwrite each other; writes are atomic and
+durable (:func:`hetero.files.atomic_write`). A file that cannot be read as a cost model is reported with a
 warning naming it, and the model starts afresh (the next save replaces the file).
 
 The document::
@@ -16,11 +16,9 @@ The document::
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,24 +32,6 @@ FILE_NAME = "costs.json"
 
 def empty_document() -> dict[str, Any]:
     return {"version": VERSION, "kernels": {}, "transfers": {}, "devices": {}, "calibration": []}
-
-
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold the exclusive lock of ``path`` (a sibling ``.lock`` file) for the block."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = path.with_name(path.name + ".lock")
-    with open(lock_path, "a+b") as handle:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no inter-process lock
-            yield
-            return
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def read(path: Path, warn: bool = True) -> tuple[dict[str, Any], str | None]:
@@ -110,7 +90,7 @@ def _samples_ok(samples: Any) -> bool:
 
 
 def write(path: Path, document: dict[str, Any]) -> None:
-    """Replace ``path`` with ``document`` atomically (call under :func:`locked`)."""
+    """Replace ``path`` with ``document`` atomically (call under :func:`hetero.files.locked`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(document, indent=1, sort_keys=True) + "\n", durable=True)
     logger.debug("cost model saved to %s", path)

@@ -67,3 +67,29 @@ def test_no_module_writes_a_file_atomically_by_itself() -> None:
                     if isinstance(owner, ast.Name) and owner.id == "os" or len(node.args) == 1 and not node.keywords:
                         offenders.append(f"{name}:{node.lineno}")
     assert not offenders, f"rename a file into place with hetero.files.atomic_write: {offenders}"
+
+
+def test_locked_serialises_processes_on_a_sibling_lock_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from hetero.files import locked
+
+    store, done = tmp_path / "new" / "store.json", tmp_path / "done"
+    code = ("import sys, time; from pathlib import Path; from hetero.files import locked\n"
+            "with locked(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(0.5)\n"
+            "    Path(sys.argv[2]).write_text('released')\n")
+    other = subprocess.Popen([sys.executable, "-c", code, str(store), str(done)], stdout=subprocess.PIPE, text=True)
+    assert other.stdout is not None and other.stdout.readline() == "held\n"
+    with locked(store):  # only once the other process's block has ended
+        assert done.read_text() == "released"
+    assert other.wait(timeout=30) == 0
+    lock = tmp_path / "new" / "store.json.lock"
+    assert lock.exists() and not store.exists() and stat.S_IMODE(lock.stat().st_mode) == 0o600
+
+
+def test_no_module_takes_a_file_lock_by_itself() -> None:
+    # One lock for hetero's JSON stores (quarantine, cost model): hetero.files.locked.
+    offenders = [f"{path.relative_to(ROOT).as_posix()}" for folder in SOURCES for path in sorted((ROOT / folder).rglob("*.py"))
+                 if path.relative_to(ROOT).as_posix() != "hetero/files.py" and "fcntl.flock(" in path.read_text(encoding="utf-8")]
+    assert not offenders, f"take store locks with hetero.files.locked: {offenders}"
