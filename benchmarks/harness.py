@@ -22,6 +22,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from hetero.sizes import parse_size
+
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 # A sample shorter than this is too close to the timer's own cost and to scheduler
 # jitter, so fast calls are timed in batches that last at least this long.
@@ -131,14 +133,11 @@ def format_bytes(nbytes: int) -> str:
 
 
 def parse_bytes(text: str) -> int:
-    """``"4MiB"``, ``"4 MiB"``, ``"4M"``, ``"4096"`` -> bytes (binary units)."""
-    cleaned = text.strip().lower().replace(" ", "").removesuffix("ib").removesuffix("b")
-    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(cleaned[-1:], 1)
-    digits = cleaned[:-1] if scale > 1 else cleaned
+    """A positive size as :func:`hetero.sizes.parse_size` reads it (``"4MiB"``, ``"4 MiB"``, ``"4m"``, ``"4096"``)."""
     try:
-        value = int(digits) * scale
-    except ValueError:
-        raise ValueError(f"cannot read {text!r} as a size; write e.g. 1024, 4KiB, 16MiB") from None
+        value = parse_size(text, "size")
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cannot read {text!r} as a size: {exc}") from None
     if value <= 0:
         raise ValueError(f"size {text!r} must be positive")
     return value

@@ -16,7 +16,7 @@ Also recorded: whether the ranks that did not crash were restarted too (torchrun
 them), and the longest pause in their steps.
 
 ``hetero-run`` restarts into a warm standby (an interpreter it started ahead, hetero already
-imported: :class:`hetero.fault.worker.Standby`); ``hetero-run-cold`` is ``hetero-run
+imported: :class:`hetero.fault.launch.worker_main.Standby`); ``hetero-run-cold`` is ``hetero-run
 --no-standby``, which starts a fresh interpreter, to show what the standby is worth.
 
 Writes ``benchmarks/results/recovery_vs_torchrun.json``.
@@ -105,7 +105,7 @@ def launcher_command(kind: str, nproc: int, run_dir: Path, worker_args: list[str
     script = str(Path(__file__).resolve())
     if kind.startswith("hetero-run"):
         cold = ["--no-standby"] if kind == "hetero-run-cold" else []
-        return [sys.executable, "-m", "hetero.fault.run_cli", "--nproc", str(nproc), "--max-restarts", "1", *cold,
+        return [sys.executable, "-m", "hetero.fault.launch.cli", "--nproc", str(nproc), "--max-restarts", "1", *cold,
                 "--run-dir", str(run_dir), script, *worker_args]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
             "--max-restarts", "1", script, *worker_args]

@@ -22,7 +22,7 @@ visibility variable and torch.distributed's ``RANK``/``LOCAL_RANK``/``WORLD_SIZE
   while the files are unchanged (see ``hetero/checkpoint.py``).
 - ``HETERO_QUOTA``: the worker's memory quota (``hetero-run --quota``), applied by the bootstrap.
 - ``HETERO_RUN_ID``: one per run, inherited by everything a worker starts: how the launcher
-  finds (and ends) what a worker left behind (``hetero.fault.launch_descendants``).
+  finds (and ends) what a worker left behind (``hetero.fault.launch.descendants``).
 - ``HETERO_LAUNCHER_PID``: the launcher's pid; the bootstrap arms ``PR_SET_PDEATHSIG`` against it
   and removes the variable.
 """

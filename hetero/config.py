@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from hetero.errors import ConfigError, did_you_mean
-from hetero.scheduler.sizes import parse_size
+from hetero.sizes import parse_size
 
 DEVICE_KINDS = ("gpu", "accelerator", "cpu")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

@@ -121,7 +121,7 @@ class QuotaExceeded(HeteroError, MemoryError):
     allocator is touched."""
 
     def __init__(self, device: str, task: str, quota: int, used: int, requested: int) -> None:
-        from hetero.scheduler.sizes import format_size  # imports nothing of hetero's
+        from hetero.sizes import format_size
 
         self.device, self.task, self.quota, self.used, self.requested = device, task, quota, used, requested
         super().__init__(

@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 from hetero.config import DEVICE_KINDS
 from hetero.device import DeviceInfo, HealthState
 from hetero.errors import ArgumentError, did_you_mean
-from hetero.scheduler.sizes import format_size, parse_size  # moved there; still importable from here
+from hetero.sizes import format_size, parse_size  # moved there; still importable from here
 
 #: Priority classes, lowest first; a request may take a device held only by lower classes.
 PRIORITIES = ("low", "normal", "high")

@@ -10,7 +10,7 @@ import pytest
 
 from hetero.config import load_config
 from hetero.errors import ConfigError
-from hetero.scheduler.sizes import parse_size
+from hetero.sizes import parse_size
 
 
 @pytest.mark.parametrize(("text", "nbytes"), [

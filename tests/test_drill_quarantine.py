@@ -103,7 +103,7 @@ def test_a_hetero_run_drill_keeps_its_quarantine_within_the_run(tmp_path: Path) 
     script.write_text(GUARDED)
     env = {**os.environ, "HETERO_STATE_DIR": str(state)}
     env.pop("HETERO_FAULTS", None)
-    argv = [sys.executable, "-m", "hetero.fault.run_cli", "--devices", f"{first},{second}", "--run-dir", str(run_dir),
+    argv = [sys.executable, "-m", "hetero.fault.launch.cli", "--devices", f"{first},{second}", "--run-dir", str(run_dir),
             "--inject", f"{first}:alloc:nth=3:lost", str(script), first, second]
     done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -203,7 +203,7 @@ def test_a_hetero_run_drill_persists_its_quarantine_only_when_asked(tmp_path: Pa
     script.write_text("import hetero\nfor _ in range(3):\n    hetero.zeros(4)\nprint('on', hetero.device().name)\n")
     env = {**os.environ, "HETERO_STATE_DIR": str(state), **({"HETERO_FAULTS_PERSIST": "1"} if persist else {})}
     env.pop("HETERO_FAULTS", None)
-    argv = [sys.executable, "-m", "hetero.fault.run_cli", "--devices", f"{first},{second}", "--run-dir",
+    argv = [sys.executable, "-m", "hetero.fault.launch.cli", "--devices", f"{first},{second}", "--run-dir",
             str(tmp_path / "run"), "--inject", f"{first}:alloc:nth=2:lost", str(script)]
     done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

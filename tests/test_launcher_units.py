@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from hetero.device import DeviceInfo, Kind
-from hetero.fault import launch_assign, run_cli
-from hetero.fault.launch_assign import LaunchError, assign, device_env, replacement
-from hetero.fault.launch_events import EventLog, Progress, Summary, append_event
-from hetero.fault.launch_faults import classify_report
+from hetero.fault.launch import assign as launch_assign
+from hetero.fault.launch import cli as run_cli
+from hetero.fault.launch.assign import LaunchError, assign, device_env, replacement
+from hetero.fault.launch.events import EventLog, Progress, Summary, append_event
+from hetero.fault.launch.faults import classify_report
 
 
 @pytest.fixture(autouse=True)
@@ -106,7 +107,7 @@ def test_event_log_lines_have_wall_and_monotonic_time(tmp_path: Path) -> None:
 
 def test_prometheus_metrics_have_the_documented_names() -> None:
     pytest.importorskip("prometheus_client")
-    from hetero.fault.metrics import PrometheusMetrics
+    from hetero.fault.launch.metrics import PrometheusMetrics
 
     metrics = PrometheusMetrics()
     metrics.inc_restarts()

@@ -19,8 +19,8 @@ import pytest
 from hetero import checkpoint
 from hetero.checkpoint import CheckpointError, CheckpointWarning
 from hetero.device import DeviceInfo, Kind
-from hetero.fault.launch_warmup import Warmup
-from hetero.fault.launch_worker import Worker, stop_workers, wait_for_exit
+from hetero.fault.launch.warmup import Warmup
+from hetero.fault.launch.worker_handle import Worker, stop_workers, wait_for_exit
 
 CPU = DeviceInfo(name="cpu", backend="cpu", index=0, vendor="x", kind=Kind.CPU, model="x", memory=1, compute_units=1,
                  max_work_group_size=1, fp64=True, driver_version="", stable_id="cpu-test")

@@ -308,7 +308,7 @@ def test_hetero_run_starts_with_a_broken_store(state_dir: Path, tmp_path: Path, 
     (state_dir / "quarantine.json").write_bytes(BROKEN_STORES[kind])
     script = tmp_path / "ok.py"
     script.write_text("import hetero; hetero.ones(3); print('worker ran')\n")
-    done = subprocess.run([sys.executable, "-m", "hetero.fault.run_cli", "--devices", "cpu", "--run-dir",
+    done = subprocess.run([sys.executable, "-m", "hetero.fault.launch.cli", "--devices", "cpu", "--run-dir",
                            str(tmp_path / "run"), str(script)], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "HETERO_STATE_DIR": str(state_dir)}, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,4 +1,4 @@
-"""The worker bootstrap (python -m hetero.fault.worker): runs a script or module as python
+"""The worker bootstrap (python -m hetero.fault.launch.worker_main): runs a script or module as python
 would, reports escaping device faults with exit status 86, and lets everything else through."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import hetero
-from hetero.fault import worker
+from hetero.fault.launch import worker_main as worker
 from hetero.fault.protocol import FAULT_EXIT_CODE, FAULT_REPORT_FIELDS
 
 RAISE_CORRUPTED = """
@@ -38,7 +38,7 @@ def _run(tmp_path: Path, body: str, *args: str, module: bool = False) -> tuple[s
         (tmp_path / "helper_mod.py").write_text("VALUE = 42\n")
         (tmp_path / "script.py").write_text(textwrap.dedent(body))
         target = [str(tmp_path / "script.py")]
-    result = subprocess.run([sys.executable, "-m", "hetero.fault.worker", *target, *args], check=False,
+    result = subprocess.run([sys.executable, "-m", "hetero.fault.launch.worker_main", *target, *args], check=False,
                             capture_output=True,
                             text=True, env=env, cwd=tmp_path, timeout=120)
     return result, report
@@ -123,7 +123,7 @@ def test_module_form(tmp_path: Path) -> None:
 
 def _start(tmp_path: Path, body: str) -> subprocess.Popen[str]:
     (tmp_path / "script.py").write_text(textwrap.dedent(body))
-    proc = subprocess.Popen([sys.executable, "-m", "hetero.fault.worker", str(tmp_path / "script.py")],
+    proc = subprocess.Popen([sys.executable, "-m", "hetero.fault.launch.worker_main", str(tmp_path / "script.py")],
                             stdout=subprocess.PIPE, text=True, cwd=tmp_path)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     return proc

@@ -1,7 +1,7 @@
 """Memory sizes as people write them (``"512MiB"``, ``"1.5g"``, ``1073741824``) and as tables
 show them (``"1.5 GiB"``).
 
-Imports nothing of hetero's, so :mod:`hetero.config` can parse the ``quota`` setting with the
+On the ground floor (imports nothing of hetero's): :mod:`hetero.config` parses the ``quota`` setting with the
 same rules as :func:`hetero.scheduler.task` without an import cycle.
 """
 

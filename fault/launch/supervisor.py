@@ -32,7 +32,7 @@ from typing import Any
 
 from hetero.device import DeviceInfo
 from hetero.errors import HeteroError
-from hetero.fault.launch_assign import (
+from hetero.fault.launch.assign import (
     OptionError,
     assign,
     candidate_devices,
@@ -42,11 +42,11 @@ from hetero.fault.launch_assign import (
     replacement,
     usable,
 )
-from hetero.fault.launch_descendants import kill_marked, new_run_id
-from hetero.fault.launch_events import EventLog, Progress, Summary
-from hetero.fault.launch_faults import classify_report
-from hetero.fault.launch_warmup import Warmup
-from hetero.fault.launch_worker import (
+from hetero.fault.launch.descendants import kill_marked, new_run_id
+from hetero.fault.launch.events import EventLog, Progress, Summary
+from hetero.fault.launch.faults import classify_report
+from hetero.fault.launch.warmup import Warmup
+from hetero.fault.launch.worker_handle import (
     Worker,
     await_exits,
     become_subreaper,
@@ -57,7 +57,7 @@ from hetero.fault.launch_worker import (
     wait_for_exit,
     warm_modules,
 )
-from hetero.fault.metrics import Metrics
+from hetero.fault.launch.metrics import Metrics
 from hetero.fault.protocol import ENV_LAUNCHER_PID, ENV_RUN_ID, FAULT_EXIT_CODE
 
 POLL_SECONDS = 0.05
@@ -71,7 +71,7 @@ EARLY_STANDBYS = 8
 
 @dataclasses.dataclass
 class RunConfig:
-    """Everything a run needs, resolved from the command line (see :mod:`hetero.fault.run_cli`)."""
+    """Everything a run needs, resolved from the command line (see :mod:`hetero.fault.launch.cli`)."""
 
     command: list[str]  # ["script.py", *args] or ["-m", "module", *args]
     run_dir: Path
@@ -87,7 +87,7 @@ class RunConfig:
     grace: float = 5.0
     master_addr: str = "127.0.0.1"
     master_port: int | None = None
-    standby: bool = True  # start workers' interpreters ahead of need (hetero.fault.worker.Standby)
+    standby: bool = True  # start workers' interpreters ahead of need (hetero.fault.launch.worker_main.Standby)
     preload: tuple[str, ...] = ()  # modules a standby imports while it waits (e.g. torch)
 
 

@@ -1,5 +1,5 @@
-"""The worker bootstrap ``hetero-run`` starts: ``python -m hetero.fault.worker script.py args…``
-or ``python -m hetero.fault.worker -m module args…``.
+"""The worker bootstrap ``hetero-run`` starts: ``python -m hetero.fault.launch.worker_main script.py args…``
+or ``python -m hetero.fault.launch.worker_main -m module args…``.
 
 It runs the user's program exactly as ``python script.py`` / ``python -m module`` would
 (``__main__``, ``sys.argv``, ``sys.path[0]``), and adds the worker side of the supervision
@@ -26,7 +26,7 @@ protocol (:mod:`hetero.fault.protocol`):
 - ``SIGUSR1`` dumps every thread's stack to stderr (what a supervisor sends a hung worker
   before killing it).
 
-Warm standby (``python -m hetero.fault.worker --standby [--preload torch,...]``, driven by
+Warm standby (``python -m hetero.fault.launch.worker_main --standby [--preload torch,...]``, driven by
 :class:`Standby`): an interpreter that has already imported hetero (and the ``--preload``
 modules) waits on its stdin for one JSON line ``{"command": [...], "env": {...}, "cwd": ...}``,
 takes that environment and directory, and becomes the worker. A supervisor keeps one ready
@@ -57,12 +57,12 @@ from typing import Any
 
 from hetero.errors import ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
 from hetero.fault import heartbeat as _heartbeat
-from hetero.fault.launch_descendants import guard_launcher_death
+from hetero.fault.launch.descendants import guard_launcher_death
 from hetero.fault.protocol import ENV_FAULT_REPORT, ENV_WORKER, FAULT_EXIT_CODE
 from hetero.files import atomic_write
 
-USAGE = ("usage: python -m hetero.fault.worker [-m module | script.py] [args...]\n"
-         "       python -m hetero.fault.worker --standby [--preload MODULE[,MODULE...]]")
+USAGE = ("usage: python -m hetero.fault.launch.worker_main [-m module | script.py] [args...]\n"
+         "       python -m hetero.fault.launch.worker_main --standby [--preload MODULE[,MODULE...]]")
 #: Variables read only when an interpreter, the dynamic loader or an already-loaded library
 #: (NumPy's BLAS, OpenMP runtimes) starts: a standby started with other values than a request
 #: carries cannot honour the request.
@@ -102,7 +102,7 @@ def _on_thread_exception(args: threading.ExceptHookArgs) -> None:
     report["thread"] = args.thread.name if args.thread is not None else None
     write_report(report)
     _thread_fault = report
-    print(f"hetero.fault.worker: device fault on {report['device']} in thread {report['thread']!r} "
+    print(f"hetero.fault.launch.worker_main: device fault on {report['device']} in thread {report['thread']!r} "
           f"({report['fault_class']}, {report['error_type']}); stopping the worker with status {FAULT_EXIT_CODE}",
           file=sys.stderr, flush=True)
     if signal.getsignal(signal.SIGUSR2) is _on_sigusr2:
@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             script = Path(args[0])
             if not script.exists():
-                print(f"hetero.fault.worker: can't open file {str(script)!r}: no such file", file=sys.stderr)
+                print(f"hetero.fault.launch.worker_main: can't open file {str(script)!r}: no such file", file=sys.stderr)
                 return 2
             sys.argv = [args[0], *args[1:]]
             sys.path[0] = str(script.resolve().parent)
@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         report = fault_report(device_error)
         write_report(report)
-        print(f"hetero.fault.worker: device fault on {report['device']} ({report['fault_class']}, "
+        print(f"hetero.fault.launch.worker_main: device fault on {report['device']} ({report['fault_class']}, "
               f"{report['error_type']}); exiting with status {FAULT_EXIT_CODE}", file=sys.stderr)
         return FAULT_EXIT_CODE
     if _thread_fault is not None:  # the program ended before the interruption reached it
@@ -244,7 +244,7 @@ def standby(args: Sequence[str]) -> int:
         try:
             importlib.import_module(module)
         except Exception as exc:  # noqa: BLE001 - the program imports it itself and meets the error there
-            print(f"hetero.fault.worker: standby could not preload {module!r} ({type(exc).__name__}: {exc}); "
+            print(f"hetero.fault.launch.worker_main: standby could not preload {module!r} ({type(exc).__name__}: {exc}); "
                   f"going on without it", file=sys.stderr)
     importlib.import_module("pkgutil")  # runpy imports it on first use: paid for while waiting
     gc.freeze()  # what start-up made lives on: the worker's collections, and its exit, need not traverse it
@@ -255,7 +255,7 @@ def standby(args: Sequence[str]) -> int:
         request = json.loads(line)
         command, env, cwd = list(request["command"]), dict(request["env"]), request.get("cwd")
     except (ValueError, KeyError, TypeError) as exc:
-        print(f"hetero.fault.worker: bad standby request ({exc}); expected one JSON line "
+        print(f"hetero.fault.launch.worker_main: bad standby request ({exc}); expected one JSON line "
               f'{{"command": [...], "env": {{...}}, "cwd": "..."}}', file=sys.stderr)
         return 2
     if cwd:
@@ -286,7 +286,7 @@ class Standby:
     def __init__(self, env: Mapping[str, str] | None = None, preload: Sequence[str] = (),
                  python: str = sys.executable) -> None:
         self.env = dict(os.environ if env is None else env)
-        argv = [python, "-m", __spec__.name if __spec__ else "hetero.fault.worker", "--standby"]
+        argv = [python, "-m", __spec__.name if __spec__ else "hetero.fault.launch.worker_main", "--standby"]
         if preload:
             argv += ["--preload", ",".join(preload)]
         self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(argv, env=self.env, stdin=subprocess.PIPE,
@@ -384,7 +384,7 @@ def write_report(report: dict[str, Any]) -> Path | None:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, json.dumps(report, default=str))
     except OSError as exc:
-        print(f"hetero.fault.worker: cannot write the fault report to {path}: {exc} "
+        print(f"hetero.fault.launch.worker_main: cannot write the fault report to {path}: {exc} "
               f"(the supervisor will see exit status {FAULT_EXIT_CODE} without details)", file=sys.stderr)
         return None
     return path

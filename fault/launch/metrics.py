@@ -14,7 +14,7 @@ hetero_faults_total{class,device}  counter   failures by fault class (taxonomy c
                                              hang, error) and device
 hetero_device_quarantined{device}  gauge     1 while the device is quarantined
 hetero_recovery_seconds            histogram failure seen -> first heartbeat after the restart
-hetero_goodput_ratio               gauge     useful step time / wall time (see launch_events)
+hetero_goodput_ratio               gauge     useful step time / wall time (see events)
 hetero_kernel_launches_total{device} counter kernel launches workers reported in heartbeats
 ================================== ========= =================================================
 """

@@ -3,7 +3,7 @@
 Each worker runs in its own session (``start_new_session=True``), so its process group
 holds it and most of what it spawns; stopping it signals the whole group, and after the
 worker exits the group is swept, and so is every process its environment marks as this
-incarnation's (a ``setsid`` child, a daemon: see :mod:`hetero.fault.launch_descendants`), so
+incarnation's (a ``setsid`` child, a daemon: see :mod:`hetero.fault.launch.descendants`), so
 nothing it started outlives it.
 """
 
@@ -26,12 +26,12 @@ from typing import Any
 from hetero.checkpoint import ENV_VERIFIED
 from hetero.device import DeviceInfo
 from hetero.fault import protocol
-from hetero.fault.launch_assign import device_env
-from hetero.fault.launch_descendants import kill_marked
-from hetero.fault.launch_events import Progress
-from hetero.fault.launch_faults import sanitize_report
+from hetero.fault.launch.assign import device_env
+from hetero.fault.launch.descendants import kill_marked
+from hetero.fault.launch.events import Progress
+from hetero.fault.launch.faults import sanitize_report
 
-BOOTSTRAP = "hetero.fault.worker"
+BOOTSTRAP = "hetero.fault.launch.worker_main"
 
 
 def bootstrap_command(command: Sequence[str]) -> list[str]:
@@ -67,7 +67,7 @@ def spawn_standby(env: Mapping[str, str], preload: Sequence[str] = ()) -> Any | 
     """A warm worker interpreter (the bootstrap's ``Standby``: hetero and ``preload`` already
     imported, waiting for its job), or None where the bootstrap has none."""
     try:
-        from hetero.fault.worker import Standby
+        from hetero.fault.launch.worker_main import Standby
     except ImportError:
         return None
     return Standby(env=env, preload=preload)
@@ -212,7 +212,7 @@ class Worker:
                   f"{exc if not isinstance(exc, RecursionError) else 'nested too deeply'}; classifying the "
                   f"failure by its exit status", file=sys.stderr)
             return None
-        return sanitize_report(report) if isinstance(report, dict) else None  # plain fields only: see launch_faults
+        return sanitize_report(report) if isinstance(report, dict) else None  # plain fields only: see faults.py
 
 
 def become_subreaper() -> bool:

@@ -5,8 +5,8 @@ not know about: devices and quarantine, per node.
 
 Each node runs ``hetero-run --nnodes N --node-rank K --rdzv-endpoint HOST:PORT ...``;
 node 0 hosts the rendezvous store at ``HOST:PORT`` (``is_host``). The agent starts one
-*shim* per local rank (``python -m hetero.fault.elastic script.py ...``) which, before it
-``exec``\\ s the worker bootstrap (:mod:`hetero.fault.worker`):
+*shim* per local rank (``python -m hetero.fault.launch.elastic script.py ...``) which, before it
+``exec``\\ s the worker bootstrap (:mod:`hetero.fault.launch.worker_main`):
 
 1. quarantines the devices named by this node's fault reports of the previous attempt
    (a worker that exited 86), so every local rank sees the same quarantine;
@@ -58,7 +58,7 @@ def run_elastic(config: ElasticConfig) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
-    from hetero.fault.launch_events import EventLog
+    from hetero.fault.launch.events import EventLog
 
     config.run_dir.mkdir(parents=True, exist_ok=True)
     log = EventLog(config.events)
@@ -78,7 +78,7 @@ def run_elastic(config: ElasticConfig) -> int:
              policy=config.policy, max_restarts=config.max_restarts, command=config.command)
     code = 1
     try:
-        elastic_launch(launch, sys.executable)(*["-m", "hetero.fault.elastic", *config.command])
+        elastic_launch(launch, sys.executable)(*["-m", "hetero.fault.launch.elastic", *config.command])
         code = 0
     except ChildFailedError as exc:
         for rank, failure in sorted(exc.failures.items()):
@@ -98,11 +98,11 @@ def run_elastic(config: ElasticConfig) -> int:
     return code
 
 
-# -- the per-rank shim (python -m hetero.fault.elastic script.py args...) ---------------------
+# -- the per-rank shim (python -m hetero.fault.launch.elastic script.py args...) ---------------------
 def _quarantine_previous_faults(run_dir: Path, attempt: int, local_rank: int, events: str) -> set[str]:
     """Quarantine the devices of this node's fault reports from attempt ``attempt - 1``;
     their stable ids (read by every local rank alike, so assignments agree)."""
-    from hetero.fault.launch_events import append_event
+    from hetero.fault.launch.events import append_event
 
     bad: set[str] = set()
     if attempt == 0:
@@ -137,8 +137,8 @@ def _quarantine_previous_faults(run_dir: Path, attempt: int, local_rank: int, ev
 
 def shim(argv: list[str]) -> None:
     """Set up this rank's device and protocol environment, then become the worker bootstrap."""
-    from hetero.fault.launch_assign import assign, candidate_devices, device_env, usable
-    from hetero.fault.launch_events import append_event
+    from hetero.fault.launch.assign import assign, candidate_devices, device_env, usable
+    from hetero.fault.launch.events import append_event
 
     settings = json.loads(os.environ[ENV_CONFIG])
     run_dir, events = Path(settings["run_dir"]), settings["events"]
@@ -172,7 +172,7 @@ def shim(argv: list[str]) -> None:
                  restart=attempt, resume_step=resume)
     if attempt and resume is not None:
         append_event(events, "resumed_from_step", worker=rank, device=device.name, step=resume)
-    os.execv(sys.executable, [sys.executable, "-m", "hetero.fault.worker", *argv])
+    os.execv(sys.executable, [sys.executable, "-m", "hetero.fault.launch.worker_main", *argv])
 
 
 def _latest_step(directory: Path) -> int | None:

@@ -153,7 +153,7 @@ def guard_launcher_death() -> None:
     if not set_parent_death_signal(signal.SIGKILL):
         return
     if os.getppid() != launcher:  # it died before the death signal was armed: nobody supervises us
-        print(f"hetero.fault.worker: the launcher (pid {launcher}) is gone; exiting", file=sys.stderr)
+        print(f"hetero.fault.launch.worker_main: the launcher (pid {launcher}) is gone; exiting", file=sys.stderr)
         os._exit(1)
     if not run_id or os.environ.get(ENV_WORKER) is None:
         return  # a standby: it ends on its own when the launcher closes its stdin (or dies)

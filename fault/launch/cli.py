@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hetero.fault.launch_assign import MAX_WORKERS_PER_DEVICE, POLICIES, LaunchError, OptionError
+from hetero.fault.launch.assign import MAX_WORKERS_PER_DEVICE, POLICIES, LaunchError, OptionError
 
 DEFAULT_MAX_RESTARTS = 3
 DEFAULT_HEARTBEAT_TIMEOUT = 300.0
@@ -198,16 +198,16 @@ def _main(argv: Sequence[str] | None) -> int:
     checkpoint_dir = (args.checkpoint_dir or run_dir / "checkpoints").resolve()
     events = (args.events or run_dir / "events.jsonl").resolve()
 
-    from hetero.fault.metrics import Metrics
+    from hetero.fault.launch.metrics import Metrics
 
     metrics = Metrics()
     try:
         if args.metrics_port is not None and args.nnodes == 1 and not args.rdzv_endpoint:
-            from hetero.fault.metrics import serve
+            from hetero.fault.launch.metrics import serve
 
             metrics = serve(args.metrics_port, args.metrics_addr)
         if args.nnodes > 1 or args.rdzv_endpoint:
-            from hetero.fault.elastic import ElasticConfig, run_elastic
+            from hetero.fault.launch.elastic import ElasticConfig, run_elastic
 
             ignored = [name for name, value, default in (
                 ("--heartbeat-timeout", args.heartbeat_timeout, DEFAULT_HEARTBEAT_TIMEOUT),
@@ -223,7 +223,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 nproc=args.nproc, devices=args.devices, policy=args.policy, max_restarts=args.max_restarts,
                 inject=tuple(args.inject), nnodes=args.nnodes, node_rank=args.node_rank,
                 rdzv_endpoint=args.rdzv_endpoint, rdzv_id=args.rdzv_id))
-        from hetero.fault.supervisor import RunConfig, run
+        from hetero.fault.launch.supervisor import RunConfig, run
 
         config = RunConfig(
             command=command, run_dir=run_dir, checkpoint_dir=checkpoint_dir, events=events, nproc=args.nproc,

@@ -1,0 +1,27 @@
+"""``hetero-run``, the launcher: a supervisor process that starts one worker process per device,
+watches it, and restarts it elsewhere from its last checkpoint when it dies, hangs or reports a
+device fault.
+
+The floor above the fault policy (:mod:`hetero.fault`) and the public API it runs (checkpoints):
+nothing below imports it. Which side of the process boundary each module runs on:
+
+==================  ==========  =========================================================
+module              runs in     job
+==================  ==========  =========================================================
+``cli``             supervisor  ``hetero-run``'s command line, building one :class:`LaunchConfig`
+``supervisor``      supervisor  the restart loop (single node)
+``elastic``         supervisor  the same loop across nodes (a rendezvous store)
+``assign``          supervisor  which device each worker gets, and its environment
+``worker_handle``   supervisor  the supervisor's handle on one worker process
+``events``          supervisor  the run's events file and goodput
+``faults``          supervisor  what a worker's fault report says, read without trusting it
+``warmup``          supervisor  checkpoint verification and device warm-up ahead of a restart
+``descendants``     supervisor  finding and killing what a dead worker left running
+``metrics``         supervisor  the Prometheus endpoint
+``worker_main``     worker      the worker's bootstrap (``python -m hetero.fault.launch.worker_main``)
+==================  ==========  =========================================================
+
+What both sides agree on (environment names, exit codes, the heartbeat file) is in
+:mod:`hetero.fault.protocol` and :mod:`hetero.fault.heartbeat`, a floor down, because the
+checkpoint API and the guard speak it too.
+"""
