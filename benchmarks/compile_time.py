@@ -118,13 +118,13 @@ class Phases:
 
     def __init__(self, device: hetero.Device) -> None:
         from hetero import kernels
-        from hetero.compiler import cache, emitters, frontend, passes
+        from hetero.compiler import cache, emit_registry, frontend, passes
 
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
         self.missing: list[str] = []
         self._stack: list[float] = []
-        emitter = emitters.emitter_for(_target(device).dialect)
+        emitter = emit_registry.emitter_for(_target(device).dialect)
         for label, owner, name in (
             ("parse source", frontend, "function_source"),
             ("parse source", frontend, "declared_types"),

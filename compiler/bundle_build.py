@@ -28,8 +28,8 @@ from hetero.types import ArrayType, ScalarType
 from . import frontend, ir, ir_json, passes
 from .bundle import BundleEntry, Manifest, MissingEntry, sha256, write_bundle
 from .cache import Cache
-from .emitter import EmittedSource
-from .emitters import emitter_for
+from .emit_base import EmittedSource
+from .emit_registry import emitter_for
 from .signature import format_signature
 from .source import fingerprint
 from .stats import stats

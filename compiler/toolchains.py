@@ -28,7 +28,7 @@ from hetero._version import __version__
 from hetero.errors import CompileError, KernelBuildError, ToolchainNotFoundError
 
 from .cache import Cache, CacheKey
-from .emitter import EmittedSource
+from .emit_base import EmittedSource
 from .stats import stats
 
 #: Seconds one compiler command may run before it is killed.

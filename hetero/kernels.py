@@ -55,9 +55,9 @@ import numpy as np
 from hetero.array import Array
 from hetero.compiler import bundle_registry, frontend, passes
 from hetero.compiler.cache import CacheKey, default_cache
-from hetero.compiler.emitter import source_from_json, source_to_json
-from hetero.compiler.emitters import emitter_for
-from hetero.compiler.printer import format_function
+from hetero.compiler.emit_base import source_from_json, source_to_json
+from hetero.compiler.emit_registry import emitter_for
+from hetero.compiler.ir_text import format_function
 from hetero.compiler.signature import format_signature, parse_signature
 from hetero.compiler.source import Fingerprint, source_fingerprint
 from hetero.compiler.stats import stats

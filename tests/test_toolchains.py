@@ -14,7 +14,7 @@ import pytest
 import hetero
 from hetero.compiler import toolchains
 from hetero.compiler.cache import Cache, MemoryStorage
-from hetero.compiler.emitter import EmittedSource
+from hetero.compiler.emit_base import EmittedSource
 from hetero.compiler.stats import stats
 from hetero.compiler.toolchains import HIPCC, NVCC, SPIRV, CommandToolchain, run_tool
 
