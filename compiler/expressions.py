@@ -30,6 +30,9 @@ class DeviceFunctions(Protocol):
     """Where a call lowers its device function (:class:`hetero.compiler.frontend.Program` is one):
     declared here so that this module never imports the frontend that mixes it in."""
 
+    #: The device functions lowered so far, callees before their callers.
+    order: list[ir.Function]
+
     def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType],
                  caller: FunctionSource, node: ast.AST) -> ir.Function:
         """``callee`` lowered for argument ``types`` (once per types); errors point at ``node`` in ``caller``."""

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import run_python
+
 from hetero.compiler.cache import Cache, CacheKey, DiskStorage, MemoryStorage, default_cache, reset_default_cache
 from hetero.config import CacheBounds, load_config, reload_config
 from hetero.errors import ConfigError

@@ -115,7 +115,12 @@ def test_an_offline_build_keys_its_artifact_with_compile_key(monkeypatch: pytest
 def test_a_bundle_build_goes_through_the_pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     lowered: list[Any] = []
     real = pipeline.lower
-    monkeypatch.setattr(pipeline, "lower", lambda py_func, types: lowered.append(types) or real(py_func, types))
+
+    def counted(py_func: Any, types: Any) -> Any:
+        lowered.append(types)
+        return real(py_func, types)
+
+    monkeypatch.setattr(pipeline, "lower", counted)
     types = parse_signature("f32[:], f32[:]")[1]
     report = build_bundle([KernelSpec(scale.py_func, (types,))], [BuildTarget("cpu", "any")], tmp_path / "b.hbundle",
                           progress=None)
