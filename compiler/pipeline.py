@@ -5,7 +5,8 @@ vendor's compiler -> artifact, with one cache-key scheme, for launches (JIT) and
 the product is made from (``ir``: the kernel's source fingerprint for a record, the sha256 of
 the emitted source for an artifact), dialect, target arch, toolchain version, options, hetero
 version, and as extra parts the ``stage`` (``record`` or ``artifact``), the kernel signature,
-the aliasing variant (``restrict`` or ``may-alias``), the compiling tool and the artifact kind.
+the target's features (``fp64``, ``fp16``, ``int64_atomics``: what the emitter may use), the
+aliasing variant (``restrict`` or ``may-alias``), the compiling tool and the artifact kind.
 
 - A launch (:func:`compile_for_device`) reads a *record* (the emitted source and its artifact
   key, keyed by the source fingerprint, so a warm process skips the frontend and the emitter),
@@ -22,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from hetero.plugin import DeviceRuntime
@@ -52,8 +53,8 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def compile_key(stage: str, made_from: str, *, dialect: str, arch: str, toolchain: str,
-                options: Sequence[str] = (), signature: str = "", restrict: bool = True,
-                tool: str = RUNTIME_TOOL, kind: str = "") -> CacheKey:
+                options: Sequence[str] = (), signature: str = "", features: Iterable[str] = (),
+                restrict: bool = True, tool: str = RUNTIME_TOOL, kind: str = "") -> CacheKey:
     """The cache key of one compile product: a ``record`` (``made_from`` is the kernel's source
     fingerprint digest; ``signature`` is required) or an ``artifact`` (``made_from`` is the
     emitted source text, hashed here). ``restrict=False`` is the variant whose array
@@ -62,8 +63,8 @@ def compile_key(stage: str, made_from: str, *, dialect: str, arch: str, toolchai
         raise ValueError(f"compile_key: stage must be one of {_STAGES}, got {stage!r}")
     if stage == RECORD and not signature:
         raise ValueError("compile_key: a record key needs the kernel signature it was emitted for")
-    parts = {"stage": stage, "signature": signature, "aliasing": "restrict" if restrict else "may-alias",
-             "tool": tool, "kind": kind}
+    parts = {"stage": stage, "signature": signature, "features": ",".join(sorted(features)),
+             "aliasing": "restrict" if restrict else "may-alias", "tool": tool, "kind": kind}
     if stage == RECORD:
         return CacheKey(made_from, dialect, arch, toolchain, tuple(options), extra=tuple(parts.items()))
     return CacheKey.from_ir(made_from, dialect=dialect, target=arch, toolchain=toolchain, options=options, **parts)
@@ -135,7 +136,8 @@ def compile_for_device(py_func: Callable[..., Any], types: tuple[ParamType, ...]
     # source fingerprint, so it is used only when every value the source resolves is keyed.
     use_record = prebuilt is None and fingerprint.keyed
     record_key = compile_key(RECORD, fingerprint.digest, dialect=target.dialect, arch=target.arch,
-                             toolchain=target.toolchain, signature=signature, restrict=restrict)
+                             toolchain=target.toolchain, signature=signature, features=target.features,
+                             restrict=restrict)
     recorded = _read_record(cache, record_key) if use_record else None
     if recorded is not None:
         source, key_digest = recorded
@@ -147,7 +149,7 @@ def compile_for_device(py_func: Callable[..., Any], types: tuple[ParamType, ...]
             stats.add("emitted")
         key_digest = compile_key(ARTIFACT, source.text, dialect=target.dialect, arch=target.arch,
                                  toolchain=target.toolchain, options=source.options, signature=signature,
-                                 restrict=restrict).digest
+                                 features=target.features, restrict=restrict).digest
         if use_record:
             cache.put(record_key, json.dumps({"source": source_to_json(source), "key": key_digest}).encode())
     from_bundle = prebuilt is not None and prebuilt.entry is not None

@@ -21,12 +21,14 @@ from hetero.compiler.source import source_fingerprint
 from hetero.compiler.toolchains import CommandToolchain
 
 BASE: dict[str, Any] = {"dialect": "opencl", "arch": "dev-1", "toolchain": "driver 1", "options": ("-O2",),
-                        "signature": "k(f32[:])", "restrict": True, "tool": "runtime", "kind": ""}
+                        "signature": "k(f32[:])", "features": ("fp64",), "restrict": True, "tool": "runtime",
+                        "kind": ""}
 
 
 @pytest.mark.parametrize(("part", "other"), [
     ("dialect", "cuda"), ("arch", "dev-2"), ("toolchain", "driver 2"), ("options", ("-O3",)),
-    ("signature", "k(f64[:])"), ("restrict", False), ("tool", "nvcc"), ("kind", "fatbin"),
+    ("signature", "k(f64[:])"), ("features", ("fp64", "int64_atomics")), ("restrict", False), ("tool", "nvcc"),
+    ("kind", "fatbin"),
 ])
 def test_every_part_changes_the_key(part: str, other: Any) -> None:
     for stage in (RECORD, ARTIFACT):
