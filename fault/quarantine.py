@@ -44,9 +44,10 @@ from typing import Any
 from hetero.config import get_config
 from hetero.device import Device, DeviceInfo, HealthState
 from hetero.errors import HeteroError
-from hetero.files import atomic_write, locked
 from hetero.fault import event_bus
 from hetero.fault.taxonomy import FaultClass, ttl_for
+from hetero.files import atomic_write, locked
+from hetero.scheduler.inputs import QUARANTINED_IDS
 
 log = logging.getLogger("hetero.fault.quarantine")
 
@@ -477,3 +478,6 @@ def auto_release(devices: Iterable[Device]) -> list[Entry]:
         event_bus.publish("released", device=released.name, stable_id=released.stable_id,
                           why="expired and healthy", fault_class=released.fault_class)
     return gone
+
+
+QUARANTINED_IDS.register(quarantined_ids)  # the scheduler's one quarantine query (see hetero.hooks)

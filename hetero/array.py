@@ -25,7 +25,7 @@ from hetero import dtypes
 from hetero.device import Device
 from hetero.errors import ArrayError, HeteroError
 from hetero.registry import device as resolve_device
-from hetero.scheduler.context import task_getter
+from hetero.scheduler import context as _tasks
 from hetero.scheduler.usage import LEDGER
 from hetero.types import ArrayType, scalar_type
 
@@ -33,7 +33,6 @@ _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
 # Byte offsets are signed 64-bit in every runtime (ptrdiff_t on the host, cl_long/ssize_t
 # in kernels): an array past this could not be indexed, so it is refused before allocating.
 MAX_BYTES = 2**63 - 1
-_current_task = task_getter()  # the scheduler task allocations are accounted to (None: no bookkeeping); see set_process_task
 
 
 class Array:
@@ -196,7 +195,7 @@ def empty(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str |
     dims = _shape(shape)
     kind = dtypes.as_dtype(dtype)
     nbytes = _byte_size(dims, kind)
-    task = _current_task()
+    task = _tasks.allocation_task()  # the scheduler task this is accounted to (None: no bookkeeping)
     if task is not None and nbytes:  # inside a scheduler task: quota checked before the vendor allocator, released on free
         return task.allocate(target, nbytes, lambda buffer: Array(buffer, target, dims, kind))
     if not nbytes:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     )
     from hetero.scheduler.policies import KIND_WEIGHT, Policy, Ranking, get_policy, rank, static_speed
     from hetero.scheduler.quota import Task, current_task, set_process_task, task
+    from hetero.scheduler.failover import replacement
     from hetero.scheduler.request import PRIORITIES, Candidate, CostModel, Request, format_size, parse_size
     from hetero.scheduler.usage import LEDGER, DeviceLoad
 
@@ -45,6 +46,7 @@ _LAZY = {
     "Request": "request", "Candidate": "request", "CostModel": "request", "PRIORITIES": "request",
     "parse_size": "request", "format_size": "request",
     "LEDGER": "usage", "DeviceLoad": "usage",
+    "replacement": "failover",
 }
 
 
@@ -61,5 +63,5 @@ __all__ = [
     "KIND_WEIGHT", "LEDGER", "PRIORITIES", "Candidate", "CostModel", "DeviceLoad", "Explanation", "NoDeviceAvailable",
     "Policy", "Ranking", "Request", "Row", "Task", "assign", "auto_device", "current_task", "decide", "explain",
     "forget_decisions", "format_size", "get_cost_model", "get_policy", "live_candidates", "parse_size", "place", "rank",
-    "set_process_task", "static_speed", "task", "use_cost_model",
+    "replacement", "set_process_task", "static_speed", "task", "use_cost_model",
 ]

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from hetero.registry import APPLY_QUOTA
 from hetero.scheduler import context
 from hetero.scheduler.context import CURRENT_TASK
 from hetero.scheduler.request import PRIORITIES, PRIORITY_RANK, parse_size
@@ -281,3 +282,6 @@ def apply_torch_fractions() -> None:
         elif index in _TORCH_SET:
             torch.cuda.set_per_process_memory_fraction(1.0, index)
             _TORCH_SET.discard(index)
+
+
+APPLY_QUOTA.register(apply_configured_quota)  # the registry applies HETERO_QUOTA before any backend opens
