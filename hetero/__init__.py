@@ -56,6 +56,7 @@ from hetero.registry import CHECK_REQUEST as _CHECK_REQUEST
 from hetero.registry import RUNTIMES_OPENED as _RUNTIMES_OPENED
 from hetero.kernel_hooks import SPLIT_KERNEL as _SPLIT_KERNEL
 from hetero.scheduler.inputs import QUARANTINED_IDS as _QUARANTINED_IDS
+from hetero.scheduler.inputs import QUOTAS_CHANGED as _QUOTAS_CHANGED
 from hetero.scheduler.inputs import SUBSCRIBE as _SUBSCRIBE
 
 # The floors join here. A lower floor asks through a hook what a floor above answers; each
@@ -68,6 +69,7 @@ _RUNTIMES_OPENED.provided_by("hetero.fault.injection")
 _QUARANTINED_IDS.provided_by("hetero.fault.quarantine")
 _SUBSCRIBE.provided_by("hetero.fault.event_bus")
 _SPLIT_KERNEL.provided_by("hetero.split")
+_QUOTAS_CHANGED.provided_by("hetero.torch_memory")
 
 
 if TYPE_CHECKING:

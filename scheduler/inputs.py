@@ -1,7 +1,8 @@
-"""What the scheduler reads from the floor above it: which devices are quarantined, and when
-that may have changed. The fault floor registers both when :mod:`hetero.fault.quarantine` and
-:mod:`hetero.fault.event_bus` are imported (see :mod:`hetero.hooks`); the package's ``__init__``
-names them as providers, so the first placement loads them.
+"""What the scheduler reads from the floors above it (which devices are quarantined, and when
+that may have changed) and tells them (the tasks' memory quotas changed). The modules above
+register each hook when imported (see :mod:`hetero.hooks`): :mod:`hetero.fault.quarantine`,
+:mod:`hetero.fault.event_bus`, :mod:`hetero.torch_memory`; the package's ``__init__`` names them as
+providers, so the first question loads them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,12 @@ QUARANTINED_IDS: Hook[Callable[[], frozenset[str]]] = Hook(
 #: now on (hetero.fault.event_bus): the ``"auto"`` cache re-reads the quarantine when one arrives.
 SUBSCRIBE: Hook[Callable[[Sequence[str]], Any]] = Hook(
     "subscribe_events", "subscribes to this process's fault events")
+
+#: Called when a task with a memory quota starts or ends, with a function listing the tasks active
+#: now: hetero.torch_memory sets torch's CUDA memory fractions to match (the scheduler imports no
+#: vendor library).
+QUOTAS_CHANGED: Hook[Callable[[Callable[[], Sequence[Any]]], None]] = Hook(
+    "quotas_changed", "applies the active tasks' memory quotas to libraries that allocate by themselves")
 
 
 def quarantined_ids() -> frozenset[str]:

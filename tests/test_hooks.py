@@ -46,10 +46,10 @@ def test_an_unanswered_hook_names_itself_and_the_remedy() -> None:
 def test_import_hetero_answers_every_hook_of_the_floors_below_without_loading_them() -> None:
     code = ("import sys, hetero\n"
             "from hetero.registry import APPLY_QUOTA, AUTO_DEVICE, CHECK_REQUEST, RUNTIMES_OPENED\n"
-            "from hetero.scheduler.inputs import QUARANTINED_IDS, SUBSCRIBE\n"
+            "from hetero.scheduler.inputs import QUARANTINED_IDS, QUOTAS_CHANGED, SUBSCRIBE\n"
             "from hetero.kernel_hooks import SPLIT_KERNEL\n"
             "from hetero.device import FIND_DEVICE\n"
-            "hooks = [APPLY_QUOTA, AUTO_DEVICE, CHECK_REQUEST, RUNTIMES_OPENED, QUARANTINED_IDS, SUBSCRIBE, SPLIT_KERNEL]\n"
+            "hooks = [APPLY_QUOTA, AUTO_DEVICE, CHECK_REQUEST, RUNTIMES_OPENED, QUARANTINED_IDS, QUOTAS_CHANGED, SUBSCRIBE, SPLIT_KERNEL]\n"
             "assert all(h._provider for h in hooks), [h for h in hooks if not h._provider]\n"
             "assert FIND_DEVICE.loaded\n"
             "loaded = [m for m in ('hetero.scheduler.placement', 'hetero.fault.quarantine', 'hetero.split',"
