@@ -58,6 +58,7 @@ from hetero.fault.launch.worker_handle import (
     warm_modules,
 )
 from hetero.fault.launch.metrics import Metrics
+from hetero.fault.launch.worker_main import WarmStandby
 from hetero.fault.protocol import ENV_LAUNCHER_PID, ENV_RUN_ID, FAULT_EXIT_CODE
 
 POLL_SECONDS = 0.05
@@ -87,7 +88,7 @@ class RunConfig:
     grace: float = 5.0
     master_addr: str = "127.0.0.1"
     master_port: int | None = None
-    standby: bool = True  # start workers' interpreters ahead of need (hetero.fault.launch.worker_main.Standby)
+    standby: bool = True  # start workers' interpreters ahead of need (hetero.fault.launch.worker_main.WarmStandby)
     preload: tuple[str, ...] = ()  # modules a standby imports while it waits (e.g. torch)
 
 
@@ -105,7 +106,7 @@ class Supervisor:
         self._quarantined_seen: frozenset[str] = frozenset()
         self._excluded: set[str] = set()  # stable ids this run quarantined: never reused
         self._next_quarantine_poll = 0.0
-        self._standbys: list[Any] = []  # started ahead: the first workers', then one reserve
+        self._standbys: list[WarmStandby] = []  # started ahead: the first workers', then one reserve
         self._last_start = 0.0
         self._abandoned: list[Any] = []  # processes SIGKILL could not end (reaped at exit if they die)
         self.warmup = Warmup()  # checkpoints verified and spare devices' health probed ahead of a restart
@@ -129,7 +130,7 @@ class Supervisor:
             self.base_env = self._base_env()
             if config.standby:  # their start-up overlaps device discovery
                 early = min(config.nproc, EARLY_STANDBYS)
-                self._standbys = [s for s in (self._spawn_standby() for _ in range(early)) if s is not None]
+                self._standbys = [self._spawn_standby() for _ in range(early)]
             discovery = time.monotonic()
             self.candidates = candidate_devices(config.devices)
             self._quarantined_seen = quarantined_ids() & {d.stable_id for d in self.candidates}
@@ -186,11 +187,7 @@ class Supervisor:
                 self._probed = True  # the devices a restart may move to: their first health check, ahead
                 self.warmup.probe(d.name for d in usable(self.candidates, self._excluded))
             if self.config.standby and not self._standbys and now - self._last_start > RESERVE_AFTER_SECONDS:
-                reserve = self._spawn_standby(warm=True)  # the next restart starts warm
-                if reserve is None:
-                    self.config.standby = False
-                else:
-                    self._standbys.append(reserve)
+                self._standbys.append(self._spawn_standby(warm=True))  # the next restart starts warm
             wait_for_exit([w for w in self.workers if w.alive], POLL_SECONDS)  # wakes at once on an exit
 
     # -- watching ------------------------------------------------------------------------
@@ -389,7 +386,7 @@ class Supervisor:
         if worker.resume_step is not None:  # a restart, or a first start in an earlier run's --checkpoint-dir
             self.log.emit("resumed_from_step", worker=worker.rank, device=worker.device.name, step=worker.resume_step)
 
-    def _spawn_standby(self, warm: bool = False) -> Any | None:
+    def _spawn_standby(self, warm: bool = False) -> WarmStandby:
         """A standby; ``warm``: also importing what device discovery imported here (for a reserve,
         started once things are calm: the first workers' standbys must be ready at once)."""
         return spawn_standby(self.base_env, (*self.config.preload, *(warm_modules() if warm else ())))

@@ -30,6 +30,7 @@ from hetero.fault.launch.assign import device_env
 from hetero.fault.launch.descendants import kill_marked
 from hetero.fault.launch.events import Progress
 from hetero.fault.launch.faults import sanitize_report
+from hetero.fault.launch.worker_main import WarmStandby
 
 BOOTSTRAP = "hetero.fault.launch.worker_main"
 
@@ -63,14 +64,10 @@ def warm_modules() -> list[str]:
     return [m for m in WARM_MODULES if m in loaded] + sorted(m for m in loaded if m.startswith("hetero.backends."))
 
 
-def spawn_standby(env: Mapping[str, str], preload: Sequence[str] = ()) -> Any | None:
-    """A warm worker interpreter (the bootstrap's ``Standby``: hetero and ``preload`` already
-    imported, waiting for its job), or None where the bootstrap has none."""
-    try:
-        from hetero.fault.launch.worker_main import Standby
-    except ImportError:
-        return None
-    return Standby(env=env, preload=preload)
+def spawn_standby(env: Mapping[str, str], preload: Sequence[str] = ()) -> WarmStandby:
+    """A warm worker interpreter (the bootstrap's :class:`WarmStandby`: hetero and ``preload``
+    already imported, waiting for its job)."""
+    return WarmStandby(env=env, preload=preload)
 
 
 @dataclasses.dataclass
@@ -102,7 +99,7 @@ class Worker:
         return self.proc is not None
 
     def start(self, argv: Sequence[str], run_dir: Path, base_env: Mapping[str, str],
-              dist: Mapping[str, str], standby: Any | None = None, command: Sequence[str] = ()) -> None:
+              dist: Mapping[str, str], standby: WarmStandby | None = None, command: Sequence[str] = ()) -> None:
         """Start a new incarnation on ``self.device`` (fresh heartbeat and report files): hand
         ``command`` to ``standby`` when given and alive, else run ``argv`` afresh."""
         self.heartbeat_file = run_dir / f"heartbeat-{self.rank}-{self.restarts}.json"
