@@ -102,6 +102,7 @@ def run_elastic(config: ElasticConfig) -> int:
 def _quarantine_previous_faults(run_dir: Path, attempt: int, local_rank: int, events: str) -> set[str]:
     """Quarantine the devices of this node's fault reports from attempt ``attempt - 1``;
     their stable ids (read by every local rank alike, so assignments agree)."""
+    from hetero.fault import quarantine
     from hetero.fault.launch.events import append_event
 
     bad: set[str] = set()
@@ -119,14 +120,9 @@ def _quarantine_previous_faults(run_dir: Path, attempt: int, local_rank: int, ev
             continue
         bad.add(stable_id)
         if local_rank == 0:  # one record per fault, not one per local rank
-            try:
-                from hetero.fault import quarantine
-
-                quarantine.add(stable_id, f"{report.get('error_type')}: {report.get('message')}"[:500],
-                               report.get("fault_class") or "context-corrupting", ttl=report.get("ttl"),
-                               name=name, injected=bool(report.get("injected")))
-            except ImportError:
-                pass
+            quarantine.add(stable_id, f"{report.get('error_type')}: {report.get('message')}"[:500],
+                           report.get("fault_class") or "context-corrupting", ttl=report.get("ttl"),
+                           name=name, injected=bool(report.get("injected")))
             append_event(events, "fault_detected", worker=report.get("worker"), device=name,
                          fault_class=report.get("fault_class"), error_type=report.get("error_type"),
                          code=report.get("code"), message=report.get("message"))
@@ -137,6 +133,7 @@ def _quarantine_previous_faults(run_dir: Path, attempt: int, local_rank: int, ev
 
 def shim(argv: list[str]) -> None:
     """Set up this rank's device and protocol environment, then become the worker bootstrap."""
+    from hetero.checkpoint import latest_step
     from hetero.fault.launch.assign import assign, candidate_devices, device_env, usable
     from hetero.fault.launch.events import append_event
 
@@ -165,7 +162,7 @@ def shim(argv: list[str]) -> None:
     (run_dir / f"assignment-{local_rank}-{attempt}.json").write_text(
         json.dumps({"device": device.name, "stable_id": device.stable_id, "rank": rank}))
     env.pop(protocol.ENV_RESUME_STEP, None)
-    resume = _latest_step(checkpoint_dir)
+    resume = latest_step(checkpoint_dir)
     if resume is not None:
         env[protocol.ENV_RESUME_STEP] = str(resume)
     append_event(events, "worker_started", worker=rank, local_rank=local_rank, device=device.name, pid=os.getpid(),
@@ -173,14 +170,6 @@ def shim(argv: list[str]) -> None:
     if attempt and resume is not None:
         append_event(events, "resumed_from_step", worker=rank, device=device.name, step=resume)
     os.execv(sys.executable, [sys.executable, "-m", "hetero.fault.launch.worker_main", *argv])
-
-
-def _latest_step(directory: Path) -> int | None:
-    try:
-        from hetero.checkpoint import latest_step
-    except ImportError:
-        return None
-    return latest_step(directory)
 
 
 if __name__ == "__main__":

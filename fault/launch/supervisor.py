@@ -32,6 +32,7 @@ from typing import Any
 
 from hetero.device import DeviceInfo
 from hetero.errors import HeteroError
+from hetero.fault import quarantine
 from hetero.fault.launch.assign import (
     OptionError,
     assign,
@@ -116,9 +117,7 @@ class Supervisor:
     # -- the run -------------------------------------------------------------------------
     def run(self) -> int:
         """Run to the end; quarantines for injected faults stay within the run (its drill store)."""
-        from hetero.fault.quarantine import run_scope
-
-        with run_scope(self.config.run_dir):
+        with quarantine.run_scope(self.config.run_dir):
             return self._run()
 
     def _run(self) -> int:
@@ -303,14 +302,9 @@ class Supervisor:
 
     def _quarantine(self, device: DeviceInfo, report: dict[str, Any], fault_class: str, ttl: float | None) -> None:
         why = f"{report.get('error_type')}: {report.get('message')}"[:500]
-        try:
-            from hetero.fault import quarantine
-
-            entry = quarantine.add(device, why, fault_class, ttl=ttl, name=device.name,
-                                   injected=bool(report.get("injected")), quiet=True)  # announced below
-            scope = " for this drill" if entry.drill else ""
-        except ImportError:
-            scope = ""  # no quarantine store: this run still never reuses the device (see _excluded)
+        entry = quarantine.add(device, why, fault_class, ttl=ttl, name=device.name,
+                               injected=bool(report.get("injected")), quiet=True)  # announced below
+        scope = " for this drill" if entry.drill else ""
         self._excluded.add(device.stable_id)
         self._quarantined_seen = self._quarantined_seen | {device.stable_id}
         if device.name not in self.summary.quarantined:
@@ -364,9 +358,7 @@ class Supervisor:
     # -- starting and stopping -----------------------------------------------------------
     def _base_env(self) -> dict[str, str]:
         env = dict(os.environ)
-        from hetero.fault.quarantine import drill_store
-
-        env["HETERO_DRILL_QUARANTINE"] = str(drill_store())  # the run's drill scope, shared with its workers
+        env["HETERO_DRILL_QUARANTINE"] = str(quarantine.drill_store())  # the run's drill scope, shared with its workers
         env[ENV_RUN_ID] = self.run_id
         env[ENV_LAUNCHER_PID] = str(os.getpid())  # the bootstrap dies with this process (PR_SET_PDEATHSIG)
         if self.config.inject:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.util
 import json
 import os
 import select
@@ -37,16 +36,8 @@ BOOTSTRAP = "hetero.fault.launch.worker_main"
 
 def bootstrap_command(command: Sequence[str]) -> list[str]:
     """The argv that runs the user's ``script.py args`` / ``-m module args`` under the worker
-    bootstrap (fault reports, heartbeat flush); the bare script if the bootstrap is absent."""
-    if has_bootstrap():
-        return [sys.executable, "-m", BOOTSTRAP, *command]
-    print(f"hetero-run: warning: {BOOTSTRAP} is not installed; workers run without fault reports",
-          file=sys.stderr)
-    return [sys.executable, *command]
-
-
-def has_bootstrap() -> bool:
-    return importlib.util.find_spec(BOOTSTRAP) is not None
+    bootstrap (fault reports, heartbeat flush)."""
+    return [sys.executable, "-m", BOOTSTRAP, *command]
 
 
 #: Modules a reserve standby imports ahead of a restart, when this launcher has them loaded: what
