@@ -22,7 +22,6 @@ is per node agent, and hangs are left to the collective library's timeouts.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -30,33 +29,18 @@ import sys
 from pathlib import Path
 
 from hetero.fault import protocol
+from hetero.fault.launch.config import LaunchConfig
 
 ENV_CONFIG = "HETERO_ELASTIC_CONFIG"  # the launcher's settings, JSON, for the shims
 
 
-@dataclasses.dataclass
-class ElasticConfig:
-    command: list[str]
-    run_dir: Path
-    checkpoint_dir: Path
-    events: Path
-    nproc: int
-    devices: str | None
-    policy: str
-    max_restarts: int
-    inject: tuple[str, ...]
-    nnodes: int
-    node_rank: int
-    rdzv_endpoint: str
-    rdzv_id: str = "hetero"
-    rdzv_timeout: int = 300
-
-
-def run_elastic(config: ElasticConfig) -> int:
-    """Run this node's workers under torch elastic's agent; the exit status of the node."""
+def run_elastic(config: LaunchConfig) -> int:
+    """Run this node's workers under torch elastic's agent (``config.nodes`` says where this node
+    stands in the job); the exit status of the node."""
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+    from torch.distributed.launcher.api import LaunchConfig as TorchLaunchConfig
+    from torch.distributed.launcher.api import elastic_launch
 
     from hetero.fault.launch.events import EventLog
 
@@ -68,13 +52,14 @@ def run_elastic(config: ElasticConfig) -> int:
     if config.inject:
         rules = [r for r in os.environ.get("HETERO_FAULTS", "").split(";") if r.strip()]
         os.environ["HETERO_FAULTS"] = ";".join([*rules, *config.inject])
-    launch = LaunchConfig(
-        min_nodes=config.nnodes, max_nodes=config.nnodes, nproc_per_node=config.nproc,
-        run_id=config.rdzv_id, rdzv_backend="c10d", rdzv_endpoint=config.rdzv_endpoint,
-        rdzv_configs={"is_host": config.node_rank == 0, "timeout": config.rdzv_timeout},
+    nodes = config.nodes
+    launch = TorchLaunchConfig(
+        min_nodes=nodes.count, max_nodes=nodes.count, nproc_per_node=config.nproc,
+        run_id=nodes.rdzv_id, rdzv_backend="c10d", rdzv_endpoint=nodes.rdzv_endpoint or "",
+        rdzv_configs={"is_host": nodes.rank == 0, "timeout": nodes.rdzv_timeout},
         max_restarts=config.max_restarts, monitor_interval=0.1, start_method="spawn")
-    log.emit("run_started", run_dir=str(config.run_dir), nproc=config.nproc, nnodes=config.nnodes,
-             node_rank=config.node_rank, rdzv_endpoint=config.rdzv_endpoint, devices=config.devices,
+    log.emit("run_started", run_dir=str(config.run_dir), nproc=config.nproc, nnodes=nodes.count,
+             node_rank=nodes.rank, rdzv_endpoint=nodes.rdzv_endpoint, devices=config.devices,
              policy=config.policy, max_restarts=config.max_restarts, command=config.command)
     code = 1
     try:
@@ -85,15 +70,15 @@ def run_elastic(config: ElasticConfig) -> int:
             log.emit("worker_exited", worker=rank, returncode=failure.exitcode, reason="failed",
                      message=str(failure.message)[:500])
         log.emit("gave_up", worker=None, reason=f"torch elastic: --max-restarts {config.max_restarts} used up")
-        print(f"hetero-run: node {config.node_rank}: workers failed after {config.max_restarts} restarts:\n"
+        print(f"hetero-run: node {nodes.rank}: workers failed after {config.max_restarts} restarts:\n"
               f"{exc.format_msg()}", file=sys.stderr)
     except SignalException as exc:
         log.emit("shutdown", signal=signal.Signals(exc.sigval).name)
         code = 128 + int(exc.sigval)
     finally:
-        log.emit("finished", returncode=code, node_rank=config.node_rank)
+        log.emit("finished", returncode=code, node_rank=nodes.rank)
         log.close()
-        print(f"hetero-run: node {config.node_rank} finished with exit status {code}; events: {config.events}",
+        print(f"hetero-run: node {nodes.rank} finished with exit status {code}; events: {config.events}",
               file=sys.stderr)
     return code
 

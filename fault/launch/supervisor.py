@@ -20,14 +20,12 @@ the run fails.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from hetero.device import DeviceInfo
@@ -43,9 +41,11 @@ from hetero.fault.launch.assign import (
     replacement,
     usable,
 )
+from hetero.fault.launch.config import LaunchConfig
 from hetero.fault.launch.descendants import kill_marked, new_run_id
 from hetero.fault.launch.events import EventLog, Progress, Summary
 from hetero.fault.launch.faults import classify_report
+from hetero.fault.launch.metrics import Metrics
 from hetero.fault.launch.warmup import Warmup
 from hetero.fault.launch.worker_handle import (
     Worker,
@@ -58,7 +58,6 @@ from hetero.fault.launch.worker_handle import (
     wait_for_exit,
     warm_modules,
 )
-from hetero.fault.launch.metrics import Metrics
 from hetero.fault.launch.worker_main import WarmStandby
 from hetero.fault.protocol import ENV_LAUNCHER_PID, ENV_RUN_ID, FAULT_EXIT_CODE
 
@@ -71,37 +70,16 @@ QUARANTINE_POLL_SECONDS = 1.0
 EARLY_STANDBYS = 8
 
 
-@dataclasses.dataclass
-class RunConfig:
-    """Everything a run needs, resolved from the command line (see :mod:`hetero.fault.launch.cli`)."""
-
-    command: list[str]  # ["script.py", *args] or ["-m", "module", *args]
-    run_dir: Path
-    checkpoint_dir: Path
-    events: Path | None
-    nproc: int = 1
-    devices: str | None = None
-    policy: str = "spread"
-    max_restarts: int = 3
-    heartbeat_timeout: float = 300.0  # 0: never a hang
-    restart: str = "worker"  # or "group"
-    inject: tuple[str, ...] = ()
-    grace: float = 5.0
-    master_addr: str = "127.0.0.1"
-    master_port: int | None = None
-    standby: bool = True  # start workers' interpreters ahead of need (hetero.fault.launch.worker_main.WarmStandby)
-    preload: tuple[str, ...] = ()  # modules a standby imports while it waits (e.g. torch)
-
-
 class Supervisor:
     """Runs one job to completion, failure, or a stop signal. Use :meth:`run`."""
 
-    def __init__(self, config: RunConfig, metrics: Metrics | None = None) -> None:
+    def __init__(self, config: LaunchConfig, metrics: Metrics | None = None) -> None:
         self.config = config
         self.metrics = metrics or Metrics()
         self.log = EventLog(config.events)
         self.summary = Summary(nproc=config.nproc)
         self.stop_signal: int | None = None  # set from a signal handler
+        self.grace = config.grace  # seconds from SIGTERM to SIGKILL; a second Ctrl-C makes it 0
         self.workers: list[Worker] = []
         self.candidates: list[DeviceInfo] = []
         self._quarantined_seen: frozenset[str] = frozenset()
@@ -206,7 +184,7 @@ class Supervisor:
             assert worker.proc is not None
             kill_group(worker.proc.pid, signal.SIGKILL)
             codes: dict[int, int] = {}
-            await_exits([worker], codes, max(self.config.grace, 1.0))
+            await_exits([worker], codes, max(self.grace, 1.0))
             code = codes.get(worker.rank)
             if code is None:  # stuck in an uninterruptible driver call: leave it, restart elsewhere
                 print(f"hetero-run: worker {worker.rank} (pid {worker.proc.pid}) does not die after SIGKILL; "
@@ -264,7 +242,7 @@ class Supervisor:
             failed = [worker]
             if self.config.restart == "group":
                 others = [w for w in self.workers if w is not worker and w.alive]
-                for rank, other_code in stop_workers(others, self.config.grace).items():
+                for rank, other_code in stop_workers(others, self.grace).items():
                     self.log.emit("worker_exited", worker=rank, device=self.workers[rank].device.name,
                                   returncode=other_code, signal=_signal_name(other_code), reason="group-restart",
                                   runtime_s=round(now - self.workers[rank].started, 3))
@@ -392,7 +370,7 @@ class Supervisor:
         self._retire_standbys()
         live = [w for w in self.workers if w.alive]
         now = time.monotonic()
-        for rank, code in stop_workers(live, self.config.grace).items():
+        for rank, code in stop_workers(live, self.grace).items():
             worker = self.workers[rank]
             self.log.emit("worker_exited", worker=rank, device=worker.device.name, returncode=code,
                           signal=_signal_name(code), reason="stopped",
@@ -428,14 +406,15 @@ def _signal_name(code: int) -> str | None:
         return f"signal {-code}"
 
 
-def run(config: RunConfig, metrics: Metrics | None = None, handle_signals: Sequence[int] = ()) -> int:
+def run(config: LaunchConfig, metrics: Metrics | None = None, handle_signals: Sequence[int] = ()) -> int:
     """Run ``config`` under a :class:`Supervisor`; ``handle_signals`` (e.g. SIGINT, SIGTERM) stop it
-    cleanly: workers get SIGTERM, then SIGKILL after ``config.grace`` seconds."""
+    cleanly: workers get SIGTERM, then SIGKILL after ``config.grace`` seconds (at once after a
+    second signal)."""
     supervisor = Supervisor(config, metrics)
 
     def on_signal(signum: int, frame: object) -> None:
         if supervisor.stop_signal is not None:  # a second Ctrl-C: no more grace
-            config.grace = 0.0
+            supervisor.grace = 0.0
         supervisor.stop_signal = signum
 
     previous = {sig: signal.signal(sig, on_signal) for sig in handle_signals}
