@@ -161,7 +161,7 @@ def _main(argv: Sequence[str] | None) -> int:
             metrics = serve(config.metrics_port, config.metrics_addr)
         from hetero.fault.launch.supervisor import run
 
-        return run(config, metrics, handle_signals=(signal.SIGINT, signal.SIGTERM))
+        return run(config, metrics, handle_signals=(signal.SIGINT, signal.SIGTERM)).exit_code
     except OptionError as exc:
         print(f"hetero-run: error: {exc}", file=sys.stderr)
         return 2

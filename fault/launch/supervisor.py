@@ -46,6 +46,7 @@ from hetero.fault.launch.descendants import kill_marked, new_run_id
 from hetero.fault.launch.events import EventLog, Progress, Summary
 from hetero.fault.launch.faults import classify_report
 from hetero.fault.launch.metrics import Metrics
+from hetero.fault.launch.state import Failure, RunResult, WorkerResult, WorkerState
 from hetero.fault.launch.warmup import Warmup
 from hetero.fault.launch.worker_handle import (
     Worker,
@@ -90,19 +91,23 @@ class Supervisor:
         self._abandoned: list[Any] = []  # processes SIGKILL could not end (reaped at exit if they die)
         self.warmup = Warmup()  # checkpoints verified and spare devices' health probed ahead of a restart
         self._probed = False
+        self._state = WorkerState.FAILED  # the run's, until it ends otherwise
+        self._reason: str | None = None  # why it failed (the gave_up reason) or stopped (the signal)
+        self._bad_option = False
+        self._stopped_by: int | None = None  # the signal the loop stopped for
+        self._failures: list[Failure] = []
         self.run_id = new_run_id()  # in every worker's environment: what the run started is found by it
 
     # -- the run -------------------------------------------------------------------------
-    def run(self) -> int:
+    def run(self) -> RunResult:
         """Run to the end; quarantines for injected faults stay within the run (its drill store)."""
         with quarantine.run_scope(self.config.run_dir):
             return self._run()
 
-    def _run(self) -> int:
+    def _run(self) -> RunResult:
         config = self.config
         config.run_dir.mkdir(parents=True, exist_ok=True)
         become_subreaper()
-        code = 1
         try:
             self.base_env = self._base_env()
             if config.standby:  # their start-up overlaps device discovery
@@ -127,24 +132,25 @@ class Supervisor:
                 self._resume_step(worker)  # a --checkpoint-dir from an earlier run resumes it
                 self.warmup.watch(worker.checkpoint_dir)
                 self._start(worker)
-            code = self._loop()
+            self._state = self._loop()
         except HeteroError as exc:  # LaunchError, or a --devices spec naming nothing usable
             self.log.emit("gave_up", worker=None, reason=str(exc))  # announced on stderr, once
             self._stop_all()
-            code = 2 if isinstance(exc, OptionError) else 1
+            self._reason, self._bad_option = str(exc), isinstance(exc, OptionError)
         finally:
             if any(w.alive for w in self.workers):  # an unexpected error: leave no orphans
                 self._stop_all()
-            self._finish(code)
-        return code
+            result = self._finish()
+        return result
 
-    def _loop(self) -> int:
+    def _loop(self) -> WorkerState:
         while True:
             if self.stop_signal is not None:
-                signum = self.stop_signal
-                self.log.emit("shutdown", signal=signal.Signals(signum).name)
+                signum = self._stopped_by = self.stop_signal
+                self._reason = signal.Signals(signum).name
+                self.log.emit("shutdown", signal=self._reason)
                 self._stop_all()
-                return 128 + signum
+                return WorkerState.STOPPED
             now = time.monotonic()
             for worker in self.workers:
                 if not worker.alive:
@@ -154,10 +160,10 @@ class Supervisor:
                     self._on_exit(worker, code, reason=None)
                     continue
                 self._watch_heartbeat(worker, now)
-            if all(w.finished for w in self.workers):
-                return 0
-            if any(not w.alive and not w.finished for w in self.workers):
-                return 1  # gave up (max restarts, no device left): _on_exit said why
+            if all(w.state is WorkerState.SUCCEEDED for w in self.workers):
+                return WorkerState.SUCCEEDED
+            if self._reason is not None:
+                return WorkerState.FAILED  # gave up (max restarts, no device left): _give_up said why
             if now >= self._next_quarantine_poll:
                 self._poll_quarantine(now)
             if not self._probed and now - self._last_start > RESERVE_AFTER_SECONDS:
@@ -170,6 +176,8 @@ class Supervisor:
     # -- watching ------------------------------------------------------------------------
     def _watch_heartbeat(self, worker: Worker, now: float) -> None:
         record = worker.read_heartbeat(now)
+        if worker.state is WorkerState.STARTING and worker.progress.beats:
+            worker.enter(WorkerState.HEALTHY)  # hang detection is armed (silent_for is no longer None)
         if record is not None:
             launches = record.get("launches")
             if isinstance(launches, int) and launches > worker.launches:
@@ -222,15 +230,15 @@ class Supervisor:
     # -- failures and restarts -----------------------------------------------------------
     def _on_exit(self, worker: Worker, code: int, reason: str | None) -> None:
         now = time.monotonic()
+        worker.returncode = code
         signame = _signal_name(code)
         if reason is None:
             reason = "ok" if code == 0 else "fault" if code == FAULT_EXIT_CODE else "crash" if code < 0 else "error"
         self.log.emit("worker_exited", worker=worker.rank, device=worker.device.name, returncode=code,
                       signal=signame, reason=reason, runtime_s=round(now - worker.started, 3))
         if code == 0 and reason == "ok":
-            worker.finished = True
+            worker.enter(WorkerState.SUCCEEDED)
             self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
-            self.summary.worker_results[worker.rank] = f"ok on {worker.device.name}"
             return
         fault_class = self._record_fault(worker, code, reason, signame)
         if self.summary.restarts >= self.config.max_restarts:
@@ -243,14 +251,21 @@ class Supervisor:
             if self.config.restart == "group":
                 others = [w for w in self.workers if w is not worker and w.alive]
                 for rank, other_code in stop_workers(others, self.grace).items():
+                    self.workers[rank].returncode = other_code
                     self.log.emit("worker_exited", worker=rank, device=self.workers[rank].device.name,
                                   returncode=other_code, signal=_signal_name(other_code), reason="group-restart",
                                   runtime_s=round(now - self.workers[rank].started, 3))
-                failed += others + [w for w in self.workers if w.finished]
+                failed += others + [w for w in self.workers if w.state is WorkerState.SUCCEEDED]
+            for each in failed:
+                if each.state is WorkerState.SUCCEEDED:  # a group restart takes finished ranks too; their work was counted
+                    self._resume_step(each)
+                else:
+                    self._close_incarnation(each, kept_up_to=self._resume_step(each), now=now, failed=True)
+                each.enter(WorkerState.RESTARTING)
             self.summary.restarts += 1
             self.metrics.inc_restarts()
             for each in failed:
-                self._restart(each, because=worker, reason=fault_class, now=now)
+                self._restart(each, because=worker, reason=fault_class)
         except HeteroError as exc:  # LaunchError: no usable device left
             self._give_up(worker, str(exc))
 
@@ -272,6 +287,7 @@ class Supervisor:
             fields = {"message": f"exit status {code}" + (" without a fault report" if code == FAULT_EXIT_CODE else "")}
         device = worker.device
         self.log.emit("fault_detected", worker=worker.rank, device=device.name, fault_class=fault_class, **fields)
+        self._failures.append(Failure(worker.rank, device.name, fault_class, code, fields.get("message")))
         self.summary.faults[fault_class] += 1
         self.metrics.inc_fault(fault_class, device.name)
         if report is not None and verdict is not None and verdict.quarantine:
@@ -291,11 +307,7 @@ class Supervisor:
                       fault_class=fault_class, scope=scope)
         self.metrics.set_quarantined(device.name, True)
 
-    def _restart(self, worker: Worker, because: Worker, reason: str, now: float) -> None:
-        if worker.finished:  # a group restart takes finished ranks too; their work was counted
-            worker.resume_step = self._resume_step(worker)
-        else:
-            self._close_incarnation(worker, kept_up_to=self._resume_step(worker), now=now, failed=True)
+    def _restart(self, worker: Worker, because: Worker, reason: str) -> None:
         from_device = worker.device
         group = self.config.restart == "group"  # then every other rank is about to start again too
         in_use = Counter(w.device.name for w in self.workers if w is not worker and (w.alive or group))
@@ -303,7 +315,6 @@ class Supervisor:
         if worker is because or from_device.stable_id in self._excluded or from_device not in pool:
             worker.device = replacement(from_device, self.config.policy, pool, in_use)
         worker.restarts += 1
-        worker.finished = False
         self.log.emit("restart", worker=worker.rank, from_device=from_device.name, to_device=worker.device.name,
                       restart=worker.restarts, reason=reason, group=worker is not because)
         self._start(worker)
@@ -330,7 +341,8 @@ class Supervisor:
 
     def _give_up(self, worker: Worker, why: str) -> None:
         self.log.emit("gave_up", worker=worker.rank, reason=why)
-        self.summary.worker_results[worker.rank] = f"failed on {worker.device.name}"
+        self._reason = why
+        worker.enter(WorkerState.FAILED)
         self._stop_all()
 
     # -- starting and stopping -----------------------------------------------------------
@@ -349,6 +361,7 @@ class Supervisor:
                 "GROUP_RANK": "0", "ROLE_RANK": str(worker.rank)}
         standby = self._standbys.pop(0) if self._standbys else None
         worker.start(self.argv, self.config.run_dir, self.base_env, dist, standby, self.config.command)
+        worker.enter(WorkerState.STARTING)
         self._last_start = time.monotonic()
         assert worker.proc is not None
         self.log.emit("worker_started", worker=worker.rank, device=worker.device.name, pid=worker.proc.pid,
@@ -372,30 +385,36 @@ class Supervisor:
         now = time.monotonic()
         for rank, code in stop_workers(live, self.grace).items():
             worker = self.workers[rank]
+            worker.returncode = code
             self.log.emit("worker_exited", worker=rank, device=worker.device.name, returncode=code,
                           signal=_signal_name(code), reason="stopped",
                           runtime_s=round(now - worker.started, 3))
             self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
-            self.summary.worker_results.setdefault(rank, f"stopped on {worker.device.name}")
+            if worker.state is not WorkerState.FAILED:  # the rank the run gave up on stays failed
+                worker.enter(WorkerState.STOPPED)
 
     def _update_goodput(self) -> None:
         goodput = self.summary.goodput([w.progress for w in self.workers if w.alive])
         if goodput is not None:
             self.metrics.set_goodput(goodput)
 
-    def _finish(self, code: int) -> None:
+    def _finish(self) -> RunResult:
         self._retire_standbys()
         kill_marked(self.run_id)  # nothing the run started outlives it (daemons of finished workers...)
         self.warmup.close()
         for proc in self._abandoned:
             proc.poll()
         self.summary.ended = time.monotonic()
-        for worker in self.workers:
-            self.summary.worker_results.setdefault(worker.rank, "not finished")
+        self.summary.worker_results = {w.rank: w.state.describe(w.device.name) for w in self.workers}
         self._update_goodput()
-        self.log.emit("finished", returncode=code, **self.summary.as_dict())
+        result = RunResult(
+            state=self._state, reason=self._reason, failures=tuple(self._failures), bad_option=self._bad_option,
+            stop_signal=self._stopped_by,
+            workers={w.rank: WorkerResult(w.rank, w.state, w.device.name, w.returncode, w.restarts) for w in self.workers})
+        self.log.emit("finished", returncode=result.exit_code, **self.summary.as_dict())
         self.log.close()
-        print(self.summary.table(code, self.config.events), file=sys.stderr)
+        print(self.summary.table(result.exit_code, self.config.events), file=sys.stderr)
+        return result
 
 
 def _signal_name(code: int) -> str | None:
@@ -406,7 +425,7 @@ def _signal_name(code: int) -> str | None:
         return f"signal {-code}"
 
 
-def run(config: LaunchConfig, metrics: Metrics | None = None, handle_signals: Sequence[int] = ()) -> int:
+def run(config: LaunchConfig, metrics: Metrics | None = None, handle_signals: Sequence[int] = ()) -> RunResult:
     """Run ``config`` under a :class:`Supervisor`; ``handle_signals`` (e.g. SIGINT, SIGTERM) stop it
     cleanly: workers get SIGTERM, then SIGKILL after ``config.grace`` seconds (at once after a
     second signal)."""

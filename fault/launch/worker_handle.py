@@ -29,6 +29,7 @@ from hetero.fault.launch.assign import device_env
 from hetero.fault.launch.descendants import kill_marked
 from hetero.fault.launch.events import Progress
 from hetero.fault.launch.faults import sanitize_report
+from hetero.fault.launch.state import WorkerState, check_transition
 from hetero.fault.launch.worker_main import WarmStandby
 
 BOOTSTRAP = "hetero.fault.launch.worker_main"
@@ -68,7 +69,9 @@ class Worker:
     rank: int
     device: DeviceInfo
     checkpoint_dir: Path
+    state: WorkerState = WorkerState.INIT  # moved by the supervisor only, through enter()
     restarts: int = 0
+    returncode: int | None = None  # the exit status of its last incarnation that ended
     proc: subprocess.Popen[bytes] | None = None
     started: float = 0.0  # monotonic
     resume_step: int | None = None
@@ -80,14 +83,19 @@ class Worker:
     launches: int = 0  # the latest launch count this incarnation reported
     failed_at: float | None = None  # monotonic time the previous incarnation was seen failing
     lost_since: float | None = None  # last progress of the previous incarnation that was kept
-    finished: bool = False
     pidfd: int | None = None  # readable once the process exits (Linux >= 5.3), to wake the launcher at once
     run_id: str | None = None  # protocol.ENV_RUN_ID: marks what this incarnation started
     incarnation: int = 0  # the restart count the running process was started with (its HETERO_RESTART)
 
     @property
     def alive(self) -> bool:
+        """Whether a process of this rank is running (and not yet reaped)."""
         return self.proc is not None
+
+    def enter(self, state: WorkerState) -> None:
+        """Move to ``state`` (see :data:`hetero.fault.launch.state.TRANSITIONS`)."""
+        check_transition(self.rank, self.state, state)
+        self.state = state
 
     def start(self, argv: Sequence[str], run_dir: Path, base_env: Mapping[str, str],
               dist: Mapping[str, str], standby: WarmStandby | None = None, command: Sequence[str] = ()) -> None:
