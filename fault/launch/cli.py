@@ -154,7 +154,7 @@ def _main(argv: Sequence[str] | None) -> int:
             if ignored:
                 print(f"hetero-run: warning: {', '.join(ignored)} apply to single-node runs only; under torch "
                       "elastic a failure restarts the node's whole group (see docs/launcher.md)", file=sys.stderr)
-            return run_elastic(config)
+            return run_elastic(config).exit_code
         if config.metrics_port is not None:
             from hetero.fault.launch.metrics import serve
 

@@ -30,19 +30,21 @@ from pathlib import Path
 
 from hetero.fault import protocol
 from hetero.fault.launch.config import LaunchConfig
+from hetero.fault.launch.state import Failure, RunResult, WorkerState
 
 ENV_CONFIG = "HETERO_ELASTIC_CONFIG"  # the launcher's settings, JSON, for the shims
 
 
-def run_elastic(config: LaunchConfig) -> int:
+def run_elastic(config: LaunchConfig) -> RunResult:
     """Run this node's workers under torch elastic's agent (``config.nodes`` says where this node
-    stands in the job); the exit status of the node."""
+    stands in the job); how the node's run ended (``exit_code``: the node's exit status)."""
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig as TorchLaunchConfig
     from torch.distributed.launcher.api import elastic_launch
 
     from hetero.fault.launch.events import EventLog
+    from hetero.fault.launch.faults import exit_reason
 
     config.run_dir.mkdir(parents=True, exist_ok=True)
     log = EventLog(config.events)
@@ -61,26 +63,31 @@ def run_elastic(config: LaunchConfig) -> int:
     log.emit("run_started", run_dir=str(config.run_dir), nproc=config.nproc, nnodes=nodes.count,
              node_rank=nodes.rank, rdzv_endpoint=nodes.rdzv_endpoint, devices=config.devices,
              policy=config.policy, max_restarts=config.max_restarts, command=config.command)
-    code = 1
+    result = RunResult(WorkerState.FAILED)
     try:
         elastic_launch(launch, sys.executable)(*["-m", "hetero.fault.launch.elastic", *config.command])
-        code = 0
+        result = RunResult(WorkerState.SUCCEEDED)
     except ChildFailedError as exc:
+        failures = []
         for rank, failure in sorted(exc.failures.items()):
-            log.emit("worker_exited", worker=rank, returncode=failure.exitcode, reason="failed",
-                     message=str(failure.message)[:500])
-        log.emit("gave_up", worker=None, reason=f"torch elastic: --max-restarts {config.max_restarts} used up")
+            message = str(failure.message)[:500]
+            log.emit("worker_exited", worker=rank, returncode=failure.exitcode, reason="failed", message=message)
+            failures.append(Failure(rank, None, exit_reason(failure.exitcode), failure.exitcode, message))
+        why = f"torch elastic: --max-restarts {config.max_restarts} used up"
+        log.emit("gave_up", worker=None, reason=why)
         print(f"hetero-run: node {nodes.rank}: workers failed after {config.max_restarts} restarts:\n"
               f"{exc.format_msg()}", file=sys.stderr)
+        result = RunResult(WorkerState.FAILED, failures=tuple(failures), reason=why)
     except SignalException as exc:
-        log.emit("shutdown", signal=signal.Signals(exc.sigval).name)
-        code = 128 + int(exc.sigval)
+        name = signal.Signals(exc.sigval).name
+        log.emit("shutdown", signal=name)
+        result = RunResult(WorkerState.STOPPED, reason=name, stop_signal=int(exc.sigval))
     finally:
-        log.emit("finished", returncode=code, node_rank=nodes.rank)
+        log.emit("finished", returncode=result.exit_code, node_rank=nodes.rank)
         log.close()
-        print(f"hetero-run: node {nodes.rank} finished with exit status {code}; events: {config.events}",
+        print(f"hetero-run: node {nodes.rank} finished with exit status {result.exit_code}; events: {config.events}",
               file=sys.stderr)
-    return code
+    return result
 
 
 # -- the per-rank shim (python -m hetero.fault.launch.elastic script.py args...) ---------------------

@@ -87,7 +87,7 @@ class Failure:
     """One failed incarnation: which rank, where, and what the supervisor made of it."""
 
     rank: int
-    device: str
+    device: str | None  # None under torch elastic: its agent sees ranks, the per-rank shim the device
     fault_class: str  # a taxonomy class from the fault report, or crash, hang, error, fault
     returncode: int
     message: str | None  # the report's message, or how the process ended
@@ -95,7 +95,9 @@ class Failure:
 
 @dataclasses.dataclass(frozen=True)
 class RunResult:
-    """What :meth:`hetero.fault.launch.supervisor.Supervisor.run` returns."""
+    """What a run returns (:meth:`hetero.fault.launch.supervisor.Supervisor.run`, and
+    :func:`hetero.fault.launch.elastic.run_elastic` for this node, without ``workers``: torch
+    elastic's agent keeps those)."""
 
     state: WorkerState  # SUCCEEDED, FAILED or STOPPED
     workers: dict[int, WorkerResult] = dataclasses.field(default_factory=dict)
