@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hetero.fault.protocol import FAULT_EXIT_CODE
 from hetero.fault.launch.worker_main import WarmStandby
+from hetero.fault.protocol import FAULT_EXIT_CODE
 
 PROBE = """
     import json, os, sys
