@@ -327,7 +327,7 @@ def guard(state: MutableMapping[str, Any], snapshot_every: int = 10, devices: Se
                  device=device, start_step=start_step, standby=standby)
 
 
-# -- the fault layer's other parts, each optional --------------------------------------------
+# -- helpers -----------------------------------------------------------------------------------
 def _rehome(value: Any, target: Device) -> Any:
     """A hetero array argument on another device, copied to ``target``; anything else as is."""
     if isinstance(value, Array) and value.device is not target:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from hetero.device import Kind
-from hetero.scheduler.inputs import quarantined_ids
+from hetero.scheduler.inputs import quarantined
 
 PREFERENCES = ("nearest", "spread", "binpack")
 
@@ -58,7 +58,7 @@ def replacement(failed: Placeable, candidates: Sequence[D], *, prefer: str = "ne
     quarantine (None: asked of the fault floor now)."""
     if prefer not in PREFERENCES:
         raise ValueError(f"replacement: prefer must be one of {', '.join(PREFERENCES)}, got {prefer!r}")
-    blocked = set(avoid) | set(quarantined_ids() if quarantine is None else quarantine)
+    blocked = set(avoid) | set(quarantined() if quarantine is None else quarantine)
     usable = [(position, d) for position, d in enumerate(candidates)
               if d.name not in blocked and d.stable_id not in blocked]
     others = [(p, d) for p, d in usable if not _same(d, failed)]

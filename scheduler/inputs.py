@@ -27,6 +27,6 @@ QUOTAS_CHANGED: Hook[Callable[[Callable[[], Sequence[Any]]], None]] = Hook(
     "quotas_changed", "applies the active tasks' memory quotas to libraries that allocate by themselves")
 
 
-def quarantined_ids() -> frozenset[str]:
+def quarantined() -> frozenset[str]:
     """Stable ids of the devices in quarantine (asked of the fault floor)."""
     return QUARANTINED_IDS.call()

@@ -21,7 +21,7 @@ from hetero.registry import AUTO_DEVICE, backend_status
 from hetero.registry import devices as registry_devices
 from hetero.scheduler.context import current_task
 from hetero.scheduler.explanation import Explanation, NoDeviceAvailable, explanation
-from hetero.scheduler.inputs import SUBSCRIBE, quarantined_ids
+from hetero.scheduler.inputs import SUBSCRIBE, quarantined
 from hetero.scheduler.policies import Policy, Ranking, get_policy, rank
 from hetero.scheduler.request import PRIORITY_RANK, Candidate, CostModel, Request, check_fields
 from hetero.scheduler.usage import LEDGER
@@ -82,7 +82,7 @@ def _reported_use(device: Device) -> int:
 def live_candidates(devices: Sequence[Device] | None = None) -> tuple[list[Candidate], list[Device]]:
     """Candidates for the devices of ``hetero.devices()`` (or ``devices``), in that order, and the devices."""
     found = registry_devices() if devices is None else list(devices)
-    quarantine = quarantined_ids()
+    quarantine = quarantined()
     return [candidate(d, order, quarantine) for order, d in enumerate(found)], found
 
 
@@ -94,7 +94,7 @@ def _as_candidates(items: Sequence[Candidate | DeviceInfo | Device]) -> list[Can
             out.append(item)
             continue
         if quarantine is None:
-            quarantine = quarantined_ids()
+            quarantine = quarantined()
         out.append(candidate(item, order, quarantine))
     return out
 
@@ -240,7 +240,7 @@ class _QuarantineWatch:
                     if not self.subscribed:
                         self.subscription = self._subscribe()
                         self.subscribed = True
-            self.ids, self.read_at = quarantined_ids(), now
+            self.ids, self.read_at = quarantined(), now
         return self.ids
 
 

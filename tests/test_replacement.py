@@ -63,7 +63,7 @@ def test_health_is_asked_in_order_of_preference_and_only_as_far_as_needed() -> N
 def test_the_quarantine_is_asked_of_the_fault_floor_when_not_given(monkeypatch: pytest.MonkeyPatch) -> None:
     from hetero.scheduler import failover as module
 
-    monkeypatch.setattr(module, "quarantined_ids", lambda: frozenset({"id-cuda:1", "id-rocm:0"}))
+    monkeypatch.setattr(module, "quarantined", lambda: frozenset({"id-cuda:1", "id-rocm:0"}))
     assert replacement(CUDA0, ALL) is ONEAPI_GPU
 
 

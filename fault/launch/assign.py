@@ -125,7 +125,7 @@ def _assign(count: int, policy: str, candidates: Sequence[DeviceInfo]) -> list[D
     return list(scheduler_assign(count, policy, list(candidates)))
 
 
-def replacement(failed: DeviceInfo, policy: str, candidates: Sequence[DeviceInfo],
+def restart_device(failed: DeviceInfo, policy: str, candidates: Sequence[DeviceInfo],
                 in_use: Counter[str]) -> DeviceInfo:
     """The device a failed worker restarts on (:func:`hetero.scheduler.replacement`): usable and
     healthy, preferably not ``failed``; under ``spread`` the least loaded (``in_use`` counts live

@@ -48,8 +48,7 @@ from hetero.fault.launch.assign import (
     assign,
     candidate_devices,
     check_nproc,
-    quarantined_ids,
-    replacement,
+    restart_device,
     usable,
 )
 from hetero.fault.launch.config import LaunchConfig
@@ -108,7 +107,7 @@ class Supervisor:
             self.starter.begin()  # the first standbys' start-up overlaps device discovery
             discovery = time.monotonic()
             self.candidates = candidate_devices(config.devices)
-            self._quarantined_seen = quarantined_ids() & {d.stable_id for d in self.candidates}
+            self._quarantined_seen = quarantine.quarantined_ids() & {d.stable_id for d in self.candidates}
             check_nproc(config.nproc, self.candidates)
             devices = assign(config.nproc, config.policy, usable(self.candidates))
             self.log.emit("run_started", run_dir=str(config.run_dir), nproc=config.nproc,
@@ -303,7 +302,7 @@ class Supervisor:
             return current
         group = self.config.restart == "group"  # then every other rank is about to start again too
         in_use = Counter(w.device.name for w in self.workers if w is not worker and (w.alive or group))
-        return replacement(current, self.config.policy, pool, in_use)
+        return restart_device(current, self.config.policy, pool, in_use)
 
     def _resume_step(self, worker: Worker) -> int | None:
         # verified, mostly ahead of time; the token spares the worker hashing it again
@@ -332,7 +331,7 @@ class Supervisor:
         """Devices quarantined or released by others (another run, ``hetero quarantine``, a TTL)."""
         self._next_quarantine_poll = now + QUARANTINE_POLL_SECONDS
         self._update_goodput()  # the live gauge, once a second like this poll
-        current = quarantined_ids() & {d.stable_id for d in self.candidates}
+        current = quarantine.quarantined_ids() & {d.stable_id for d in self.candidates}
         by_id = {d.stable_id: d for d in self.candidates}
         for stable_id in sorted(current - self._quarantined_seen):
             self.log.emit("device_quarantined", device=by_id[stable_id].name, stable_id=stable_id,
