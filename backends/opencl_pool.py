@@ -4,8 +4,9 @@ so code that allocates and frees the same sizes in a loop stops paying for a new
 
 - **Size classes** (:func:`size_class`): up to :data:`POWER_OF_TWO_UP_TO` a request rounds up
   to a power of two (at least :data:`SMALLEST` bytes); above it, to a multiple of 1/16 of the
-  next power of two (at most 12.5 % slack). A class past the device's largest allocation is the
-  request itself. A request takes a kept buffer of exactly its class, else a new one.
+  next power of two (at most 12.5 % slack). A class past the device's largest allocation, or past
+  what the pool may keep (so the buffer could never be kept), is the request itself. A request
+  takes a kept buffer of exactly its class, else a new one.
 - **Bounded**: at most ``limit`` bytes are kept. A buffer freed into a full pool pushes out the
   ones freed longest ago; one bigger than ``limit`` is released at once.
 - **Out of memory**: when making a buffer fails with out of memory and buffers are kept, they are
@@ -107,6 +108,7 @@ class BufferPool:
         self._out_of_memory = out_of_memory
         self.limit = limit
         self.largest = largest
+        self._round_up_to = min(largest, limit)  # a bigger buffer is never kept: no point rounding up to it
         self._lock = threading.Lock()
         # Each kept buffer has a number, in the order they came back: by number, oldest first,
         # and each size's numbers, oldest first. Taking, keeping and pushing out are O(1).
@@ -122,7 +124,7 @@ class BufferPool:
 
     def allocate(self, nbytes: int) -> PooledBuffer:
         """A buffer of at least ``nbytes`` bytes: a kept one of its size class, else a new one."""
-        size = size_class(nbytes, self.largest)
+        size = size_class(nbytes, self._round_up_to)
         mem = None
         with self._lock:
             if self._returned:
