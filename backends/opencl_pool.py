@@ -117,7 +117,8 @@ class BufferPool:
         self._next_number = itertools.count()
         self._kept = 0
         # Buffers freed while the lock was held (by another thread, or by a collection this
-        # thread's pool call set off): whoever holds the lock files them before letting go.
+        # thread's pool call set off): queued here, filed by the holder (its loop, or the
+        # _settle() every pool call makes after letting go of the lock).
         self._returned: collections.deque[tuple[Any, int]] = collections.deque()
         self._closed = False
         self._reused = self._made = self._released = 0
