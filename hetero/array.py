@@ -70,7 +70,9 @@ class Array:
 
     @property
     def buffer(self) -> Any:
-        """The backend's buffer object (``cl.Buffer``, CuPy ``MemoryPointer``, NumPy bytes)."""
+        """The backend's buffer object: on OpenCL a pooled handle whose ``mem`` is the ``cl.Buffer``
+        (:class:`hetero.backends.opencl_pool.PooledBuffer`), a CuPy ``MemoryPointer``, NumPy bytes.
+        The memory stays this array's while the object lives."""
         return self._buffer
 
     @property
@@ -190,7 +192,8 @@ def _byte_size(dims: tuple[int, ...], kind: np.dtype[Any]) -> int:
 
 
 def empty(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str | Device | None = None) -> Array:
-    """An uninitialised array (float32 unless ``dtype`` says otherwise) on ``device``."""
+    """An uninitialised array (float32 unless ``dtype`` says otherwise) on ``device``: its bytes
+    are whatever the memory held (a pooled buffer's last owner's data), never promised to be zero."""
     target = resolve_device(device)
     dims = _shape(shape)
     kind = dtypes.as_dtype(dtype)
@@ -219,7 +222,7 @@ def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None, device:
     else:
         kind = _python_dtype(np.asarray(fill_value))
     value = _fill_scalar(fill_value, kind)
-    out = empty(shape, kind, device)
+    out = empty(shape, kind, device)  # may be a reused buffer: every byte is written below
     if out.nbytes:
         runtime = out.device.runtime
         if runtime.host_memory:

@@ -275,12 +275,16 @@ class Registry:
         return [d for name in self.names() for d in self.status(name).devices]
 
     def reset(self) -> None:
-        """Forget every backend (tests, and after changing HETERO_BACKENDS)."""
+        """Forget every backend (tests, and after changing HETERO_BACKENDS). The devices opened so
+        far release the memory they keep for reuse (their arrays stay valid)."""
         with self._lock:
+            opened = [d.runtime for status in self._statuses.values() for d in status.devices]
             self._registrations = None
             self._broken.clear()
             self._statuses.clear()
             self._by_spec.clear()
+        for runtime in opened:
+            runtime.close()
 
 
 _REGISTRY = Registry()

@@ -42,6 +42,7 @@ from hetero.errors import KernelLaunchError
 from hetero.launch_args import check_divides
 from hetero.registry import device as resolve_device
 from hetero.registry import devices as all_devices
+from hetero.runtime_parts import runs_kernels
 from hetero.scheduler import cost_model as cost_models
 from hetero.scheduler import split_plan
 from hetero.scheduler.split_plan import Outcomes
@@ -143,7 +144,7 @@ def _choose(kernel: str, spec: Sequence[str | Device] | str) -> list[Device]:
         from hetero.fault.quarantine import quarantined_ids
 
         quarantined = quarantined_ids()
-        chosen = [d for d in all_devices() if d.runtime.kernel_target() is not None
+        chosen = [d for d in all_devices() if runs_kernels(d.runtime)
                   and d.stable_id not in quarantined and d.health().state is not HealthState.UNHEALTHY]
         if not chosen:
             raise KernelLaunchError(f"{kernel}.split('all'): no healthy, unquarantined device here runs kernels "
@@ -156,7 +157,7 @@ def _choose(kernel: str, spec: Sequence[str | Device] | str) -> list[Device]:
     if not chosen or len(set(names)) != len(names):
         raise KernelLaunchError(f"{kernel}.split: devices must be distinct and at least one, got {names}")
     for d in chosen:
-        if d.runtime.kernel_target() is None:
+        if not runs_kernels(d.runtime):
             raise KernelLaunchError(f"{kernel}.split: {d.name} cannot run hetero kernels; leave it out")
     return chosen
 
