@@ -6,9 +6,11 @@
     ...     ...                                                      # allocations accounted, capped
     >>> hetero.scheduler.assign(4, "spread")                         # devices for 4 workers
 
-Pure policy over device descriptors, health and usage: no vendor library, no I/O (the
-cost model reads its own persisted state). Names load on first use, so ``import hetero``
-(whose allocator consults :mod:`hetero.scheduler.quota`) pulls in only that.
+Pure policy over device descriptors, health and usage: no vendor library, no I/O of its own
+(the cost model keeps its samples in a :class:`hetero.files.JsonStore`). It sits on the ground
+floor, backends and compiler; what it needs from the floors above (the quarantine, whom to tell
+about quotas) it asks through hooks (:mod:`hetero.scheduler.inputs`). Names load on first use, so
+``import hetero`` (whose allocator reads :mod:`hetero.scheduler.context`) pulls in only that.
 """
 
 from __future__ import annotations
