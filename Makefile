@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 #   make test TORCH_SPEC="torch --index-url https://download.pytorch.org/whl/cpu"
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench lint-imports clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest
+
+# The import contracts in pyproject.toml ([tool.importlinter]: the floors, the scheduler's purity),
+# checked by import-linter on the tree as Python lays it out (package-dir maps scheduler/ to hetero.scheduler).
+lint-imports: setup
+	$(PY) tests/import_graph.py
 
 bench: setup
 	$(PY) -m benchmarks.run_all

@@ -30,7 +30,7 @@ import numpy as np
 
 from hetero.device import DeviceInfo, Health, HealthState
 from hetero.errors import ContextCorruptedError, DeviceDegradedError, DeviceLostError, KernelBuildError
-from hetero.plugin import Backend, DeviceRuntime
+from hetero.plugin import Backend, DeviceRuntime, StreamRuntime
 from hetero.target import FEATURES, Target
 
 from . import cuda_errors, nvrtc_compile
@@ -50,7 +50,9 @@ FAULT_CODES = {"cuda": {"lost": 999, "sticky": 700, "oom": 2, "degraded": 214},
 LOST_XID = 79
 
 
-class CuPyRuntime(DeviceRuntime):
+class CuPyRuntime(DeviceRuntime, StreamRuntime):
+    """One CUDA or ROCm GPU: every part of a runtime, streams included (CUDA/HIP streams)."""
+
     def __init__(self, cupy: ModuleType, info: DeviceInfo, toolchain: str = "", nvml: Any = None) -> None:
         self.info = info
         self.cupy = cupy
@@ -166,7 +168,7 @@ class CuPyRuntime(DeviceRuntime):
         error.__cause__ = native
         return error
 
-    # -- streams ------------------------------------------------------------------------
+    # -- streams (hetero.runtime_parts.StreamRuntime) -----------------------------------
     def new_stream(self) -> Any:
         """A new CuPy stream on this device (blocking: ordered after the legacy default stream)."""
         with self._on_device("creating a stream"):

@@ -2,7 +2,9 @@
 ``opencl`` (every other platform) backends: one implementation, two registrations.
 
 Each device gets its own context and in-order queue, created on first use so that
-listing devices stays cheap.
+listing devices stays cheap. Its memory comes from a buffer pool (:mod:`.opencl_pool`): an
+array's buffer is a :class:`~hetero.backends.opencl_pool.PooledBuffer` whose ``mem`` is the
+``cl.Buffer``, and freeing the array gives the memory back to the pool for the next allocation.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ import numpy as np
 
 from hetero.config import get_config
 from hetero.device import DeviceInfo, Health, HealthState, Kind
-from hetero.errors import BackendUnavailableError, DeviceDegradedError, KernelBuildError
+from hetero.errors import BackendUnavailableError, DeviceDegradedError, DeviceOutOfMemoryError, KernelBuildError
 from hetero.plugin import Backend, DeviceRuntime
 from hetero.target import Target, opencl_target
 
 from . import host, opencl_errors, opencl_icd
+from .opencl_pool import DEFAULT_LIMIT, BufferPool, PooledBuffer
 
 _VENDOR_IDS = {0x8086: "Intel", 0x1002: "AMD", 0x10DE: "NVIDIA", 0x13B5: "ARM", 0x5143: "Qualcomm", 0x106B: "Apple"}
 #: How long health() waits for its probe kernel before calling the device unhealthy (seconds).
@@ -55,6 +58,7 @@ class OpenCLRuntime(DeviceRuntime):
         self._lock = threading.Lock()
         self.context: Any = None
         self.queue: Any = None
+        self.pool: BufferPool | None = None  # made with the context
         self.pending = False  # work enqueued without waiting (kernels, device copies)
         self._probe: tuple[Any, Any, Any] | None = None  # health probe: its queue, kernel and buffer
         self._probe_lock = threading.Lock()
@@ -68,6 +72,8 @@ class OpenCLRuntime(DeviceRuntime):
                     self.queue = self.cl.CommandQueue(self.context)
                 except self.cl.Error as exc:
                     self._raise(exc, "creating a context and queue")
+                self.pool = BufferPool(self._new_buffer, self._out_of_memory, min(DEFAULT_LIMIT, self.info.memory // 8),
+                                       int(self.cl_device.max_mem_alloc_size))
 
     def _raise(self, exc: Any, doing: str, after_kernel: bool = False) -> NoReturn:
         """Raise the hetero error for a PyOpenCL error (``after_kernel``: a kernel may be what failed)."""
@@ -92,33 +98,47 @@ class OpenCLRuntime(DeviceRuntime):
         exc = opencl_errors.pyopencl_error(self.cl, code, routine, "")
         return opencl_errors.translate(self.cl, exc, self.info.backend, self.info.name, doing, after_kernel)
 
-    def allocate(self, nbytes: int) -> Any:
-        if self.queue is None:
+    # -- memory (the allocator part) ----------------------------------------------------------
+    def allocate(self, nbytes: int) -> PooledBuffer:
+        """A buffer from the pool (kept from an earlier free, else new; see :mod:`.opencl_pool`)."""
+        if self.pool is None:
             self._open()
         try:
-            return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, nbytes)
+            return self.pool.allocate(nbytes)  # type: ignore[union-attr]
         except self.cl.Error as exc:
             self._raise(exc, f"allocating {nbytes} bytes")
 
+    def _new_buffer(self, nbytes: int) -> Any:
+        return self.cl.Buffer(self.context, self.cl.mem_flags.READ_WRITE, nbytes)
+
+    def _out_of_memory(self, exc: BaseException) -> bool:
+        code = getattr(exc, "code", None)
+        return isinstance(exc, self.cl.Error) and opencl_errors.error_class(code, after_kernel=False) is DeviceOutOfMemoryError
+
+    def close(self) -> None:
+        """Release the pool's kept buffers; buffers freed from now on are released, not kept."""
+        if self.pool is not None:
+            self.pool.close()
+
     # Blocking copies on the in-order queue finish everything queued before them, so
     # they clear ``pending``; synchronize() then skips a clFinish that would wait for nothing.
-    def upload(self, dst: Any, src: np.ndarray, offset: int = 0) -> None:
+    def upload(self, dst: PooledBuffer, src: np.ndarray, offset: int = 0) -> None:
         try:
-            self.cl.enqueue_copy(self.queue, dst, src, dst_offset=offset, is_blocking=True)
+            self.cl.enqueue_copy(self.queue, dst.mem, src, dst_offset=offset, is_blocking=True)
         except self.cl.Error as exc:
             self._raise(exc, f"copying {src.nbytes} bytes host->device", self.pending)
         self.pending = False
 
-    def download(self, dst: np.ndarray, src: Any, offset: int = 0) -> None:
+    def download(self, dst: np.ndarray, src: PooledBuffer, offset: int = 0) -> None:
         try:
-            self.cl.enqueue_copy(self.queue, dst, src, src_offset=offset, is_blocking=True)
+            self.cl.enqueue_copy(self.queue, dst, src.mem, src_offset=offset, is_blocking=True)
         except self.cl.Error as exc:
             self._raise(exc, f"copying {dst.nbytes} bytes device->host", self.pending)
         self.pending = False
 
-    def copy(self, dst: Any, src: Any, nbytes: int) -> None:
+    def copy(self, dst: PooledBuffer, src: PooledBuffer, nbytes: int) -> None:
         try:
-            self.cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes)
+            self.cl.enqueue_copy(self.queue, dst.mem, src.mem, byte_count=nbytes)
         except self.cl.Error as exc:
             self._raise(exc, f"copying {nbytes} bytes on the device", self.pending)
         self.pending = True
@@ -160,6 +180,9 @@ class OpenCLRuntime(DeviceRuntime):
         # Declared scalar types let PyOpenCL pack arguments without inspecting each one per launch.
         kernel.set_scalar_arg_dtypes([None if arg.kind == "array" else _abi_dtype(arg) for arg in source.abi])
         return kernel, binary
+
+    def kernel_arg(self, buffer: PooledBuffer, shape: tuple[int, ...], dtype: Any) -> Any:
+        return buffer.mem  # the cl.Buffer; the array keeps its handle, and so this memory, alive
 
     def launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
                args: Any) -> None:

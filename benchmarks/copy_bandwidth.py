@@ -22,6 +22,7 @@ import numpy as np
 import hetero
 from benchmarks.harness import Progress, Timing, command_line, compare, format_bytes, format_seconds, parse_bytes, write_results
 from benchmarks.raw_copies import raw_copy
+from hetero.backends.opencl_pool import PooledBuffer
 
 KiB, MiB = 1 << 10, 1 << 20
 SIZES = tuple(KiB * 4**k for k in range(10))  # 1 KiB ... 256 MiB
@@ -111,7 +112,11 @@ def hetero_copy(dst: hetero.Array | np.ndarray, src: hetero.Array | np.ndarray, 
 
 
 def _buffer(obj: hetero.Array | np.ndarray) -> Any:
-    return obj if isinstance(obj, np.ndarray) else obj.buffer
+    """What the vendor library copies to or from: the host array, the device's NumPy buffer, or the
+    ``cl.Buffer`` inside an OpenCL array's pooled handle."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    return obj.buffer.mem if isinstance(obj.buffer, PooledBuffer) else obj.buffer
 
 
 def _checked(arrays: Arrays, dst_side: Side, run: Callable[[], None]) -> bool:

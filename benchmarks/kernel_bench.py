@@ -50,6 +50,12 @@ def opencl(device: hetero.Device) -> tuple[Any, Any, Any]:
     return runtime.cl, runtime.context, runtime.queue
 
 
+def cl_buffer(array: hetero.Array) -> Any:
+    """The ``cl.Buffer`` of an array on an OpenCL device, for a hand-written PyOpenCL call (the
+    array's buffer is the pool's handle around it; keep the array alive while it is used)."""
+    return array.buffer.mem
+
+
 def build_opencl(device: hetero.Device, source: str, options: Sequence[str] = ()) -> Any:
     """OpenCL C ``source`` built for ``device`` with PyOpenCL: a ``pyopencl.Program``. Keep it
     alive while its kernels (``cl.Kernel(program, name)``) are in use."""

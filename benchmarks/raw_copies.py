@@ -2,7 +2,8 @@
 directly (NumPy for host memory, PyOpenCL for OpenCL devices), with no hetero code in
 the timed call.
 
-Each side of a copy is a hetero device (its buffer is ``Array.buffer``) or ``None``
+Each side of a copy is a hetero device (its buffer is ``Array.buffer``, or the ``cl.Buffer``
+inside it on OpenCL devices) or ``None``
 for a host NumPy array. Devices of other runtimes (CUDA, ROCm) have no reference here
 yet, and get ``None``: their rows report hetero's figures alone.
 """

@@ -16,7 +16,7 @@ Also recorded: whether the ranks that did not crash were restarted too (torchrun
 them), and the longest pause in their steps.
 
 ``hetero-run`` restarts into a warm standby (an interpreter it started ahead, hetero already
-imported: :class:`hetero.fault.launch.worker_main.Standby`); ``hetero-run-cold`` is ``hetero-run
+imported: :class:`hetero.fault.launch.worker_main.WarmStandby`); ``hetero-run-cold`` is ``hetero-run
 --no-standby``, which starts a fresh interpreter, to show what the standby is worth.
 
 Writes ``benchmarks/results/recovery_vs_torchrun.json``.

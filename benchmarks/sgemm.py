@@ -27,6 +27,7 @@ from benchmarks.kernel_bench import (
     DEFAULT_DEVICES,
     build_opencl,
     choose_devices,
+    cl_buffer,
     describe,
     is_opencl,
     load_average,
@@ -141,7 +142,7 @@ class Sides:
         self.program = build_opencl(self.device, OPENCL_SOURCE)
         knl = self.program.sgemm_tiled
         n = self.n
-        args = (self.a.buffer, self.b.buffer, self.c.buffer, np.int32(n), np.int32(n))
+        args = (cl_buffer(self.a), cl_buffer(self.b), cl_buffer(self.c), np.int32(n), np.int32(n))
 
         def raw() -> None:
             knl(queue, (n, n), (TILE, TILE), *args).wait()

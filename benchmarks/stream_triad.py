@@ -28,6 +28,7 @@ from benchmarks.kernel_bench import (
     DEFAULT_DEVICES,
     build_opencl,
     choose_devices,
+    cl_buffer,
     describe,
     is_opencl,
     load_average,
@@ -122,7 +123,7 @@ class Sides:
         _, _, queue = opencl(self.device)
         self.program = build_opencl(self.device, OPENCL_SOURCE)
         knl = self.program.triad
-        args = (self.a.buffer, self.b.buffer, self.c.buffer, self.s, np.int32(self.n))
+        args = (cl_buffer(self.a), cl_buffer(self.b), cl_buffer(self.c), self.s, np.int32(self.n))
         sizes = ((self.global_size,), (LOCAL_SIZE,))
 
         def raw() -> None:

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
+from hetero.scheduler.inputs import SUBSCRIBE
+
 log = logging.getLogger("hetero.fault.events")
 
 #: Events kept in the recent history (the oldest drop out first).
@@ -187,3 +189,6 @@ def recent(kind: str | Iterable[str] | None = None, since: float | None = None,
            within: float | None = None) -> list[Event]:
     """Recent events of the process-wide bus (see :meth:`EventBus.recent`)."""
     return BUS.recent(kind, since, within)
+
+
+SUBSCRIBE.register(events)  # the scheduler's "auto" cache listens for quarantine changes (see hetero.hooks)

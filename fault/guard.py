@@ -50,12 +50,15 @@ import time
 from collections.abc import Callable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-import hetero
 from hetero.array import Array
 from hetero.device import Device, HealthState
-from hetero.errors import DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError, RecoveryFailedError
-from hetero.fault import guard_monitor, snapshot
+from hetero.errors import DeviceError, HeteroError, RecoveryFailedError
+from hetero.fault import event_bus, guard_monitor, heartbeat, monitor, quarantine, snapshot
+from hetero.fault.classify import classify as full_classify
 from hetero.registry import _CURRENT
+from hetero.registry import device as find_device
+from hetero.registry import devices as all_devices
+from hetero.scheduler.failover import replacement
 
 if TYPE_CHECKING:
     from hetero.fault.guard_standby import Standby
@@ -79,24 +82,9 @@ class Verdict:
 
 
 def classify(error: DeviceError) -> Verdict:
-    """The classifier's verdict (:func:`hetero.fault.classify`), or one from the error's class
-    alone when the classifier is not installed."""
-    try:
-        from hetero.fault.classify import classify as full_classify
-    except ImportError:
-        return _classify_by_type(error)
+    """The classifier's verdict (:func:`hetero.fault.classify`), as the guard acts on it."""
     found = full_classify(error)
     return Verdict(str(found.fault_class), str(found.action), bool(found.quarantine), found.ttl, str(found.reason))
-
-
-def _classify_by_type(error: DeviceError) -> Verdict:
-    if isinstance(error, DeviceOutOfMemoryError):
-        return Verdict("recoverable", "retry", False, None, "out of memory")
-    if isinstance(error, DeviceLostError):
-        return Verdict("device-lost", "quarantine", True, None, "device lost")
-    if isinstance(error, DeviceDegradedError):
-        return Verdict("degraded", "quarantine", True, None, "device degraded")
-    return Verdict("context-corrupting", "migrate", False, None, type(error).__name__)
 
 
 class Guard:
@@ -114,7 +102,7 @@ class Guard:
         self.state = state
         self.snapshot_every = int(snapshot_every)
         self.max_recoveries = int(max_recoveries)
-        self._candidates = None if devices is None else [hetero.device(d) for d in devices]
+        self._candidates = None if devices is None else [find_device(d) for d in devices]
         self._device = self._starting_device(device)
         self.step = int(start_step)  # the step the next g.run call is
         self.recoveries: list[dict[str, Any]] = []  # one event per recovery
@@ -126,7 +114,7 @@ class Guard:
         self._attempts = 0  # recovery attempts so far
         self._in_place_step: int | None = None  # the step last retried in place
         self._token: contextvars.Token[Device | None] | None = None
-        self._heartbeat = _heartbeat_function()
+        self._heartbeat: Callable[[int], None] | None = heartbeat.heartbeat
         self._standby_wanted = bool(standby)
         self._standby: Standby | None = None
         self._monitoring = False  # whether this guard counts as a user of the health monitor
@@ -267,28 +255,10 @@ class Guard:
         return target
 
     def _next_device(self, failed: Device) -> Device | None:
-        candidates = self._candidates if self._candidates is not None else hetero.devices()
-        quarantined = _quarantined_ids()
-        usable = [d for d in candidates
-                  if d is not failed and d.name not in self._failed and d.stable_id not in quarantined]
-        vendor = failed.vendor.lower()
-
-        def rank(pair: tuple[int, Device]) -> tuple[int, bool, int]:
-            position, d = pair
-            if d.backend == failed.backend:
-                tier = 0  # a sibling device of the same vendor stack
-            elif d.backend != "cpu" and d.vendor.lower() == vendor:
-                tier = 1
-            elif d.backend != "cpu":
-                tier = 2
-            else:
-                tier = 3  # the host CPU: always there, slowest
-            return tier, d.kind != failed.kind, position
-
-        for _, device in sorted(enumerate(usable), key=rank):
-            if _healthy(device):  # asked of the best candidates only: a health query may run a probe kernel
-                return device
-        return None
+        # The scheduler's one answer to "where now": nearest first, never failed or quarantined ones;
+        # health is asked of the best candidates only (a health query may run a probe kernel).
+        candidates = self._candidates if self._candidates is not None else all_devices()
+        return replacement(failed, candidates, prefer="nearest", avoid=self._failed, healthy=_healthy)
 
     def _move_to(self, target: Device) -> None:
         if target is self._device:
@@ -312,8 +282,8 @@ class Guard:
     def _device_of(self, error: DeviceError) -> Device:
         if error.device and error.device != self._device.name:
             try:
-                return hetero.device(error.device)
-            except hetero.HeteroError:
+                return find_device(error.device)
+            except HeteroError:
                 pass
         return self._device
 
@@ -330,13 +300,13 @@ class Guard:
 
     def _starting_device(self, device: str | Device | None) -> Device:
         if device is not None:
-            return hetero.device(device)
+            return find_device(device)
         for value in self.state.values():  # where the state already lives
             if isinstance(value, Array):
                 return value.device
         if self._candidates:
             return self._candidates[0]
-        return hetero.device()
+        return find_device()
 
 
 def guard(state: MutableMapping[str, Any], snapshot_every: int = 10, devices: Sequence[str | Device] | None = None,
@@ -357,7 +327,7 @@ def guard(state: MutableMapping[str, Any], snapshot_every: int = 10, devices: Se
                  device=device, start_step=start_step, standby=standby)
 
 
-# -- the fault layer's other parts, each optional --------------------------------------------
+# -- helpers -----------------------------------------------------------------------------------
 def _rehome(value: Any, target: Device) -> Any:
     """A hetero array argument on another device, copied to ``target``; anything else as is."""
     if isinstance(value, Array) and value.device is not target:
@@ -376,8 +346,6 @@ def _rehome(value: Any, target: Device) -> Any:
 
 def _healthy(device: Device) -> bool:
     """Not UNHEALTHY: as the running health monitor last saw it, else as the device answers now."""
-    from hetero.fault import monitor
-
     watching = monitor.current()
     seen = watching.state(device) if watching is not None else None
     if seen is not None:
@@ -389,19 +357,7 @@ def _healthy(device: Device) -> bool:
         return False
 
 
-def _quarantined_ids() -> frozenset[str]:
-    try:
-        from hetero.fault import quarantine
-    except ImportError:
-        return frozenset()
-    return frozenset(quarantine.quarantined_ids())
-
-
 def _quarantine(device: Device, error: DeviceError, verdict: Verdict) -> None:
-    try:
-        from hetero.fault import quarantine
-    except ImportError:
-        return
     try:
         quarantine.add(device, f"{type(error).__name__}: {error}", verdict.fault_class, ttl=verdict.ttl,
                        name=device.name, injected=bool(getattr(error, "injected", False)))
@@ -410,16 +366,4 @@ def _quarantine(device: Device, error: DeviceError, verdict: Verdict) -> None:
 
 
 def _publish(kind: str, **fields: Any) -> None:
-    try:
-        from hetero.fault.event_bus import publish
-    except ImportError:
-        return
-    publish(kind, **fields)
-
-
-def _heartbeat_function() -> Callable[[int], None] | None:
-    try:
-        from hetero.fault.heartbeat import heartbeat
-    except ImportError:
-        return None
-    return heartbeat
+    event_bus.publish(kind, **fields)

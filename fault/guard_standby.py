@@ -15,15 +15,17 @@ import logging
 import threading
 from collections.abc import Callable
 
-import hetero
+from hetero.array import zeros
 from hetero.device import Device
+from hetero.kernels import kernel
+from hetero.language import global_id
 
 log = logging.getLogger("hetero.fault.guard")
 
 
-@hetero.kernel
+@kernel
 def standby_probe(out):
-    i = hetero.global_id(0)
+    i = global_id(0)
     if i < out.shape[0]:
         out[i] = 1.0
 
@@ -42,7 +44,7 @@ class Standby:
             device = pick()
             if device is None:
                 return
-            out = hetero.zeros(1, device=device)
+            out = zeros(1, device=device)
             standby_probe[1](out)
             out.numpy()
             self.device = device

@@ -38,6 +38,7 @@ from typing import Any
 from hetero.device import Device, Health, HealthState
 from hetero.errors import ConfigError, DeviceError, did_you_mean
 from hetero.plugin import DeviceRuntime
+from hetero.registry import RUNTIMES_OPENED
 
 from . import injection_report
 from .injection_rules import OPS, Rule, RuleState, parse_rules
@@ -335,9 +336,9 @@ def _hang(seconds: float | None) -> None:
 def _check_devices(rules: Sequence[Rule], runtimes: Sequence[DeviceRuntime] = ()) -> None:
     """A rule naming a backend that is not installed, or a device its (open) backend does not have,
     is a typo: say so, with the close name. ``runtimes``: devices of backends opened so far."""
-    from hetero.registry import _REGISTRY
+    from hetero.registry import backend_names
 
-    names = _REGISTRY.names()
+    names = backend_names()
     present: dict[str, list[str]] = {}
     for runtime in runtimes:
         present.setdefault(runtime.info.backend, []).append(runtime.info.name)
@@ -435,6 +436,7 @@ def apply_at_open(runtimes: Sequence[DeviceRuntime], faults: tuple[str, ...]) ->
                 parsed = parse_rules(list(faults))
                 _check_devices(parsed)
                 injection = _CONFIGURED[faults] = Injection(parsed, "HETERO_FAULTS/config faults")
+                injection_report.applied(faults)
                 injection.active = True
             _check_devices(injection.rules, runtimes)
             _attach(injection, runtimes)
@@ -454,3 +456,6 @@ def wrapped_methods(runtime: DeviceRuntime) -> list[str]:
 
 
 __all__ = ["OPS", "FaultRecord", "Injection", "active", "apply_at_open", "configured", "inject", "wrapped_methods"]
+
+
+RUNTIMES_OPENED.register(apply_at_open)  # the registry calls it as each backend opens (see hetero.hooks)

@@ -27,6 +27,7 @@ log = logging.getLogger("hetero.fault.injection")
 FIRED_FILE_NAME = "faults-fired.txt"
 _lock = threading.Lock()
 _watched: list[Injection] = []  # every injection of the process
+_applied: set[tuple[str, ...]] = set()  # configured rule sets applied to an opened backend (see applied)
 
 
 def watch(injection: Injection) -> None:
@@ -36,6 +37,12 @@ def watch(injection: Injection) -> None:
             atexit.register(report_unfired)
         if injection not in _watched:
             _watched.append(injection)
+
+
+def applied(faults: tuple[str, ...]) -> None:
+    """Note that the configured rules ``faults`` were applied to a backend as it opened."""
+    with _lock:
+        _applied.add(faults)
 
 
 def forget(injection: Injection) -> None:
@@ -77,8 +84,6 @@ def _fired_in_run() -> set[str]:
 def unfired(injections: Sequence[Injection] | None = None) -> list[str]:
     """One line per rule that never fired in this process (nor, under hetero-run, in its run):
     of ``injections``, or of every watched one and the configured rules."""
-    from .injection import _CONFIGURED
-
     told: list[str] = []
     in_run = _fired_in_run()
     for injection in watched() if injections is None else injections:
@@ -94,7 +99,7 @@ def unfired(injections: Sequence[Injection] | None = None) -> list[str]:
         from hetero.config import get_config
 
         faults = get_config().faults
-        if faults and faults not in _CONFIGURED:
+        if faults and faults not in _applied:
             told += [f"{rule!r} (HETERO_FAULTS/config faults; no hetero device was opened)" for rule in faults
                      if rule not in in_run]
     return told

@@ -2,9 +2,9 @@
 
 The store is ``<state_dir>/quarantine.json`` (``HETERO_STATE_DIR``), keyed by the device's
 stable id (it survives reboots and renumbering), each entry with the device name, reason,
-fault class, time and expiry. Writers take an exclusive ``fcntl`` lock on
-``quarantine.json.lock`` and replace the file atomically (temp file + ``os.replace``), so
-concurrent processes lose no entry and readers never see half a file.
+fault class, time and expiry. It is a :class:`hetero.files.JsonStore`: writers take the
+exclusive lock on ``quarantine.json.lock`` and replace the file atomically, so concurrent
+processes lose no entry and readers never see half a file.
 
 An entry whose TTL has passed is released only once the device's health reads ``ok``
 (:func:`auto_release`; the health monitor calls it every poll, and
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import math
 import os
@@ -44,9 +43,10 @@ from typing import Any
 from hetero.config import get_config
 from hetero.device import Device, DeviceInfo, HealthState
 from hetero.errors import HeteroError
-from hetero.files import atomic_write, locked
 from hetero.fault import event_bus
 from hetero.fault.taxonomy import FaultClass, ttl_for
+from hetero.files import JsonStore, StoreCorrupt
+from hetero.scheduler.inputs import QUARANTINED_IDS
 
 log = logging.getLogger("hetero.fault.quarantine")
 
@@ -147,44 +147,37 @@ def _stat_key(path: Path) -> tuple[str, int, int, int]:
     return (str(path), st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-class _Corrupt(Exception):
-    pass
+def _store(path: Path) -> JsonStore[dict[str, Entry]]:
+    """The quarantine document in ``path``: ``{"version": 1, "entries": {stable_id: entry}}``."""
 
+    def load(data: Any) -> dict[str, Entry]:
+        if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
+            raise StoreCorrupt("not a hetero quarantine store (no 'entries' mapping)")
+        version = data.get("version")
+        if isinstance(version, int) and version > FORMAT_VERSION:
+            raise QuarantineError(f"{path} was written by a newer hetero (format {version}, this one reads "
+                                  f"{FORMAT_VERSION}); upgrade hetero, or point HETERO_STATE_DIR elsewhere")
+        try:
+            return {key: Entry.from_dict({**value, "stable_id": key}) for key, value in data["entries"].items()}
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StoreCorrupt(f"an entry is malformed ({type(exc).__name__}: {exc})") from None
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
+    def dump(entries: dict[str, Entry]) -> dict[str, Any]:
+        return {"version": FORMAT_VERSION,
+                "entries": {key: {k: v for k, v in entry.as_dict().items() if k != "stable_id" and (k != "drill" or v)}
+                            for key, entry in sorted(entries.items())}}
 
-
-def _parse(path: Path, text: str) -> dict[str, Entry]:
-    try:
-        data = json.loads(text, parse_constant=_no_constant)
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise _Corrupt(f"not valid JSON ({exc})") from None
-    except RecursionError:
-        raise _Corrupt("nested too deep to be a quarantine store") from None
-    if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
-        raise _Corrupt("not a hetero quarantine store (no 'entries' mapping)")
-    version = data.get("version")
-    if isinstance(version, int) and version > FORMAT_VERSION:
-        raise QuarantineError(f"{path} was written by a newer hetero (format {version}, this one reads "
-                              f"{FORMAT_VERSION}); upgrade hetero, or point HETERO_STATE_DIR elsewhere")
-    try:
-        return {key: Entry.from_dict({**value, "stable_id": key}) for key, value in data["entries"].items()}
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise _Corrupt(f"an entry is malformed ({type(exc).__name__}: {exc})") from None
+    return JsonStore(path, "quarantine store", load=load, dump=dump, empty=dict)
 
 
 def _read(path: Path) -> dict[str, Entry]:
     """The entries in the file (empty when there is none). Never takes the lock."""
     try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return {}
-    except UnicodeDecodeError as exc:
-        raise _Corrupt(f"not UTF-8 text ({exc})") from None
+        return _store(path).read()
+    except StoreCorrupt:
+        raise
     except OSError as exc:
         raise QuarantineError(f"cannot read the quarantine store {path}: {exc}; check its permissions") from None
-    return _parse(path, text)
 
 
 def _snapshot(path: Path) -> _Snapshot:
@@ -195,7 +188,7 @@ def _snapshot(path: Path) -> _Snapshot:
         return cached
     try:
         entries = _read(path)
-    except _Corrupt:
+    except StoreCorrupt:
         with _locked(path):
             entries = _read_or_reset(path)
         key = _stat_key(path)
@@ -214,9 +207,8 @@ def _read_or_reset(path: Path) -> dict[str, Entry]:
     """Under the lock: the entries, or (file corrupt) move it aside and start empty."""
     try:
         return _read(path)
-    except _Corrupt as problem:
-        backup = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
-        os.replace(path, backup)
+    except StoreCorrupt as problem:
+        backup = _store(path).set_aside()
         log.warning("quarantine store %s is corrupt: %s; moved it to %s and started an empty store. "
                     "Devices quarantined there are no longer excluded: inspect the backup and re-add them "
                     "with 'hetero quarantine add DEVICE --reason ...' if needed", path, problem, backup)
@@ -229,7 +221,7 @@ def _read_or_reset(path: Path) -> dict[str, Entry]:
 def _locked(path: Path) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         try:
-            stack.enter_context(locked(path))
+            stack.enter_context(_store(path).locked())
         except OSError as exc:
             raise QuarantineError(f"cannot create the quarantine store in {path.parent}: {exc}; make the state "
                                   "directory writable or set HETERO_STATE_DIR to one that is") from None
@@ -237,10 +229,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _write(path: Path, entries: Mapping[str, Entry]) -> None:
-    payload = {"version": FORMAT_VERSION,
-               "entries": {key: {k: v for k, v in entry.as_dict().items() if k != "stable_id" and (k != "drill" or v)}
-                           for key, entry in sorted(entries.items())}}
-    atomic_write(path, json.dumps(payload, indent=2) + "\n", durable=True)
+    _store(path).write(dict(entries))
     snapshot = _Snapshot.of(_stat_key(path), entries)
     with _cache_lock:
         _cache[path] = snapshot
@@ -477,3 +466,6 @@ def auto_release(devices: Iterable[Device]) -> list[Entry]:
         event_bus.publish("released", device=released.name, stable_id=released.stable_id,
                           why="expired and healthy", fault_class=released.fault_class)
     return gone
+
+
+QUARANTINED_IDS.register(quarantined_ids)  # the scheduler's one quarantine query (see hetero.hooks)

@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 
-import hetero
-from hetero.array import Array
+from hetero.array import Array, asarray, copyto
 from hetero.device import Device
 
 _TORCH_KINDS = ("module", "optimizer", "tensor")
@@ -99,9 +98,9 @@ def put_back(captured: Captured, current: Any, device: Device, moved: dict[int, 
     if kind == "array":
         if isinstance(current, Array) and current.device is device and current.shape == data.shape \
                 and current.dtype == data.dtype:
-            hetero.copyto(current, data)
+            copyto(current, data)
             return current
-        return hetero.asarray(data, device=device, copy=True)
+        return asarray(data, device=device, copy=True)
     if kind == "ndarray":
         if isinstance(current, np.ndarray) and current.shape == data.shape and current.dtype == data.dtype \
                 and current.flags.writeable:

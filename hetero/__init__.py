@@ -50,6 +50,26 @@ from hetero.language import (
 )
 from hetero.types import ArrayType, ScalarType, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from hetero.registry import BackendStatus, backend_statuses, device, devices, opened_devices, register_backend, use_device
+from hetero.registry import APPLY_QUOTA as _APPLY_QUOTA
+from hetero.registry import AUTO_DEVICE as _AUTO_DEVICE
+from hetero.registry import CHECK_REQUEST as _CHECK_REQUEST
+from hetero.registry import RUNTIMES_OPENED as _RUNTIMES_OPENED
+from hetero.kernel_hooks import SPLIT_KERNEL as _SPLIT_KERNEL
+from hetero.scheduler.inputs import QUARANTINED_IDS as _QUARANTINED_IDS
+from hetero.scheduler.inputs import QUOTAS_CHANGED as _QUOTAS_CHANGED
+from hetero.scheduler.inputs import SUBSCRIBE as _SUBSCRIBE
+
+# The floors join here. A lower floor asks through a hook what a floor above answers; each
+# answering module registers itself when imported, and is named here so that the first question
+# imports it (`import hetero` stays light: none of these is loaded now). See hetero.hooks.
+_AUTO_DEVICE.provided_by("hetero.scheduler.placement")
+_CHECK_REQUEST.provided_by("hetero.scheduler.request")
+_APPLY_QUOTA.provided_by("hetero.scheduler.quota")
+_RUNTIMES_OPENED.provided_by("hetero.fault.injection")
+_QUARANTINED_IDS.provided_by("hetero.fault.quarantine")
+_SUBSCRIBE.provided_by("hetero.fault.event_bus")
+_SPLIT_KERNEL.provided_by("hetero.split")
+_QUOTAS_CHANGED.provided_by("hetero.torch_memory")
 
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from hetero import dtypes
 from hetero.device import Device
 from hetero.errors import ArrayError, HeteroError
 from hetero.registry import device as resolve_device
-from hetero.scheduler.context import task_getter
+from hetero.scheduler import context as _tasks
 from hetero.scheduler.usage import LEDGER
 from hetero.types import ArrayType, scalar_type
 
@@ -33,7 +33,6 @@ _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
 # Byte offsets are signed 64-bit in every runtime (ptrdiff_t on the host, cl_long/ssize_t
 # in kernels): an array past this could not be indexed, so it is refused before allocating.
 MAX_BYTES = 2**63 - 1
-_current_task = task_getter()  # the scheduler task allocations are accounted to (None: no bookkeeping); see set_process_task
 
 
 class Array:
@@ -71,7 +70,9 @@ class Array:
 
     @property
     def buffer(self) -> Any:
-        """The backend's buffer object (``cl.Buffer``, CuPy ``MemoryPointer``, NumPy bytes)."""
+        """The backend's buffer object: on OpenCL a pooled handle whose ``mem`` is the ``cl.Buffer``
+        (:class:`hetero.backends.opencl_pool.PooledBuffer`), a CuPy ``MemoryPointer``, NumPy bytes.
+        The memory stays this array's while the object lives."""
         return self._buffer
 
     @property
@@ -191,12 +192,13 @@ def _byte_size(dims: tuple[int, ...], kind: np.dtype[Any]) -> int:
 
 
 def empty(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str | Device | None = None) -> Array:
-    """An uninitialised array (float32 unless ``dtype`` says otherwise) on ``device``."""
+    """An uninitialised array (float32 unless ``dtype`` says otherwise) on ``device``: its bytes
+    are whatever the memory held (a pooled buffer's last owner's data), never promised to be zero."""
     target = resolve_device(device)
     dims = _shape(shape)
     kind = dtypes.as_dtype(dtype)
     nbytes = _byte_size(dims, kind)
-    task = _current_task()
+    task = _tasks.allocation_task()  # the scheduler task this is accounted to (None: no bookkeeping)
     if task is not None and nbytes:  # inside a scheduler task: quota checked before the vendor allocator, released on free
         return task.allocate(target, nbytes, lambda buffer: Array(buffer, target, dims, kind))
     if not nbytes:
@@ -220,7 +222,7 @@ def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None, device:
     else:
         kind = _python_dtype(np.asarray(fill_value))
     value = _fill_scalar(fill_value, kind)
-    out = empty(shape, kind, device)
+    out = empty(shape, kind, device)  # may be a reused buffer: every byte is written below
     if out.nbytes:
         runtime = out.device.runtime
         if runtime.host_memory:

@@ -18,6 +18,7 @@ from hetero.array import asarray, empty, zeros
 from hetero.device import Device, HealthState
 from hetero.registry import device as resolve_device
 from hetero.registry import devices as all_devices
+from hetero.runtime_parts import runs_kernels
 from hetero.scheduler.cost_model import CostModel
 
 Progress = Callable[[int, int, str], None]  # (done, total, what is being measured)
@@ -46,7 +47,7 @@ def calibration_devices(specs: Sequence[str] | None = None) -> list[Device]:
     """The devices named, or every healthy device that runs kernels."""
     if specs:
         return [resolve_device(spec) for spec in specs]
-    return [d for d in all_devices() if d.runtime.kernel_target() is not None
+    return [d for d in all_devices() if runs_kernels(d.runtime)
             and d.health().state is not HealthState.UNHEALTHY]
 
 

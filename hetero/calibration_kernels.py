@@ -9,36 +9,38 @@ tests (production code never imports test code).
 
 from __future__ import annotations
 
-import hetero
-from hetero import f32
+from hetero.array import Array
+from hetero.kernels import kernel
+from hetero.language import global_id
+from hetero.types import f32
 
 
-@hetero.kernel
-def saxpy(a: f32, x: hetero.Array[f32], y: hetero.Array[f32]):
-    i = hetero.global_id(0)
+@kernel
+def saxpy(a: f32, x: Array[f32], y: Array[f32]):
+    i = global_id(0)
     if i < x.shape[0]:
         y[i] = a * x[i] + y[i]
 
 
-@hetero.kernel
-def triad(a: hetero.Array[f32], b: hetero.Array[f32], c: hetero.Array[f32], s: f32):
-    i = hetero.global_id(0)
+@kernel
+def triad(a: Array[f32], b: Array[f32], c: Array[f32], s: f32):
+    i = global_id(0)
     if i < a.shape[0]:
         a[i] = b[i] + s * c[i]
 
 
-@hetero.kernel
-def copy(src: hetero.Array[f32], dst: hetero.Array[f32]):
-    i = hetero.global_id(0)
+@kernel
+def copy(src: Array[f32], dst: Array[f32]):
+    i = global_id(0)
     if i < src.shape[0]:
         dst[i] = src[i]
 
 
-@hetero.kernel
-def matmul(a: hetero.Array[f32], b: hetero.Array[f32], c: hetero.Array[f32]):
+@kernel
+def matmul(a: Array[f32], b: Array[f32], c: Array[f32]):
     """c = a @ b, one work-item per element of c (rows along launch axis 0)."""
-    row = hetero.global_id(0)
-    col = hetero.global_id(1)
+    row = global_id(0)
+    col = global_id(1)
     if row < c.shape[0] and col < c.shape[1]:
         acc = 0.0
         for k in range(a.shape[1]):

@@ -228,11 +228,12 @@ class Decoder:
         return np.frombuffer(data, dtype=dtype).reshape(shape) if expected else np.empty(shape, dtype)
 
     def _array(self, node: Mapping[str, Any], where: str) -> Any:
-        import hetero
+        from hetero.array import asarray  # the codec reads plain checkpoints without loading devices
+        from hetero.registry import device
 
         if self._device is None:
-            self._device = hetero.device(self._device_spec)
-        return hetero.asarray(self._host(node, where), device=self._device)
+            self._device = device(self._device_spec)
+        return asarray(self._host(node, where), device=self._device)
 
     def _tensor(self, node: Mapping[str, Any]) -> Any:
         import torch

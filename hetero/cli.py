@@ -13,19 +13,13 @@ from typing import Any
 import hetero
 from hetero.cli_cache import add_cache_commands
 from hetero.cli_compile import add_compile_commands
+from hetero.cli_table import table as _table
 from hetero.errors import BackendUnavailableError, HeteroError
 from hetero.registry import enabled_backends
 
 
 def _gib(nbytes: int) -> str:
     return f"{nbytes / 2**30:.1f} GiB"
-
-
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [header, *rows]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def cmd_devices(args: argparse.Namespace) -> int:

@@ -47,7 +47,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not entries:
         print(f"no device is quarantined (store: {quarantine.store_path()})")
         return 0
-    from hetero.cli import _table
+    from hetero.cli_table import table as _table
 
     rows = [[e.name, e.stable_id, e.fault_class, _when(e.time),
              _when(e.expires) + (" (expired: released once healthy)" if e.expired() else ""), e.reason]

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from hetero.hooks import Hook
 
 if TYPE_CHECKING:
     from hetero.plugin import DeviceRuntime
@@ -121,6 +123,13 @@ class Device:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A device travels between processes by name and is looked up again there.
-        from hetero.registry import device
+        return (_reopen, (self.info.name,))
 
-        return (device, (self.info.name,))
+
+#: The registry's ``device(name)``, registered by :mod:`hetero.registry` (which builds on this module).
+FIND_DEVICE: Hook[Callable[[str], Device]] = Hook("find_device", "the device of a name, from the registry")
+
+
+def _reopen(name: str) -> Device:
+    """The device named ``name`` in this process (how a pickled Device comes back)."""
+    return FIND_DEVICE.call(name)

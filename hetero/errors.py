@@ -1,8 +1,9 @@
 """The errors a hetero user can meet: one hierarchy under :class:`HeteroError`.
 
 Every error says what happened, to which device/backend/file, and what to do.
-Later layers (compiler, fault handling, launcher) extend this hierarchy; this
-module imports nothing else of the project.
+Later floors (compiler, fault handling, launcher) extend this hierarchy; this module
+imports nothing else of the project at import time (:mod:`hetero.sizes`, a ground-floor
+sibling, when a quota message is written).
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ class QuotaExceeded(HeteroError, MemoryError):
     allocator is touched."""
 
     def __init__(self, device: str, task: str, quota: int, used: int, requested: int) -> None:
-        from hetero.sizes import format_size
+        from hetero.sizes import format_size  # errors load first; sizes only when one is raised
 
         self.device, self.task, self.quota, self.used, self.requested = device, task, quota, used, requested
         super().__init__(

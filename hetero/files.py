@@ -1,10 +1,11 @@
 """Files hetero replaces so that a reader sees the old contents or the new, never a part: the
 project's one atomic write (compile cache, CPU kernel modules, cost model, quarantine store,
-heartbeats, fault reports), and the one inter-process lock of its JSON stores (quarantine, cost
-model), and the one removal of a whole directory that no reader sees half-done (the compile
-cache's generated-module folders). Checkpoints install whole directories instead
-(:mod:`hetero.checkpoint_files`). And the one guarded open of a file hetero reads whole
-(:func:`open_regular_file`: cache entries, bundles), which refuses FIFOs and devices.
+heartbeats, fault reports), the one inter-process lock, the one locked JSON store built on both
+(:class:`JsonStore`: the quarantine, the cost model), the one removal of a whole directory that
+no reader sees half-done (:func:`remove_tree`: the compile cache's generated-module folders),
+and the one guarded open of a file hetero reads whole (:func:`open_regular_file`: cache entries,
+bundles), which refuses FIFOs and devices. Checkpoints install whole directories instead
+(:mod:`hetero.checkpoint_files`).
 
 Ground floor: imports nothing of hetero's.
 """
@@ -12,13 +13,15 @@ Ground floor: imports nothing of hetero's.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, Generic, TypeVar
 
 try:
     import fcntl
@@ -117,3 +120,83 @@ def open_regular_file(path: Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+T = TypeVar("T")
+
+
+class StoreCorrupt(Exception):
+    """A store's file is not a document of its kind; the message says what is wrong with it."""
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+class JsonStore(Generic[T]):
+    """One JSON document in one file, shared by processes: the quarantine, the cost model.
+
+    :meth:`read` never locks (a writer replaces the file whole, so a reader sees the old document
+    or the new); :meth:`transaction` reads, lets the block change the document and writes it back
+    when it changed, all under the store's lock, so concurrent writers lose nothing. Writes are
+    atomic and durable (a store is the only copy of its data). ``load`` turns the parsed JSON into
+    the document (raising :class:`StoreCorrupt` for one that is not of this kind), ``dump`` turns
+    it back, ``empty`` makes the document of a missing file. ``what`` names the store in errors.
+    """
+
+    def __init__(self, path: Path, what: str, *, load: Callable[[Any], T], dump: Callable[[T], Any],
+                 empty: Callable[[], T], indent: int = 2, sort_keys: bool = False) -> None:
+        self.path = path
+        self.what = what
+        self._load, self._dump, self._empty = load, dump, empty
+        self._indent, self._sort_keys = indent, sort_keys
+
+    def read(self) -> T:
+        """The document (``empty()`` when there is no file). Raises StoreCorrupt for a file that is
+        not UTF-8 JSON of this kind, OSError when it cannot be read."""
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return self._empty()
+        try:
+            data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        except UnicodeDecodeError as exc:
+            raise StoreCorrupt(f"not UTF-8 text ({exc})") from None
+        except ValueError as exc:  # JSONDecodeError, NaN/Infinity
+            raise StoreCorrupt(f"not valid JSON ({exc})") from None
+        except RecursionError:
+            raise StoreCorrupt(f"nested too deep to be a {self.what}") from None
+        return self._load(data)
+
+    def write(self, document: T) -> None:
+        """Replace the file with ``document`` (call within :meth:`locked` when others may write)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self._dump(document), indent=self._indent, sort_keys=self._sort_keys) + "\n"
+        atomic_write(self.path, text, durable=True)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's inter-process lock (:func:`locked` on ``NAME.lock``) for the block."""
+        with locked(self.path):
+            yield
+
+    def set_aside(self) -> Path:
+        """Move the file to ``NAME.corrupt-<time>-<pid>`` beside it (under the lock) and return that path."""
+        backup = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+        os.replace(self.path, backup)
+        return backup
+
+    @contextlib.contextmanager
+    def transaction(self, on_corrupt: Callable[[StoreCorrupt], T]) -> Iterator[T]:
+        """Read-modify-write under the lock: the document is yielded, and written back when the block
+        changed it (compared with a copy taken before). A corrupt file is ``on_corrupt(problem)``'s
+        document instead (it may :meth:`set_aside` the file first)."""
+        with self.locked():
+            try:
+                document = self.read()
+            except StoreCorrupt as problem:
+                document = on_corrupt(problem)
+            before = json.dumps(self._dump(document), sort_keys=True)
+            yield document
+            if json.dumps(self._dump(document), sort_keys=True) != before:
+                self.write(document)

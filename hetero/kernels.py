@@ -57,6 +57,7 @@ from hetero.compiler.source import Fingerprint, source_fingerprint
 from hetero.config import get_config
 from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
+from hetero.kernel_hooks import SPLIT_KERNEL
 from hetero.launch_args import arg_type, check_sizes, keyword_error, scalar_converter, shares_memory, size_tuple
 from hetero.registry import device as resolve_device
 from hetero.scheduler import cost_model
@@ -311,9 +312,8 @@ class Kernel:
         arrays' own device alone now and then, and runs there when that is measured faster than
         the split (devices sharing cores or memory bandwidth do not add up as the model assumes).
         See :mod:`hetero.split` for what can be split."""
-        from hetero.split import split_kernel
-
-        return split_kernel(self, devices, combine or {}, model, adaptive)
+        split: SplitKernel = SPLIT_KERNEL.call(self, devices, combine or {}, model, adaptive)
+        return split
 
     def cost_key(self) -> str:
         """This kernel's key in the cost model (name and source fingerprint)."""

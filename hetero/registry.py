@@ -3,6 +3,10 @@
 Lenient when discovering (a backend that cannot load is *unavailable, with the
 reason*, and logged), strict when the user named it (``hetero.device("cuda")``
 or ``HETERO_BACKENDS=cuda`` raise with the reason and the remedy).
+
+On the ground floor: what it needs from the floors above (the scheduler's ``"auto"`` choice,
+quotas, fault injection) it asks through the hooks below, which those floors register into
+(see :mod:`hetero.hooks`).
 """
 
 from __future__ import annotations
@@ -11,16 +15,16 @@ import contextlib
 import contextvars
 import dataclasses
 import logging
-import sys
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hetero.config import get_config
-from hetero.device import Device
+from hetero.device import FIND_DEVICE, Device
 from hetero.errors import BackendUnavailableError, ConfigError, DeviceNotFoundError, PluginError, did_you_mean
-from hetero.plugin import Backend, BackendRegistration
+from hetero.hooks import Hook
+from hetero.plugin import Backend, BackendRegistration, DeviceRuntime
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -30,6 +34,20 @@ ENTRY_POINT_GROUP = "hetero.backends"
 #: (``hetero.guard`` moves it when work migrates). None: the configured default.
 _CURRENT: contextvars.ContextVar[Device | None] = contextvars.ContextVar("hetero_current_device", default=None)
 log = logging.getLogger("hetero.registry")
+
+#: ``hetero.device("auto", policy, **request)``: the scheduler places it (hetero.scheduler.placement).
+AUTO_DEVICE: Hook[Callable[..., Device]] = Hook("auto_device", "the device 'auto' names, placed by the scheduler")
+#: Check request keywords (``memory=``, ``kinds=``...), with did-you-mean for a misspelt one (hetero.scheduler.request).
+CHECK_REQUEST: Hook[Callable[[Mapping[str, Any]], None]] = Hook(
+    "check_request", "checks the keywords of a placement request")
+#: Called once, before any backend opens, when the config sets ``quota`` (hetero.scheduler.quota).
+APPLY_QUOTA: Hook[Callable[[], object]] = Hook("apply_quota", "caps this process's allocations by the configured quota")
+#: Called with each backend's runtimes, and the configured fault rules, before its devices are made:
+#: fault injection wraps the matching ones (hetero.fault.injection). Called only when rules are
+#: configured or the hook's module is loaded (an ``inject()`` block may be active), so a process
+#: with no drill imports nothing for it.
+RUNTIMES_OPENED: Hook[Callable[[Sequence[DeviceRuntime], Any], None]] = Hook(
+    "runtimes_opened", "wraps a backend's runtimes for fault injection")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,9 +106,7 @@ class Registry:
 
                 _apply_log_level()
                 if get_config().quota:  # HETERO_QUOTA: this process's allocations capped, before any device opens
-                    from hetero.scheduler.quota import apply_configured_quota
-
-                    apply_configured_quota()
+                    APPLY_QUOTA.call()
                 self._registrations = {}
                 for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
                     self._load_entry_point(entry_point)
@@ -172,11 +188,8 @@ class Registry:
         # Fault injection: rules from HETERO_FAULTS/the config or an active hetero.fault.inject() block
         # wrap the matching runtimes; with none (the usual case) this is one check and nothing is imported.
         faults = get_config().faults
-        injection = sys.modules.get("hetero.fault.injection")
-        if faults or (injection is not None and injection.active()):
-            from hetero.fault.injection import apply_at_open
-
-            apply_at_open(runtimes, faults)
+        if faults or RUNTIMES_OPENED.loaded:
+            RUNTIMES_OPENED.call(runtimes, faults)
         devices = tuple(Device(runtime.info, runtime) for runtime in runtimes)
         if not devices:
             return status(False, "no devices found", registration.install_hint, diagnostics=diagnostics)
@@ -213,10 +226,8 @@ class Registry:
         return found
 
     def device(self, spec: str | Device | None = None, policy: str | None = None, **request: Any) -> Device:
-        if request:
-            from hetero.scheduler.request import check_fields  # a misspelt keyword: did-you-mean, not a raw TypeError
-
-            check_fields(request)
+        if request:  # a misspelt keyword: did-you-mean, not a raw TypeError
+            CHECK_REQUEST.call(request)
         if (policy is not None or request) and spec is not None and str(spec).strip().lower() != "auto":
             raise ValueError(f"policy and request arguments choose among devices; they go with 'auto', not {str(spec)!r}")
         if isinstance(spec, Device):
@@ -232,18 +243,14 @@ class Registry:
         if not isinstance(text, str):
             raise TypeError(f"device spec must be a string or a hetero.Device, got {type(text).__name__}")
         if text.strip().lower() == "auto":  # the scheduler places it, and remembers while still valid
-            from hetero.scheduler.placement import auto_device
-
-            return auto_device(policy, **request)
+            return AUTO_DEVICE.call(policy, **request)
         found = self._resolve(text.strip().lower())
         self._by_spec[text] = found
         return found
 
     def _resolve(self, spec: str) -> Device:
         if spec == "auto":
-            from hetero.scheduler.placement import auto_device
-
-            return auto_device()
+            return AUTO_DEVICE.call(None)
         backend, _, index_text = spec.partition(":")
         if backend not in self.names():
             valid = sorted({d.name for d in self._all_devices()} | set(self.names()) | {"auto"})
@@ -268,12 +275,16 @@ class Registry:
         return [d for name in self.names() for d in self.status(name).devices]
 
     def reset(self) -> None:
-        """Forget every backend (tests, and after changing HETERO_BACKENDS)."""
+        """Forget every backend (tests, and after changing HETERO_BACKENDS). The devices opened so
+        far release the memory they keep for reuse (their arrays stay valid)."""
         with self._lock:
+            opened = [d.runtime for status in self._statuses.values() for d in status.devices]
             self._registrations = None
             self._broken.clear()
             self._statuses.clear()
             self._by_spec.clear()
+        for runtime in opened:
+            runtime.close()
 
 
 _REGISTRY = Registry()
@@ -326,6 +337,11 @@ def enabled_backends() -> list[str]:
     return _REGISTRY.enabled()
 
 
+def backend_names() -> list[str]:
+    """Every installed backend's name, loaded or broken (opens none)."""
+    return _REGISTRY.names()
+
+
 def backend_status(name: str) -> BackendStatus:
     return _REGISTRY.status(name)
 
@@ -337,3 +353,6 @@ def register_backend(registration: BackendRegistration) -> None:
 
 def reset() -> None:
     _REGISTRY.reset()
+
+
+FIND_DEVICE.register(device)  # a pickled hetero.Device is looked up again by name (hetero.device)

@@ -42,6 +42,7 @@ from hetero.errors import KernelLaunchError
 from hetero.launch_args import check_divides
 from hetero.registry import device as resolve_device
 from hetero.registry import devices as all_devices
+from hetero.runtime_parts import runs_kernels
 from hetero.scheduler import cost_model as cost_models
 from hetero.scheduler import split_plan
 from hetero.scheduler.split_plan import Outcomes
@@ -49,8 +50,8 @@ from hetero.split_check import COMBINE_OPS, Layout, NotSplittableError, analyse,
 from hetero.split_moves import Staging, bytes_moved, copy_law, identity, merge
 from hetero.types import i64
 
-if TYPE_CHECKING:
-    from hetero.kernels import Kernel
+from hetero.kernel_hooks import SPLIT_KERNEL
+from hetero.kernels import Kernel, _size_tuple
 
 __all__ = ["NotSplittableError", "SplitKernel", "SplitLauncher", "SplitPlan", "split_kernel"]
 
@@ -101,8 +102,6 @@ class SplitKernel:
         self._launchers: dict[Any, SplitLauncher] = {}
 
     def __getitem__(self, config: Any) -> SplitLauncher:
-        from hetero.kernels import _size_tuple
-
         sizes: tuple[tuple[int, ...], tuple[int, ...] | None]
         if isinstance(config, tuple) and len(config) == 2 and not isinstance(config[0], (int, np.integer)):
             sizes = (_size_tuple(config[0], "global size"), _size_tuple(config[1], "local size"))
@@ -142,10 +141,10 @@ def split_kernel(kernel: Kernel, devices: Sequence[str | Device] | str, combine:
 def _choose(kernel: str, spec: Sequence[str | Device] | str) -> list[Device]:
     """The devices ``spec`` names (``"all"``: every healthy, unquarantined device that runs kernels)."""
     if isinstance(spec, str) and spec == "all":
-        from hetero.scheduler.placement import quarantined_ids
+        from hetero.fault.quarantine import quarantined_ids
 
         quarantined = quarantined_ids()
-        chosen = [d for d in all_devices() if d.runtime.kernel_target() is not None
+        chosen = [d for d in all_devices() if runs_kernels(d.runtime)
                   and d.stable_id not in quarantined and d.health().state is not HealthState.UNHEALTHY]
         if not chosen:
             raise KernelLaunchError(f"{kernel}.split('all'): no healthy, unquarantined device here runs kernels "
@@ -158,7 +157,7 @@ def _choose(kernel: str, spec: Sequence[str | Device] | str) -> list[Device]:
     if not chosen or len(set(names)) != len(names):
         raise KernelLaunchError(f"{kernel}.split: devices must be distinct and at least one, got {names}")
     for d in chosen:
-        if d.runtime.kernel_target() is None:
+        if not runs_kernels(d.runtime):
             raise KernelLaunchError(f"{kernel}.split: {d.name} cannot run hetero kernels; leave it out")
     return chosen
 
@@ -168,8 +167,6 @@ _offset_kernels: weakref.WeakKeyDictionary[Any, dict[int, Any]] = weakref.WeakKe
 
 def _offset_kernel(kernel: Kernel, axis: int) -> Kernel:
     """``kernel`` compiled with the row offset built in (see :func:`with_offset`), one per axis."""
-    from hetero.kernels import Kernel
-
     class OffsetKernel(Kernel):
         def fingerprint(self) -> str:
             return f"{kernel.fingerprint()}+split-axis{axis}"
@@ -444,3 +441,6 @@ def _source_device(kernel: str, args: Sequence[Any]) -> Device:
         raise KernelLaunchError(f"{kernel}.split: the array arguments must be on one device (the caller's), "
                                 f"found {sorted(found) or 'none'}")
     return next(iter(found.values()))
+
+
+SPLIT_KERNEL.register(split_kernel)  # kernel.split(...) asks it (see hetero.hooks)

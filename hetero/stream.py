@@ -18,6 +18,8 @@ What it is on each backend, honestly:
 - every other device (OpenCL, ``cpu``): an alias of the device's single in-order queue. Code
   written with streams runs there unchanged and correctly, without overlap; :attr:`native` is None.
 
+Which it is follows the device's runtime: a :class:`~hetero.runtime_parts.StreamRuntime` has streams.
+
 Leaving the ``with`` block does not wait (so two blocks can overlap); call :meth:`synchronize`.
 """
 
@@ -30,6 +32,7 @@ from typing import Any, Self
 from hetero.device import Device
 from hetero.registry import device as resolve_device
 from hetero.registry import use_device
+from hetero.runtime_parts import StreamRuntime
 
 
 class Stream:
@@ -38,9 +41,10 @@ class Stream:
     def __init__(self, device: str | Device | None = None) -> None:
         self.device = resolve_device(device)
         runtime = self.device.runtime
-        make = getattr(runtime, "new_stream", None)
+        #: The device's streams; None where it has one queue.
+        self._streams: StreamRuntime | None = runtime if isinstance(runtime, StreamRuntime) else None
         #: The vendor stream (a CuPy ``Stream`` on cuda/rocm); None where the device has one queue.
-        self.native: Any = make() if callable(make) else None
+        self.native: Any = self._streams.new_stream() if self._streams is not None else None
         self._local = threading.local()  # per-thread stack of (stream token, device scope): re-entrant
 
     def _stack(self) -> list[tuple[Any, Any]]:
@@ -60,9 +64,7 @@ class Stream:
         return (0, self.handle)
 
     def __enter__(self) -> Self:
-        runtime = self.device.runtime
-        push = getattr(runtime, "push_stream", None)
-        token = push(self.native) if self.native is not None and callable(push) else None
+        token = self._streams.push_stream(self.native) if self._streams is not None else None
         device_scope = use_device(self.device)
         device_scope.__enter__()
         self._stack().append((token, device_scope))
@@ -72,21 +74,21 @@ class Stream:
                  trace: TracebackType | None) -> None:
         token, device_scope = self._stack().pop()
         device_scope.__exit__(kind, error, trace)
-        if token is not None:
-            self.device.runtime.pop_stream(token)  # type: ignore[attr-defined]
+        if self._streams is not None:
+            self._streams.pop_stream(token)
 
     def synchronize(self) -> None:
         """Wait until everything queued on this stream has finished (the whole device where it has one queue)."""
-        if self.native is not None:
-            self.device.runtime.sync_stream(self.native)  # type: ignore[attr-defined]
+        if self._streams is not None:
+            self._streams.sync_stream(self.native)
         else:
             self.device.synchronize()
 
     def wait_for(self, other: Stream) -> None:
         """Make work queued on this stream from now on wait for what ``other`` has queued so far
         (on the device, without blocking the host, where both are streams of one device)."""
-        if self.native is not None and other.native is not None and other.device is self.device:
-            self.device.runtime.stream_wait(self.native, other.native)  # type: ignore[attr-defined]
+        if self._streams is not None and other.native is not None and other.device is self.device:
+            self._streams.stream_wait(self.native, other.native)
         elif other is not self:
             other.synchronize()
 

@@ -6,9 +6,11 @@
     ...     ...                                                      # allocations accounted, capped
     >>> hetero.scheduler.assign(4, "spread")                         # devices for 4 workers
 
-Pure policy over device descriptors, health and usage: no vendor library, no I/O (the
-cost model reads its own persisted state). Names load on first use, so ``import hetero``
-(whose allocator consults :mod:`hetero.scheduler.quota`) pulls in only that.
+Pure policy over device descriptors, health and usage: no vendor library, no I/O of its own
+(the cost model keeps its samples in a :class:`hetero.files.JsonStore`). It sits on the ground
+floor, backends and compiler; what it needs from the floors above (the quarantine, whom to tell
+about quotas) it asks through hooks (:mod:`hetero.scheduler.inputs`). Names load on first use, so
+``import hetero`` (whose allocator reads :mod:`hetero.scheduler.context`) pulls in only that.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     )
     from hetero.scheduler.policies import KIND_WEIGHT, Policy, Ranking, get_policy, rank, static_speed
     from hetero.scheduler.quota import Task, current_task, set_process_task, task
+    from hetero.scheduler.failover import replacement
     from hetero.scheduler.request import PRIORITIES, Candidate, CostModel, Request, format_size, parse_size
     from hetero.scheduler.usage import LEDGER, DeviceLoad
 
@@ -45,6 +48,7 @@ _LAZY = {
     "Request": "request", "Candidate": "request", "CostModel": "request", "PRIORITIES": "request",
     "parse_size": "request", "format_size": "request",
     "LEDGER": "usage", "DeviceLoad": "usage",
+    "replacement": "failover",
 }
 
 
@@ -61,5 +65,5 @@ __all__ = [
     "KIND_WEIGHT", "LEDGER", "PRIORITIES", "Candidate", "CostModel", "DeviceLoad", "Explanation", "NoDeviceAvailable",
     "Policy", "Ranking", "Request", "Row", "Task", "assign", "auto_device", "current_task", "decide", "explain",
     "forget_decisions", "format_size", "get_cost_model", "get_policy", "live_candidates", "parse_size", "place", "rank",
-    "set_process_task", "static_speed", "task", "use_cost_model",
+    "replacement", "set_process_task", "static_speed", "task", "use_cost_model",
 ]

@@ -9,7 +9,6 @@ launcher worker capped as a whole), used by every thread that entered none.
 from __future__ import annotations
 
 import contextvars
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -31,15 +30,18 @@ def _task_or_process_default() -> Task | None:
 
 
 def task_getter() -> Callable[[], Task | None]:
-    """What ``hetero.empty`` calls to find the task: the bare ContextVar read while no process
-    default is set (no cost added to allocations outside tasks), the fallback otherwise."""
+    """The bare ContextVar read while no process default is set (no cost added to allocations
+    outside tasks), the fallback otherwise."""
     return CURRENT_TASK.get if _process_task is None else _task_or_process_default
 
 
+#: What every allocation (``hetero.empty`` and all that allocate through it) calls to find the task
+#: to account it to: :func:`task_getter`'s answer, re-pointed by :func:`set_process_default`.
+allocation_task: Callable[[], Task | None] = task_getter()
+
+
 def set_process_default(task: Task | None) -> None:
-    """Record the process's default task and re-point ``hetero.empty``'s hook at the right getter."""
-    global _process_task
+    """Record the process's default task and re-point :data:`allocation_task` at the right getter."""
+    global _process_task, allocation_task
     _process_task = task
-    array = sys.modules.get("hetero.array")
-    if array is not None:  # the allocation hook binds the getter once; rebind it here
-        array._current_task = task_getter()  # type: ignore[attr-defined]
+    allocation_task = task_getter()

@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from hetero.files import locked
 from hetero.scheduler import cost_store
 from hetero.scheduler.cost_fit import RECENT_SAMPLES, PowerLaw, TransferLaw, bucket_point, fit_power_law, fit_transfer, size_bucket
 
@@ -230,7 +229,7 @@ class CostModel:
         atomically; returns the path, or None for an in-memory model."""
         if self.path is None:
             return None
-        with self._lock, locked(self.path):
+        with self._lock, cost_store.store(self.path).locked():
             pending, devices = self._pending, dict(self._devices)
             self._kernels.clear()
             self._transfers.clear()

@@ -1,9 +1,9 @@
 """Where the cost model lives on disk: ``<state_dir>/costs.json``.
 
-Reads and writes hold the store's lock (:func:`hetero.files.locked`, on ``costs.json.lock``) so
-that processes sampling at once merge rather than overwrite each other; writes are atomic and
-durable (:func:`hetero.files.atomic_write`). A file that cannot be read as a cost model is reported with a
-warning naming it, and the model starts afresh (the next save replaces the file).
+A :class:`hetero.files.JsonStore`: saves hold the store's lock (on ``costs.json.lock``) so that
+processes sampling at once merge rather than overwrite each other; writes are atomic and durable.
+A file that cannot be read as a cost model is reported with a warning naming it, and the model
+starts afresh (the next save replaces the file).
 
 The document::
 
@@ -16,13 +16,12 @@ The document::
 
 from __future__ import annotations
 
-import json
 import logging
 import warnings
 from pathlib import Path
 from typing import Any
 
-from hetero.files import atomic_write
+from hetero.files import JsonStore, StoreCorrupt
 
 logger = logging.getLogger("hetero.scheduler")
 
@@ -39,23 +38,27 @@ def read(path: Path, warn: bool = True) -> tuple[dict[str, Any], str | None]:
     and what is wrong (also warned, naming the file, unless ``warn`` is False) when it is
     unreadable, corrupt or of another version."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return empty_document(), None
+        return store(path).read(), None
     except OSError as exc:
-        problem: str | None = f"unreadable ({exc})"
-    else:
-        try:
-            data = json.loads(text)
-            problem = _problem(data)
-        except ValueError as exc:
-            problem = f"not valid JSON ({exc})"
-        if problem is None:
-            return data, None
+        problem = f"unreadable ({exc})"
+    except StoreCorrupt as exc:
+        problem = str(exc)
     if warn:
         warnings.warn(f"the cost model {path} is corrupt: {problem}; starting with an empty model "
                       f"(the next save replaces the file; `hetero calibrate` refills it)", RuntimeWarning, stacklevel=3)
     return empty_document(), problem
+
+
+def store(path: Path) -> JsonStore[dict[str, Any]]:
+    """The cost model document in ``path``."""
+    return JsonStore(path, "cost model", load=_checked, dump=dict, empty=empty_document, indent=1, sort_keys=True)
+
+
+def _checked(data: Any) -> dict[str, Any]:
+    problem = _problem(data)
+    if problem is not None:
+        raise StoreCorrupt(problem)
+    return dict(data)
 
 
 def _problem(data: Any) -> str | None:
@@ -90,7 +93,6 @@ def _samples_ok(samples: Any) -> bool:
 
 
 def write(path: Path, document: dict[str, Any]) -> None:
-    """Replace ``path`` with ``document`` atomically (call under :func:`hetero.files.locked`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps(document, indent=1, sort_keys=True) + "\n", durable=True)
+    """Replace ``path`` with ``document`` atomically (call within ``store(path).locked()``)."""
+    store(path).write(document)
     logger.debug("cost model saved to %s", path)

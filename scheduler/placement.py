@@ -12,15 +12,16 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from hetero.config import get_config
 from hetero.device import Device, DeviceInfo, HealthState
-from hetero.registry import backend_status
+from hetero.registry import AUTO_DEVICE, backend_status
 from hetero.registry import devices as registry_devices
 from hetero.scheduler.context import current_task
 from hetero.scheduler.explanation import Explanation, NoDeviceAvailable, explanation
+from hetero.scheduler.inputs import SUBSCRIBE, quarantined
 from hetero.scheduler.policies import Policy, Ranking, get_policy, rank
 from hetero.scheduler.request import PRIORITY_RANK, Candidate, CostModel, Request, check_fields
 from hetero.scheduler.usage import LEDGER
@@ -32,25 +33,6 @@ DEFAULT: Any = object()  # use_cost_model(DEFAULT): back to the default model
 
 
 # -- inputs ----------------------------------------------------------------------------
-def quarantined_ids() -> frozenset[str]:
-    """Stable ids in the fault layer's quarantine (none when that layer is not installed)."""
-    global _read_quarantine
-    if _read_quarantine is None:
-        try:
-            from hetero.fault.quarantine import quarantined_ids as read
-        except ImportError:  # remembered: a failed import costs a search of sys.path every time
-            read = _no_quarantine
-        _read_quarantine = read
-    return _read_quarantine()
-
-
-def _no_quarantine() -> frozenset[str]:
-    return _NO_IDS
-
-
-_read_quarantine: Callable[[], frozenset[str]] | None = None
-
-
 def use_cost_model(model: CostModel | None) -> None:
     """Make ``model`` the one the ``fastest`` policy asks (None: static speed estimates only;
     ``use_cost_model(DEFAULT)`` goes back to the process's default model)."""
@@ -63,10 +45,8 @@ def get_cost_model() -> CostModel | None:
     default, ``hetero.scheduler.cost_model.default_model()`` (asked each time: it may be reset)."""
     if _cost_model_chosen:
         return _cost_model
-    try:
-        from hetero.scheduler.cost_model import default_model
-    except ImportError:
-        return None
+    from hetero.scheduler.cost_model import default_model  # its persisted state is read on first use
+
     return default_model()
 
 
@@ -102,7 +82,7 @@ def _reported_use(device: Device) -> int:
 def live_candidates(devices: Sequence[Device] | None = None) -> tuple[list[Candidate], list[Device]]:
     """Candidates for the devices of ``hetero.devices()`` (or ``devices``), in that order, and the devices."""
     found = registry_devices() if devices is None else list(devices)
-    quarantine = quarantined_ids()
+    quarantine = quarantined()
     return [candidate(d, order, quarantine) for order, d in enumerate(found)], found
 
 
@@ -114,7 +94,7 @@ def _as_candidates(items: Sequence[Candidate | DeviceInfo | Device]) -> list[Can
             out.append(item)
             continue
         if quarantine is None:
-            quarantine = quarantined_ids()
+            quarantine = quarantined()
         out.append(candidate(item, order, quarantine))
     return out
 
@@ -249,11 +229,7 @@ class _QuarantineWatch:
     @staticmethod
     def _subscribe() -> Any:
         # Subscribed before the quarantine is read, so no change falls between the two.
-        try:
-            from hetero.fault.event_bus import events
-        except ImportError:
-            return None
-        return events(_WATCHED_EVENTS)
+        return SUBSCRIBE.call(_WATCHED_EVENTS)
 
     def current(self) -> frozenset[str]:
         now = time.monotonic()
@@ -264,7 +240,7 @@ class _QuarantineWatch:
                     if not self.subscribed:
                         self.subscription = self._subscribe()
                         self.subscribed = True
-            self.ids, self.read_at = quarantined_ids(), now
+            self.ids, self.read_at = quarantined(), now
         return self.ids
 
 
@@ -322,3 +298,6 @@ def forget_decisions() -> None:
 
 
 _DEFAULT_REQUEST = Request()
+
+
+AUTO_DEVICE.register(auto_device)  # hetero.device("auto") asks it (see hetero.hooks)

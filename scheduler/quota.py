@@ -24,20 +24,18 @@ when no task with a quota remains, the fraction goes back to 1.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
-import importlib.abc
-import importlib.machinery
 import os
-import sys
 import threading
 import weakref
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from hetero.registry import APPLY_QUOTA
 from hetero.scheduler import context
 from hetero.scheduler.context import CURRENT_TASK
+from hetero.scheduler.inputs import QUOTAS_CHANGED
 from hetero.scheduler.request import PRIORITIES, PRIORITY_RANK, parse_size
 from hetero.scheduler.usage import LEDGER
 
@@ -48,8 +46,7 @@ if TYPE_CHECKING:
 # entered in several threads at once, each restoring its own previous task).
 _TOKENS: contextvars.ContextVar[tuple[tuple[Task, contextvars.Token[Task | None]], ...]] = contextvars.ContextVar(
     "hetero_task_tokens", default=())
-_ACTIVE: dict[Task, None] = {}  # tasks entered somewhere, for the torch fractions
-_TORCH_SET: set[int] = set()  # CUDA indices whose torch memory fraction we changed
+_ACTIVE: dict[Task, None] = {}  # tasks entered somewhere (their quotas reach torch: hetero.torch_memory)
 
 T = TypeVar("T")
 Quota = int | str | Mapping[str, int | str] | None
@@ -142,7 +139,7 @@ def _activate(task: Task) -> None:
             _ACTIVE[task] = None
             task.preempted.clear()
     if first and task.quota:
-        apply_torch_fractions()
+        QUOTAS_CHANGED.call(active_tasks)
 
 
 def _deactivate(task: Task) -> None:
@@ -154,7 +151,13 @@ def _deactivate(task: Task) -> None:
     if last:
         LEDGER.release_holds(task)
         if task.quota:
-            apply_torch_fractions()
+            QUOTAS_CHANGED.call(active_tasks)
+
+
+def active_tasks() -> list[Task]:
+    """The tasks entered somewhere in this process now (the process task included)."""
+    with LEDGER.changed:
+        return list(_ACTIVE)
 
 
 def _parse_quota(task: str, quota: Quota) -> dict[str, int]:
@@ -211,73 +214,16 @@ def apply_configured_quota(name: str | None = None) -> Task | None:
     (:func:`set_process_task`), named ``name`` (default ``process <pid>``). Nothing when no quota
     is configured or a process task is already set (an explicit one wins; calling twice is
     harmless). Called when backends are first listed and by the ``hetero-run`` worker bootstrap.
-    When torch is not imported yet, its CUDA memory fractions are set right after it is.
-    Returns the process task."""
+    When torch is not imported yet, its CUDA memory fractions are set right after it is
+    (:mod:`hetero.torch_memory`). Returns the process task."""
     from hetero.config import get_config
 
     quota = get_config().quota
     if quota and context._process_task is None:
         set_process_task(Task(name or f"process {os.getpid()}", quota=dict(quota)))
-        if "torch" not in sys.modules:  # set before the program imports torch: apply its fractions then
-            sys.meta_path.insert(0, _FractionsAfterTorchImport())
     return context._process_task
 
 
-class _FractionsAfterTorchImport(importlib.abc.MetaPathFinder):
-    """One shot: when ``torch`` is imported, let the import finish, then :func:`apply_torch_fractions`
-    (a configured quota is set before a worker's program imports torch)."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if name != "torch":
-            return None
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self)
-        spec = None
-        for finder in list(sys.meta_path):  # the import as it would have gone without this finder
-            find = getattr(finder, "find_spec", None)
-            if find is not None and (spec := find(name, path, target)) is not None:
-                break
-        loader = spec.loader if spec is not None else None
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        exec_module = loader.exec_module
-
-        def exec_then_apply(module: Any) -> None:
-            exec_module(module)
-            try:
-                apply_torch_fractions()
-            except Exception as exc:  # noqa: BLE001 - the quota must never break importing torch
-                print(f"hetero: could not apply the memory quota to torch ({type(exc).__name__}: {exc})",
-                      file=sys.stderr)
-
-        # This spec's own loader instance: nothing else sees the change.
-        loader.exec_module = exec_then_apply  # type: ignore[method-assign]
-        return spec
 
 
-def apply_torch_fractions() -> None:
-    """Set torch's per-process memory fraction on each CUDA device to the active tasks'
-    total quota there (1 where none has one). Only when torch is already imported and
-    CUDA available: this never imports torch."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return
-    try:
-        if not torch.cuda.is_available():
-            return
-        count = torch.cuda.device_count()
-    except Exception:  # noqa: BLE001  (a broken CUDA set-up is the backend's to report, not the quota's)
-        return
-    backend = "rocm" if getattr(getattr(torch, "version", None), "hip", None) else "cuda"
-    with LEDGER.changed:
-        active = list(_ACTIVE)
-    for index in range(count):
-        name = f"{backend}:{index}"
-        limits = [limit for t in active if t.quota and (limit := t.limit(name, backend)) is not None]
-        if limits:
-            total = torch.cuda.get_device_properties(index).total_memory
-            torch.cuda.set_per_process_memory_fraction(min(1.0, sum(limits) / total), index)
-            _TORCH_SET.add(index)
-        elif index in _TORCH_SET:
-            torch.cuda.set_per_process_memory_fraction(1.0, index)
-            _TORCH_SET.discard(index)
+APPLY_QUOTA.register(apply_configured_quota)  # the registry applies HETERO_QUOTA before any backend opens

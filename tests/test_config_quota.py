@@ -148,10 +148,10 @@ def test_a_bad_quota_fails_the_process_with_the_config_error(tmp_path: Path) -> 
 TORCH_LATER = '''
 import sys
 import hetero
-from hetero.scheduler import quota
+from hetero import torch_memory
 seen = []
-real = quota.apply_torch_fractions
-quota.apply_torch_fractions = lambda: seen.append("torch" in sys.modules) or real()
+real = torch_memory.apply_torch_fractions
+torch_memory.apply_torch_fractions = lambda: seen.append("torch" in sys.modules) or real()
 hetero.devices()  # the configured quota becomes the process task; torch is not imported yet
 import torch
 assert float(torch.ones(3).sum()) == 3.0  # the import went through as usual

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hetero.files import atomic_write
+from hetero.files import JsonStore, StoreCorrupt, atomic_write
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("hetero", "backends", "compiler", "scheduler", "fault")
@@ -93,3 +93,50 @@ def test_no_module_takes_a_file_lock_by_itself() -> None:
     offenders = [f"{path.relative_to(ROOT).as_posix()}" for folder in SOURCES for path in sorted((ROOT / folder).rglob("*.py"))
                  if path.relative_to(ROOT).as_posix() != "hetero/files.py" and "fcntl.flock(" in path.read_text(encoding="utf-8")]
     assert not offenders, f"take store locks with hetero.files.locked: {offenders}"
+
+
+def _counter_store(path: Path) -> JsonStore[dict[str, int]]:
+    def load(data: object) -> dict[str, int]:
+        if not isinstance(data, dict) or not all(isinstance(v, int) for v in data.values()):
+            raise StoreCorrupt("not a mapping of counts")
+        return dict(data)
+
+    return JsonStore(path, "counter store", load=load, dump=dict, empty=dict)
+
+
+def test_a_json_store_reads_empty_then_writes_back_only_what_changed(tmp_path: Path) -> None:
+    store = _counter_store(tmp_path / "state" / "counts.json")
+    assert store.read() == {}
+    with store.transaction(on_corrupt=lambda problem: {}) as counts:
+        counts["a"] = 1
+    assert store.read() == {"a": 1}
+    before = store.path.stat().st_ino
+    with store.transaction(on_corrupt=lambda problem: {}) as counts:
+        assert counts == {"a": 1}  # unchanged: not rewritten
+    assert store.path.stat().st_ino == before
+    assert stat.S_IMODE(store.path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in store.path.parent.iterdir()) == ["counts.json", "counts.json.lock"]
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (b"\xff\xfe", "not UTF-8"), (b"{nope", "not valid JSON"), (b'{"a": NaN}', "not valid JSON"),
+    (b"[" * 100_000, "nested too deep to be a counter store"), (b'{"a": "x"}', "not a mapping of counts")])
+def test_a_corrupt_json_store_says_what_is_wrong_and_can_be_set_aside(tmp_path: Path, content: bytes,
+                                                                      problem: str) -> None:
+    store = _counter_store(tmp_path / "counts.json")
+    store.path.write_bytes(content)
+    with pytest.raises(StoreCorrupt, match=problem):
+        store.read()
+    seen: list[str] = []
+
+    def reset(error: StoreCorrupt) -> dict[str, int]:
+        seen.append(str(error))
+        store.set_aside()
+        return {}
+
+    with store.transaction(on_corrupt=reset) as counts:
+        counts["b"] = 2
+    assert len(seen) == 1 and problem in seen[0]
+    assert store.read() == {"b": 2}
+    [backup] = tmp_path.glob("counts.json.corrupt-*")
+    assert backup.read_bytes() == content  # kept for inspection, never lost

@@ -13,7 +13,8 @@ import pytest
 from hetero.device import DeviceInfo, Kind
 from hetero.fault.launch import assign as launch_assign
 from hetero.fault.launch import cli as run_cli
-from hetero.fault.launch.assign import LaunchError, assign, device_env, replacement
+from hetero.fault.launch.assign import LaunchError, assign, device_env
+from hetero.fault.launch.assign import restart_device as replacement
 from hetero.fault.launch.events import EventLog, Progress, Summary, append_event
 from hetero.fault.launch.faults import classify_report
 

@@ -184,9 +184,9 @@ def test_no_task_means_no_bookkeeping(spy: Device, monkeypatch: pytest.MonkeyPat
     assert runtime(spy).allocations == [400] * 10 and LEDGER.used("spy:0") == 0
     del arrays
     # The hook in hetero.empty is one ContextVar read: the bound get of the task variable.
-    from hetero import array as array_module
+    from hetero.scheduler import context as context_module
 
-    assert array_module._current_task == quota_module.CURRENT_TASK.get
+    assert context_module.allocation_task == quota_module.CURRENT_TASK.get
 
 
 def test_a_task_is_joined_from_another_thread_by_passing_it(spy: Device) -> None:
@@ -275,7 +275,7 @@ def test_leaving_a_task_out_of_order_is_an_error() -> None:
 
 
 def test_a_process_task_covers_every_thread_that_entered_none(spy: Device) -> None:
-    from hetero import array as array_module
+    from hetero.scheduler import context as context_module
     from hetero.scheduler import set_process_task
 
     worker = Task("worker3", quota={"spy:0": 4 * KiB})
@@ -294,6 +294,6 @@ def test_a_process_task_covers_every_thread_that_entered_none(spy: Device) -> No
     finally:
         assert set_process_task(None) is worker
     assert worker.active == 0 and current_task() is None
-    assert array_module._current_task == quota_module.CURRENT_TASK.get  # the bare read again
+    assert context_module.allocation_task == quota_module.CURRENT_TASK.get  # the bare read again
     kept.clear()
     assert worker.usage() == {}

@@ -103,7 +103,7 @@ def test_quarantine_is_respected_at_once(state_dir: Path, counted_places: list[s
 
 def test_quarantine_from_another_process_is_seen_within_the_recheck(monkeypatch: pytest.MonkeyPatch) -> None:
     first = hetero.device("auto")
-    monkeypatch.setattr(placement, "_read_quarantine", lambda: frozenset({first.stable_id}))
+    monkeypatch.setattr(placement, "quarantined", lambda: frozenset({first.stable_id}))
     monkeypatch.setattr(placement, "QUARANTINE_RECHECK", 0.0)
     assert hetero.device("auto").name != first.name
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from hetero.fault.launch.worker_main import WarmStandby
 from hetero.fault.protocol import FAULT_EXIT_CODE
-from hetero.fault.launch.worker_main import Standby
 
 PROBE = """
     import json, os, sys
@@ -25,15 +25,15 @@ PROBE = """
 
 
 @pytest.fixture
-def spares() -> Iterator[list[Standby]]:
-    made: list[Standby] = []
+def spares() -> Iterator[list[WarmStandby]]:
+    made: list[WarmStandby] = []
     yield made
     for spare in made:
         spare.close()
 
 
-def _standby(spares: list[Standby], env: dict[str, str], **kwargs: object) -> Standby:
-    spare = Standby(env=env, **kwargs)  # type: ignore[arg-type]
+def _standby(spares: list[WarmStandby], env: dict[str, str], **kwargs: object) -> WarmStandby:
+    spare = WarmStandby(env=env, **kwargs)  # type: ignore[arg-type]
     spares.append(spare)
     return spare
 
@@ -45,7 +45,7 @@ def _script(tmp_path: Path, body: str) -> Path:
     return path
 
 
-def test_a_standby_runs_the_request_with_its_environment_and_directory_and_no_early_vendor_library(tmp_path: Path, spares: list[Standby],
+def test_a_standby_runs_the_request_with_its_environment_and_directory_and_no_early_vendor_library(tmp_path: Path, spares: list[WarmStandby],
                                                                              capfd: pytest.CaptureFixture[str]) -> None:
     script = _script(tmp_path, PROBE)
     base = {**os.environ, "HETERO_DEVICE": "cpu"}
@@ -61,7 +61,7 @@ def test_a_standby_runs_the_request_with_its_environment_and_directory_and_no_ea
     assert seen["stdin"] == ""  # the supervisor's pipe is not the program's stdin
 
 
-def test_device_fault_in_a_standby_reports_where_the_request_says(tmp_path: Path, spares: list[Standby]) -> None:
+def test_device_fault_in_a_standby_reports_where_the_request_says(tmp_path: Path, spares: list[WarmStandby]) -> None:
     script = _script(tmp_path, """
         import hetero
         raise hetero.DeviceLostError("gone", backend="oneapi", device="oneapi:0")
@@ -73,7 +73,7 @@ def test_device_fault_in_a_standby_reports_where_the_request_says(tmp_path: Path
     assert json.loads(report.read_text())["fault_class"] == "device-lost"
 
 
-def test_a_closed_pipe_ends_the_standby(spares: list[Standby]) -> None:
+def test_a_closed_pipe_ends_the_standby(spares: list[WarmStandby]) -> None:
     spare = _standby(spares, dict(os.environ))
     proc = spare.proc
     assert proc is not None
@@ -82,7 +82,7 @@ def test_a_closed_pipe_ends_the_standby(spares: list[Standby]) -> None:
     assert spare.activate(["x.py"], dict(os.environ)) is None
 
 
-def test_startup_only_variables_must_match(tmp_path: Path, spares: list[Standby]) -> None:
+def test_startup_only_variables_must_match(tmp_path: Path, spares: list[WarmStandby]) -> None:
     spare = _standby(spares, dict(os.environ))
     proc = spare.proc
     assert not spare.usable_for({**os.environ, "PYTHONHASHSEED": "123"})
@@ -93,7 +93,7 @@ def test_startup_only_variables_must_match(tmp_path: Path, spares: list[Standby]
     assert proc is not None and proc.poll() is not None  # retired, not left waiting
 
 
-def test_a_bad_request_is_refused(spares: list[Standby], capfd: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_request_is_refused(spares: list[WarmStandby], capfd: pytest.CaptureFixture[str]) -> None:
     spare = _standby(spares, dict(os.environ))
     proc = spare.proc
     assert proc is not None and proc.stdin is not None
@@ -103,7 +103,7 @@ def test_a_bad_request_is_refused(spares: list[Standby], capfd: pytest.CaptureFi
     assert "bad standby request" in capfd.readouterr().err
 
 
-def test_a_preload_that_fails_does_not_lose_the_standby(tmp_path: Path, spares: list[Standby],
+def test_a_preload_that_fails_does_not_lose_the_standby(tmp_path: Path, spares: list[WarmStandby],
                                                         capfd: pytest.CaptureFixture[str]) -> None:
     script = _script(tmp_path, "print('ran')\n")
     spare = _standby(spares, dict(os.environ), preload=("no_such_module_xyz", "colorsys"))

@@ -3,8 +3,9 @@
 Candidates come from ``--devices`` (default: every device hetero lists), minus
 quarantined devices; health is asked of a device when it is chosen, and an unhealthy one
 is passed over. The first placement goes through the scheduler's policy
-(``hetero.scheduler.assign``); a replacement after a failure prefers a device other than
-the one that failed and, under ``spread``, the least loaded one.
+(``hetero.scheduler.assign``); a replacement after a failure is the scheduler's
+:func:`hetero.scheduler.replacement`: a device other than the one that failed and, under
+``spread``, the least loaded one.
 
 A worker sees its device twice: ``HETERO_DEVICE`` (what ``hetero.device()`` returns) and
 the vendor's visibility variable, so vendor libraries and torch see only that device.
@@ -22,6 +23,12 @@ from collections.abc import Iterable, Sequence
 
 from hetero.device import DeviceInfo, HealthState
 from hetero.errors import HeteroError
+from hetero.fault.quarantine import quarantined_ids
+from hetero.registry import backend_status, enabled_backends
+from hetero.registry import device as find_device
+from hetero.registry import devices as all_devices
+from hetero.scheduler.placement import assign as scheduler_assign
+from hetero.scheduler.failover import replacement as scheduler_replacement
 
 POLICIES = ("spread", "binpack")
 #: The visibility variable each vendor stack reads, and the value that shows device ``i``.
@@ -63,22 +70,19 @@ def candidate_devices(spec: str | None) -> list[DeviceInfo]:
     ``SPEC`` is comma-separated: ``auto``/``all`` (every device), a backend (``oneapi``: all
     its devices) or one device (``cuda:1``). Health is not asked here (an OpenCL device's
     health runs a probe kernel): :func:`assign` asks it of the devices it is about to use."""
-    import hetero
-    from hetero.registry import backend_status, enabled_backends
-
     found: list[DeviceInfo] = []
     for part in (spec or "auto").split(","):
         entry = part.strip().lower()
         if not entry:
             continue
         if entry in ("auto", "all"):
-            chosen = list(hetero.devices())
+            chosen = list(all_devices())
         elif ":" in entry:
-            chosen = [hetero.device(entry)]
+            chosen = [find_device(entry)]
         else:
             status = backend_status(entry) if entry in enabled_backends() else None
             if status is None or not status.available:
-                hetero.device(entry)  # raises the error naming the backend and the remedy
+                find_device(entry)  # raises the error naming the backend and the remedy
                 continue
             chosen = list(status.devices)
         for device in chosen:
@@ -90,15 +94,6 @@ def candidate_devices(spec: str | None) -> list[DeviceInfo]:
     return found
 
 
-def quarantined_ids() -> frozenset[str]:
-    """Stable ids of quarantined devices (empty when the quarantine store is not there)."""
-    try:
-        from hetero.fault.quarantine import quarantined_ids as ids
-    except ImportError:
-        return frozenset()
-    return frozenset(ids())
-
-
 def usable(candidates: Iterable[DeviceInfo], excluded: Iterable[str] = ()) -> list[DeviceInfo]:
     """Candidates that are neither quarantined nor excluded (by name or stable id)."""
     blocked = set(quarantined_ids()) | set(excluded)
@@ -107,9 +102,7 @@ def usable(candidates: Iterable[DeviceInfo], excluded: Iterable[str] = ()) -> li
 
 def healthy(info: DeviceInfo) -> bool:
     """Whether the device's backend reports it anything but UNHEALTHY now."""
-    import hetero
-
-    return hetero.device(info.name).health().state is not HealthState.UNHEALTHY
+    return find_device(info.name).health().state is not HealthState.UNHEALTHY
 
 
 def assign(count: int, policy: str, candidates: Sequence[DeviceInfo]) -> list[DeviceInfo]:
@@ -129,45 +122,21 @@ def _assign(count: int, policy: str, candidates: Sequence[DeviceInfo]) -> list[D
     if not candidates:
         raise LaunchError("no usable device: every candidate is quarantined or unhealthy; "
                           "see 'hetero quarantine list', release one, or name others with --devices")
-    scheduler_assign = _scheduler_assign()
-    if scheduler_assign is not None:
-        return list(scheduler_assign(count, policy, list(candidates)))
-    if policy == "binpack":
-        return [candidates[0]] * count
-    return [candidates[i % len(candidates)] for i in range(count)]
+    return list(scheduler_assign(count, policy, list(candidates)))
 
 
-def _scheduler_assign():  # type: ignore[no-untyped-def]
-    try:
-        from hetero import scheduler
-    except ImportError:
-        return None
-    return getattr(scheduler, "assign", None)
-
-
-def replacement(failed: DeviceInfo, policy: str, candidates: Sequence[DeviceInfo],
+def restart_device(failed: DeviceInfo, policy: str, candidates: Sequence[DeviceInfo],
                 in_use: Counter[str]) -> DeviceInfo:
-    """The device a failed worker restarts on: usable and healthy, preferably not ``failed``;
-    under ``spread`` the least loaded (``in_use`` counts live workers per device name), under
-    ``binpack`` the most loaded, ties broken by candidate order."""
-    pool = list(candidates)
-    while True:
-        chosen = _replacement(failed, policy, pool, in_use)
-        if healthy(chosen):
-            return chosen
-        pool = [d for d in pool if d.name != chosen.name]
-
-
-def _replacement(failed: DeviceInfo, policy: str, candidates: Sequence[DeviceInfo],
-                 in_use: Counter[str]) -> DeviceInfo:
-    if not candidates:
+    """The device a failed worker restarts on (:func:`hetero.scheduler.replacement`): usable and
+    healthy, preferably not ``failed``; under ``spread`` the least loaded (``in_use`` counts live
+    workers per device name), under ``binpack`` the most loaded, ties broken by candidate order."""
+    chosen = scheduler_replacement(failed, candidates, prefer="binpack" if policy == "binpack" else "spread",
+                                   load=in_use, allow_failed=True, healthy=healthy)
+    if chosen is None:
         raise LaunchError(f"no usable device to restart the worker of {failed.name} on: every candidate "
                           "is quarantined or unhealthy; release one ('hetero quarantine release') or add "
                           "devices with --devices")
-    others = [d for d in candidates if d.name != failed.name] or list(candidates)
-    order = {d.name: i for i, d in enumerate(others)}
-    sign = -1 if policy == "binpack" else 1
-    return min(others, key=lambda d: (sign * in_use[d.name], order[d.name]))
+    return chosen
 
 
 def device_env(info: DeviceInfo) -> dict[str, str]:

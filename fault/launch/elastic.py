@@ -22,7 +22,6 @@ is per node agent, and hangs are left to the collective library's timeouts.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -30,35 +29,22 @@ import sys
 from pathlib import Path
 
 from hetero.fault import protocol
+from hetero.fault.launch.config import LaunchConfig
+from hetero.fault.launch.state import Failure, RunResult, WorkerState
 
 ENV_CONFIG = "HETERO_ELASTIC_CONFIG"  # the launcher's settings, JSON, for the shims
 
 
-@dataclasses.dataclass
-class ElasticConfig:
-    command: list[str]
-    run_dir: Path
-    checkpoint_dir: Path
-    events: Path
-    nproc: int
-    devices: str | None
-    policy: str
-    max_restarts: int
-    inject: tuple[str, ...]
-    nnodes: int
-    node_rank: int
-    rdzv_endpoint: str
-    rdzv_id: str = "hetero"
-    rdzv_timeout: int = 300
-
-
-def run_elastic(config: ElasticConfig) -> int:
-    """Run this node's workers under torch elastic's agent; the exit status of the node."""
+def run_elastic(config: LaunchConfig) -> RunResult:
+    """Run this node's workers under torch elastic's agent (``config.nodes`` says where this node
+    stands in the job); how the node's run ended (``exit_code``: the node's exit status)."""
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+    from torch.distributed.launcher.api import LaunchConfig as TorchLaunchConfig
+    from torch.distributed.launcher.api import elastic_launch
 
     from hetero.fault.launch.events import EventLog
+    from hetero.fault.launch.faults import exit_reason
 
     config.run_dir.mkdir(parents=True, exist_ok=True)
     log = EventLog(config.events)
@@ -68,40 +54,47 @@ def run_elastic(config: ElasticConfig) -> int:
     if config.inject:
         rules = [r for r in os.environ.get("HETERO_FAULTS", "").split(";") if r.strip()]
         os.environ["HETERO_FAULTS"] = ";".join([*rules, *config.inject])
-    launch = LaunchConfig(
-        min_nodes=config.nnodes, max_nodes=config.nnodes, nproc_per_node=config.nproc,
-        run_id=config.rdzv_id, rdzv_backend="c10d", rdzv_endpoint=config.rdzv_endpoint,
-        rdzv_configs={"is_host": config.node_rank == 0, "timeout": config.rdzv_timeout},
+    nodes = config.nodes
+    launch = TorchLaunchConfig(
+        min_nodes=nodes.count, max_nodes=nodes.count, nproc_per_node=config.nproc,
+        run_id=nodes.rdzv_id, rdzv_backend="c10d", rdzv_endpoint=nodes.rdzv_endpoint or "",
+        rdzv_configs={"is_host": nodes.rank == 0, "timeout": nodes.rdzv_timeout},
         max_restarts=config.max_restarts, monitor_interval=0.1, start_method="spawn")
-    log.emit("run_started", run_dir=str(config.run_dir), nproc=config.nproc, nnodes=config.nnodes,
-             node_rank=config.node_rank, rdzv_endpoint=config.rdzv_endpoint, devices=config.devices,
+    log.emit("run_started", run_dir=str(config.run_dir), nproc=config.nproc, nnodes=nodes.count,
+             node_rank=nodes.rank, rdzv_endpoint=nodes.rdzv_endpoint, devices=config.devices,
              policy=config.policy, max_restarts=config.max_restarts, command=config.command)
-    code = 1
+    result = RunResult(WorkerState.FAILED)
     try:
         elastic_launch(launch, sys.executable)(*["-m", "hetero.fault.launch.elastic", *config.command])
-        code = 0
+        result = RunResult(WorkerState.SUCCEEDED)
     except ChildFailedError as exc:
+        failures = []
         for rank, failure in sorted(exc.failures.items()):
-            log.emit("worker_exited", worker=rank, returncode=failure.exitcode, reason="failed",
-                     message=str(failure.message)[:500])
-        log.emit("gave_up", worker=None, reason=f"torch elastic: --max-restarts {config.max_restarts} used up")
-        print(f"hetero-run: node {config.node_rank}: workers failed after {config.max_restarts} restarts:\n"
+            message = str(failure.message)[:500]
+            log.emit("worker_exited", worker=rank, returncode=failure.exitcode, reason="failed", message=message)
+            failures.append(Failure(rank, None, exit_reason(failure.exitcode), failure.exitcode, message))
+        why = f"torch elastic: --max-restarts {config.max_restarts} used up"
+        log.emit("gave_up", worker=None, reason=why)
+        print(f"hetero-run: node {nodes.rank}: workers failed after {config.max_restarts} restarts:\n"
               f"{exc.format_msg()}", file=sys.stderr)
+        result = RunResult(WorkerState.FAILED, failures=tuple(failures), reason=why)
     except SignalException as exc:
-        log.emit("shutdown", signal=signal.Signals(exc.sigval).name)
-        code = 128 + int(exc.sigval)
+        name = signal.Signals(exc.sigval).name
+        log.emit("shutdown", signal=name)
+        result = RunResult(WorkerState.STOPPED, reason=name, stop_signal=int(exc.sigval))
     finally:
-        log.emit("finished", returncode=code, node_rank=config.node_rank)
+        log.emit("finished", returncode=result.exit_code, node_rank=nodes.rank)
         log.close()
-        print(f"hetero-run: node {config.node_rank} finished with exit status {code}; events: {config.events}",
+        print(f"hetero-run: node {nodes.rank} finished with exit status {result.exit_code}; events: {config.events}",
               file=sys.stderr)
-    return code
+    return result
 
 
 # -- the per-rank shim (python -m hetero.fault.launch.elastic script.py args...) ---------------------
 def _quarantine_previous_faults(run_dir: Path, attempt: int, local_rank: int, events: str) -> set[str]:
     """Quarantine the devices of this node's fault reports from attempt ``attempt - 1``;
     their stable ids (read by every local rank alike, so assignments agree)."""
+    from hetero.fault import quarantine
     from hetero.fault.launch.events import append_event
 
     bad: set[str] = set()
@@ -119,14 +112,9 @@ def _quarantine_previous_faults(run_dir: Path, attempt: int, local_rank: int, ev
             continue
         bad.add(stable_id)
         if local_rank == 0:  # one record per fault, not one per local rank
-            try:
-                from hetero.fault import quarantine
-
-                quarantine.add(stable_id, f"{report.get('error_type')}: {report.get('message')}"[:500],
-                               report.get("fault_class") or "context-corrupting", ttl=report.get("ttl"),
-                               name=name, injected=bool(report.get("injected")))
-            except ImportError:
-                pass
+            quarantine.add(stable_id, f"{report.get('error_type')}: {report.get('message')}"[:500],
+                           report.get("fault_class") or "context-corrupting", ttl=report.get("ttl"),
+                           name=name, injected=bool(report.get("injected")))
             append_event(events, "fault_detected", worker=report.get("worker"), device=name,
                          fault_class=report.get("fault_class"), error_type=report.get("error_type"),
                          code=report.get("code"), message=report.get("message"))
@@ -137,6 +125,7 @@ def _quarantine_previous_faults(run_dir: Path, attempt: int, local_rank: int, ev
 
 def shim(argv: list[str]) -> None:
     """Set up this rank's device and protocol environment, then become the worker bootstrap."""
+    from hetero.checkpoint import latest_step
     from hetero.fault.launch.assign import assign, candidate_devices, device_env, usable
     from hetero.fault.launch.events import append_event
 
@@ -165,7 +154,7 @@ def shim(argv: list[str]) -> None:
     (run_dir / f"assignment-{local_rank}-{attempt}.json").write_text(
         json.dumps({"device": device.name, "stable_id": device.stable_id, "rank": rank}))
     env.pop(protocol.ENV_RESUME_STEP, None)
-    resume = _latest_step(checkpoint_dir)
+    resume = latest_step(checkpoint_dir)
     if resume is not None:
         env[protocol.ENV_RESUME_STEP] = str(resume)
     append_event(events, "worker_started", worker=rank, local_rank=local_rank, device=device.name, pid=os.getpid(),
@@ -173,14 +162,6 @@ def shim(argv: list[str]) -> None:
     if attempt and resume is not None:
         append_event(events, "resumed_from_step", worker=rank, device=device.name, step=resume)
     os.execv(sys.executable, [sys.executable, "-m", "hetero.fault.launch.worker_main", *argv])
-
-
-def _latest_step(directory: Path) -> int | None:
-    try:
-        from hetero.checkpoint import latest_step
-    except ImportError:
-        return None
-    return latest_step(directory)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""What a worker's fault report means to ``hetero-run``: its fault class, and whether its
-device goes into quarantine.
+"""What a worker's end means to ``hetero-run``: the fault class of its exit status or fault
+report (:func:`diagnose`), and whether its device goes into quarantine.
 
 The worker bootstrap classifies the error before it writes the report (``fault_class``,
 ``quarantine``, ``ttl``). When a report lacks the verdict (an older or foreign bootstrap, or
@@ -16,14 +16,19 @@ bool, a ``ttl`` that is not a non-negative number) is ignored, the report classi
 from __future__ import annotations
 
 import math
+import signal
 from collections.abc import Mapping
 from typing import Any, NamedTuple
+
+from hetero.fault.protocol import FAULT_EXIT_CODE
 
 QUARANTINE_CLASSES = ("context-corrupting", "device-lost", "degraded")
 FAULT_CLASSES = ("recoverable", *QUARANTINE_CLASSES)
 #: The longest text kept of a report's field (a message goes into events, logs and the quarantine).
 MAX_TEXT = 2000
 _INT_FIELDS = ("code", "xid", "pid")
+#: The report's fields a ``fault_detected`` event carries.
+_EVENT_FIELDS = ("error_type", "code", "code_name", "xid", "injected", "message", "action")
 
 
 class Verdict(NamedTuple):
@@ -87,3 +92,41 @@ def _classify_again(report: Mapping[str, Any]) -> Verdict | None:
     if fault_class == "none":  # too little in the report to tell: the bootstrap judged it fatal
         return None
     return Verdict(str(fault_class), bool(result.quarantine), result.ttl)
+
+
+def signal_name(code: int) -> str | None:
+    """``SIGKILL`` for an exit status of -9; None for a normal exit."""
+    try:
+        return signal.Signals(-code).name if code < 0 else None
+    except ValueError:
+        return f"signal {-code}"
+
+
+def exit_reason(code: int) -> str:
+    """What an exit status says before any report is read: ``ok`` (0), ``fault`` (the bootstrap's
+    :data:`~hetero.fault.protocol.FAULT_EXIT_CODE`), ``crash`` (killed by a signal) or ``error``."""
+    return "ok" if code == 0 else "fault" if code == FAULT_EXIT_CODE else "crash" if code < 0 else "error"
+
+
+class Diagnosis(NamedTuple):
+    """What the supervisor makes of a failed incarnation."""
+
+    fault_class: str  # a taxonomy class (from the report), or hang, crash, fault, error
+    fields: dict[str, Any]  # for the ``fault_detected`` event: the report's, or how the process ended
+    verdict: Verdict | None  # the report's verdict (whether to quarantine its device); None without a report
+
+
+def diagnose(code: int, reason: str, report: Mapping[str, Any] | None) -> Diagnosis:
+    """The fault class of an incarnation that ended with exit status ``code`` for ``reason`` (``hang``
+    when the supervisor killed it for silence, else :func:`exit_reason`), given its fault report
+    (read only for :data:`~hetero.fault.protocol.FAULT_EXIT_CODE`; None when it wrote none)."""
+    if report is not None:
+        verdict = classify_report(report)
+        return Diagnosis(verdict.fault_class, {key: report.get(key) for key in _EVENT_FIELDS}, verdict)
+    if reason == "hang":
+        return Diagnosis("hang", {}, None)
+    if code < 0:
+        return Diagnosis("crash", {"message": f"killed by {signal_name(code) or code}"}, None)
+    if code == FAULT_EXIT_CODE:
+        return Diagnosis("fault", {"message": f"exit status {code} without a fault report"}, None)
+    return Diagnosis("error", {"message": f"exit status {code}"}, None)

@@ -16,225 +16,322 @@ What a failure does:
 Only the failed worker restarts unless ``restart="group"``; ``max_restarts`` counts
 restarts of the whole run (a group restart is one). Past it, every worker is stopped and
 the run fails.
+
+The loop (:meth:`Supervisor._loop`) does five jobs, each in its own place:
+
+1. *starting* workers: :class:`~hetero.fault.launch.starter.Starter` (environment, standbys);
+2. *watching* them: :meth:`~Supervisor._watch` (exits, heartbeats, hangs);
+3. *classifying* what ended one: :meth:`~Supervisor._classify`, over
+   :func:`hetero.fault.launch.faults.diagnose` (and quarantining the device);
+4. *choosing* what follows: :meth:`~Supervisor._choose_restart` (restart whom, where, or give up);
+5. *keeping the books*: the events, the goodput/recovery accounting and the metrics
+   (:meth:`~Supervisor._close_incarnation`, :meth:`~Supervisor._look_around`).
+
+Each rank's life is a :class:`~hetero.fault.launch.state.WorkerState`; :meth:`Supervisor.run`
+returns a :class:`~hetero.fault.launch.state.RunResult`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import signal
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from hetero.device import DeviceInfo
 from hetero.errors import HeteroError
+from hetero.fault import quarantine
 from hetero.fault.launch.assign import (
     OptionError,
     assign,
     candidate_devices,
     check_nproc,
-    free_port,
-    quarantined_ids,
-    replacement,
+    restart_device,
     usable,
 )
+from hetero.fault.launch.config import LaunchConfig
 from hetero.fault.launch.descendants import kill_marked, new_run_id
 from hetero.fault.launch.events import EventLog, Progress, Summary
-from hetero.fault.launch.faults import classify_report
-from hetero.fault.launch.warmup import Warmup
-from hetero.fault.launch.worker_handle import (
-    Worker,
-    await_exits,
-    become_subreaper,
-    bootstrap_command,
-    kill_group,
-    spawn_standby,
-    stop_workers,
-    wait_for_exit,
-    warm_modules,
-)
+from hetero.fault.launch.faults import diagnose, exit_reason, signal_name
 from hetero.fault.launch.metrics import Metrics
-from hetero.fault.protocol import ENV_LAUNCHER_PID, ENV_RUN_ID, FAULT_EXIT_CODE
+from hetero.fault.launch.starter import Starter
+from hetero.fault.launch.state import Failure, RunResult, WorkerResult, WorkerState
+from hetero.fault.launch.warmup import Warmup
+from hetero.fault.launch.worker_handle import Worker, await_exits, become_subreaper, kill_group, stop_workers, wait_for_exit
+from hetero.fault.protocol import FAULT_EXIT_CODE
 
 POLL_SECONDS = 0.05
-#: A reserve worker interpreter is started once the workers have run this long (not at once:
-#: it would compete with their start-up for the CPU).
-RESERVE_AFTER_SECONDS = 1.0
 QUARANTINE_POLL_SECONDS = 1.0
-#: Standbys started for the first workers while devices are discovered (more workers start fresh).
-EARLY_STANDBYS = 8
-
-
-@dataclasses.dataclass
-class RunConfig:
-    """Everything a run needs, resolved from the command line (see :mod:`hetero.fault.launch.cli`)."""
-
-    command: list[str]  # ["script.py", *args] or ["-m", "module", *args]
-    run_dir: Path
-    checkpoint_dir: Path
-    events: Path | None
-    nproc: int = 1
-    devices: str | None = None
-    policy: str = "spread"
-    max_restarts: int = 3
-    heartbeat_timeout: float = 300.0  # 0: never a hang
-    restart: str = "worker"  # or "group"
-    inject: tuple[str, ...] = ()
-    grace: float = 5.0
-    master_addr: str = "127.0.0.1"
-    master_port: int | None = None
-    standby: bool = True  # start workers' interpreters ahead of need (hetero.fault.launch.worker_main.Standby)
-    preload: tuple[str, ...] = ()  # modules a standby imports while it waits (e.g. torch)
 
 
 class Supervisor:
     """Runs one job to completion, failure, or a stop signal. Use :meth:`run`."""
 
-    def __init__(self, config: RunConfig, metrics: Metrics | None = None) -> None:
+    def __init__(self, config: LaunchConfig, metrics: Metrics | None = None) -> None:
         self.config = config
         self.metrics = metrics or Metrics()
         self.log = EventLog(config.events)
         self.summary = Summary(nproc=config.nproc)
         self.stop_signal: int | None = None  # set from a signal handler
+        self.grace = config.grace  # seconds from SIGTERM to SIGKILL; a second Ctrl-C makes it 0
         self.workers: list[Worker] = []
         self.candidates: list[DeviceInfo] = []
+        self.run_id = new_run_id()  # in every worker's environment: what the run started is found by it
+        self.starter = Starter(config, self.log, self.run_id)
+        self.warmup = Warmup()  # checkpoints verified and spare devices' health probed ahead of a restart
         self._quarantined_seen: frozenset[str] = frozenset()
         self._excluded: set[str] = set()  # stable ids this run quarantined: never reused
         self._next_quarantine_poll = 0.0
-        self._standbys: list[Any] = []  # started ahead: the first workers', then one reserve
-        self._last_start = 0.0
         self._abandoned: list[Any] = []  # processes SIGKILL could not end (reaped at exit if they die)
-        self.warmup = Warmup()  # checkpoints verified and spare devices' health probed ahead of a restart
         self._probed = False
-        self.run_id = new_run_id()  # in every worker's environment: what the run started is found by it
+        # how the run ends (see _finish)
+        self._state = WorkerState.FAILED  # until it ends otherwise
+        self._reason: str | None = None  # why it failed (the gave_up reason) or stopped (the signal)
+        self._bad_option = False
+        self._stopped_by: int | None = None  # the signal the loop stopped for
+        self._failures: list[Failure] = []
 
     # -- the run -------------------------------------------------------------------------
-    def run(self) -> int:
+    def run(self) -> RunResult:
         """Run to the end; quarantines for injected faults stay within the run (its drill store)."""
-        from hetero.fault.quarantine import run_scope
-
-        with run_scope(self.config.run_dir):
+        with quarantine.run_scope(self.config.run_dir):
             return self._run()
 
-    def _run(self) -> int:
+    def _run(self) -> RunResult:
         config = self.config
         config.run_dir.mkdir(parents=True, exist_ok=True)
         become_subreaper()
-        code = 1
         try:
-            self.base_env = self._base_env()
-            if config.standby:  # their start-up overlaps device discovery
-                early = min(config.nproc, EARLY_STANDBYS)
-                self._standbys = [s for s in (self._spawn_standby() for _ in range(early)) if s is not None]
+            self.starter.begin()  # the first standbys' start-up overlaps device discovery
             discovery = time.monotonic()
             self.candidates = candidate_devices(config.devices)
-            self._quarantined_seen = quarantined_ids() & {d.stable_id for d in self.candidates}
+            self._quarantined_seen = quarantine.quarantined_ids() & {d.stable_id for d in self.candidates}
             check_nproc(config.nproc, self.candidates)
             devices = assign(config.nproc, config.policy, usable(self.candidates))
             self.log.emit("run_started", run_dir=str(config.run_dir), nproc=config.nproc,
                           devices=[d.name for d in self.candidates], policy=config.policy,
                           max_restarts=config.max_restarts, restart=config.restart, command=config.command,
                           discovery_s=round(time.monotonic() - discovery, 4))
-            self.argv = bootstrap_command(config.command)
-            self.dist = {"MASTER_ADDR": config.master_addr,
-                         "MASTER_PORT": str(config.master_port or free_port(config.master_addr)),
-                         "WORLD_SIZE": str(config.nproc), "LOCAL_WORLD_SIZE": str(config.nproc)}
             self.workers = [Worker(rank, device, config.checkpoint_dir / f"worker-{rank}")
                             for rank, device in enumerate(devices)]
             for worker in self.workers:
                 self._resume_step(worker)  # a --checkpoint-dir from an earlier run resumes it
                 self.warmup.watch(worker.checkpoint_dir)
-                self._start(worker)
-            code = self._loop()
+                self.starter.start(worker)
+            self._state = self._loop()
         except HeteroError as exc:  # LaunchError, or a --devices spec naming nothing usable
             self.log.emit("gave_up", worker=None, reason=str(exc))  # announced on stderr, once
             self._stop_all()
-            code = 2 if isinstance(exc, OptionError) else 1
+            self._reason, self._bad_option = str(exc), isinstance(exc, OptionError)
         finally:
             if any(w.alive for w in self.workers):  # an unexpected error: leave no orphans
                 self._stop_all()
-            self._finish(code)
-        return code
+            result = self._finish()
+        return result
 
-    def _loop(self) -> int:
+    def _loop(self) -> WorkerState:
+        """Watch until the run ends; the run's state then (SUCCEEDED, FAILED or STOPPED)."""
         while True:
             if self.stop_signal is not None:
-                signum = self.stop_signal
-                self.log.emit("shutdown", signal=signal.Signals(signum).name)
-                self._stop_all()
-                return 128 + signum
+                return self._shut_down(self.stop_signal)
             now = time.monotonic()
-            for worker in self.workers:
-                if not worker.alive:
-                    continue
-                code = worker.exited()
-                if code is not None:
-                    self._on_exit(worker, code, reason=None)
-                    continue
-                self._watch_heartbeat(worker, now)
-            if all(w.finished for w in self.workers):
-                return 0
-            if any(not w.alive and not w.finished for w in self.workers):
-                return 1  # gave up (max restarts, no device left): _on_exit said why
-            if now >= self._next_quarantine_poll:
-                self._poll_quarantine(now)
-            if not self._probed and now - self._last_start > RESERVE_AFTER_SECONDS:
-                self._probed = True  # the devices a restart may move to: their first health check, ahead
-                self.warmup.probe(d.name for d in usable(self.candidates, self._excluded))
-            if self.config.standby and not self._standbys and now - self._last_start > RESERVE_AFTER_SECONDS:
-                reserve = self._spawn_standby(warm=True)  # the next restart starts warm
-                if reserve is None:
-                    self.config.standby = False
-                else:
-                    self._standbys.append(reserve)
+            self._watch(now)  # an exit or a hang goes on to _classify and _choose_restart
+            if all(w.state is WorkerState.SUCCEEDED for w in self.workers):
+                return WorkerState.SUCCEEDED
+            if self._reason is not None:
+                return WorkerState.FAILED  # gave up (max restarts, no device left): _give_up said why
+            self._look_around(now)
             wait_for_exit([w for w in self.workers if w.alive], POLL_SECONDS)  # wakes at once on an exit
 
-    # -- watching ------------------------------------------------------------------------
-    def _watch_heartbeat(self, worker: Worker, now: float) -> None:
+    def _shut_down(self, signum: int) -> WorkerState:
+        self._stopped_by, self._reason = signum, signal.Signals(signum).name
+        self.log.emit("shutdown", signal=self._reason)
+        self._stop_all()
+        return WorkerState.STOPPED
+
+    # -- job 2: watching -----------------------------------------------------------------
+    def _watch(self, now: float) -> None:
+        """Each live worker: reap it if it exited, else read its heartbeat and look for a hang."""
+        for worker in self.workers:
+            if not worker.alive:
+                continue
+            code = worker.exited()
+            if code is not None:
+                self._on_exit(worker, code)
+                continue
+            self._read_heartbeat(worker, now)
+            self._check_hang(worker, now)
+
+    def _read_heartbeat(self, worker: Worker, now: float) -> None:
         record = worker.read_heartbeat(now)
-        if record is not None:
-            launches = record.get("launches")
-            if isinstance(launches, int) and launches > worker.launches:
-                self.metrics.add_launches(worker.device.name, launches - worker.launches)
-                worker.launches = launches
-            if worker.failed_at is not None:  # first progress after a restart: recovered
-                self._recovered(worker, now)
+        if worker.state is WorkerState.STARTING and worker.progress.beats:
+            worker.enter(WorkerState.HEALTHY)  # hang detection is armed (silent_for is no longer None)
+        if record is None:
+            return
+        launches = record.get("launches")
+        if isinstance(launches, int) and launches > worker.launches:
+            self.metrics.add_launches(worker.device.name, launches - worker.launches)
+            worker.launches = launches
+        if worker.failed_at is not None:  # first progress after a restart: recovered
+            self._recovered(worker, now)
+
+    def _check_hang(self, worker: Worker, now: float) -> None:
+        """A worker silent past ``--heartbeat-timeout`` since its last heartbeat is hung: killed,
+        then handled as any other exit."""
         timeout = self.config.heartbeat_timeout
         silent = worker.silent_for(now)
         if timeout > 0 and silent is not None and silent > timeout:
             self.log.emit("heartbeat_lost", worker=worker.rank, device=worker.device.name, silent_s=round(silent, 3))
-            assert worker.proc is not None
-            kill_group(worker.proc.pid, signal.SIGKILL)
-            codes: dict[int, int] = {}
-            await_exits([worker], codes, max(self.config.grace, 1.0))
-            code = codes.get(worker.rank)
-            if code is None:  # stuck in an uninterruptible driver call: leave it, restart elsewhere
-                print(f"hetero-run: worker {worker.rank} (pid {worker.proc.pid}) does not die after SIGKILL; "
-                      f"it is stuck in the kernel (driver) on {worker.device.name}; restarting it elsewhere",
-                      file=sys.stderr)
-                self._abandoned.append(worker.proc)
-                worker.proc, code = None, -signal.SIGKILL
-                worker.close_pidfd()
-            self._on_exit(worker, code, reason="hang")
+            self._on_exit(worker, self._kill_hung(worker), reason="hang")
 
-    def _recovered(self, worker: Worker, now: float) -> None:
-        assert worker.failed_at is not None
-        recovery = now - worker.failed_at
-        self.summary.recoveries.append(recovery)
-        self.metrics.observe_recovery(recovery)
-        if worker.lost_since is not None:
-            self.summary.time_lost += now - worker.lost_since
-        worker.failed_at = worker.lost_since = None
+    def _kill_hung(self, worker: Worker) -> int:
+        """SIGKILL a hung worker's group; its exit status (-SIGKILL when it will not die)."""
+        assert worker.proc is not None  # _watch looks at live workers only
+        kill_group(worker.proc.pid, signal.SIGKILL)
+        codes: dict[int, int] = {}
+        await_exits([worker], codes, max(self.grace, 1.0))
+        code = codes.get(worker.rank)
+        if code is None:  # stuck in an uninterruptible driver call: leave it, restart elsewhere
+            print(f"hetero-run: worker {worker.rank} (pid {worker.proc.pid}) does not die after SIGKILL; "
+                  f"it is stuck in the kernel (driver) on {worker.device.name}; restarting it elsewhere",
+                  file=sys.stderr)
+            self._abandoned.append(worker.proc)
+            worker.proc, code = None, -signal.SIGKILL
+            worker.close_pidfd()
+        return code
+
+    def _on_exit(self, worker: Worker, code: int, reason: str | None = None) -> None:
+        """An incarnation ended with exit status ``code``: a success, or a failure to classify
+        (job 3) and act on (job 4)."""
+        now = time.monotonic()
+        worker.returncode = code
+        reason = reason or exit_reason(code)
+        self.log.emit("worker_exited", worker=worker.rank, device=worker.device.name, returncode=code,
+                      signal=signal_name(code), reason=reason, runtime_s=round(now - worker.started, 3))
+        if code == 0 and reason == "ok":
+            worker.enter(WorkerState.SUCCEEDED)
+            self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
+            return
+        fault_class = self._classify(worker, code, reason)
+        self._choose_restart(worker, fault_class, now)
+
+    # -- job 3: classifying --------------------------------------------------------------
+    def _classify(self, worker: Worker, code: int, reason: str) -> str:
+        """The failure's fault class, recorded (event, summary, metrics, the run's failures);
+        its device quarantined when the fault report's verdict says so."""
+        report = worker.read_fault_report() if code == FAULT_EXIT_CODE else None
+        diagnosis = diagnose(code, reason, report)
+        device, fault_class = worker.device, diagnosis.fault_class
+        self.log.emit("fault_detected", worker=worker.rank, device=device.name, fault_class=fault_class,
+                      **diagnosis.fields)
+        self._failures.append(Failure(worker.rank, device.name, fault_class, code, diagnosis.fields.get("message")))
+        self.summary.faults[fault_class] += 1
+        self.metrics.inc_fault(fault_class, device.name)
+        if report is not None and diagnosis.verdict is not None and diagnosis.verdict.quarantine:
+            self._quarantine(device, report, fault_class, diagnosis.verdict.ttl)
+        return fault_class
+
+    def _quarantine(self, device: DeviceInfo, report: dict[str, Any], fault_class: str, ttl: float | None) -> None:
+        why = f"{report.get('error_type')}: {report.get('message')}"[:500]
+        entry = quarantine.add(device, why, fault_class, ttl=ttl, name=device.name,
+                               injected=bool(report.get("injected")), quiet=True)  # announced below
+        scope = " for this drill" if entry.drill else ""
+        self._excluded.add(device.stable_id)
+        self._quarantined_seen = self._quarantined_seen | {device.stable_id}
+        if device.name not in self.summary.quarantined:
+            self.summary.quarantined.append(device.name)
+        self.log.emit("device_quarantined", device=device.name, stable_id=device.stable_id, reason=why,
+                      fault_class=fault_class, scope=scope)
+        self.metrics.set_quarantined(device.name, True)
+
+    # -- job 4: choosing what follows a failure ------------------------------------------
+    def _choose_restart(self, worker: Worker, fault_class: str, now: float) -> None:
+        """Restart ``worker`` (and, under ``--restart group``, every other rank) while restarts
+        are left and a usable device is; otherwise give up on it, which ends the run."""
+        if self.summary.restarts >= self.config.max_restarts:
+            why = f"worker {worker.rank} failed ({fault_class}) and --max-restarts {self.config.max_restarts} is used up"
+            self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
+            self._give_up(worker, why)
+            return
+        try:
+            restarting = self._restarting_ranks(worker, now)
+            self.summary.restarts += 1
+            self.metrics.inc_restarts()
+            for each in restarting:
+                self._restart(each, because=worker, reason=fault_class)
+        except HeteroError as exc:  # LaunchError: no usable device left
+            self._give_up(worker, str(exc))
+
+    def _restarting_ranks(self, worker: Worker, now: float) -> list[Worker]:
+        """The ranks that restart because ``worker`` failed, moved to RESTARTING (the others of a
+        group restart stopped first), each incarnation's accounts closed."""
+        restarting = [worker]
+        if self.config.restart == "group":
+            others = [w for w in self.workers if w is not worker and w.alive]
+            for rank, other_code in stop_workers(others, self.grace).items():
+                other = self.workers[rank]
+                other.returncode = other_code
+                self.log.emit("worker_exited", worker=rank, device=other.device.name, returncode=other_code,
+                              signal=signal_name(other_code), reason="group-restart",
+                              runtime_s=round(now - other.started, 3))
+            restarting += others + [w for w in self.workers if w.state is WorkerState.SUCCEEDED]
+        for each in restarting:
+            if each.state is WorkerState.SUCCEEDED:  # finished ranks too; their work was counted
+                self._resume_step(each)
+            else:
+                self._close_incarnation(each, kept_up_to=self._resume_step(each), now=now, failed=True)
+            each.enter(WorkerState.RESTARTING)
+        return restarting
+
+    def _restart(self, worker: Worker, because: Worker, reason: str) -> None:
+        from_device = worker.device
+        worker.device = self._restart_device(worker, because)
+        worker.restarts += 1
+        self.log.emit("restart", worker=worker.rank, from_device=from_device.name, to_device=worker.device.name,
+                      restart=worker.restarts, reason=reason, group=worker is not because)
+        self.starter.start(worker)
+
+    def _restart_device(self, worker: Worker, because: Worker) -> DeviceInfo:
+        """Where ``worker`` starts again: elsewhere when it is the rank that failed or its device
+        is no longer usable (quarantined), by ``--policy`` among the usable devices; else where it was."""
+        current = worker.device
+        pool = usable(self.candidates, self._excluded)
+        if worker is not because and current.stable_id not in self._excluded and current in pool:
+            return current
+        group = self.config.restart == "group"  # then every other rank is about to start again too
+        in_use = Counter(w.device.name for w in self.workers if w is not worker and (w.alive or group))
+        return restart_device(current, self.config.policy, pool, in_use)
+
+    def _resume_step(self, worker: Worker) -> int | None:
+        # verified, mostly ahead of time; the token spares the worker hashing it again
+        worker.resume_step, worker.verified_checkpoint = self.warmup.latest(worker.checkpoint_dir)
+        return worker.resume_step
+
+    def _give_up(self, worker: Worker, why: str) -> None:
+        self.log.emit("gave_up", worker=worker.rank, reason=why)
+        self._reason = why
+        worker.enter(WorkerState.FAILED)
+        self._stop_all()
+
+    # -- job 5: the books (goodput, recovery, quarantines seen, metrics) -----------------
+    def _look_around(self, now: float) -> None:
+        """Between watches: devices quarantined or released elsewhere, and, once calm, the work
+        done ahead of a restart (first health checks of spare devices, a reserve standby)."""
+        if now >= self._next_quarantine_poll:
+            self._poll_quarantine(now)
+        if self.starter.calm(now):
+            if not self._probed:
+                self._probed = True  # the devices a restart may move to: their first health check, ahead
+                self.warmup.probe(d.name for d in usable(self.candidates, self._excluded))
+            self.starter.keep_reserve()  # the next restart starts warm
 
     def _poll_quarantine(self, now: float) -> None:
         """Devices quarantined or released by others (another run, ``hetero quarantine``, a TTL)."""
         self._next_quarantine_poll = now + QUARANTINE_POLL_SECONDS
         self._update_goodput()  # the live gauge, once a second like this poll
-        current = quarantined_ids() & {d.stable_id for d in self.candidates}
+        current = quarantine.quarantined_ids() & {d.stable_id for d in self.candidates}
         by_id = {d.stable_id: d for d in self.candidates}
         for stable_id in sorted(current - self._quarantined_seen):
             self.log.emit("device_quarantined", device=by_id[stable_id].name, stable_id=stable_id,
@@ -245,99 +342,14 @@ class Supervisor:
             self.metrics.set_quarantined(by_id[stable_id].name, False)
         self._quarantined_seen = current
 
-    # -- failures and restarts -----------------------------------------------------------
-    def _on_exit(self, worker: Worker, code: int, reason: str | None) -> None:
-        now = time.monotonic()
-        signame = _signal_name(code)
-        if reason is None:
-            reason = "ok" if code == 0 else "fault" if code == FAULT_EXIT_CODE else "crash" if code < 0 else "error"
-        self.log.emit("worker_exited", worker=worker.rank, device=worker.device.name, returncode=code,
-                      signal=signame, reason=reason, runtime_s=round(now - worker.started, 3))
-        if code == 0 and reason == "ok":
-            worker.finished = True
-            self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
-            self.summary.worker_results[worker.rank] = f"ok on {worker.device.name}"
-            return
-        fault_class = self._record_fault(worker, code, reason, signame)
-        if self.summary.restarts >= self.config.max_restarts:
-            why = f"worker {worker.rank} failed ({fault_class}) and --max-restarts {self.config.max_restarts} is used up"
-            self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
-            self._give_up(worker, why)
-            return
-        try:
-            failed = [worker]
-            if self.config.restart == "group":
-                others = [w for w in self.workers if w is not worker and w.alive]
-                for rank, other_code in stop_workers(others, self.config.grace).items():
-                    self.log.emit("worker_exited", worker=rank, device=self.workers[rank].device.name,
-                                  returncode=other_code, signal=_signal_name(other_code), reason="group-restart",
-                                  runtime_s=round(now - self.workers[rank].started, 3))
-                failed += others + [w for w in self.workers if w.finished]
-            self.summary.restarts += 1
-            self.metrics.inc_restarts()
-            for each in failed:
-                self._restart(each, because=worker, reason=fault_class, now=now)
-        except HeteroError as exc:  # LaunchError: no usable device left
-            self._give_up(worker, str(exc))
-
-    def _record_fault(self, worker: Worker, code: int, reason: str, signame: str | None) -> str:
-        report = worker.read_fault_report() if code == FAULT_EXIT_CODE else None
-        fields: dict[str, Any] = {}
-        verdict = classify_report(report) if report is not None else None
-        if report is not None and verdict is not None:
-            fault_class = verdict.fault_class
-            fields = {key: report.get(key) for key in ("error_type", "code", "code_name", "xid", "injected",
-                                                       "message", "action")}
-        elif reason == "hang":
-            fault_class = "hang"
-        elif code < 0:
-            fault_class = "crash"
-            fields = {"message": f"killed by {signame or code}"}
-        else:
-            fault_class = "fault" if code == FAULT_EXIT_CODE else "error"
-            fields = {"message": f"exit status {code}" + (" without a fault report" if code == FAULT_EXIT_CODE else "")}
-        device = worker.device
-        self.log.emit("fault_detected", worker=worker.rank, device=device.name, fault_class=fault_class, **fields)
-        self.summary.faults[fault_class] += 1
-        self.metrics.inc_fault(fault_class, device.name)
-        if report is not None and verdict is not None and verdict.quarantine:
-            self._quarantine(device, report, fault_class, verdict.ttl)
-        return fault_class
-
-    def _quarantine(self, device: DeviceInfo, report: dict[str, Any], fault_class: str, ttl: float | None) -> None:
-        why = f"{report.get('error_type')}: {report.get('message')}"[:500]
-        try:
-            from hetero.fault import quarantine
-
-            entry = quarantine.add(device, why, fault_class, ttl=ttl, name=device.name,
-                                   injected=bool(report.get("injected")), quiet=True)  # announced below
-            scope = " for this drill" if entry.drill else ""
-        except ImportError:
-            scope = ""  # no quarantine store: this run still never reuses the device (see _excluded)
-        self._excluded.add(device.stable_id)
-        self._quarantined_seen = self._quarantined_seen | {device.stable_id}
-        if device.name not in self.summary.quarantined:
-            self.summary.quarantined.append(device.name)
-        self.log.emit("device_quarantined", device=device.name, stable_id=device.stable_id, reason=why,
-                      fault_class=fault_class, scope=scope)
-        self.metrics.set_quarantined(device.name, True)
-
-    def _restart(self, worker: Worker, because: Worker, reason: str, now: float) -> None:
-        if worker.finished:  # a group restart takes finished ranks too; their work was counted
-            worker.resume_step = self._resume_step(worker)
-        else:
-            self._close_incarnation(worker, kept_up_to=self._resume_step(worker), now=now, failed=True)
-        from_device = worker.device
-        group = self.config.restart == "group"  # then every other rank is about to start again too
-        in_use = Counter(w.device.name for w in self.workers if w is not worker and (w.alive or group))
-        pool = usable(self.candidates, self._excluded)
-        if worker is because or from_device.stable_id in self._excluded or from_device not in pool:
-            worker.device = replacement(from_device, self.config.policy, pool, in_use)
-        worker.restarts += 1
-        worker.finished = False
-        self.log.emit("restart", worker=worker.rank, from_device=from_device.name, to_device=worker.device.name,
-                      restart=worker.restarts, reason=reason, group=worker is not because)
-        self._start(worker)
+    def _recovered(self, worker: Worker, now: float) -> None:
+        assert worker.failed_at is not None  # _read_heartbeat checked it
+        recovery = now - worker.failed_at
+        self.summary.recoveries.append(recovery)
+        self.metrics.observe_recovery(recovery)
+        if worker.lost_since is not None:
+            self.summary.time_lost += now - worker.lost_since
+        worker.failed_at = worker.lost_since = None
 
     def _close_incarnation(self, worker: Worker, kept_up_to: int | None, now: float, failed: bool) -> None:
         """Account for the incarnation that just ended (once): the useful time it kept and,
@@ -354,99 +366,54 @@ class Supervisor:
             worker.lost_since = last_kept if last_kept is not None else worker.started
         self._update_goodput()
 
-    def _resume_step(self, worker: Worker) -> int | None:
-        # verified, mostly ahead of time; the token spares the worker hashing it again
-        worker.resume_step, worker.verified_checkpoint = self.warmup.latest(worker.checkpoint_dir)
-        return worker.resume_step
-
-    def _give_up(self, worker: Worker, why: str) -> None:
-        self.log.emit("gave_up", worker=worker.rank, reason=why)
-        self.summary.worker_results[worker.rank] = f"failed on {worker.device.name}"
-        self._stop_all()
-
-    # -- starting and stopping -----------------------------------------------------------
-    def _base_env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        from hetero.fault.quarantine import drill_store
-
-        env["HETERO_DRILL_QUARANTINE"] = str(drill_store())  # the run's drill scope, shared with its workers
-        env[ENV_RUN_ID] = self.run_id
-        env[ENV_LAUNCHER_PID] = str(os.getpid())  # the bootstrap dies with this process (PR_SET_PDEATHSIG)
-        if self.config.inject:
-            rules = [r for r in env.get("HETERO_FAULTS", "").split(";") if r.strip()]
-            env["HETERO_FAULTS"] = ";".join([*rules, *self.config.inject])
-        return env
-
-    def _start(self, worker: Worker) -> None:
-        dist = {**self.dist, "RANK": str(worker.rank), "LOCAL_RANK": str(worker.rank),
-                "GROUP_RANK": "0", "ROLE_RANK": str(worker.rank)}
-        standby = self._standbys.pop(0) if self._standbys else None
-        worker.start(self.argv, self.config.run_dir, self.base_env, dist, standby, self.config.command)
-        self._last_start = time.monotonic()
-        assert worker.proc is not None
-        self.log.emit("worker_started", worker=worker.rank, device=worker.device.name, pid=worker.proc.pid,
-                      pgid=worker.proc.pid, restart=worker.restarts, resume_step=worker.resume_step)
-        if worker.resume_step is not None:  # a restart, or a first start in an earlier run's --checkpoint-dir
-            self.log.emit("resumed_from_step", worker=worker.rank, device=worker.device.name, step=worker.resume_step)
-
-    def _spawn_standby(self, warm: bool = False) -> Any | None:
-        """A standby; ``warm``: also importing what device discovery imported here (for a reserve,
-        started once things are calm: the first workers' standbys must be ready at once)."""
-        return spawn_standby(self.base_env, (*self.config.preload, *(warm_modules() if warm else ())))
-
-    def _retire_standbys(self) -> None:
-        standbys, self._standbys = self._standbys, []
-        for standby in standbys:
-            standby.close()
-
-    def _stop_all(self) -> None:
-        self._retire_standbys()
-        live = [w for w in self.workers if w.alive]
-        now = time.monotonic()
-        for rank, code in stop_workers(live, self.config.grace).items():
-            worker = self.workers[rank]
-            self.log.emit("worker_exited", worker=rank, device=worker.device.name, returncode=code,
-                          signal=_signal_name(code), reason="stopped",
-                          runtime_s=round(now - worker.started, 3))
-            self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
-            self.summary.worker_results.setdefault(rank, f"stopped on {worker.device.name}")
-
     def _update_goodput(self) -> None:
         goodput = self.summary.goodput([w.progress for w in self.workers if w.alive])
         if goodput is not None:
             self.metrics.set_goodput(goodput)
 
-    def _finish(self, code: int) -> None:
-        self._retire_standbys()
+    # -- stopping ------------------------------------------------------------------------
+    def _stop_all(self) -> None:
+        self.starter.retire_standbys()
+        live = [w for w in self.workers if w.alive]
+        now = time.monotonic()
+        for rank, code in stop_workers(live, self.grace).items():
+            worker = self.workers[rank]
+            worker.returncode = code
+            self.log.emit("worker_exited", worker=rank, device=worker.device.name, returncode=code,
+                          signal=signal_name(code), reason="stopped",
+                          runtime_s=round(now - worker.started, 3))
+            self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
+            if worker.state is not WorkerState.FAILED:  # the rank the run gave up on stays failed
+                worker.enter(WorkerState.STOPPED)
+
+    def _finish(self) -> RunResult:
+        self.starter.retire_standbys()
         kill_marked(self.run_id)  # nothing the run started outlives it (daemons of finished workers...)
         self.warmup.close()
         for proc in self._abandoned:
             proc.poll()
         self.summary.ended = time.monotonic()
-        for worker in self.workers:
-            self.summary.worker_results.setdefault(worker.rank, "not finished")
+        self.summary.worker_results = {w.rank: w.state.describe(w.device.name) for w in self.workers}
         self._update_goodput()
-        self.log.emit("finished", returncode=code, **self.summary.as_dict())
+        result = RunResult(
+            state=self._state, reason=self._reason, failures=tuple(self._failures), bad_option=self._bad_option,
+            stop_signal=self._stopped_by,
+            workers={w.rank: WorkerResult(w.rank, w.state, w.device.name, w.returncode, w.restarts) for w in self.workers})
+        self.log.emit("finished", returncode=result.exit_code, **self.summary.as_dict())
         self.log.close()
-        print(self.summary.table(code, self.config.events), file=sys.stderr)
+        print(self.summary.table(result.exit_code, self.config.events), file=sys.stderr)
+        return result
 
 
-def _signal_name(code: int) -> str | None:
-    """``SIGKILL`` for an exit status of -9; None for a normal exit."""
-    try:
-        return signal.Signals(-code).name if code < 0 else None
-    except ValueError:
-        return f"signal {-code}"
-
-
-def run(config: RunConfig, metrics: Metrics | None = None, handle_signals: Sequence[int] = ()) -> int:
+def run(config: LaunchConfig, metrics: Metrics | None = None, handle_signals: Sequence[int] = ()) -> RunResult:
     """Run ``config`` under a :class:`Supervisor`; ``handle_signals`` (e.g. SIGINT, SIGTERM) stop it
-    cleanly: workers get SIGTERM, then SIGKILL after ``config.grace`` seconds."""
+    cleanly: workers get SIGTERM, then SIGKILL after ``config.grace`` seconds (at once after a
+    second signal)."""
     supervisor = Supervisor(config, metrics)
 
     def on_signal(signum: int, frame: object) -> None:
         if supervisor.stop_signal is not None:  # a second Ctrl-C: no more grace
-            config.grace = 0.0
+            supervisor.grace = 0.0
         supervisor.stop_signal = signum
 
     previous = {sig: signal.signal(sig, on_signal) for sig in handle_signals}

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from hetero.checkpoint import VerifiedCache, check, checkpoints, latest_step, settled, verified_token
+from hetero.registry import device as find_device
 
 #: Seconds between looks for new checkpoints (a listing of each worker's directory).
 POLL_SECONDS = 0.025
@@ -114,8 +115,6 @@ class Warmup:
 
 def _first_health(name: str) -> None:
     try:
-        import hetero
-
-        hetero.device(name).health()
+        find_device(name).health()
     except Exception:  # noqa: BLE001, S110 - only a warm-up: the restart asks again and acts on the answer
         pass

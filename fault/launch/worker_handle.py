@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.util
 import json
 import os
 import select
@@ -30,22 +29,16 @@ from hetero.fault.launch.assign import device_env
 from hetero.fault.launch.descendants import kill_marked
 from hetero.fault.launch.events import Progress
 from hetero.fault.launch.faults import sanitize_report
+from hetero.fault.launch.state import WorkerState, check_transition
+from hetero.fault.launch.worker_main import WarmStandby
 
 BOOTSTRAP = "hetero.fault.launch.worker_main"
 
 
 def bootstrap_command(command: Sequence[str]) -> list[str]:
     """The argv that runs the user's ``script.py args`` / ``-m module args`` under the worker
-    bootstrap (fault reports, heartbeat flush); the bare script if the bootstrap is absent."""
-    if has_bootstrap():
-        return [sys.executable, "-m", BOOTSTRAP, *command]
-    print(f"hetero-run: warning: {BOOTSTRAP} is not installed; workers run without fault reports",
-          file=sys.stderr)
-    return [sys.executable, *command]
-
-
-def has_bootstrap() -> bool:
-    return importlib.util.find_spec(BOOTSTRAP) is not None
+    bootstrap (fault reports, heartbeat flush)."""
+    return [sys.executable, "-m", BOOTSTRAP, *command]
 
 
 #: Modules a reserve standby imports ahead of a restart, when this launcher has them loaded: what
@@ -63,14 +56,10 @@ def warm_modules() -> list[str]:
     return [m for m in WARM_MODULES if m in loaded] + sorted(m for m in loaded if m.startswith("hetero.backends."))
 
 
-def spawn_standby(env: Mapping[str, str], preload: Sequence[str] = ()) -> Any | None:
-    """A warm worker interpreter (the bootstrap's ``Standby``: hetero and ``preload`` already
-    imported, waiting for its job), or None where the bootstrap has none."""
-    try:
-        from hetero.fault.launch.worker_main import Standby
-    except ImportError:
-        return None
-    return Standby(env=env, preload=preload)
+def spawn_standby(env: Mapping[str, str], preload: Sequence[str] = ()) -> WarmStandby:
+    """A warm worker interpreter (the bootstrap's :class:`WarmStandby`: hetero and ``preload``
+    already imported, waiting for its job)."""
+    return WarmStandby(env=env, preload=preload)
 
 
 @dataclasses.dataclass
@@ -80,7 +69,9 @@ class Worker:
     rank: int
     device: DeviceInfo
     checkpoint_dir: Path
+    state: WorkerState = WorkerState.INIT  # moved by the supervisor only, through enter()
     restarts: int = 0
+    returncode: int | None = None  # the exit status of its last incarnation that ended
     proc: subprocess.Popen[bytes] | None = None
     started: float = 0.0  # monotonic
     resume_step: int | None = None
@@ -92,17 +83,22 @@ class Worker:
     launches: int = 0  # the latest launch count this incarnation reported
     failed_at: float | None = None  # monotonic time the previous incarnation was seen failing
     lost_since: float | None = None  # last progress of the previous incarnation that was kept
-    finished: bool = False
     pidfd: int | None = None  # readable once the process exits (Linux >= 5.3), to wake the launcher at once
     run_id: str | None = None  # protocol.ENV_RUN_ID: marks what this incarnation started
     incarnation: int = 0  # the restart count the running process was started with (its HETERO_RESTART)
 
     @property
     def alive(self) -> bool:
+        """Whether a process of this rank is running (and not yet reaped)."""
         return self.proc is not None
 
+    def enter(self, state: WorkerState) -> None:
+        """Move to ``state`` (see :data:`hetero.fault.launch.state.TRANSITIONS`)."""
+        check_transition(self.rank, self.state, state)
+        self.state = state
+
     def start(self, argv: Sequence[str], run_dir: Path, base_env: Mapping[str, str],
-              dist: Mapping[str, str], standby: Any | None = None, command: Sequence[str] = ()) -> None:
+              dist: Mapping[str, str], standby: WarmStandby | None = None, command: Sequence[str] = ()) -> None:
         """Start a new incarnation on ``self.device`` (fresh heartbeat and report files): hand
         ``command`` to ``standby`` when given and alive, else run ``argv`` afresh."""
         self.heartbeat_file = run_dir / f"heartbeat-{self.rank}-{self.restarts}.json"

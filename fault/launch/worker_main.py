@@ -27,7 +27,7 @@ protocol (:mod:`hetero.fault.protocol`):
   before killing it).
 
 Warm standby (``python -m hetero.fault.launch.worker_main --standby [--preload torch,...]``, driven by
-:class:`Standby`): an interpreter that has already imported hetero (and the ``--preload``
+:class:`WarmStandby`): an interpreter that has already imported hetero (and the ``--preload``
 modules) waits on its stdin for one JSON line ``{"command": [...], "env": {...}, "cwd": ...}``,
 takes that environment and directory, and becomes the worker. A supervisor keeps one ready
 so a restart skips interpreter start-up and imports. It opens no device and loads no vendor
@@ -273,10 +273,12 @@ def standby(args: Sequence[str]) -> int:
     return main(command)
 
 
-class Standby:
+class WarmStandby:
     """A warm worker interpreter the supervisor starts ahead of need and hands a worker to.
+    (Not :class:`hetero.fault.guard_standby.Standby`, the guard's failover device made ready
+    in process.)
 
-        >>> spare = Standby(env=base_env)                   # start it while things are calm
+        >>> spare = WarmStandby(env=base_env)                # start it while things are calm
         >>> proc = spare.activate(["train.py"], worker_env)  # a subprocess.Popen, or None
         >>> proc = proc or subprocess.Popen(...)            # None: start a fresh one instead
 

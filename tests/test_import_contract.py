@@ -1,0 +1,85 @@
+"""The floors hold: import-linter's contracts pass on the real tree (as Python lays it out, see
+tests/import_graph.py), would fail on an upward import, and no module imports itself back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import import_graph as graph
+
+pytest.importorskip("importlinter", reason="import-linter is a dev dependency: pip install -e '.[dev]'")
+
+#: Package inits the contract cannot name as a floor (they contain floors): what each may import.
+UNLISTED = {"hetero": None, "hetero.fault": "hetero.fault.taxonomy"}  # None: the roof, anything
+
+
+def test_the_contracts_are_kept(tmp_path: Path) -> None:
+    result = graph.lint_imports(graph.stage(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 kept, 0 broken" in result.stdout
+
+
+def _floor_of(module: str, floors: list[list[str]]) -> list[int]:
+    return [i for i, floor in enumerate(floors) for name in floor if module == name or module.startswith(name + ".")]
+
+
+def test_every_module_is_on_exactly_one_floor() -> None:
+    floors = graph.floors()
+    for module in graph.modules():
+        if module in UNLISTED:
+            continue
+        assert len(_floor_of(module, floors)) == 1, (
+            f"{module} is on {len(_floor_of(module, floors))} floors of [tool.importlinter] in pyproject.toml; "
+            "put it on the one it belongs to (README 'Layout')")
+
+
+def test_the_unlisted_package_inits_import_only_their_floor() -> None:
+    floors = graph.floors()
+    for edge in graph.imports():
+        anchor = UNLISTED.get(edge.importer)
+        if edge.importer in UNLISTED and anchor is not None:
+            assert _floor_of(edge.imported, floors) == _floor_of(anchor, floors), (
+                f"{edge.importer} (line {edge.line}) imports {edge.imported}, which is not on its floor")
+
+
+def test_the_floors_contract_fails_when_the_registry_imports_the_scheduler_again(tmp_path: Path) -> None:
+    staged = graph.stage(tmp_path)
+    registry = staged / "hetero" / "registry.py"
+    registry.write_text(registry.read_text() + "\n\ndef _auto():\n    from hetero.scheduler import placement\n")
+    result = graph.lint_imports(staged, contracts=("floors",))
+    assert result.returncode != 0
+    assert "BROKEN" in result.stdout and "hetero.registry -> hetero.scheduler.placement" in result.stdout
+
+
+def test_the_scheduler_contract_fails_when_it_imports_a_vendor_library(tmp_path: Path) -> None:
+    staged = graph.stage(tmp_path)
+    policies = staged / "hetero" / "scheduler" / "policies.py"
+    policies.write_text(policies.read_text() + "\n\ndef _gpu():\n    import torch\n")
+    result = graph.lint_imports(staged, contracts=("scheduler-policy",))
+    assert result.returncode != 0
+    assert "hetero.scheduler.policies -> torch" in result.stdout
+
+
+def test_no_module_imports_itself_back() -> None:
+    running = [edge for edge in graph.imports() if not edge.type_checking]  # `if TYPE_CHECKING:` never runs
+    found = graph.cycles(running)
+    assert not found, "import cycles (module-level or inside functions): " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_the_graph_follows_the_package_dir_mapping() -> None:
+    modules = graph.modules()
+    assert modules["hetero.scheduler.placement"].parent.name == "scheduler"
+    assert modules["hetero.fault.launch.supervisor"].parent.name == "launch"
+    edges = {(e.importer, e.imported) for e in graph.imports()}
+    assert ("hetero.fault.launch.assign", "hetero.scheduler.failover") in edges  # fault/launch -> scheduler/
+    assert ("hetero.scheduler.placement", "hetero.registry") in edges  # scheduler/ -> hetero/
+
+
+def test_the_cycle_finder_sees_a_cycle_through_a_lazy_import() -> None:
+    edges = [graph.Import("a", "b", 1, lazy=False, type_checking=False),
+             graph.Import("b", "c", 1, lazy=True, type_checking=False),
+             graph.Import("c", "a", 1, lazy=True, type_checking=False),
+             graph.Import("c", "d", 1, lazy=False, type_checking=False)]
+    assert graph.cycles(edges) == [["a", "b", "c"]]
