@@ -25,7 +25,7 @@ from hetero.config import get_config
 from hetero.device import DeviceInfo, Health, HealthState, Kind
 from hetero.errors import BackendUnavailableError, DeviceDegradedError, DeviceOutOfMemoryError, KernelBuildError
 from hetero.plugin import Backend, DeviceRuntime
-from hetero.target import Target
+from hetero.target import Target, opencl_target
 
 from . import host, opencl_errors, opencl_icd
 from .opencl_pool import DEFAULT_LIMIT, BufferPool, PooledBuffer
@@ -153,14 +153,8 @@ class OpenCLRuntime(DeviceRuntime):
 
     # -- kernels ----------------------------------------------------------------------------
     def kernel_target(self) -> Target:
-        extensions = self.cl_device.extensions
-        features = {"fp64"} if self.info.fp64 else set()
-        if "cl_khr_fp16" in extensions:
-            features.add("fp16")
-        if "cl_khr_int64_base_atomics" in extensions and "cl_khr_int64_extended_atomics" in extensions:
-            features.add("int64_atomics")
         toolchain = f"{self.info.extra.get('platform_version', '')} driver {self.info.driver_version}"
-        return Target("opencl", self.info.stable_id, frozenset(features), toolchain)
+        return opencl_target(self.cl_device.extensions, self.info.fp64, self.info.stable_id, toolchain)
 
     def build_kernel(self, source: Any, artifact: bytes | None, path: Path) -> tuple[Any, bytes | None]:
         if self.queue is None:

@@ -117,20 +117,19 @@ class Phases:
     (hetero's internals: a function that has moved is skipped, and listed in ``missing``)."""
 
     def __init__(self, device: hetero.Device) -> None:
-        from hetero import kernels
-        from hetero.compiler import cache, emitters, frontend, passes
+        from hetero.compiler import cache, emit_registry, frontend, passes, pipeline
 
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
         self.missing: list[str] = []
         self._stack: list[float] = []
-        emitter = emitters.emitter_for(_target(device).dialect)
+        emitter = emit_registry.emitter_for(_target(device).dialect)
         for label, owner, name in (
             ("parse source", frontend, "function_source"),
             ("parse source", frontend, "declared_types"),
             ("lower to IR", frontend, "lower_kernel"),
             ("optimize IR", passes, "optimize"),
-            ("print IR (cache key)", kernels, "format_function"),
+            ("cache key", pipeline, "compile_key"),
             ("emit dialect source", type(emitter), "emit"),
             ("cache read", cache.Cache, "get"),
             ("vendor build or load", type(device.runtime), "build_kernel"),

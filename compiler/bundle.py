@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from hetero.errors import BundleError
+from hetero.files import atomic_write, open_regular_file
 from hetero.target import DIALECTS
 from hetero.types import BY_NAME, f16, f32
 
 from . import ir, ir_json
-from .cache import atomic_write, open_regular_file
-from .emitter import AbiArg, EmittedSource, default_abi, entry_name
+from .emit_base import AbiArg, EmittedSource, default_abi, entry_name
 
 FORMAT_NAME = "hetero-bundle"
 FORMAT_VERSION = 1

@@ -1,8 +1,9 @@
 """Building a kernel bundle: every kernel, for every signature, for every target, in one run.
 
-Kernels are lowered and emitted here (Python work, one thread); the toolchains then run
-in parallel (they are subprocesses, so threads suffice) with a progress bar on stderr.
-Artifacts go through the kernel cache, keyed on the toolchain's version.
+Kernels are lowered and emitted through :mod:`hetero.compiler.pipeline` (Python work, one
+thread); the toolchains then run in parallel (they are subprocesses, so threads suffice) with
+a progress bar on stderr. Artifacts go through the kernel cache under the pipeline's keys,
+which include the toolchain's version.
 """
 
 from __future__ import annotations
@@ -25,14 +26,12 @@ from hetero.errors import BundleBuildError, CompileError, HeteroError, Toolchain
 from hetero.target import FEATURES, Target
 from hetero.types import ArrayType, ScalarType
 
-from . import frontend, ir, ir_json, passes
+from . import frontend, ir, ir_json, pipeline
 from .bundle import BundleEntry, Manifest, MissingEntry, sha256, write_bundle
 from .cache import Cache
-from .emitter import EmittedSource
-from .emitters import emitter_for
+from .emit_base import EmittedSource
 from .signature import format_signature
 from .source import fingerprint
-from .stats import stats
 from .toolchains import DEFAULT_TIMEOUT, Artifact, Toolchain, toolchain_for
 
 ParamType = ScalarType | ArrayType
@@ -232,8 +231,7 @@ def _plan_kernel(spec: KernelSpec, types: tuple[ParamType, ...], targets: Sequen
     ir_path = f"ir/{tag}.json"
     try:
         check_signature(spec.py_func, types)
-        stats.add("lowered")
-        function = passes.optimize(frontend.lower_kernel(spec.py_func, types))
+        function = pipeline.lower(spec.py_func, types)
         text = json.dumps(ir_json.dump(function), separators=(",", ":"))
         # Compared as text: NaN constants are never equal to themselves, file names are made safe.
         if json.dumps(ir_json.dump(ir_json.load(json.loads(text))), separators=(",", ":")) != text:
@@ -248,8 +246,8 @@ def _plan_kernel(spec: KernelSpec, types: tuple[ParamType, ...], targets: Sequen
             job.error = unusable[target]
         else:
             try:
-                job.source = emitter_for(target.dialect).emit(function, Target(target.dialect, target.arch, frozenset(FEATURES),
-                                                                               versions[target]))
+                job.source = pipeline.emit(function, Target(target.dialect, target.arch, frozenset(FEATURES),
+                                                            versions[target]))
             except HeteroError as exc:
                 job.error = str(exc)
         jobs.append(job)
@@ -260,7 +258,8 @@ def _run_job(job: _Job, cache: Cache | None, timeout: float) -> None:
     assert job.source is not None  # planned jobs without an error have their source
     start = time.perf_counter()
     try:
-        job.artifact, job.cached = job.target.toolchain.build(job.source, job.target.arch, cache=cache, timeout=timeout)
+        job.artifact, job.cached = pipeline.build_artifact(job.target.toolchain, job.source, job.target.arch, cache=cache,
+                                                           signature=job.signature, timeout=timeout)
     except HeteroError as exc:
         job.error = str(exc)
     job.seconds = time.perf_counter() - start

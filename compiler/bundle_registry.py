@@ -27,7 +27,7 @@ from hetero.target import Target
 
 from . import ir
 from .bundle import Bundle, BundleEntry, Manifest, read_bundle
-from .emitter import EmittedSource
+from .emit_base import EmittedSource
 from .signature import format_signature
 from .source import fingerprint
 from .toolchains import BINARY_KINDS

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING
 
 from hetero.types import ScalarType, f16, f32, f64, i64, u64
 
 from . import ir
-from .c_dialect import C_RESERVED, MATH_FUNCTIONS, ArrayInfo, CDialect, top
+from .c_dialect import C_RESERVED, MATH_FUNCTIONS, ArrayInfo, CDialect, ProgramContext, WriterContext, top
 from .target import Target
-
-if TYPE_CHECKING:
-    from .emit_c import FunctionWriter, Program
 
 CUDA_TYPES = {"bool": "bool", "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",
               "u8": "unsigned char", "u16": "unsigned short", "u32": "unsigned int", "u64": "unsigned long long",
@@ -109,15 +105,15 @@ class CudaDialect(CDialect):
             return f"llabs({top(operand)})"
         return f"abs({top(operand)})" if t.bits == 32 else f"({self.c_type(t)})(abs({top(operand)}))"
 
-    def includes(self, program: Program) -> list[str]:
+    def includes(self, program: ProgramContext) -> list[str]:
         return [f"#include <{self.fp16_header}>"] if program.uses_half else []
 
-    def preamble(self, program: Program) -> list[str]:
+    def preamble(self, program: ProgramContext) -> list[str]:
         includes = self.includes(program)
         return ["\n".join(includes)] if includes else []
 
     # -- f16 values are __half: converted through float ------------------------------------
-    def cast(self, w: FunctionWriter, e: ir.Cast) -> str:
+    def cast(self, w: WriterContext, e: ir.Cast) -> str:
         source = e.value.type
         if e.type == f16 and source == f16:
             return w.expr(e.value)
@@ -133,7 +129,7 @@ class CudaDialect(CDialect):
             return as_float if e.type == f32 else f"({self.c_type(e.type)})({as_float})"
         return f"({self.c_type(e.type)})({inner})"
 
-    def double_to_half(self, w: FunctionWriter, inner: str) -> str:
+    def double_to_half(self, w: WriterContext, inner: str) -> str:
         return f"__double2half({inner})"
 
     # -- atomics -----------------------------------------------------------------------
@@ -142,7 +138,7 @@ class CudaDialect(CDialect):
         match = re.fullmatch(r"sm_(\d+)\w*", target.arch)
         return match is None or int(match.group(1)) >= 60
 
-    def atomic(self, w: FunctionWriter, info: ArrayInfo, op: str, address: str, args: list[str], used: bool) -> str:
+    def atomic(self, w: WriterContext, info: ArrayInfo, op: str, address: str, args: list[str], used: bool) -> str:
         t = info.dtype
         if op == "cas":
             return self._compare_and_swap(t, address, top(args[0]), top(args[1]), used)
@@ -208,7 +204,7 @@ class HipDialect(CudaDialect):
     title = "HIP"
     fp16_header = "hip/hip_fp16.h"
 
-    def includes(self, program: Program) -> list[str]:
+    def includes(self, program: ProgramContext) -> list[str]:
         # hipRTC has both built in, and including its fp16 header again redefines __half.
         headers = ["#include <hip/hip_runtime.h>", *super().includes(program)]
         return ["#ifndef __HIPCC_RTC__", *headers, "#endif"]
@@ -216,7 +212,7 @@ class HipDialect(CudaDialect):
     def native_double_add(self, target: Target) -> bool:
         return True  # every AMD GPU: in hardware, or a loop inside the HIP header
 
-    def double_to_half(self, w: FunctionWriter, inner: str) -> str:
+    def double_to_half(self, w: WriterContext, inner: str) -> str:
         return f"{w.program.helper('half_from', f64)}({inner})"
 
     def helper_text(self, kind: str, name: str, t: ScalarType, space: str) -> str:

@@ -13,7 +13,7 @@ import dataclasses
 import math
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -23,8 +23,32 @@ from hetero.types import ScalarType, f16
 from . import ir
 from .target import Target
 
-if TYPE_CHECKING:
-    from .emit_c import FunctionWriter, Program
+
+class ProgramContext(Protocol):
+    """What a dialect reads of the program being emitted (:class:`hetero.compiler.emit_c.Program`
+    is one); declared here so that the dialects never import the printer that calls them."""
+
+    target: Target
+    #: Features the program uses and must enable (``fp64``, ``fp16`` values, ``int64_atomics``).
+    enabled: set[str]
+    #: Does f16 appear anywhere (arrays included)?
+    uses_half: bool
+
+    def helper(self, kind: str, t: ScalarType, space: str = "") -> str:
+        """The name of a helper function of ``kind`` for type ``t``, added to the program once."""
+        ...
+
+
+class WriterContext(Protocol):
+    """What a dialect reads of the writer printing one function (:class:`hetero.compiler.emit_c.FunctionWriter`)."""
+
+    @property
+    def program(self) -> ProgramContext: ...
+
+    def expr(self, e: ir.Expr) -> str:
+        """C text of ``e``."""
+        ...
+
 
 #: C99 keywords and the names C headers give types and constants: never a user variable's name.
 C_RESERVED = frozenset(
@@ -168,22 +192,22 @@ class CDialect:
         raise NotImplementedError
 
     # -- memory, conversions, atomics (they may call back into the writer) ------------------
-    def load(self, w: FunctionWriter, info: ArrayInfo, index: str) -> str:
+    def load(self, w: WriterContext, info: ArrayInfo, index: str) -> str:
         return f"{info.name}[{index}]"
 
-    def store(self, w: FunctionWriter, info: ArrayInfo, index: str, value: ir.Expr) -> str:
+    def store(self, w: WriterContext, info: ArrayInfo, index: str, value: ir.Expr) -> str:
         return f"{info.name}[{index}] = {top(w.expr(value))};"
 
-    def cast(self, w: FunctionWriter, e: ir.Cast) -> str:
+    def cast(self, w: WriterContext, e: ir.Cast) -> str:
         return f"({self.c_type(e.type)})({top(w.expr(e.value))})"
 
-    def atomic(self, w: FunctionWriter, info: ArrayInfo, op: str, address: str, args: list[str], used: bool) -> str:
+    def atomic(self, w: WriterContext, info: ArrayInfo, op: str, address: str, args: list[str], used: bool) -> str:
         """Atomic ``op`` (validated: ``add sub min max cas`` on :data:`ATOMIC_TYPES`) at ``address``,
         with operand-safe ``args``; the old value (not ``used`` when the atomic is a statement)."""
         raise NotImplementedError
 
     # -- the program around the functions ------------------------------------------------
-    def preamble(self, program: Program) -> list[str]:
+    def preamble(self, program: ProgramContext) -> list[str]:
         """Blocks of lines between the header comment and the helper functions (includes, pragmas)."""
         return []
 

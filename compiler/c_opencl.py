@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING
 
 from hetero.types import ScalarType, f16, f32
 
 from . import ir
-from .c_dialect import C_RESERVED, MATH_FUNCTIONS, ArrayInfo, CDialect, top
-
-if TYPE_CHECKING:
-    from .emit_c import FunctionWriter, Program
+from .c_dialect import C_RESERVED, MATH_FUNCTIONS, ArrayInfo, CDialect, ProgramContext, WriterContext, top
 
 C_TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "u8": "uchar",
            "u16": "ushort", "u32": "uint", "u64": "ulong", "f16": "half", "f32": "float", "f64": "double"}
@@ -80,7 +76,7 @@ class OpenCLDialect(CDialect):
         # OpenCL's abs returns the unsigned type: cast back (abs of the minimum wraps).
         return f"({self.c_type(t)})(abs({top(operand)}))" if t.kind == "i" else operand
 
-    def preamble(self, program: Program) -> list[str]:
+    def preamble(self, program: ProgramContext) -> list[str]:
         used = sorted(_EXTENSIONS[f] for f in program.enabled)
         return [f"#pragma OPENCL EXTENSION {ext} : enable" for ext in used]
 
@@ -89,12 +85,12 @@ class OpenCLDialect(CDialect):
         # A local f16 array is stored as ushort: without cl_khr_fp16 OpenCL has no half array.
         return info.name if info.space == "global" else f"(__local half*){info.name}"
 
-    def load(self, w: FunctionWriter, info: ArrayInfo, index: str) -> str:
+    def load(self, w: WriterContext, info: ArrayInfo, index: str) -> str:
         if info.dtype == f16:
             return f"vload_half({index}, {self.half_pointer(info)})"
         return f"{info.name}[{index}]"
 
-    def store(self, w: FunctionWriter, info: ArrayInfo, index: str, value: ir.Expr) -> str:
+    def store(self, w: WriterContext, info: ArrayInfo, index: str, value: ir.Expr) -> str:
         if info.dtype != f16:
             return f"{info.name}[{index}] = {top(w.expr(value))};"
         if isinstance(value, ir.Cast) and value.type == f16 and value.value.type.name in ("f32", "f64"):
@@ -104,7 +100,7 @@ class OpenCLDialect(CDialect):
             text = f"(float)({top(w.expr(inner))})"
         return f"vstore_half({text}, {index}, {self.half_pointer(info)});"
 
-    def cast(self, w: FunctionWriter, e: ir.Cast) -> str:
+    def cast(self, w: WriterContext, e: ir.Cast) -> str:
         inner = top(w.expr(e.value))
         if e.type != f16:
             return f"({self.c_type(e.type)})({inner})"
@@ -115,7 +111,7 @@ class OpenCLDialect(CDialect):
         return f"{w.program.helper('round_half', source)}({inner})"
 
     # -- atomics -----------------------------------------------------------------------
-    def atomic(self, w: FunctionWriter, info: ArrayInfo, op: str, address: str, args: list[str], used: bool) -> str:
+    def atomic(self, w: WriterContext, info: ArrayInfo, op: str, address: str, args: list[str], used: bool) -> str:
         t = info.dtype
         ctype = self.c_type(t)
         args = [top(a) for a in args]

@@ -20,7 +20,7 @@ from hetero.types import ArrayType, ScalarType, f16
 from . import ir
 from .c_dialect import ATOMIC_TYPES, ArrayInfo, CDialect, ascii_name, top
 from .cpu_regions import check_barriers
-from .emitter import EmittedSource, Emitter, default_abi, entry_name
+from .emit_base import EmittedSource, Emitter, default_abi, entry_name
 from .ir_queries import all_expressions, direct_loop_vars, subexpressions
 from .target import Target
 

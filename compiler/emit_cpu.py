@@ -29,7 +29,7 @@ from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, f16, f32
 
 from . import ir
-from .cpu_printer import PARAM_COPY, STORAGE, VALUE, FunctionPrinter, Names, const, has_return
+from .cpu_python import PARAM_COPY, STORAGE, VALUE, FunctionPrinter, Names, const, has_return
 from .cpu_regions import (
     GroupFor,
     GroupWhile,
@@ -44,7 +44,7 @@ from .cpu_regions import (
     vars_read,
     vars_referenced,
 )
-from .emitter import EmittedSource, Emitter, default_abi, entry_name
+from .emit_base import EmittedSource, Emitter, default_abi, entry_name
 from .target import Target
 
 _NJIT = 'numba.njit(cache=True, nogil=True, error_model="numpy")'

@@ -7,20 +7,13 @@ spells things is :mod:`hetero.compiler.c_opencl`.
 
 from __future__ import annotations
 
+# How an OpenCL device's extensions become its Target's features: one function on the ground
+# floor, which the OpenCL runtime's kernel_target calls too.
+from hetero.target import opencl_target
+
 from .c_opencl import OPENCL
 from .emit_c import CEmitter
-from .target import Target
-
-
-def opencl_target(extensions: str, fp64: bool, arch: str, toolchain: str) -> Target:
-    """The Target of an OpenCL device, from its extension string and double support."""
-    present = set(extensions.split())
-    features = {"fp64"} if fp64 else set()
-    if "cl_khr_fp16" in present:
-        features.add("fp16")
-    if "cl_khr_int64_base_atomics" in present:
-        features.add("int64_atomics")
-    return Target("opencl", arch, frozenset(features), toolchain)
-
 
 EMITTER = CEmitter(OPENCL)
+
+__all__ = ["EMITTER", "opencl_target"]

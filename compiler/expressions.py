@@ -11,7 +11,8 @@ import ast
 import dataclasses
 import math
 import operator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -20,13 +21,22 @@ from hetero import math as hetero_math
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, i64, scalar_type
 
 from . import ir, typing_rules
-from .source import MISSING
-
-if TYPE_CHECKING:
-    from .frontend import Program
-    from .source import FunctionSource
+from .source import MISSING, FunctionSource
 
 Number = int | float | bool
+
+
+class DeviceFunctions(Protocol):
+    """Where a call lowers its device function (:class:`hetero.compiler.frontend.Program` is one):
+    declared here so that this module never imports the frontend that mixes it in."""
+
+    #: The device functions lowered so far, callees before their callers.
+    order: list[ir.Function]
+
+    def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType],
+                 caller: FunctionSource, node: ast.AST) -> ir.Function:
+        """``callee`` lowered for argument ``types`` (once per types); errors point at ``node`` in ``caller``."""
+        ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,8 +49,8 @@ class Value:
         return self.expr.type
 
 
-_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
-           ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
+BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+          ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 _PY_BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
               "%": operator.mod, "**": operator.pow, "&": operator.and_, "|": operator.or_, "^": operator.xor,
               "<<": operator.lshift, ">>": operator.rshift}
@@ -95,7 +105,7 @@ class ExpressionLowering:
         var_types: dict[str, ScalarType]
         assigned: set[str]
         features: set[str]
-        program: Program
+        program: DeviceFunctions
 
         def var_type(self, name: str, node: ast.AST) -> ScalarType: ...
 
@@ -205,7 +215,7 @@ class ExpressionLowering:
 
     # -- operators ---------------------------------------------------------------------
     def expr_BinOp(self, node: ast.BinOp) -> Value:
-        op = _BINOPS.get(type(node.op))
+        op = BINOPS.get(type(node.op))
         if op is None:
             raise self.src.error(node, f"operator {type(node.op).__name__} is not supported in kernels")
         return self.binop(op, self.expr(node.left), self.expr(node.right), node)

@@ -19,7 +19,7 @@ from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, scalar_type
 
 from . import ir, typing_rules
 from .cpu_regions import check_barriers
-from .expressions import ExpressionLowering, Value, cast, const
+from .expressions import BINOPS, ExpressionLowering, Value, cast, const
 from .source import FunctionSource, function_source
 
 _MAX_PASSES = 8
@@ -254,9 +254,7 @@ class Lowerer(ExpressionLowering):
         raise self.src.error(target, "kernels can assign to local names and array elements only")
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> list[ir.Stmt]:
-        from .expressions import _BINOPS
-
-        op = _BINOPS.get(type(node.op))
+        op = BINOPS.get(type(node.op))
         if op is None:
             raise self.src.error(node, f"operator {type(node.op).__name__} is not supported in kernels")
         current = self.expr(node.target) if not isinstance(node.target, ast.Name) or node.target.id in self.var_types \

@@ -7,7 +7,7 @@ There is one compile path: a toolchain says which executables it needs, how to a
 their version and which command lines turn a source file into an artifact; the shared
 code runs them as subprocesses with argument lists (never a shell) and a timeout, and
 puts the full compiler log in the :class:`~hetero.errors.KernelBuildError` it raises.
-Artifacts are cached under a key that includes the toolchain's version.
+Running one through the compile cache is :func:`hetero.compiler.pipeline.build_artifact`'s job.
 """
 
 from __future__ import annotations
@@ -27,9 +27,7 @@ from pathlib import Path
 from hetero._version import __version__
 from hetero.errors import CompileError, KernelBuildError, ToolchainNotFoundError
 
-from .cache import Cache, CacheKey
-from .emitter import EmittedSource
-from .stats import stats
+from .emit_base import EmittedSource
 
 #: Seconds one compiler command may run before it is killed.
 DEFAULT_TIMEOUT = 300.0
@@ -85,6 +83,8 @@ class Toolchain(abc.ABC):
     tools: tuple[str, ...] = ()
     #: How to install the tools, for the error when one is missing.
     install_hint: str = ""
+    #: Whether its artifacts go through the compile cache (not when the artifact is the source itself).
+    caches_artifacts: bool = False
 
     def __init__(self) -> None:
         self._versions: dict[tuple[tuple[str, str], ...], str] = {}
@@ -138,15 +138,15 @@ class Toolchain(abc.ABC):
         """Compile ``source`` for ``arch``. Raises KernelBuildError (with the log) when the
         compiler rejects it, ToolchainNotFoundError when a tool is missing."""
 
-    def build(self, source: EmittedSource, arch: str, *, cache: Cache | None = None,
-              timeout: float = DEFAULT_TIMEOUT) -> tuple[Artifact, bool]:
-        """:meth:`compile` through ``cache`` (keyed on the source, arch, options and this
-        toolchain's version): ``(artifact, came_from_cache)``."""
-        return self.compile(source, arch, timeout=timeout), False
+    def translate_options(self, options: Sequence[str]) -> list[str]:
+        """The emitter's options (written for the runtime compiler) as this tool takes them."""
+        return list(options)
 
 
 class CommandToolchain(Toolchain):
     """A toolchain of executables: the shared subprocess compile path."""
+
+    caches_artifacts = True
 
     #: File name suffix of the source the compiler reads.
     suffix: str = ".txt"
@@ -188,10 +188,6 @@ class CommandToolchain(Toolchain):
         first = next((line.strip() for line in outputs[0].splitlines() if line.strip()), "") if outputs else ""
         return f"{self.name} {first}" if first else ""
 
-    def translate_options(self, options: Sequence[str]) -> list[str]:
-        """The emitter's options (written for the runtime compiler) as this tool takes them."""
-        return list(options)
-
     def compile(self, source: EmittedSource, arch: str, *, timeout: float = DEFAULT_TIMEOUT) -> Artifact:
         self.check_arch(arch)
         paths = self.require()
@@ -218,22 +214,6 @@ class CommandToolchain(Toolchain):
                 raise KernelBuildError(f"{self.name} reported success but wrote no {out.name} ({exc})",
                                        source=source.text, target=target, log="\n".join(logs)) from exc
         return Artifact(self.artifact_kind(arch), data, "\n".join(logs))
-
-    def build(self, source: EmittedSource, arch: str, *, cache: Cache | None = None,
-              timeout: float = DEFAULT_TIMEOUT) -> tuple[Artifact, bool]:
-        self.check_arch(arch)
-        kind = self.artifact_kind(arch)
-        key = CacheKey.from_ir(source.text, dialect=self.dialect, target=arch, toolchain=self.version(),
-                               options=self.translate_options(source.options), tool=self.name, kind=kind)
-        cached = cache.get(key) if cache is not None else None
-        if cached is not None:
-            stats.add("disk_hits")
-            return Artifact(kind, cached), True
-        artifact = self.compile(source, arch, timeout=timeout)
-        stats.add("builds")
-        if cache is not None:
-            cache.put(key, artifact.data)
-        return artifact, False
 
 
 def _file_identity(path: str) -> str:

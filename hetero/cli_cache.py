@@ -29,6 +29,11 @@ def cmd_cache_info(args: argparse.Namespace) -> int:
     print(f"root:    {info['root']}")
     print(f"entries: {info['entries']} (kernels: {info['kernels']}, generated modules: {info['modules']})")
     print(f"size:    {_size(info['bytes'])}")
+    disk, memory = info["bounds"]["disk"], info["bounds"]["memory"]
+    # The least recently used entries go first past a bound (settings cache_max_size, cache_max_entries,
+    # cache_memory_max_size, cache_memory_max_entries).
+    print(f"bounds:  disk {_size(disk['max_bytes'])} / {disk['max_entries']} entries, "
+          f"memory {_size(memory['max_bytes'])} / {memory['max_entries']} entries per process")
     return 0
 
 
@@ -48,7 +53,7 @@ def add_cache_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     """
     cache = subparsers.add_parser("cache", help="show or clear the compiled-kernel cache")
     actions = cache.add_subparsers(dest="cache_command", metavar="ACTION")
-    info = actions.add_parser("info", help="where the cache is, how many entries, how big")
+    info = actions.add_parser("info", help="where the cache is, how many entries, how big, and its bounds")
     info.add_argument("--json", action="store_true", help="machine-readable output")
     actions.add_parser("clear", help="remove every cached kernel and generated module")
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {"info": cmd_cache_info, "clear": cmd_cache_clear}

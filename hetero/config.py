@@ -20,6 +20,20 @@ HETERO_QUOTA           quota           memory quota of this process per device (
 HETERO_COST_SAMPLING   cost_sampling   time every k-th kernel launch for the cost model (0: off)
 ====================== =============== ==================================================
 
+The compile cache's bounds (least recently used entries go first; see
+:mod:`hetero.compiler.cache`):
+
+================================= ======================== ====================================
+variable                          key                      meaning (default)
+================================= ======================== ====================================
+HETERO_CACHE_MAX_SIZE             cache_max_size           bytes on disk under ``cache_dir`` (2GiB)
+HETERO_CACHE_MAX_ENTRIES          cache_max_entries        entries on disk (10000)
+HETERO_CACHE_MEMORY_MAX_SIZE      cache_memory_max_size    bytes held in memory per process (256MiB)
+HETERO_CACHE_MEMORY_MAX_ENTRIES   cache_memory_max_entries entries held in memory per process (512)
+================================= ======================== ====================================
+
+Each is at least 1: a size (below) or a whole number of entries.
+
 ``drill_quarantine`` (``HETERO_DRILL_QUARANTINE``, set by ``hetero-run`` for its workers) is the
 run's own store for quarantines of injected faults (see :mod:`hetero.fault.quarantine`).
 
@@ -57,6 +71,46 @@ from typing import Any
 from hetero.errors import ConfigError, did_you_mean
 from hetero.sizes import parse_size
 
+#: The compile cache's default bounds (the ``cache_*max*`` settings).
+CACHE_MAX_SIZE = 2 * 2**30
+CACHE_MAX_ENTRIES = 10_000
+CACHE_MEMORY_MAX_SIZE = 256 * 2**20
+CACHE_MEMORY_MAX_ENTRIES = 512
+_CACHE_SIZES = ("cache_max_size", "cache_memory_max_size")
+_CACHE_COUNTS = ("cache_max_entries", "cache_memory_max_entries")
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheBounds:
+    """How big a layer of the compile cache may grow: at most ``max_bytes`` bytes in at most
+    ``max_entries`` entries (both at least 1). :attr:`Config.cache_disk_bounds` and
+    :attr:`Config.cache_memory_bounds` are the ones in force."""
+
+    max_bytes: int
+    max_entries: int
+
+    def __post_init__(self) -> None:
+        for name in ("max_bytes", "max_entries"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"cache bound {name} must be a whole number of at least 1, got {value!r}; "
+                                 "set cache_max_size/cache_max_entries (or the memory ones) in hetero.yaml")
+
+    def exceeded(self, nbytes: int, entries: int) -> bool:
+        return nbytes > self.max_bytes or entries > self.max_entries
+
+    def as_dict(self) -> dict[str, int]:
+        return {"max_bytes": self.max_bytes, "max_entries": self.max_entries}
+
+    @classmethod
+    def disk_default(cls) -> CacheBounds:
+        return cls(CACHE_MAX_SIZE, CACHE_MAX_ENTRIES)
+
+    @classmethod
+    def memory_default(cls) -> CacheBounds:
+        return cls(CACHE_MEMORY_MAX_SIZE, CACHE_MEMORY_MAX_ENTRIES)
+
+
 DEVICE_KINDS = ("gpu", "accelerator", "cpu")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
@@ -84,7 +138,19 @@ class Config:
     quarantine_ttl: Mapping[str, float] = dataclasses.field(default_factory=dict)
     quota: Mapping[str, int] = dataclasses.field(default_factory=dict)  # device/backend/"*" -> bytes; empty: none
     cost_sampling: int = 0  # time every k-th launch; 0: off
+    cache_max_size: int = CACHE_MAX_SIZE  # bytes of the disk cache
+    cache_max_entries: int = CACHE_MAX_ENTRIES
+    cache_memory_max_size: int = CACHE_MEMORY_MAX_SIZE  # bytes of the in-process layer
+    cache_memory_max_entries: int = CACHE_MEMORY_MAX_ENTRIES
     source: str | None = None  # the file the settings came from, for error messages
+
+    @property
+    def cache_disk_bounds(self) -> CacheBounds:
+        return CacheBounds(self.cache_max_size, self.cache_max_entries)
+
+    @property
+    def cache_memory_bounds(self) -> CacheBounds:
+        return CacheBounds(self.cache_memory_max_size, self.cache_memory_max_entries)
 
 
 _KEYS = tuple(f.name for f in dataclasses.fields(Config) if f.name != "source")
@@ -101,6 +167,10 @@ _ENV = {
     "HETERO_HEALTH_INTERVAL": "health_interval",
     "HETERO_QUOTA": "quota",
     "HETERO_COST_SAMPLING": "cost_sampling",
+    "HETERO_CACHE_MAX_SIZE": "cache_max_size",
+    "HETERO_CACHE_MAX_ENTRIES": "cache_max_entries",
+    "HETERO_CACHE_MEMORY_MAX_SIZE": "cache_memory_max_size",
+    "HETERO_CACHE_MEMORY_MAX_ENTRIES": "cache_memory_max_entries",
 }
 _FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 POLICIES = ("first-fit", "binpack", "spread", "fastest", "priority")
@@ -259,6 +329,23 @@ def _parse(key: str, value: Any, origin: str) -> Any:
             raise ConfigError(f"{origin}: 'cost_sampling' must be a whole number k >= 0 (time every k-th kernel "
                               f"launch; 0 turns sampling off), got {value!r}")
         return every
+    if key in _CACHE_SIZES:
+        try:
+            size = parse_size(value.strip() if isinstance(value, str) else value, repr(key))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{origin}: {exc}") from None
+        if size < 1:
+            raise ConfigError(f"{origin}: {key!r} must be at least 1 byte (a size such as '2GiB'), got {value!r}; "
+                              "unset it for the default")
+        return size
+    if key in _CACHE_COUNTS:
+        count = value.strip() if isinstance(value, str) else value
+        if isinstance(count, str) and count.isdigit():
+            count = int(count)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ConfigError(f"{origin}: {key!r} must be a whole number of entries, at least 1, got {value!r}; "
+                              "unset it for the default")
+        return count
     raise ConfigError(f"{origin}: unknown key {key!r}; valid keys: {', '.join(_KEYS)}")  # pragma: no cover
 
 

@@ -1,8 +1,11 @@
 """Files hetero replaces so that a reader sees the old contents or the new, never a part: the
 project's one atomic write (compile cache, CPU kernel modules, cost model, quarantine store,
-heartbeats, fault reports), the one inter-process lock, and the one locked JSON store built on
-both (:class:`JsonStore`: the quarantine, the cost model). Checkpoints install whole directories
-instead (:mod:`hetero.checkpoint_files`).
+heartbeats, fault reports), the one inter-process lock, the one locked JSON store built on both
+(:class:`JsonStore`: the quarantine, the cost model), the one removal of a whole directory that
+no reader sees half-done (:func:`remove_tree`: the compile cache's generated-module folders),
+and the one guarded open of a file hetero reads whole (:func:`open_regular_file`: cache entries,
+bundles), which refuses FIFOs and devices. Checkpoints install whole directories instead
+(:mod:`hetero.checkpoint_files`).
 
 Ground floor: imports nothing of hetero's.
 """
@@ -12,11 +15,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, TypeVar
 
 try:
     import fcntl
@@ -66,6 +71,55 @@ def locked(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def remove_tree(path: Path) -> bool:
+    """Remove the directory ``path`` so that no reader finds it half-deleted: it is first renamed
+    to a hidden sibling (``.NAME.removing-XXXX``, atomic), then deleted. False when it was not
+    there (another process removed it first). A removal cut short leaves only the hidden sibling,
+    which :func:`remove_leftovers` deletes later."""
+    hidden = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.removing-"))
+    try:
+        os.rename(path, hidden / path.name)
+    except FileNotFoundError:
+        hidden.rmdir()
+        return False
+    except BaseException:
+        with contextlib.suppress(OSError):
+            hidden.rmdir()
+        raise
+    shutil.rmtree(hidden, ignore_errors=True)
+    return True
+
+
+def remove_leftovers(folder: Path) -> None:
+    """Delete what :func:`remove_tree` calls in ``folder`` left behind when they were cut short."""
+    with contextlib.suppress(OSError):
+        for leftover in folder.glob(".*.removing-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+class NotARegularFileError(OSError):
+    """A path hetero would read is a FIFO, device, socket or directory, not a file."""
+
+
+def open_regular_file(path: Path) -> BinaryIO:
+    """``path`` opened for binary reading, refusing anything but a regular file.
+
+    Opened non-blocking, then checked on the descriptor: a FIFO would block ``open`` until
+    a writer came, and ``/dev/zero`` never ends. Regular files ignore ``O_NONBLOCK``.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket or other special file")
+            raise NotARegularFileError(f"{path} is not a regular file ({kind})")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 T = TypeVar("T")

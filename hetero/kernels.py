@@ -39,11 +39,8 @@ and saves the samples at exit.
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import functools
-import hashlib
 import itertools
-import json
 import threading
 import time
 import warnings
@@ -53,14 +50,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hetero.array import Array
-from hetero.compiler import bundle_registry, frontend, passes
-from hetero.compiler.cache import CacheKey, default_cache
-from hetero.compiler.emitter import source_from_json, source_to_json
-from hetero.compiler.emitters import emitter_for
-from hetero.compiler.printer import format_function
+from hetero.compiler import frontend, pipeline
+from hetero.compiler.ir_text import format_function
 from hetero.compiler.signature import format_signature, parse_signature
 from hetero.compiler.source import Fingerprint, source_fingerprint
-from hetero.compiler.stats import stats
 from hetero.config import get_config
 from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
@@ -116,10 +109,6 @@ def _exact_sizes(config: Any) -> bool:
     return True
 
 
-#: An extra cache-key part of the variant without ``restrict`` (for launches whose arrays share memory).
-_MAY_ALIAS = {"aliasing": "may-alias"}
-
-
 class Specialization:
     """One kernel compiled for one argument-type signature on one device.
 
@@ -135,49 +124,11 @@ class Specialization:
         target = self.runtime.kernel_target()
         if target is None:
             raise KernelLaunchError(f"{device.name} cannot run hetero kernels (its backend has no kernel support)")
-        cache = default_cache()
-        emitter = emitter_for(target.dialect)
-        # A loaded bundle may hold this kernel already built, or at least its IR.
-        prebuilt = bundle_registry.lookup(kernel.py_func, types, target)
-        if prebuilt is not None and not restrict:  # a bundle's source and binary assume no aliasing
-            prebuilt = dataclasses.replace(prebuilt, source=None, binary=None, entry=None)
-        aliasing = {} if restrict else _MAY_ALIAS
-        # A disk-cache record of this specialization skips the frontend and the emitter. It is
-        # keyed by the source fingerprint, so only when every value the source resolves is keyed.
-        source_key = kernel.source_fingerprint()
-        record_key = CacheKey(ir=source_key.digest, dialect=target.dialect, target=target.arch,
-                              toolchain=target.toolchain,
-                              extra={"signature": repr(types), "record": "specialization", **aliasing})
-        use_record = prebuilt is None and source_key.keyed
-        recorded = _read_record(cache, record_key) if use_record else None
-        if recorded is not None:
-            self.source, key = recorded
-        else:
-            function = kernel._lowered(types) if prebuilt is None else prebuilt.function
-            if prebuilt is not None and prebuilt.source is not None:
-                self.source = prebuilt.source
-                extra = {"bundled_source": hashlib.sha256(self.source.text.encode()).hexdigest()}
-            else:
-                self.source = emitter.emit(function, target, restrict=restrict)
-                stats.add("emitted")
-                extra = dict(aliasing)
-            key = CacheKey.from_ir(format_function(function), dialect=target.dialect, target=target.arch,
-                                   toolchain=target.toolchain, options=self.source.options, **extra)
-            if use_record:
-                record = {"source": source_to_json(self.source), "key": key.digest}
-                cache.put(record_key, json.dumps(record).encode())
-        from_bundle = prebuilt is not None and prebuilt.entry is not None
-        binary = prebuilt.binary if prebuilt is not None else None
-        artifact = binary if binary is not None else cache.get(key)
-        self.loaded, new_artifact = self.runtime.build_kernel(self.source, artifact, cache.path_for(key, ".bin"))
-        if from_bundle:
-            stats.add("bundle_hits")
-        if artifact is None:
-            stats.add("finalized" if from_bundle else "builds")
-        elif binary is None:
-            stats.add("disk_hits")
-        if new_artifact is not None:
-            cache.put(key, new_artifact)
+        compiled = pipeline.compile_for_device(kernel.py_func, types, self.runtime, target,
+                                               fingerprint=kernel.source_fingerprint(),
+                                               lowered=functools.partial(kernel._lowered, types), restrict=restrict)
+        self.source = compiled.source
+        self.loaded = compiled.loaded
         index = {name: i for i, name in enumerate(kernel.param_names())}
         # per argument: kind, parameter position, shape axis, and the NumPy dtype of an array's
         # elements or the checking converter of a scalar (see hetero.launch_args.scalar_converter)
@@ -192,7 +143,7 @@ class Specialization:
         #: Positions of the array parameters a launch must check for shared memory (none when the
         #: dialect makes no no-alias promise, or this is already the variant that makes none).
         arrays = tuple(i for i, t in enumerate(types) if isinstance(t, ArrayType))
-        self.alias_positions = arrays if restrict and emitter.declares_restrict and len(arrays) > 1 else ()
+        self.alias_positions = arrays if restrict and len(arrays) > 1 and pipeline.declares_restrict(target.dialect) else ()
         self._unaliased: Specialization | None = None
         self.host = self.runtime.host_memory
         self._checked_sizes: set[tuple[Any, Any]] = set()
@@ -394,8 +345,7 @@ class Kernel:
     def _lowered(self, types: tuple[ParamType, ...]) -> Any:
         with self._lock:
             if types not in self._ir:
-                stats.add("lowered")
-                self._ir[types] = passes.optimize(frontend.lower_kernel(self.py_func, types))
+                self._ir[types] = pipeline.lower(self.py_func, types)
             return self._ir[types]
 
     def _parse(self, signature: str | Sequence[ParamType]) -> tuple[ParamType, ...]:
@@ -422,7 +372,7 @@ class Kernel:
         target = target_device.runtime.kernel_target()
         if target is None:
             raise KernelLaunchError(f"{target_device.name} cannot run hetero kernels")
-        return emitter_for(target.dialect).emit(self._lowered(self._parse(signature)), target).text
+        return pipeline.emit(self._lowered(self._parse(signature)), target).text
 
     def signature(self, types: Sequence[ParamType]) -> str:
         return format_signature(self.name, tuple(types))
@@ -454,18 +404,6 @@ class Kernel:
                 entry = Specialization(self, tuple(types), device)
                 self._dispatch[key] = entry
         return entry
-
-
-def _read_record(cache: Any, record_key: CacheKey) -> tuple[Any, str] | None:
-    """The emitted source and artifact key recorded for a specialization, or None."""
-    data = cache.get(record_key)
-    if data is None:
-        return None
-    try:
-        record = json.loads(data)
-        return source_from_json(record["source"]), str(record["key"])
-    except (ValueError, KeyError, TypeError):
-        return None  # a record from another hetero version: compile afresh
 
 
 def kernel(py_func: Callable[..., Any]) -> Kernel:

@@ -26,3 +26,19 @@ class Target:
 
     def __str__(self) -> str:
         return f"{self.dialect}:{self.arch}"
+
+
+def opencl_target(extensions: str, fp64: bool, arch: str, toolchain: str) -> Target:
+    """The Target of an OpenCL device, from its extension string and double support: the one
+    reading of OpenCL extensions, which the OpenCL runtime and the compiler's tests both use.
+
+    ``int64_atomics`` needs ``cl_khr_int64_base_atomics`` only: the OpenCL C emitter uses its
+    ``atom_add``/``atom_sub``/``atom_cmpxchg`` and builds 64-bit min/max from compare-and-swap,
+    so it never needs ``cl_khr_int64_extended_atomics``."""
+    present = set(extensions.split())
+    features = {"fp64"} if fp64 else set()
+    if "cl_khr_fp16" in present:
+        features.add("fp16")
+    if "cl_khr_int64_base_atomics" in present:
+        features.add("int64_atomics")
+    return Target("opencl", arch, frozenset(features), toolchain)

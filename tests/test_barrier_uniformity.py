@@ -137,7 +137,7 @@ def test_barrier_under_work_item_dependent_control_flow_is_refused(device: heter
 @pytest.mark.parametrize("dialect", ["opencl", "cuda", "hip"])
 def test_every_c_dialect_reads_size_queries_once_at_entry(dialect: str) -> None:
     from hetero.compiler import passes
-    from hetero.compiler.emitters import emitter_for
+    from hetero.compiler.emit_registry import emitter_for
     from hetero.compiler.frontend import lower_kernel
     from hetero.compiler.signature import parse_signature
     from hetero.compiler.target import Target

@@ -21,7 +21,7 @@ from kernels import corpus
 import hetero
 from hetero.compiler import bundle_registry, ir_json
 from hetero.compiler.bundle import read_bundle
-from hetero.compiler.emitters import emitter_for
+from hetero.compiler.emit_registry import emitter_for
 from hetero.compiler.signature import format_signature, parse_signature
 from hetero.compiler.toolchains import HIPCC, NVCC
 from hetero.errors import CompileError

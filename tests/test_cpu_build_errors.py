@@ -12,7 +12,7 @@ import pytest
 
 import hetero
 from hetero.backends import cpu_kernels
-from hetero.compiler.emitter import EmittedSource
+from hetero.compiler.emit_base import EmittedSource
 from hetero.errors import CompileError, KernelBuildError
 
 

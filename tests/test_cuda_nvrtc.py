@@ -18,7 +18,7 @@ import hetero
 from hetero.backends import nvrtc_compile
 from hetero.backends.cuda_discovery import device_info
 from hetero.backends.cupy_runtime import CuPyRuntime
-from hetero.compiler.emitters import emitter_for
+from hetero.compiler.emit_registry import emitter_for
 from hetero.compiler.signature import parse_signature
 
 if not nvrtc_compile.available():

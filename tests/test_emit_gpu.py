@@ -28,7 +28,7 @@ from hetero.compiler import ir
 from hetero.compiler.emit_cuda import EMITTER as CUDA
 from hetero.compiler.emit_hip import EMITTER as HIP
 from hetero.compiler.emit_opencl import EMITTER as OPENCL
-from hetero.compiler.emitter import Emitter, default_abi, entry_name
+from hetero.compiler.emit_base import Emitter, default_abi, entry_name
 from hetero.compiler.signature import parse_signature
 from hetero.compiler.target import Target
 from hetero.errors import CompileError

@@ -485,6 +485,26 @@ def test_opencl_target_reads_extensions() -> None:
     assert opencl_target("", True, "dev", "3.1").features == frozenset({"fp64"})
 
 
+@pytest.mark.parametrize("extensions", [
+    "", "cl_khr_fp16", "cl_khr_int64_base_atomics", "cl_khr_int64_extended_atomics",
+    "cl_khr_int64_base_atomics cl_khr_int64_extended_atomics cl_khr_fp16 cl_khr_fp64",
+])
+@pytest.mark.parametrize("fp64", [False, True])
+def test_the_opencl_runtime_and_the_compiler_read_extensions_alike(extensions: str, fp64: bool) -> None:
+    # A device with base int64 atomics only runs i64 atomic kernels: the emitter needs no extended ones.
+    from types import SimpleNamespace
+
+    from hetero.backends.opencl_runtime import OpenCLRuntime
+    from hetero.device import DeviceInfo, Kind
+
+    info = DeviceInfo(name="opencl:0", backend="opencl", index=0, vendor="Test", kind=Kind.GPU, model="test",
+                      memory=1 << 30, compute_units=1, max_work_group_size=256, fp64=fp64, driver_version="3.1",
+                      stable_id="test-device", extra={"platform_version": "OpenCL 3.0"})
+    runtime = OpenCLRuntime(SimpleNamespace(), SimpleNamespace(extensions=extensions), info)
+    target = runtime.kernel_target()
+    assert target == opencl_target(extensions, fp64, "test-device", target.toolchain)
+
+
 @pytest.mark.parametrize("t, value, text", [
     (f32, 0.1, "0.1f"), (f32, 2, "2.0f"), (f32, -1.5, "(-1.5f)"), (f32, float("inf"), "INFINITY"), (f32, 1e39, "INFINITY"),
     (f64, 0.1, "0.1"), (f64, float("nan"), "((double)NAN)"), (i32, -5, "(-5)"), (i64, 5, "5L"), (u32, 7, "7u"),

@@ -17,7 +17,7 @@ import pytest
 
 import hetero
 from conftest import run_python
-from hetero.compiler.emitters import emitter_for
+from hetero.compiler.emit_registry import emitter_for
 from hetero.compiler.frontend import lower_kernel
 from hetero.compiler.stats import stats
 from hetero.types import ArrayType, f32

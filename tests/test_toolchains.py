@@ -14,7 +14,8 @@ import pytest
 import hetero
 from hetero.compiler import toolchains
 from hetero.compiler.cache import Cache, MemoryStorage
-from hetero.compiler.emitter import EmittedSource
+from hetero.compiler.emit_base import EmittedSource
+from hetero.compiler.pipeline import build_artifact
 from hetero.compiler.stats import stats
 from hetero.compiler.toolchains import HIPCC, NVCC, SPIRV, CommandToolchain, run_tool
 
@@ -151,7 +152,7 @@ def test_toolchain_version_is_part_of_the_cache_key() -> None:
     cache = Cache(MemoryStorage())
     source = _source("cached", "opencl")
     before = stats.builds
-    assert FakeCompiler("fakecc 1.0").build(source, "x", cache=cache)[1] is False
-    assert FakeCompiler("fakecc 1.0").build(source, "x", cache=cache)[1] is True  # same version: hit
-    assert FakeCompiler("fakecc 2.0").build(source, "x", cache=cache)[1] is False  # new version: rebuilt
+    assert build_artifact(FakeCompiler("fakecc 1.0"), source, "x", cache=cache)[1] is False
+    assert build_artifact(FakeCompiler("fakecc 1.0"), source, "x", cache=cache)[1] is True  # same version: hit
+    assert build_artifact(FakeCompiler("fakecc 2.0"), source, "x", cache=cache)[1] is False  # new version: rebuilt
     assert stats.builds - before == 2
