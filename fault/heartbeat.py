@@ -17,8 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hetero import launch_counts
 from hetero.fault.protocol import ENV_HEARTBEAT_FILE
 from hetero.files import atomic_write
+from hetero.registry import current_device
 
 #: The shortest time between two heartbeat writes, in seconds.
 MIN_INTERVAL = 0.2
@@ -94,22 +96,15 @@ def _write(path: Path) -> None:
 
 def _device_name() -> str | None:
     # Never opens a backend: the device in use (hetero.use_device) or the configured spec.
-    registry = sys.modules.get("hetero.registry")
-    if registry is not None:
-        current = registry._CURRENT.get()
-        if current is not None:
-            return str(current.name)
+    current = current_device()
+    if current is not None:
+        return str(current.name)
     return os.environ.get("HETERO_DEVICE") or None
 
 
 def _launches() -> int | None:
-    # Only when the kernel layer is loaded already: importing the compiler for a heartbeat
-    # would cost more than the step it reports.
-    kernels = sys.modules.get("hetero.kernels")
-    counts = getattr(kernels, "launch_counts", None) if kernels is not None else None
-    if counts is None:
-        return None
+    # The kernel layer's counters, kept on the ground floor: reading them imports no compiler.
     try:
-        return int(sum(counts().values()))
+        return launch_counts.total()
     except Exception:  # noqa: BLE001 - a counter bug must not break the heartbeat
         return None

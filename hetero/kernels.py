@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import itertools
 import threading
 import time
 import warnings
@@ -57,6 +56,8 @@ from hetero.compiler.source import Fingerprint, source_fingerprint
 from hetero.config import get_config
 from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
+from hetero.launch_counts import counter as launch_counter
+from hetero.launch_counts import launch_counts as launch_counts  # re-exported: read from here too
 from hetero.kernel_hooks import SPLIT_KERNEL
 from hetero.launch_args import arg_type, check_sizes, keyword_error, scalar_converter, shares_memory, size_tuple
 from hetero.registry import device as resolve_device
@@ -67,27 +68,6 @@ if TYPE_CHECKING:
     from hetero.split import SplitKernel
 
 ParamType = ScalarType | ArrayType
-
-#: A launch counter per device name (``next()`` on an ``itertools.count`` is atomic under the GIL,
-#: so launches from several threads are all counted, for the cost of one call).
-_LAUNCH_COUNTERS: dict[str, itertools.count[int]] = {}
-_COUNTER_READS: dict[str, int] = {}  # how many times launch_counts() has advanced each counter itself
-_READS_LOCK = threading.Lock()
-
-
-def launch_counts() -> dict[str, int]:
-    """How many kernel launches each device has had in this process (device name -> count);
-    the launcher's metrics read it. Devices that never ran a kernel are absent."""
-    # Reading an itertools.count advances it (its pickling state, the other way to peek, is
-    # deprecated since Python 3.12): the value is launches + earlier reads, so subtract those.
-    counts: dict[str, int] = {}
-    with _READS_LOCK:
-        for name, counter in list(_LAUNCH_COUNTERS.items()):
-            reads = _COUNTER_READS.get(name, 0)
-            counts[name] = next(counter) - reads
-            _COUNTER_READS[name] = reads + 1
-    return counts
-
 
 _size_tuple = size_tuple  # the name hetero.split imports
 
@@ -147,7 +127,7 @@ class Specialization:
         self._unaliased: Specialization | None = None
         self.host = self.runtime.host_memory
         self._checked_sizes: set[tuple[Any, Any]] = set()
-        self.launches = _LAUNCH_COUNTERS.setdefault(device.name, itertools.count())
+        self.launches = launch_counter(device.name)
         self.calls = 0  # launches seen while sampling is on (every k-th is timed)
 
     def unaliased(self) -> Specialization:

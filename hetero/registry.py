@@ -319,6 +319,11 @@ def use_device(spec: str | Device) -> Iterator[Device]:
         _CURRENT.reset(token)
 
 
+def current_device() -> Device | None:
+    """The device :func:`use_device` (or a guard) set for this thread/task; None outside one (opens nothing)."""
+    return _CURRENT.get()
+
+
 def opened_devices() -> list[Device]:
     """Devices of the backends opened so far in this process (opens nothing new)."""
     with _REGISTRY._lock:

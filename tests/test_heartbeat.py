@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,16 +105,21 @@ def test_device_is_the_one_in_use(beat_file: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_launches_come_from_the_kernel_layer_only_when_loaded(beat_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hetero import launch_counts
+
     monkeypatch.delitem(sys.modules, "hetero.kernels", raising=False)
+    monkeypatch.setattr(launch_counts, "_COUNTERS", {})  # no kernel layer has counted here
     hb.flush()
     assert _read(beat_file)["launches"] is None
     assert "hetero.kernels" not in sys.modules  # a heartbeat never imports the compiler
-    fake = types.ModuleType("hetero.kernels")
-    fake.launch_counts = lambda: {"cpu": 3, "oneapi:0": 4}  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "hetero.kernels", fake)
+    monkeypatch.setattr(launch_counts, "_READS", {})
+    for name, launches in (("cpu", 3), ("oneapi:0", 4)):
+        counter = launch_counts.counter(name)
+        for _ in range(launches):
+            next(counter)
     hb.flush()
     assert _read(beat_file)["launches"] == 7
-    fake.launch_counts = lambda: 1 / 0  # type: ignore[attr-defined]
+    monkeypatch.setattr(launch_counts, "launch_counts", lambda: 1 / 0)
     hb.flush()
     assert _read(beat_file)["launches"] is None
 

@@ -1,0 +1,40 @@
+"""How many kernel launches each device has had in this process.
+
+On the ground floor, so that a heartbeat (the fault floor) reads what the kernel layer counts
+without importing it (importing the compiler for a heartbeat would cost more than the step it
+reports). :mod:`hetero.kernels` takes one counter per device; ``next()`` on an
+``itertools.count`` is atomic under the GIL, so launches from several threads are all counted,
+for the cost of one call.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+_COUNTERS: dict[str, itertools.count[int]] = {}
+_READS: dict[str, int] = {}  # how many times launch_counts() has advanced each counter itself
+_READS_LOCK = threading.Lock()
+
+
+def counter(device_name: str) -> itertools.count[int]:
+    """The launch counter of a device (made on first use): ``next()`` it once per launch."""
+    return _COUNTERS.setdefault(device_name, itertools.count())
+
+
+def launch_counts() -> dict[str, int]:
+    """Kernel launches per device name so far; devices that never ran a kernel are absent."""
+    # Reading an itertools.count advances it (its pickling state, the other way to peek, is
+    # deprecated since Python 3.12): the value is launches + earlier reads, so subtract those.
+    counts: dict[str, int] = {}
+    with _READS_LOCK:
+        for name, count in list(_COUNTERS.items()):
+            reads = _READS.get(name, 0)
+            counts[name] = next(count) - reads
+            _READS[name] = reads + 1
+    return counts
+
+
+def total() -> int | None:
+    """All devices' launches together; None while no kernel has been prepared to launch here."""
+    return sum(launch_counts().values()) if _COUNTERS else None
