@@ -270,12 +270,7 @@ class Supervisor:
         restarting = [worker]
         if self.config.restart == "group":
             others = [w for w in self.workers if w is not worker and w.alive]
-            for rank, other_code in stop_workers(others, self.grace).items():
-                other = self.workers[rank]
-                other.returncode = other_code
-                self.log.emit("worker_exited", worker=rank, device=other.device.name, returncode=other_code,
-                              signal=signal_name(other_code), reason="group-restart",
-                              runtime_s=round(now - other.started, 3))
+            self._stop(others, "group-restart", now)
             restarting += others + [w for w in self.workers if w.state is WorkerState.SUCCEEDED]
         for each in restarting:
             if each.state is WorkerState.SUCCEEDED:  # finished ranks too; their work was counted
@@ -372,16 +367,21 @@ class Supervisor:
             self.metrics.set_goodput(goodput)
 
     # -- stopping ------------------------------------------------------------------------
-    def _stop_all(self) -> None:
-        self.starter.retire_standbys()
-        live = [w for w in self.workers if w.alive]
-        now = time.monotonic()
-        for rank, code in stop_workers(live, self.grace).items():
+    def _stop(self, workers: list[Worker], reason: str, now: float) -> list[Worker]:
+        """Stop ``workers`` (SIGTERM, then SIGKILL after the grace period), record and log each exit."""
+        stopped = []
+        for rank, code in stop_workers(workers, self.grace).items():
             worker = self.workers[rank]
             worker.returncode = code
             self.log.emit("worker_exited", worker=rank, device=worker.device.name, returncode=code,
-                          signal=signal_name(code), reason="stopped",
-                          runtime_s=round(now - worker.started, 3))
+                          signal=signal_name(code), reason=reason, runtime_s=round(now - worker.started, 3))
+            stopped.append(worker)
+        return stopped
+
+    def _stop_all(self) -> None:
+        self.starter.retire_standbys()
+        now = time.monotonic()
+        for worker in self._stop([w for w in self.workers if w.alive], "stopped", now):
             self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
             if worker.state is not WorkerState.FAILED:  # the rank the run gave up on stays failed
                 worker.enter(WorkerState.STOPPED)
