@@ -173,10 +173,10 @@ def _calibrated_speed(eligible: Sequence[Candidate], request: Request, cost_mode
                 table[candidate.info.stable_id].append(math.log(float(seconds)))  # type: ignore[arg-type]
     if not used:
         return None
-    seconds = {device: math.exp(sum(logs) / len(logs)) for device, logs in table.items()}
+    per_device = {device: math.exp(sum(logs) / len(logs)) for device, logs in table.items()}
     path = getattr(cost_model, "path", None)
     where = f" in {path}" if path else ""
-    return Predictions(seconds, f"calibrated device speed{where}: geometric mean of hetero calibrate's "
+    return Predictions(per_device, f"calibrated device speed{where}: geometric mean of hetero calibrate's "
                                 f"{', '.join(used)} at n={n}, because {reason}", "calibrated")
 
 

@@ -1,16 +1,16 @@
 """The project's real import graph, read from its files the way Python will import them.
 
 pyproject's ``package-dir`` installs ``scheduler/`` as ``hetero.scheduler`` (and likewise
-``backends/``, ``compiler/``, ``fault/`` and their subfolders), so a tool that reads the
-``hetero/`` folder alone sees neither those packages nor the cycles through them. This module
-follows the mapping:
+``backends/``, ``compiler/``, ``fault/`` and their subfolders). The links ``hetero/scheduler`` ->
+``../scheduler`` (and the others) show tools that read files the same tree; this module follows
+the mapping itself, so that it holds whatever the links say (a test checks they agree):
 
 - :func:`modules` maps every module name to its file;
 - :func:`imports` lists every ``import`` in a module (module level or inside a function, as
   import-linter counts them) resolved to the project's module names;
-- :func:`stage` copies the tree into a folder laid out as Python sees it, which is what
-  ``lint-imports`` reads (``python tests/import_graph.py`` runs it on the contracts in
-  pyproject.toml, as ``make lint-imports`` and ``.ci/run`` do).
+- :func:`stage` copies the tree into a folder laid out as Python sees it, where a test may
+  change a module and run ``lint-imports`` on the copy (``python tests/import_graph.py`` runs
+  it on an unchanged copy; ``make lint-imports`` runs it on the tree itself).
 """
 
 from __future__ import annotations

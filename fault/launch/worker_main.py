@@ -401,9 +401,9 @@ def _classify(error: DeviceError) -> tuple[str, str | None, str, bool | None, fl
         return (str(getattr(fault_class, "value", fault_class)), str(result.action), str(result.reason),
                 bool(result.quarantine), result.ttl)
     except Exception as exc:  # noqa: BLE001 - classifier missing or failing: the report must still go out
-        for kind, fault_class, action in _FALLBACK_CLASS:
+        for kind, by_class, action in _FALLBACK_CLASS:
             if isinstance(error, kind):
-                return fault_class, action, f"by error class (classifier unavailable: {exc})", None, None
+                return by_class, action, f"by error class (classifier unavailable: {exc})", None, None
         return "context-corrupting", "restart-process", f"unknown device error (classifier unavailable: {exc})", None, None
 
 
