@@ -53,6 +53,7 @@ _ERROR_OF_CLASS: dict[FaultClass, type[DeviceError]] = {
     FaultClass.DEGRADED: DeviceDegradedError, FaultClass.RECOVERABLE: DeviceError, FaultClass.NONE: DeviceError,
 }
 _HIP = re.compile(r"\bHIP\b")
+_RUNTIME_NAMED = re.compile(r"\b(?:CUDA|HIP)\b")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +137,7 @@ def _from_torch(error: RuntimeError, device: Device | None) -> Recognised | None
         if row.note:
             basis += f": {row.note}"
     elif is_oom:  # torch raises it only when an allocator failed: out of memory, whatever the device
-        code = 2 if family in CODE_TABLES else None
+        code = 2 if _RUNTIME_NAMED.search(text) else None  # the CUDA/HIP code only when the message names the runtime
         fault_class, basis = FaultClass.RECOVERABLE, type_name(error)
     else:  # a torch.AcceleratorError with neither a code nor a spelling hetero knows
         code, fault_class, basis = None, FaultClass.NONE, f"{type_name(error)} with no error code"

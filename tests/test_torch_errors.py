@@ -186,6 +186,9 @@ def test_the_error_code_decides_over_the_message() -> None:
 def test_out_of_memory_is_recoverable_whatever_the_message() -> None:
     result = classify(torch.OutOfMemoryError("a new device's allocator gave up"), events=[])
     assert result.fault_class is FaultClass.RECOVERABLE and not result.quarantine
+    assert result.code is None  # no runtime named: no CUDA/HIP code made up
+    named = classify(torch.OutOfMemoryError("CUDA: the allocator gave up"), events=[])
+    assert (named.fault_class, named.code, named.code_name) == (FaultClass.RECOVERABLE, 2, "cudaErrorMemoryAllocation")
     found = recognise(torch.cuda.OutOfMemoryError(EXAMPLES["CUDA out of memory"][0]))
     assert found is not None and isinstance(found.error, DeviceOutOfMemoryError) and found.error.code == 2
 
