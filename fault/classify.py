@@ -17,8 +17,21 @@
 
 Joins the tables cannot express alone: a sticky error with Xid 13/31/43 is an application
 bug on a healthy GPU (migrate, quarantine briefly); a sticky error with Xid 79 is a lost
-device; any error with Xid 48/94/95 is a degraded device. Errors that are not
-:class:`~hetero.errors.DeviceError` are class ``none``: the guard re-raises them.
+device; any error with Xid 48/94/95 is a degraded device.
+
+torch's and CuPy's own device errors, raised from user code, are read first as the hetero error
+hetero's backend would have raised (:mod:`hetero.fault.foreign_errors`): CuPy's
+``CUDARuntimeError``/``CUDADriverError`` by their ``status`` through the CUDA/HIP tables;
+``torch.AcceleratorError`` by its ``error_code``; ``torch.OutOfMemoryError`` as out of memory;
+other torch messages by the table :data:`hetero.fault.torch_errors.TORCH_ERRORS`, one row per
+spelling (``CUDA error: an illegal memory access was encountered`` -> CUDA 700,
+context-corrupting; ``CUDA out of memory`` -> 2, recoverable; ``device-side assert triggered`` ->
+710; ``uncorrectable ECC error encountered`` -> 214, degraded; the HIP, XPU and MPS spellings;
+``CUBLAS_STATUS_*``, ``CUDNN_STATUS_*``, MIOpen, NCCL's ``ncclUnhandledCudaError``), each citing
+the torch or runtime source it comes from. They name no hetero device: the classification's
+device is the current one (``hetero.device()`` inside a guard), or none. torch is never imported
+to classify. Any other error that is not a :class:`~hetero.errors.DeviceError` is class ``none``:
+the guard re-raises it.
 """
 
 from __future__ import annotations
@@ -35,7 +48,7 @@ from hetero.errors import (
     DeviceLostError,
     DeviceOutOfMemoryError,
 )
-from hetero.fault import event_bus
+from hetero.fault import event_bus, foreign_errors
 from hetero.fault.taxonomy import (
     CODE_TABLES,
     DEFAULT_ACTION,
@@ -158,8 +171,14 @@ def classify(error: BaseException, events: Iterable[Mapping[str, Any]] | None = 
     """The :class:`Classification` of ``error``, joined with health ``events`` (default: the
     event bus' events of the last :data:`WINDOW` seconds)."""
     if not isinstance(error, DeviceError):
-        return Classification(FaultClass.NONE, Action.NONE, False, None,
-                              f"{type(error).__name__} is not a device error")
+        from hetero.registry import current_device
+
+        found = foreign_errors.recognise(error, current_device())
+        if found is None:
+            return Classification(FaultClass.NONE, Action.NONE, False, None,
+                                  f"{type(error).__name__} is not a device error")
+        inner = classify(found.error, events)
+        return dataclasses.replace(inner, reason=f"{found.basis}; {inner.reason}")
     candidates: list[tuple[FaultClass, str]] = []
     family, row = code_row(error)
     by_type = next(((cls, t) for t, cls in _CLASS_OF_ERROR if isinstance(error, t)), None)

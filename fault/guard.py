@@ -7,7 +7,10 @@
 The guard owns ``state`` (a dict: hetero arrays, torch modules and optimizers, NumPy arrays,
 plain values) and snapshots it to host memory at the first step and every ``snapshot_every``
 steps, and on no other step. ``g.run`` remembers the calls made since the last snapshot. When
-one raises a :class:`~hetero.DeviceError`, the guard classifies it (:func:`hetero.fault.classify`):
+one raises a :class:`~hetero.DeviceError`, or torch's or CuPy's own device error (``torch.OutOfMemoryError``,
+``torch.AcceleratorError``, a ``RuntimeError`` "CUDA error: ...", CuPy's ``CUDARuntimeError``: read as
+the hetero error for the same fault, :mod:`hetero.fault.foreign_errors`), the guard classifies it
+(:func:`hetero.fault.classify`):
 
 - *recoverable* (out of memory): restore the snapshot on the same device, replay the calls
   since it, and run the failed step again; a second recoverable fault in the same step moves on
@@ -27,6 +30,12 @@ arrays and kernels a step creates follow it. Each recovery is published as a ``r
 ``max_recoveries`` is spent, :class:`~hetero.RecoveryFailedError` is raised with the history of
 every fault (the last device error as its ``__cause__``). Errors that are not device errors
 propagate unchanged.
+
+torch and CuPy errors name no hetero device: the guard takes them to have happened on its current
+device (``g.device``; during a replay, the device replayed on), so keep torch's device and the
+guard's the same (``hetero.fault.snapshot.torch_device(g.device)``). A context-corrupting, lost or degraded one
+is also noted by that device's backend (``note_error``), as the backend notes its own, so its
+health reads ``unhealthy`` for the rest of the process.
 
 Steps must be deterministic functions of their arguments and of ``state`` (draw a batch from
 the step number, not from a shared random stream), and must keep what they change in
@@ -53,7 +62,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from hetero.array import Array
 from hetero.device import Device, HealthState
 from hetero.errors import DeviceError, HeteroError, RecoveryFailedError
-from hetero.fault import event_bus, guard_monitor, heartbeat, monitor, quarantine, snapshot
+from hetero.fault import event_bus, foreign_errors, guard_monitor, heartbeat, monitor, quarantine, snapshot
 from hetero.fault.classify import classify as full_classify
 from hetero.registry import _CURRENT
 from hetero.registry import device as find_device
@@ -167,8 +176,11 @@ class Guard:
                     self._take_snapshot()
                 result = fn(*args, **kwargs)
                 break
-            except DeviceError as error:
-                args, kwargs = self._recover(error, args, kwargs)
+            except Exception as raised:
+                error = _device_error(raised, self._device)
+                if error is None:  # not a device error: the caller's
+                    raise
+                args, kwargs = self._recover(error, args, kwargs, raised)
             finally:
                 if token is not None:
                     _CURRENT.reset(token)
@@ -188,22 +200,26 @@ class Guard:
         self.snapshots_taken += 1
 
     # -- recovery ----------------------------------------------------------------------------
-    def _recover(self, error: DeviceError, args: tuple[Any, ...],
-                 kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def _recover(self, error: DeviceError, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 raised: BaseException) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Bring the state back to where the failed step started, on a usable device; returns the
-        step's arguments moved there. Raises RecoveryFailedError when that cannot be done."""
+        step's arguments moved there. Raises RecoveryFailedError when that cannot be done.
+        ``raised`` is what the step raised: ``error`` itself, or the torch/CuPy error read as it
+        (re-raised unchanged when it is no device fault)."""
         detected_wall, detected = time.time(), time.monotonic()
         first_failed = failed = self._device_of(error)
         while True:
             verdict = classify(error)
             entry: dict[str, Any] = {
-                "step": self.step, "device": failed.name, "error_type": type(error).__name__, "message": str(error),
+                "step": self.step, "device": failed.name, "error_type": type(raised).__name__, "message": str(error),
                 "fault_class": verdict.fault_class, "action": verdict.action, "injected": error.injected,
                 "time": time.time(),
             }
             self.history.append(entry)
             if verdict.fault_class == "none":
-                raise error
+                raise raised
+            if raised is not error:  # torch's/CuPy's error: the device learns what its own would have taught it
+                failed.runtime.note_error(error)
             if self._attempts >= self.max_recoveries:
                 self._give_up(error, f"{self._attempts} recoveries already made (max_recoveries={self.max_recoveries})")
             if self.last_snapshot is None:
@@ -217,8 +233,11 @@ class Guard:
                 snapshot.restore(self.last_snapshot, self.state, target)
                 args, kwargs = _rehome(args, target), {k: _rehome(v, target) for k, v in kwargs.items()}
                 self._replay(target)
-            except DeviceError as again:
-                error, failed = again, self._device_of(again)
+            except Exception as exc:
+                again = _device_error(exc, target)
+                if again is None:
+                    raise
+                error, raised, failed = again, exc, self._device_of(again)
                 continue
             break
         assert self.last_snapshot is not None
@@ -342,6 +361,15 @@ def _rehome(value: Any, target: Device) -> Any:
     if isinstance(value, list):
         return [_rehome(v, target) for v in value]
     return value
+
+
+def _device_error(raised: BaseException, device: Device) -> DeviceError | None:
+    """What ``raised`` is as a hetero device error: itself, or a torch/CuPy device error read as
+    one on ``device`` (the guard's current device: theirs name none); None for any other error."""
+    if isinstance(raised, DeviceError):
+        return raised
+    found = foreign_errors.recognise(raised, device)
+    return found.error if found is not None else None
 
 
 def _healthy(device: Device) -> bool:

@@ -12,7 +12,9 @@ Four fault classes (plus ``none`` for errors that are not device faults):
   or row remap, thermal): quarantine it until it is reset and reports healthy.
 
 The tables below are the single source: each row cites where its meaning comes from.
-``hetero.fault.classify`` reads them; nothing here imports a vendor library.
+``hetero.fault.classify`` reads them; nothing here imports a vendor library. torch's messages
+map onto these codes through :mod:`hetero.fault.torch_errors` (CuPy's errors carry the codes
+themselves), so a torch or CuPy error classifies as hetero's own error for the same code.
 """
 
 from __future__ import annotations

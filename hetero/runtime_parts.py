@@ -132,6 +132,13 @@ class HealthSource(abc.ABC):
         "xid": 79, "time": <epoch seconds>, ...}``), oldest first; empty when it has no event source."""
         return []
 
+    def note_error(self, error: BaseException) -> None:
+        """Remember a device error that outlives the call it came from: after a context-corrupting
+        or device-lost error, :meth:`health` should say ``unhealthy`` for the rest of the process.
+        Backends call it on their own errors; ``hetero.guard`` on torch's and CuPy's errors raised
+        from user code, read as hetero errors (:mod:`hetero.fault.foreign_errors`). This default
+        remembers nothing: for a backend whose devices keep no broken state across calls."""
+
     def fault_error(self, kind: str, code: int | None = None, doing: str = "launch") -> BaseException:
         """The exception this backend's real path raises for a fault, built the same way (fault
         injection raises it, so classification and recovery run unchanged). ``kind`` is one of

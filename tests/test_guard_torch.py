@@ -7,6 +7,7 @@ import importlib
 import sys
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import ROOT
 
@@ -128,3 +129,131 @@ def test_restore_onto_another_device_never_reads_the_old_one() -> None:
         assert torch.equal(v, want[k]), k
     buffers = [s["momentum_buffer"] for s in optimizer.state_dict()["state"].values()]
     assert buffers and all(b.device.type == "cpu" for b in buffers)
+
+
+# -- torch's own device errors, raised by the step (not by hetero) ---------------------------------
+CUDA_SUFFIX = ("\nCUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+               "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+               "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+TORCH_OOM = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which "
+             "1.25 GiB is free. Of the allocated memory 75.12 GiB is allocated by PyTorch, and 1.20 GiB is reserved "
+             "by PyTorch but unallocated.")
+ILLEGAL_ADDRESS = "CUDA error: an illegal memory access was encountered" + CUDA_SUFFIX
+
+
+class RaisesOnce:
+    """A step that adds ``step`` to the state's tensor and count, then raises ``make()`` when it runs
+    at ``at`` on a device named in ``on`` (each once)."""
+
+    def __init__(self, state: dict[str, Any], at: int, on: set[str], make: Any) -> None:
+        self.state, self.at, self.on, self.make = state, at, set(on), make
+
+    def __call__(self, step: int) -> float:
+        with torch.no_grad():
+            self.state["w"].add_(float(step))
+        self.state["count"] += 1
+        name = hetero.device().name
+        if step == self.at and name in self.on:
+            self.on.discard(name)
+            raise self.make()
+        return float(step)
+
+
+def torch_state() -> dict[str, Any]:
+    return {"w": torch.zeros(4), "count": 0}
+
+
+def guarded(state: dict[str, Any], steps: int, step_fn: Any, **options: Any) -> hetero.fault.guard.Guard:
+    with hetero.guard(state, snapshot_every=4, standby=False, **options) as g:
+        for step in range(steps):
+            assert g.run(step_fn, step) == float(step)
+    return g
+
+
+def test_a_real_torch_out_of_memory_error_is_retried_in_place() -> None:
+    cpu = hetero.device("cpu")
+    state = torch_state()
+    g = guarded(state, 7, RaisesOnce(state, 5, {"cpu"}, lambda: torch.OutOfMemoryError(TORCH_OOM)), devices=[cpu])
+    (event,) = g.recoveries
+    assert event["in_place"] and event["device"] == "cpu" and event["fault_class"] == "recoverable"
+    assert (event["snapshot_step"], event["steps_replayed"]) == (4, 1)
+    assert g.history[0]["error_type"] == "OutOfMemoryError" and "CUDA out of memory" in g.history[0]["message"]
+    assert not hetero.fault.quarantine.is_quarantined(cpu.stable_id)
+    assert torch.equal(state["w"], torch.full((4,), float(sum(range(7))))) and state["count"] == 7
+
+
+def test_a_torch_illegal_address_moves_the_work_and_quarantines_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    names = [d.name for d in hetero.devices()]
+    if len(names) < 2:
+        pytest.skip("needs two devices")
+    a, b = hetero.device(names[0]), hetero.device(names[1])
+    noted: list[BaseException] = []
+    monkeypatch.setattr(a.runtime, "note_error", noted.append)  # what a CUDA device's backend is told
+    state = {"w": np.zeros(4), "count": 0}
+
+    def step_fn(step: int) -> float:
+        state["w"] += step
+        state["count"] += 1
+        if step == 2 and hetero.device() is a:
+            raise torch.AcceleratorError(ILLEGAL_ADDRESS)
+        return float(step)
+
+    g = guarded(state, 6, step_fn, devices=[a, b])
+    (event,) = g.recoveries
+    assert (event["failed_device"], event["device"], event["in_place"]) == (a.name, b.name, False)
+    assert event["fault_class"] == "context-corrupting" and event["action"] == "migrate" and not event["injected"]
+    entry = hetero.fault.quarantine.entry(a)
+    assert entry is not None and entry.fault_class == "context-corrupting"
+    assert "AcceleratorError" in entry.reason and "illegal memory access" in entry.reason
+    assert [type(e).__name__ for e in noted] == ["ContextCorruptedError"] and noted[0].code == 700  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(state["w"], np.full(4, float(sum(range(6)))))
+    assert state["count"] == 6
+
+
+def test_a_torch_error_that_is_no_device_fault_propagates_unchanged() -> None:
+    raised = RuntimeError("CUDA error: no kernel image is available for execution on the device" + CUDA_SUFFIX)
+    state = torch_state()
+    with pytest.raises(RuntimeError) as caught:
+        guarded(state, 3, RaisesOnce(state, 1, {"cpu"}, lambda: raised), devices=["cpu"])
+    assert caught.value is raised
+
+
+def cupy_gpu() -> hetero.Device:
+    """A ``cuda:0`` hetero device over CuPy's real runtime class, whose CUDA device is a stand-in (no
+    GPU here) and whose NVML reads "ok": what is exercised is the backend's own sticky-error path."""
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed (pip install 'hetero[cuda]')")
+    import contextlib
+    import types
+
+    from hetero.backends.cupy_runtime import CuPyRuntime
+    from hetero.device import Device, DeviceInfo, Health, HealthState, Kind
+
+    info = DeviceInfo("cuda:0", "cuda", 0, "NVIDIA", Kind.GPU, "test", 1 << 30, 1, 1, True, "0",
+                      "7d3c1f0a-0b6e-4d7e-9a31-5c2b8e4f9a10", {"arch": "sm_90"})
+    stand_in = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        Device=lambda index: contextlib.nullcontext(), runtime=cupy.cuda.runtime, driver=cupy.cuda.driver,
+        memory=cupy.cuda.memory))
+    ok = types.SimpleNamespace(read=lambda stable_id: types.SimpleNamespace(health=Health(HealthState.OK), fields={}))
+    return Device(info, CuPyRuntime(stand_in, info, "test", nvml=ok))  # type: ignore[arg-type]
+
+
+def test_a_torch_sticky_error_leaves_the_cuda_device_unhealthy_for_the_process() -> None:
+    from hetero.device import HealthState
+
+    gpu, cpu = cupy_gpu(), hetero.device("cpu")
+    assert gpu.health().state is HealthState.OK
+    state = {"w": np.zeros(4), "count": 0}
+
+    def step_fn(step: int) -> float:
+        state["w"] += step
+        state["count"] += 1
+        if step == 1 and hetero.device() is gpu:
+            raise torch.AcceleratorError("CUDA error: device-side assert triggered" + CUDA_SUFFIX)
+        return float(step)
+
+    g = guarded(state, 3, step_fn, devices=[gpu, cpu], device=gpu)
+    assert g.device is cpu and g.recoveries[0]["fault_class"] == "context-corrupting"
+    health = gpu.health()  # as after hetero's own cudaErrorAssert: the context is gone in this process
+    assert health.state is HealthState.UNHEALTHY and "cudaErrorAssert" in health.reason
+    assert hetero.fault.quarantine.is_quarantined(gpu.stable_id)
+    np.testing.assert_array_equal(state["w"], np.full(4, 3.0))
