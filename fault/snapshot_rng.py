@@ -116,9 +116,10 @@ def set_generator_state(target: Any, state: Any) -> None:
 def _accelerator_states(torch: Any, avoid: Collection[str]) -> dict[str, Any]:
     states: dict[str, Any] = {}
     for kind in ACCELERATORS:
-        module = getattr(torch, kind, None)
-        if module is None or not module.is_initialized():  # never initialise a device to read it
+        initialized = getattr(getattr(torch, kind, None), "is_initialized", None)  # absent in older torch
+        if initialized is None or not initialized():  # never initialise a device to read it
             continue
+        module = getattr(torch, kind)
         for index in range(module.device_count()):
             name = f"{kind}:{index}"
             if name not in avoid:

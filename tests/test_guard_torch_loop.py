@@ -144,7 +144,7 @@ def test_without_rng_restore_the_replayed_dropout_diverges(digits: Any, fault_fr
     generators are not restored (rng=False), and the final model differs."""
     run = train(digits, ["cpu:alloc:nth=7:oom"], device="cpu", devices=["cpu"], rng=False)
     (event,) = run.guard.recoveries
-    assert event["steps_replayed"] == 2 and run.guard.last_snapshot is None  # left the guard: dropped
+    assert event["steps_replayed"] == 2
     assert not all(torch.equal(a, b) for a, b in zip(run.model.parameters(), fault_free.model.parameters(),
                                                      strict=True))
     assert run.scheduler.state_dict() == fault_free.scheduler.state_dict()  # the schedule is state: kept
