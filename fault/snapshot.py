@@ -34,8 +34,8 @@ import dataclasses
 import itertools
 import sys
 import time
-from collections.abc import Mapping, MutableMapping
-from typing import Any
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from hetero.device import Device
 from hetero.errors import ArgumentError, DeviceError
 from hetero.fault import snapshot_rng
 
+T = TypeVar("T")
 _TORCH_KINDS = ("module", "optimizer", "tensor")
 #: Values copied as they are: immutable, nothing in them to walk.
 _ATOMIC = (type(None), bool, int, float, complex, str, bytes)
@@ -77,8 +78,8 @@ class UnsnapshottableError(ArgumentError):
 class Captured:
     """One value of the state, in host memory. ``kind`` says how it is restored."""
 
-    kind: str  # "array" | "ndarray" | "module" | "optimizer" | "tensor" | "stateful" | "generator" | "dict" | "list"
-    # | "object"
+    #: "array" | "ndarray" | "module" | "optimizer" | "tensor" | "stateful" | "generator" | "dict" | "list" | "object"
+    kind: str
     data: Any
     nbytes: int
 
@@ -96,12 +97,9 @@ class Snapshot:
 
 def check(state: Mapping[str, Any]) -> None:
     """Raise :class:`UnsnapshottableError` for the first value of ``state`` that :func:`take` could
-    not copy; copies nothing that :func:`take` would copy on a device."""
+    not copy. Reads no device: only the values :func:`take` would deep-copy are copied, once, to try."""
     for key, value in state.items():
-        try:
-            _check(value)
-        except UnsnapshottableError as error:
-            raise error.under(key) from error.__cause__
+        _within(key, _check, value)
 
 
 def take(state: Mapping[str, Any], step: int) -> Snapshot:
@@ -109,12 +107,7 @@ def take(state: Mapping[str, Any], step: int) -> Snapshot:
     cannot be read (the guard then falls back to the previous snapshot), and
     :class:`UnsnapshottableError` for a value that cannot be copied."""
     start = time.perf_counter()
-    values = {}
-    for key, value in state.items():
-        try:
-            values[key] = capture(value)
-        except UnsnapshottableError as error:
-            raise error.under(key) from error.__cause__
+    values = {key: _within(key, capture, value) for key, value in state.items()}
     return Snapshot(step, values, sum(v.nbytes for v in values.values()), time.perf_counter() - start)
 
 
@@ -229,7 +222,7 @@ def _check(value: Any) -> None:
         _copy_object(value)
 
 
-def _within(key: Any, fn: Any, value: Any) -> Any:
+def _within(key: Any, fn: Callable[[Any], T], value: Any) -> T:
     """``fn(value)``, an :class:`UnsnapshottableError` naming ``key`` as where the value is."""
     try:
         return fn(value)
