@@ -9,7 +9,8 @@ samples alternate between them (harness.compare, ABBA order) so machine noise la
 A sample is ``--steps-per-sample`` steps then a device synchronize. The guarded side keeps one
 guard open across samples, so its snapshots fall every 10 steps as in a real run.
 Because two loops timed on a busy machine differ by more than 5% on noise alone, the parts
-are also timed alone: one snapshot of the model, and what ``g.run`` adds to a call;
+are also timed alone: one snapshot of the model and the random generators, and what ``g.run``
+adds to a call;
 ``estimated_overhead`` = (snapshot / snapshot_every + g.run's cost) / plain step time; and
 ``overhead_paired_median`` is the median over back-to-back sample pairs of guarded/plain.
 Goal: the guarded loop at most 5% slower on every device, by both of these measures.
@@ -79,10 +80,13 @@ def measure_device(device: hetero.Device, steps: int, repeats: int, snapshot_eve
         timings = compare({"plain": run_plain, "guarded": run_guarded}, repeats=repeats, warmup=2)
         paired = _paired_ratios(run_plain, run_guarded, repeats)
     # The parts, each timed alone (steadier than the difference of two noisy loops on a busy machine):
-    # one snapshot of the model, and what g.run adds to a call that does nothing.
-    from hetero.fault import snapshot
+    # one snapshot of the model and of the random generators (as the guard takes it, rng=True), and
+    # what g.run adds to a call that does nothing.
+    from hetero.fault import snapshot, snapshot_rng
 
-    parts = compare({"snapshot": lambda: snapshot.take(guarded.state, 0)}, repeats=repeats)
+    where = snapshot.torch_device(device)
+    parts = compare({"snapshot": lambda: (snapshot.take(guarded.state, 0), snapshot_rng.capture(where))},
+                    repeats=repeats)
     bare = hetero.guard({}, snapshot_every=1 << 30, standby=False)
 
     def noop() -> None:

@@ -4,9 +4,26 @@
         for step in range(steps):
             loss = g.run(train_step, step)   # retried on a healthy device on fault
 
-The guard owns ``state`` (a dict: hetero arrays, torch modules and optimizers, NumPy arrays,
-plain values) and snapshots it to host memory at the first step and every ``snapshot_every``
-steps, and on no other step. ``g.run`` remembers the calls made since the last snapshot. When
+The guard owns ``state`` and snapshots it to host memory at the first step and every
+``snapshot_every`` steps, and on no other step. What ``state`` (a dict) may hold
+(:mod:`hetero.fault.snapshot`): hetero arrays, NumPy arrays, torch tensors, modules and
+optimizers, anything else with ``state_dict()``/``load_state_dict()`` (LR schedulers,
+``torch.amp.GradScaler``, EMA helpers, torchdata's ``StatefulDataLoader``, a class of yours),
+generator objects (``numpy.random.Generator``, ``RandomState``, ``random.Random``,
+``torch.Generator``), and plain values that ``copy.deepcopy`` can copy (numbers, strings, lists,
+dicts, dataclasses). A value that is none of these (an open file, a generator function's
+iterator, a lock, a socket) is refused when the guard is made, with an
+:class:`~hetero.fault.snapshot.UnsnapshottableError` naming its key and type: give it
+``state_dict``/``load_state_dict``, or keep it out of ``state``.
+
+Each snapshot also keeps the process-wide random generators, and restoring it restores them, so
+a replayed step draws the numbers its first run drew (dropout, augmentation) without reseeding:
+Python's ``random``, NumPy's global ``np.random``, torch's CPU generator, and the generators of
+the accelerators torch has initialised (CUDA/ROCm, XPU; MPS where available), never initialising
+one to read it and never touching a device the guard left after a fault. When the work moves from
+one GPU to another, the new one's generator takes the old one's state. ``rng=False`` leaves the
+process-wide generators alone; generator objects in ``state`` are restored either way. Random
+numbers drawn outside ``g.run`` are not replayed. ``g.run`` remembers the calls made since the last snapshot. When
 one raises a :class:`~hetero.DeviceError`, or torch's or CuPy's own device error (``torch.OutOfMemoryError``,
 ``torch.AcceleratorError``, a ``RuntimeError`` "CUDA error: ...", CuPy's ``CUDARuntimeError``: read as
 the hetero error for the same fault, :mod:`hetero.fault.foreign_errors`), the guard classifies it
@@ -37,8 +54,9 @@ guard's the same (``hetero.fault.snapshot.torch_device(g.device)``). A context-c
 is also noted by that device's backend (``note_error``), as the backend notes its own, so its
 health reads ``unhealthy`` for the rest of the process.
 
-Steps must be deterministic functions of their arguments and of ``state`` (draw a batch from
-the step number, not from a shared random stream), and must keep what they change in
+Steps must be deterministic functions of their arguments, of ``state`` and of the random
+generators a snapshot keeps (a stream the guard does not see, such as a data loader's worker
+processes, must be drawn from the step number instead), and must keep what they change in
 ``state``: the replay re-runs them and discards their return values.
 
 The limit: the guard recovers the device errors ``g.run`` sees, i.e. those raised in the thread
@@ -62,7 +80,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from hetero.array import Array
 from hetero.device import Device, HealthState
 from hetero.errors import DeviceError, HeteroError, RecoveryFailedError
-from hetero.fault import event_bus, foreign_errors, guard_monitor, heartbeat, monitor, quarantine, snapshot
+from hetero.fault import event_bus, foreign_errors, guard_monitor, heartbeat, monitor, quarantine, snapshot, snapshot_rng
 from hetero.fault.classify import classify as full_classify
 from hetero.registry import _CURRENT
 from hetero.registry import device as find_device
@@ -101,9 +119,11 @@ class Guard:
 
     def __init__(self, state: MutableMapping[str, Any], *, snapshot_every: int = 10,
                  devices: Sequence[str | Device] | None = None, max_recoveries: int = 3,
-                 device: str | Device | None = None, start_step: int = 0, standby: bool = True) -> None:
+                 device: str | Device | None = None, start_step: int = 0, standby: bool = True,
+                 rng: bool = True) -> None:
         if not isinstance(state, MutableMapping):
             raise TypeError(f"hetero.guard: state must be a dict of the values to protect, got {type(state).__name__}")
+        snapshot.check(state)  # a value no snapshot can copy is refused now, not at the first fault
         if int(snapshot_every) < 1:
             raise ValueError(f"hetero.guard: snapshot_every must be >= 1, got {snapshot_every}")
         if int(max_recoveries) < 0:
@@ -111,6 +131,7 @@ class Guard:
         self.state = state
         self.snapshot_every = int(snapshot_every)
         self.max_recoveries = int(max_recoveries)
+        self.rng = bool(rng)  # whether snapshots keep and restore the process-wide random generators
         self._candidates = None if devices is None else [find_device(d) for d in devices]
         self._device = self._starting_device(device)
         self.step = int(start_step)  # the step the next g.run call is
@@ -195,6 +216,10 @@ class Guard:
 
     def _take_snapshot(self) -> None:
         taken = snapshot.take(self.state, self.step)  # a device error here keeps the previous one
+        if self.rng:
+            start = time.perf_counter()
+            rng = snapshot_rng.capture(snapshot.torch_device(self._device), self._left_torch_devices())
+            taken = dataclasses.replace(taken, rng=rng, seconds=taken.seconds + time.perf_counter() - start)
         self.last_snapshot = taken
         self._records.clear()
         self.snapshots_taken += 1
@@ -231,6 +256,9 @@ class Guard:
                 self._move_to(target)
                 assert self.last_snapshot is not None
                 snapshot.restore(self.last_snapshot, self.state, target)
+                if self.last_snapshot.rng is not None:  # so the replayed steps draw what they drew before
+                    snapshot_rng.restore(self.last_snapshot.rng, snapshot.torch_device(target),
+                                         self._left_torch_devices())
                 args, kwargs = _rehome(args, target), {k: _rehome(v, target) for k, v in kwargs.items()}
                 self._replay(target)
             except Exception as exc:
@@ -298,6 +326,13 @@ class Guard:
         finally:
             _CURRENT.reset(token)
 
+    def _left_torch_devices(self) -> set[str]:
+        """The torch devices of the devices this guard left after a fault (never ``cpu``): their
+        random generators are neither read nor set again."""
+        names = {snapshot.torch_device(find_device(name)) for name in self._failed}
+        names.discard("cpu")
+        return names
+
     def _device_of(self, error: DeviceError) -> Device:
         if error.device and error.device != self._device.name:
             try:
@@ -330,7 +365,7 @@ class Guard:
 
 def guard(state: MutableMapping[str, Any], snapshot_every: int = 10, devices: Sequence[str | Device] | None = None,
           max_recoveries: int = 3, device: str | Device | None = None, start_step: int = 0,
-          standby: bool = True) -> Guard:
+          standby: bool = True, rng: bool = True) -> Guard:
     """Protect a training loop's ``state`` against device faults (see the module docs).
 
     ``snapshot_every``: steps between host snapshots (the first ``g.run`` always takes one).
@@ -341,9 +376,16 @@ def guard(state: MutableMapping[str, Any], snapshot_every: int = 10, devices: Se
     ``standby``: on entering the ``with``, prepare the failover device on a background thread
     (discover the devices, check the candidate's health, open it and run one tiny kernel there,
     which loads its backend's libraries), so that a recovery pays only for restoring and
-    replaying; ``False`` touches no other device before a fault."""
+    replaying; ``False`` touches no other device before a fault.
+    ``rng``: keep the process-wide random generators in each snapshot and restore them with it
+    (Python's ``random``, NumPy's global one, torch's CPU generator and those of the accelerators
+    torch has initialised), so replayed steps draw the same numbers; ``False`` leaves them alone
+    (generator objects in ``state`` are state, and are kept either way).
+
+    Raises :class:`~hetero.fault.snapshot.UnsnapshottableError` (a ``TypeError``) for a value of
+    ``state`` no snapshot can copy, naming its key and type."""
     return Guard(state, snapshot_every=snapshot_every, devices=devices, max_recoveries=max_recoveries,
-                 device=device, start_step=start_step, standby=standby)
+                 device=device, start_step=start_step, standby=standby, rng=rng)
 
 
 # -- helpers -----------------------------------------------------------------------------------

@@ -12,9 +12,19 @@ What a snapshot keeps, per value of the state dict:
   restored after the modules, so its state lands on the parameters' device. torch ``Tensor``: a CPU
   clone, copied back in place when it stays on its device.
 - NumPy arrays: a copy, restored in place when the shape and dtype still match.
-- dicts and lists: each item, recursively (restored in place). Anything else: ``copy.deepcopy``.
+- anything else with ``state_dict()`` and ``load_state_dict()`` (LR schedulers, ``GradScaler``,
+  torchdata's ``StatefulDataLoader``, a class of the user's): a copy of its ``state_dict`` (tensors
+  cloned to the CPU, the rest deep-copied); restored after the optimizers, by handing a fresh copy
+  of it to the same object's ``load_state_dict``.
+- generator objects (``numpy.random.Generator``, ``RandomState``, ``random.Random``,
+  ``torch.Generator``): their state, set back into the same object (:mod:`hetero.fault.snapshot_rng`).
+- dicts and lists: each item, recursively (restored in place). Any other value: ``copy.deepcopy``;
+  one that cannot be deep-copied (an open file, a generator function's iterator, a lock, a socket)
+  is refused with :class:`UnsnapshottableError`, by :func:`check` before the first step.
 
-Nothing here runs between snapshot steps: the guard calls :func:`take` only on them.
+The process-wide random generators are not part of :func:`take`: the guard adds them to each
+snapshot (``Snapshot.rng``, :mod:`hetero.fault.snapshot_rng`). Nothing here runs between snapshot
+steps: the guard calls :func:`take` only on them.
 """
 
 from __future__ import annotations
@@ -24,22 +34,52 @@ import dataclasses
 import itertools
 import sys
 import time
-from collections.abc import Mapping, MutableMapping
-from typing import Any
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any, TypeVar
 
 import numpy as np
 
 from hetero.array import Array, asarray, copyto
 from hetero.device import Device
+from hetero.errors import ArgumentError, DeviceError
+from hetero.fault import snapshot_rng
 
+T = TypeVar("T")
 _TORCH_KINDS = ("module", "optimizer", "tensor")
+#: Values copied as they are: immutable, nothing in them to walk.
+_ATOMIC = (type(None), bool, int, float, complex, str, bytes)
+#: The order restore() puts values back in: modules, then optimizers (their state follows the
+#: parameters' device), then state_dict objects (a scheduler or an EMA helper may read either).
+_RESTORE_RANK = {"optimizer": 1, "stateful": 2}
+
+
+class UnsnapshottableError(ArgumentError):
+    """A value of ``hetero.guard``'s state that a snapshot cannot copy: ``path`` is where it is
+    (the state's key, then the keys and indices inside it)."""
+
+    def __init__(self, path: tuple[Any, ...], type_name: str, reason: str) -> None:
+        self.path, self.type_name, self.reason = path, type_name, reason
+        where = "state" + "".join(f"[{key!r}]" for key in path)
+        super().__init__(
+            f"hetero.guard cannot snapshot {where}, a {type_name}: it has no state_dict()/load_state_dict() "
+            f"methods and copying it failed ({reason}). Give its class state_dict() and load_state_dict(state) "
+            "methods (the guard saves it and restores it through them), or keep it out of state (pass it to "
+            "the step as an argument or a closure)")
+
+    def under(self, key: Any) -> UnsnapshottableError:
+        """The same error, one level further out (``key`` holds the value)."""
+        return UnsnapshottableError((key, *self.path), self.type_name, self.reason)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.path, self.type_name, self.reason))
 
 
 @dataclasses.dataclass
 class Captured:
     """One value of the state, in host memory. ``kind`` says how it is restored."""
 
-    kind: str  # "array" | "ndarray" | "module" | "optimizer" | "tensor" | "dict" | "list" | "object"
+    #: "array" | "ndarray" | "module" | "optimizer" | "tensor" | "stateful" | "generator" | "dict" | "list" | "object"
+    kind: str
     data: Any
     nbytes: int
 
@@ -52,44 +92,82 @@ class Snapshot:
     values: dict[str, Captured]
     nbytes: int
     seconds: float  # how long taking it took
+    rng: snapshot_rng.ProcessRng | None = None  # the process-wide generators, when the guard keeps them
+
+
+def check(state: Mapping[str, Any]) -> None:
+    """Raise :class:`UnsnapshottableError` for the first value of ``state`` that :func:`take` could
+    not copy. Reads no device: only the values :func:`take` would deep-copy are copied, once, to try."""
+    for key, value in state.items():
+        _within(key, _check, value)
 
 
 def take(state: Mapping[str, Any], step: int) -> Snapshot:
     """Copy every value of ``state`` to host memory. Raises the device's own error when a device
-    cannot be read (the guard then falls back to the previous snapshot)."""
+    cannot be read (the guard then falls back to the previous snapshot), and
+    :class:`UnsnapshottableError` for a value that cannot be copied."""
     start = time.perf_counter()
-    values = {key: capture(value) for key, value in state.items()}
+    values = {key: _within(key, capture, value) for key, value in state.items()}
     return Snapshot(step, values, sum(v.nbytes for v in values.values()), time.perf_counter() - start)
 
 
 def restore(snapshot: Snapshot, state: MutableMapping[str, Any], device: Device) -> None:
     """Put the snapshot's values back into ``state`` (in place where they can go), on ``device``.
-    torch modules come back before optimizers, so optimizer state follows its parameters."""
-    order = sorted(snapshot.values, key=lambda key: snapshot.values[key].kind == "optimizer")
+    torch modules come back before optimizers, so optimizer state follows its parameters, and
+    state_dict objects last. The process-wide generators (``snapshot.rng``) are the guard's to
+    restore (:func:`hetero.fault.snapshot_rng.restore`)."""
+    order = sorted(snapshot.values, key=lambda key: _RESTORE_RANK.get(snapshot.values[key].kind, 0))
     moved: dict[int, Any] = {}  # id(old parameter) -> its replacement, where torch made new ones
     for key in order:
         state[key] = put_back(snapshot.values[key], state.get(key), device, moved)
 
 
 # -- one value -----------------------------------------------------------------------------
-def capture(value: Any) -> Captured:
+def kind_of(value: Any) -> str:
+    """How a snapshot copies ``value``: the :attr:`Captured.kind` it gets."""
     if isinstance(value, Array):
+        return "array"
+    if isinstance(value, np.ndarray):
+        return "ndarray"
+    if isinstance(value, _ATOMIC):
+        return "object"
+    torch_kind = _torch_kind(value)
+    if torch_kind is not None:
+        return torch_kind
+    if snapshot_rng.is_generator(value):
+        return "generator"
+    if _has_state_dict(value):
+        return "stateful"
+    if isinstance(value, dict):
+        return "dict"
+    if isinstance(value, list):
+        return "list"
+    return "object"
+
+
+def capture(value: Any) -> Captured:
+    kind = kind_of(value)
+    if kind == "array":
         host = value.numpy()  # a fresh host copy, except on host-memory devices (`cpu`): a view there
         if value.device.runtime.host_memory:
             host = host.copy()
         return Captured("array", host, host.nbytes)
-    if isinstance(value, np.ndarray):
+    if kind == "ndarray":
         return Captured("ndarray", value.copy(), value.nbytes)
-    torch_kind = _torch_kind(value)
-    if torch_kind is not None:
-        return _capture_torch(torch_kind, value)
-    if isinstance(value, dict):
-        items = {k: capture(v) for k, v in value.items()}
+    if kind in _TORCH_KINDS:
+        return _capture_torch(kind, value)
+    if kind == "generator":
+        return Captured("generator", (value, snapshot_rng.generator_state(value)), 0)
+    if kind == "stateful":  # the object itself is kept too: restored into it when the state holds another
+        data = _to_cpu(value.state_dict())
+        return Captured("stateful", (value, data), _tensor_bytes(data))
+    if kind == "dict":
+        items = {k: _within(k, capture, v) for k, v in value.items()}
         return Captured("dict", items, sum(c.nbytes for c in items.values()))
-    if isinstance(value, list):
-        entries = [capture(v) for v in value]
+    if kind == "list":
+        entries = [_within(i, capture, v) for i, v in enumerate(value)]
         return Captured("list", entries, sum(c.nbytes for c in entries))
-    return Captured("object", copy.deepcopy(value), 0)
+    return Captured("object", _copy_object(value), 0)
 
 
 def put_back(captured: Captured, current: Any, device: Device, moved: dict[int, Any] | None = None) -> Any:
@@ -109,6 +187,14 @@ def put_back(captured: Captured, current: Any, device: Device, moved: dict[int, 
         return data.copy()
     if kind in _TORCH_KINDS:
         return _put_back_torch(kind, data, current, device, {} if moved is None else moved)
+    if kind in ("generator", "stateful"):
+        owner, saved = data
+        target = current if type(current) is type(owner) else owner
+        if kind == "generator":
+            snapshot_rng.set_generator_state(target, saved)
+        else:
+            target.load_state_dict(_to_cpu(saved))  # a fresh copy: the snapshot may be restored again
+        return target
     if kind == "dict":
         target = current if isinstance(current, dict) else {}
         for k, item in data.items():
@@ -122,6 +208,44 @@ def put_back(captured: Captured, current: Any, device: Device, moved: dict[int, 
             return current
         return restored
     return copy.deepcopy(data)
+
+
+def _check(value: Any) -> None:
+    kind = kind_of(value)
+    if kind == "dict":
+        for k, v in value.items():
+            _within(k, _check, v)
+    elif kind == "list":
+        for i, v in enumerate(value):
+            _within(i, _check, v)
+    elif kind == "object":
+        _copy_object(value)
+
+
+def _within(key: Any, fn: Callable[[Any], T], value: Any) -> T:
+    """``fn(value)``, an :class:`UnsnapshottableError` naming ``key`` as where the value is."""
+    try:
+        return fn(value)
+    except UnsnapshottableError as error:
+        raise error.under(key) from error.__cause__
+
+
+def _has_state_dict(value: Any) -> bool:
+    return not isinstance(value, type) and callable(getattr(value, "state_dict", None)) \
+        and callable(getattr(value, "load_state_dict", None))
+
+
+def _copy_object(value: Any) -> Any:
+    if isinstance(value, _ATOMIC):
+        return value
+    try:
+        return copy.deepcopy(value)
+    except DeviceError:
+        raise
+    except Exception as exc:  # whatever deepcopy raises, the value cannot be snapshotted
+        kind = type(value)
+        name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+        raise UnsnapshottableError((), name, f"{type(exc).__name__}: {exc}") from exc
 
 
 # -- torch (imported only when the state holds torch objects) -------------------------------
@@ -152,10 +276,9 @@ def _torch_kind(value: Any) -> str | None:
 
 
 def _to_cpu(value: Any) -> Any:
-    """``value`` with every tensor in it (dicts, lists, tuples) copied to the CPU."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
+    """``value`` with every tensor in it (dicts, lists, tuples) copied to the CPU, the rest deep-copied."""
+    torch = sys.modules.get("torch")  # a tensor cannot exist without torch imported
+    if torch is not None and isinstance(value, torch.Tensor):
         return value.detach().to("cpu", copy=True)
     if isinstance(value, dict):
         return {k: _to_cpu(v) for k, v in value.items()}
@@ -165,10 +288,11 @@ def _to_cpu(value: Any) -> Any:
 
 
 def _tensor_bytes(value: Any) -> int:
-    import torch
-
-    if isinstance(value, torch.Tensor):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
         return value.element_size() * value.nelement()
+    if isinstance(value, np.ndarray):
+        return value.nbytes
     if isinstance(value, dict):
         return sum(_tensor_bytes(v) for v in value.values())
     if isinstance(value, (list, tuple)):
