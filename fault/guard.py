@@ -141,6 +141,7 @@ class Guard:
         self.last_snapshot: snapshot.Snapshot | None = None
         self._records: list[Record] = []  # the calls since the last snapshot
         self._failed: set[str] = set()  # devices this guard left because of a fault
+        self._left: dict[str, Device] = {}  # the same devices, by name (not looked up again: one may be gone)
         self._attempts = 0  # recovery attempts so far
         self._in_place_step: int | None = None  # the step last retried in place
         self._token: contextvars.Token[Device | None] | None = None
@@ -292,6 +293,7 @@ class Guard:
             gc.collect()  # free what dropped references still hold on the device
             return failed
         self._failed.add(failed.name)
+        self._left[failed.name] = failed
         if verdict.quarantine:
             _quarantine(failed, error, verdict)
         if self._standby is not None and self._standby.running:
@@ -329,7 +331,7 @@ class Guard:
     def _left_torch_devices(self) -> set[str]:
         """The torch devices of the devices this guard left after a fault (never ``cpu``): their
         random generators are neither read nor set again."""
-        names = {snapshot.torch_device(find_device(name)) for name in self._failed}
+        names = {snapshot.torch_device(device) for device in self._left.values()}
         names.discard("cpu")
         return names
 
