@@ -67,7 +67,10 @@ def rules_changed(injections: Sequence[_injection.Injection]) -> None:
 def configured(faults: tuple[str, ...]) -> None:
     """Arm the configured rules ``faults`` (some target torch): see :data:`TORCH_RULES_CONFIGURED`."""
     _injection.configured_injection(faults)
-    rules_changed(_injection.torch_injections())
+    if "torch" in sys.modules:
+        _after_torch_import()  # torch came first: arm now
+    else:
+        rules_changed(_injection.torch_injections())
 
 
 def installed() -> bool:
@@ -183,8 +186,7 @@ def _arm_after_torch_import() -> None:
 
 
 def _after_torch_import() -> None:
-    with _lock:
-        rules = [r for inj in _injections for r in inj.rules if r.op == TORCH_OP]
+    rules = [r for inj in _injection.torch_injections() for r in inj.rules if r.op == TORCH_OP]
     _injection.open_named(rules)  # the devices the rules name, so their torch tensors count (opens backends once)
     rules_changed(_injection.torch_injections())
 
