@@ -16,7 +16,9 @@ logged (logger ``hetero.fault.injection``, WARNING), published on the fault even
 ``fault-injected``), and recorded in the injection's ``fired`` list; its error has ``injected = True``
 (so a device it quarantines stays quarantined within the drill only: :mod:`hetero.fault.quarantine`).
 At exit, a rule that never fired in the process is named in a warning: injection only reaches
-operations through hetero's backends, on devices the rule names.
+operations through hetero's backends, on devices the rule names. Rules of the ``torch`` op wrap no
+runtime: they fire at torch's op boundary (:mod:`hetero.fault.injection_torch`, told through
+:data:`hetero.injection_hooks.TORCH_RULES_CHANGED` when they come and go).
 """
 
 from __future__ import annotations
@@ -388,7 +390,9 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
     ``rules``: one rule, a ``;``-separated string, or a list. A rule is ``DEVICE:OP:TRIGGER:WHAT``:
 
     - DEVICE: a device name or ``fnmatch`` pattern (``oneapi:0``, ``opencl:*``, ``cpu``, ``*``);
-    - OP: ``launch``, ``copy`` (upload, download, device copies), ``alloc``, ``sync``, ``health``;
+    - OP: ``launch``, ``copy`` (upload, download, device copies), ``alloc``, ``sync``, ``health``, or
+      ``torch`` (torch ops on the device's torch tensors, raising torch's own exception:
+      :mod:`hetero.fault.injection_torch`);
     - TRIGGER: ``nth=N`` (exactly the Nth matching call on each device), ``every=K``, or ``p=P``
       (with ``,seed=S`` the same calls fire in every run); ``,times=M`` caps the fires;
     - WHAT: ``lost``, ``sticky``, ``oom``, ``degraded`` (the backend's own error of that kind), a vendor
