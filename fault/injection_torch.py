@@ -83,8 +83,8 @@ def installed() -> bool:
 def _install() -> None:
     global _mode
     torch = sys.modules["torch"]
-    if _mode is not None and _mode in _stack(torch):
-        return
+    if _mode is not None:  # installed, in the thread that armed it: a backend opening in another thread
+        return  # (the guard's standby) only refreshes which devices count
     _mode = _mode_class(torch)()
     torch._C._push_on_torch_function_stack(_mode)
     log.debug("torch op boundary installed for fault rules %s",

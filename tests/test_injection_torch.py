@@ -205,3 +205,17 @@ def test_import_hetero_without_torch_rules_installs_nothing() -> None:
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
                             check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_backend_opening_in_another_thread_leaves_the_mode_where_it_was() -> None:
+    import threading
+
+    from hetero.fault.injection import torch_injections
+    from hetero.injection_hooks import TORCH_RULES_CHANGED
+
+    with hetero.fault.inject("cpu:torch:nth=999999:lost"):
+        worker = threading.Thread(target=lambda: TORCH_RULES_CHANGED.call(torch_injections()))  # as apply_at_open
+        worker.start()
+        worker.join(30)
+        assert mode_stack() == 1
+    assert mode_stack() == 0  # removed from this thread's stack, not lost to the other thread's
