@@ -72,8 +72,8 @@ def torch_fault_error(kind: str, torch_device: str, rule: str, *, hip: bool = Fa
                            f"as its own row {row.spelling!r}; update {__name__}")
     error = _raised_as(torch, row)(f"{message} (injected by fault rule {rule!r})")
     if row.code is not None and row.raised_as == "torch.AcceleratorError":
-        error.error_code = row.code  # as torch/csrc/Exceptions.cpp sets it
-    error.injected = True
+        error.error_code = row.code  # type: ignore[attr-defined]  # as torch/csrc/Exceptions.cpp sets it
+    error.injected = True  # type: ignore[attr-defined]  # as hetero marks its own injected errors
     return error
 
 
