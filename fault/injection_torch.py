@@ -22,14 +22,13 @@ imported (at ``import hetero`` when torch is already loaded). No rule, no mode.
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
-import importlib.machinery
 import logging
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from hetero.after_import import AfterImport, after_import
 from hetero.fault import injection as _injection
 from hetero.fault.injection_rules import TORCH_OP, RuleState
 from hetero.fault.injection_torch_errors import torch_fault_error
@@ -45,7 +44,7 @@ _lock = threading.RLock()
 _injections: tuple[_injection.Injection, ...] = ()  # the active injections with torch rules
 _by_place: dict[str, list[Entry]] = {}  # torch device -> its entries (resolved on first sight)
 _mode: Any = None  # the installed mode, while one is
-_finder: _AfterTorchImport | None = None
+_finder: AfterImport | None = None
 _PROPERTY_ACCESS = ("__get__", "__set__", "__delete__")
 
 
@@ -180,46 +179,13 @@ def _fire(injection: _injection.Injection, state: RuleState, backend: str, place
 # -- configured rules before torch is imported ----------------------------------------------
 def _arm_after_torch_import() -> None:
     global _finder
-    if _finder is None or _finder not in sys.meta_path:
-        _finder = _AfterTorchImport()
-        sys.meta_path.insert(0, _finder)
+    _finder = after_import("torch", _after_torch_import, "arm the fault rules for torch ops", _finder)
 
 
 def _after_torch_import() -> None:
     rules = [r for inj in _injection.torch_injections() for r in inj.rules if r.op == TORCH_OP]
     _injection.open_named(rules)  # the devices the rules name, so their torch tensors count (opens backends once)
     rules_changed(_injection.torch_injections())
-
-
-class _AfterTorchImport(importlib.abc.MetaPathFinder):
-    """One shot: when ``torch`` is imported, let the import finish, then install the mode (the
-    trick :mod:`hetero.torch_memory` uses for memory quotas)."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if name != "torch":
-            return None
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self)
-        spec = None
-        for finder in list(sys.meta_path):  # the import as it would have gone without this finder
-            find = getattr(finder, "find_spec", None)
-            if find is not None and (spec := find(name, path, target)) is not None:
-                break
-        loader = spec.loader if spec is not None else None
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        exec_module = loader.exec_module
-
-        def exec_then_install(module: Any) -> None:
-            exec_module(module)
-            try:
-                _after_torch_import()
-            except Exception as exc:  # noqa: BLE001 - a drill must never break importing torch
-                print(f"hetero: could not arm the fault rules for torch ops ({type(exc).__name__}: {exc})",
-                      file=sys.stderr)
-
-        loader.exec_module = exec_then_install  # type: ignore[method-assign]
-        return spec
 
 
 TORCH_RULES_CHANGED.register(rules_changed)
