@@ -16,6 +16,7 @@ torch and CuPy errors name no hetero device: the caller says which device it was
 passes its current device; :func:`hetero.fault.classify` the current device, ``hetero.device()``
 inside a guard or ``use_device``, else none). Types are told apart by their module and name, or
 through ``sys.modules`` when the library is already loaded: nothing here imports torch or CuPy.
+An error a fault rule raised (``error.injected``) gives a hetero error marked injected too.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ _CUPY_ERRORS = {("cupy_backends.cuda.api.runtime", "CUDARuntimeError"), ("cupy_b
                 ("cupy.cuda.memory", "OutOfMemoryError")}
 #: The hetero backend a family's errors come from, when no device is given.
 _BACKEND_OF_FAMILY = {"cuda": "cuda", "cublas": "cuda", "cudnn": "cuda", "nccl": "cuda", "hip": "rocm",
-                      "hipblas": "rocm", "miopen": "rocm", "xpu": "oneapi", "mps": "mps"}
+                      "hipblas": "rocm", "miopen": "rocm", "xpu": "oneapi", "mps": "mps",
+                      "cpu": "cpu"}
 _ERROR_OF_CLASS: dict[FaultClass, type[DeviceError]] = {
     FaultClass.CONTEXT_CORRUPTING: ContextCorruptedError, FaultClass.DEVICE_LOST: DeviceLostError,
     FaultClass.DEGRADED: DeviceDegradedError, FaultClass.RECOVERABLE: DeviceError, FaultClass.NONE: DeviceError,
@@ -96,9 +98,16 @@ def _from_cupy(error: BaseException, device: Device | None) -> Recognised:
     name = device.name if device is not None else UNKNOWN_DEVICE
     found = cuda_errors.translate(error, backend, name, f"a {type_name(error)} call in user code")
     found.__cause__ = error
+    found.injected = _injected(error) or found.injected
     status = getattr(error, "status", None)
     basis = f"{type_name(error)} status {status}" if status is not None else type_name(error)
     return Recognised(found, f"{basis} read through hetero's {backend} code table")
+
+
+def _injected(error: BaseException) -> bool:
+    """Whether a fault rule raised ``error`` (hetero.fault.injection_torch marks torch's errors so):
+    the hetero error read from it keeps the mark, so a drill stays out of the real quarantine."""
+    return getattr(error, "injected", False) is True
 
 
 def _torch_type(name: str) -> type[BaseException] | None:
@@ -153,4 +162,5 @@ def _from_torch(error: RuntimeError, device: Device | None) -> Recognised | None
     found = cls(f"{type_name(error)}: {first_line}", backend=backend,
                 device=device.name if device is not None else UNKNOWN_DEVICE, code=code, code_name=code_name)
     found.__cause__ = error
+    found.injected = _injected(error)
     return Recognised(found, basis)

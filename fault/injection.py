@@ -16,7 +16,9 @@ logged (logger ``hetero.fault.injection``, WARNING), published on the fault even
 ``fault-injected``), and recorded in the injection's ``fired`` list; its error has ``injected = True``
 (so a device it quarantines stays quarantined within the drill only: :mod:`hetero.fault.quarantine`).
 At exit, a rule that never fired in the process is named in a warning: injection only reaches
-operations through hetero's backends, on devices the rule names.
+operations through hetero's backends, on devices the rule names. Rules of the ``torch`` op wrap no
+runtime: they fire at torch's op boundary (:mod:`hetero.fault.injection_torch`, told through
+:data:`hetero.injection_hooks.TORCH_RULES_CHANGED` when they come and go).
 """
 
 from __future__ import annotations
@@ -37,11 +39,12 @@ from typing import Any
 
 from hetero.device import Device, Health, HealthState
 from hetero.errors import ConfigError, DeviceError, did_you_mean
+from hetero.injection_hooks import TORCH_RULES_CHANGED
 from hetero.plugin import DeviceRuntime
 from hetero.registry import RUNTIMES_OPENED
 
 from . import injection_report
-from .injection_rules import OPS, Rule, RuleState, parse_rules
+from .injection_rules import OPS, TORCH_OP, Rule, RuleState, parse_rules
 
 log = logging.getLogger("hetero.fault.injection")
 
@@ -217,19 +220,8 @@ def _act(runtime: DeviceRuntime, patched: _Patched, injection: Injection, state:
     name = runtime.info.name
     if rule.op == "health" and state.fires > 1:  # a latched health fault: reported again, not re-injected
         return _injected_health(rule)
-    description = _describe(rule)
-    injection.fired.append(FaultRecord(rule.text, name, rule.op, method, call, description, time.time()))
-    log.warning("injected fault on %s: %s at %s call #%d (rule %r, %s)", name, description, method, call,
-                rule.text, injection.source)
-    injection_report.fired_in_run(rule.text)
-    from .event_bus import publish  # only when a fault fires
-
-    publish("fault-injected", device=name, rule=rule.text, op=rule.op, method=method, call=call, what=description,
-            source=injection.source)
-    if what.kind == "crash":
-        _crash(name, rule)
-    if what.kind == "hang":
-        _hang(what.seconds)
+    announce(injection, rule, name, method, call)
+    if process_fault(rule, name):
         return None
     kind = what.kind
     if what.kind == "xid":
@@ -246,6 +238,31 @@ def _act(runtime: DeviceRuntime, patched: _Patched, injection: Injection, state:
     if rule.op == "health":
         return _injected_health(rule)
     raise _error(runtime, rule, kind, what.code, what.xid)
+
+
+def announce(injection: Injection, rule: Rule, device: str, method: str, call: int) -> None:
+    """Tell that ``rule`` fired on ``device``'s call number ``call`` (of ``method``): the injection's
+    ``fired`` list, the log, the run's record and the fault event bus."""
+    description = _describe(rule)
+    injection.fired.append(FaultRecord(rule.text, device, rule.op, method, call, description, time.time()))
+    log.warning("injected fault on %s: %s at %s call #%d (rule %r, %s)", device, description, method, call,
+                rule.text, injection.source)
+    injection_report.fired_in_run(rule.text)
+    from .event_bus import publish  # only when a fault fires
+
+    publish("fault-injected", device=device, rule=rule.text, op=rule.op, method=method, call=call, what=description,
+            source=injection.source)
+
+
+def process_fault(rule: Rule, device: str) -> bool:
+    """Do a fired rule's process fault: ``crash`` never returns, ``hang`` returns True once held;
+    False for a rule whose fault is an error (the caller raises it)."""
+    if rule.what.kind == "crash":
+        _crash(device, rule)
+    if rule.what.kind == "hang":
+        _hang(rule.what.seconds)
+        return True
+    return False
 
 
 def _injected_health(rule: Rule) -> Health | None:
@@ -356,7 +373,7 @@ def _check_devices(rules: Sequence[Rule], runtimes: Sequence[DeviceRuntime] = ()
                               f"{', '.join(devices)}" + did_you_mean(rule.device, devices))
 
 
-def _open_named(rules: Sequence[Rule]) -> list[Device]:
+def open_named(rules: Sequence[Rule]) -> list[Device]:
     """The opened devices, after opening the enabled backends the rules name (so that a device
     name is checked as HETERO_FAULTS checks it, even before anything else opened a backend)."""
     from hetero.registry import backend_status, enabled_backends, opened_devices
@@ -373,7 +390,9 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
     ``rules``: one rule, a ``;``-separated string, or a list. A rule is ``DEVICE:OP:TRIGGER:WHAT``:
 
     - DEVICE: a device name or ``fnmatch`` pattern (``oneapi:0``, ``opencl:*``, ``cpu``, ``*``);
-    - OP: ``launch``, ``copy`` (upload, download, device copies), ``alloc``, ``sync``, ``health``;
+    - OP: ``launch``, ``copy`` (upload, download, device copies), ``alloc``, ``sync``, ``health``, or
+      ``torch`` (torch ops on the device's torch tensors, raising torch's own exception:
+      :mod:`hetero.fault.injection_torch`);
     - TRIGGER: ``nth=N`` (exactly the Nth matching call on each device), ``every=K``, or ``p=P``
       (with ``,seed=S`` the same calls fire in every run); ``,times=M`` caps the fires;
     - WHAT: ``lost``, ``sticky``, ``oom``, ``degraded`` (the backend's own error of that kind), a vendor
@@ -389,8 +408,9 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
     def __init__(self, rules: str | Rule | Sequence[str | Rule]) -> None:
         parsed = parse_rules(rules)  # type: ignore[arg-type]
         _check_devices(parsed)
-        _check_devices(parsed, [d.runtime for d in _open_named(parsed)])
+        _check_devices(parsed, [d.runtime for d in open_named(parsed)])
         self.injection = Injection(parsed, "hetero.fault.inject")
+        self._targets_torch = any(rule.op == TORCH_OP for rule in parsed)
 
     def __enter__(self) -> Injection:
         from hetero.registry import opened_devices
@@ -406,6 +426,8 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
         # here deadlocked. A backend that opens in between is attached by apply_at_open (we are in
         # _ACTIVE already) and _attach skips runtimes this injection already covers.
         _attach(self.injection, [d.runtime for d in opened_devices()])
+        if self._targets_torch:
+            TORCH_RULES_CHANGED.call(torch_injections())  # torch's op boundary, for this block's torch rules
         return self.injection
 
     def __exit__(self, *exc: object) -> None:
@@ -414,6 +436,8 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
             if self.injection in _ACTIVE:
                 _ACTIVE.remove(self.injection)
             _detach(self.injection)
+        if self._targets_torch:
+            TORCH_RULES_CHANGED.call(torch_injections())  # removed when no other injection targets torch
         injection_report.report_unfired([self.injection])  # the drill ends here: say now what it missed
         injection_report.forget(self.injection)
 
@@ -431,18 +455,34 @@ def apply_at_open(runtimes: Sequence[DeviceRuntime], faults: tuple[str, ...]) ->
     it opens (called by the registry; never when no rule is configured or active)."""
     with _LOCK:
         if faults:
-            injection = _CONFIGURED.get(faults)
-            if injection is None:
-                parsed = parse_rules(list(faults))
-                _check_devices(parsed)
-                injection = _CONFIGURED[faults] = Injection(parsed, "HETERO_FAULTS/config faults")
-                injection_report.applied(faults)
-                injection.active = True
+            injection = configured_injection(faults)
             _check_devices(injection.rules, runtimes)
             _attach(injection, runtimes)
-            injection_report.watch(injection)  # a valid configured rule: reported at exit if it never fires
         for injection in _ACTIVE:
             _attach(injection, runtimes)
+    if torch_injections():
+        TORCH_RULES_CHANGED.call(torch_injections())  # the new devices' torch tensors count from now on
+
+
+def configured_injection(faults: tuple[str, ...]) -> Injection:
+    """The injection of the configured rules ``faults`` (built, checked and watched on first use)."""
+    with _LOCK:
+        injection = _CONFIGURED.get(faults)
+        if injection is None:
+            parsed = parse_rules(list(faults))
+            _check_devices(parsed)
+            injection = _CONFIGURED[faults] = Injection(parsed, "HETERO_FAULTS/config faults")
+            injection_report.applied(faults)
+            injection.active = True
+        injection_report.watch(injection)  # a valid configured rule: reported at exit if it never fires
+        return injection
+
+
+def torch_injections() -> list[Injection]:
+    """The active injections (configured and :func:`inject` blocks) with a rule for torch ops."""
+    with _LOCK:
+        return [inj for inj in (*_CONFIGURED.values(), *_ACTIVE)
+                if inj.active and any(rule.op == TORCH_OP for rule in inj.rules)]
 
 
 def active() -> bool:
@@ -455,7 +495,8 @@ def wrapped_methods(runtime: DeviceRuntime) -> list[str]:
     return [m for m in _INJECTED_METHODS if m in vars(runtime)]
 
 
-__all__ = ["OPS", "FaultRecord", "Injection", "active", "apply_at_open", "configured", "inject", "wrapped_methods"]
+__all__ = ["OPS", "FaultRecord", "Injection", "active", "announce", "apply_at_open", "configured", "configured_injection",
+           "inject", "process_fault", "torch_injections", "wrapped_methods"]
 
 
 RUNTIMES_OPENED.register(apply_at_open)  # the registry calls it as each backend opens (see hetero.hooks)

@@ -1,7 +1,7 @@
 """What fault injection tells at the end of a drill: the rules that never fired.
 
 A rule that never fired (a typo'd trigger, a device the work never used, work that never went
-through hetero) is named in a warning with the calls it saw, so that a drill that tested nothing
+through hetero, a ``torch`` rule whose device's tensors no torch op touched) is named in a warning with the calls it saw, so that a drill that tested nothing
 does not pass for one: a :func:`~hetero.fault.inject` block's rules when the block ends, the
 configured ones (``HETERO_FAULTS``, ``hetero-run --inject``) when the process exits. Under ``hetero-run`` a rule belongs to the run: each fire is noted
 in the run's directory (beside its drill quarantine), and a later worker (a restart on another
@@ -115,4 +115,5 @@ def report_unfired(injections: Sequence[Injection] | None = None) -> None:
     for line in lines:
         log.warning("fault rule %s never fired in process %d: injection only reaches hetero operations "
                     "(kernel launches, copies, allocations, syncs and health queries through hetero's "
-                    "backends) on the devices a rule names; check its device, op and trigger", line, os.getpid())
+                    "backends) and, for the torch op, torch ops on tensors of the devices a rule names; check "
+                    "its device, op and trigger", line, os.getpid())

@@ -10,6 +10,7 @@ Examples::
     cpu:launch:nth=40:hang:2s             the 40th launch holds the process for 2 seconds
     cuda:0:sync:nth=1:xid:79              an Xid 79 health event, and the device-lost error
     oneapi:0:health:nth=3:degraded        health() reports DEGRADED from the 3rd call on
+    cuda:0:torch:nth=50:sticky            the 50th torch op on cuda:0's tensors: an illegal memory access
 
 DEVICE is an ``fnmatch`` pattern over device names; DEVICE and WHAT may contain colons, so the
 rule is split on the OP keyword. This module only parses and counts: applying rules to devices
@@ -29,22 +30,30 @@ from hetero.errors import ConfigError, did_you_mean
 #: Operations a rule can target, and the runtime methods each one covers. A copy between two
 #: devices is one call on the runtime that does it (the non-host side: ``oneapi:0`` uploads from
 #: ``cpu``), so it counts there; reading a host-memory array (``cpu``) calls no runtime at all.
+#: ``torch`` covers no runtime method: torch ops on the device's torch tensors, counted at torch's
+#: op boundary (:mod:`hetero.fault.injection_torch`).
 OPS: dict[str, tuple[str, ...]] = {
     "launch": ("launch",),
     "copy": ("upload", "download", "copy"),
     "alloc": ("allocate",),
     "sync": ("synchronize",),
     "health": ("health",),
+    "torch": (),
 }
+#: The op whose rules fire in torch, not in a hetero backend.
+TORCH_OP = "torch"
+
 #: Fault kinds: the device backend's own native error of that kind (``runtime.fault_error(kind)``).
 KINDS = ("lost", "sticky", "oom", "degraded")
 #: Vendor-code families and the backends whose errors carry them.
 VENDORS: dict[str, tuple[str, ...]] = {"cuda": ("cuda",), "hip": ("rocm",), "opencl": ("oneapi", "opencl")}
 PROCESS_FAULTS = ("crash", "hang")
+#: What a torch rule can do: torch's own error of that kind, or a process fault (no vendor code, no Xid).
+TORCH_WHATS = (*KINDS, *PROCESS_FAULTS)
 WHAT_CHOICES = (*KINDS, "cuda:CODE", "hip:CODE", "opencl:CODE", "xid:N", "crash", "hang", "hang:DURATION")
 SYNTAX = "DEVICE:OP:TRIGGER:WHAT, e.g. 'oneapi:0:launch:nth=300:lost'"
 
-_RULE = re.compile(r"^(?P<device>.+?):(?P<op>launch|copy|alloc|sync|health):(?P<trigger>[^:]*):(?P<what>.+)$")
+_RULE = re.compile(r"^(?P<device>.+?):(?P<op>launch|copy|alloc|sync|health|torch):(?P<trigger>[^:]*):(?P<what>.+)$")
 _DURATION = re.compile(r"^(?P<value>\d+(?:\.\d*)?|\.\d+)(?P<unit>ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -123,6 +132,9 @@ def parse_rule(text: str) -> Rule:
     if op == "health" and what.kind in ("oom", "code"):
         raise _bad(rule, f"WHAT {match['what']!r}", "cannot apply to op 'health'; health faults are lost, "
                    "sticky, degraded, xid:N, crash or hang")
+    if op == TORCH_OP and what.kind not in TORCH_WHATS:
+        raise _bad(rule, f"WHAT {match['what']!r}", "cannot apply to op 'torch'; torch faults are "
+                   f"{', '.join(TORCH_WHATS)} (torch's own error of that kind), hang:DURATION")
     if what.vendor is not None and not any(ch in device for ch in "*?["):
         backend = device.split(":", 1)[0]
         if backend not in VENDORS[what.vendor]:

@@ -27,7 +27,8 @@ under ``torch/include``):
   when calling ..."), ``AT_CUDNN_CHECK`` ("cuDNN error: <CUDNN_STATUS_...>"),
   ``AT_CUDA_DRIVER_CHECK`` ("CUDA driver error: ..."); ``aten/src/ATen/miopen/Exceptions.h``
   ``MIOPEN_CHECK`` (``miopenGetErrorString``) and ``HIP_CHECK``.
-* ``c10/cuda/CUDACachingAllocator.cpp`` ("CUDA out of memory. Tried to allocate ..."; hipified
+* ``c10/core/impl/alloc_cpu.cpp`` ("DefaultCPUAllocator: can't allocate memory: ..."), and
+  ``c10/cuda/CUDACachingAllocator.cpp`` ("CUDA out of memory. Tried to allocate ..."; hipified
   "HIP out of memory"), ``c10/xpu/XPUCachingAllocator.cpp`` ("XPU out of memory"),
   ``aten/src/ATen/mps/MPSAllocator.mm`` ("MPS backend out of memory").
 * ``torch/csrc/distributed/c10d/NCCLUtils.hpp`` ``C10D_NCCL_CHECK`` ("NCCL error in: file:line,
@@ -95,6 +96,10 @@ TORCH_ERRORS: tuple[TorchErrorRow, ...] = (
                   "allocate ...\")", "torch.OutOfMemoryError", family="xpu"),
     TorchErrorRow(r"MPS backend out of memory", R, "aten/src/ATen/mps/MPSAllocator.mm (\"MPS backend out of memory "
                   "(MPS allocated: ...). Tried to allocate ...\")", "torch.OutOfMemoryError", family="mps"),
+    # the CPU allocator fails through TORCH_CHECK's enforce: a plain RuntimeError, not torch.OutOfMemoryError
+    TorchErrorRow(r"DefaultCPUAllocator: can't allocate memory", R, "c10/core/impl/alloc_cpu.cpp (alloc_cpu: "
+                  "\"[enforce fail at alloc_cpu.cpp:N] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
+                  "to allocate N bytes. Error code 12 (Cannot allocate memory)\")", "RuntimeError", family="cpu"),
     # -- a failed runtime call (C10_CUDA_CHECK): torch.AcceleratorError, the runtime's string -------
     # hipErrorPriorLaunchFailure before 719: "unspecified launch failure" is the start of its string
     TorchErrorRow(RUNTIME + r"unspecified launch failure in prior launch", C, f"{CHECK}; {HIP_STRINGS}", ACCEL,

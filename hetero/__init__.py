@@ -55,6 +55,9 @@ from hetero.registry import AUTO_DEVICE as _AUTO_DEVICE
 from hetero.registry import CHECK_REQUEST as _CHECK_REQUEST
 from hetero.registry import RUNTIMES_OPENED as _RUNTIMES_OPENED
 from hetero.kernel_hooks import SPLIT_KERNEL as _SPLIT_KERNEL
+from hetero.injection_hooks import TORCH_RULES_CHANGED as _TORCH_RULES_CHANGED
+from hetero.injection_hooks import TORCH_RULES_CONFIGURED as _TORCH_RULES_CONFIGURED
+from hetero.injection_hooks import arm_configured_torch_rules as _arm_configured_torch_rules
 from hetero.scheduler.inputs import QUARANTINED_IDS as _QUARANTINED_IDS
 from hetero.scheduler.inputs import QUOTAS_CHANGED as _QUOTAS_CHANGED
 from hetero.scheduler.inputs import SUBSCRIBE as _SUBSCRIBE
@@ -70,6 +73,9 @@ _QUARANTINED_IDS.provided_by("hetero.fault.quarantine")
 _SUBSCRIBE.provided_by("hetero.fault.event_bus")
 _SPLIT_KERNEL.provided_by("hetero.split")
 _QUOTAS_CHANGED.provided_by("hetero.torch_memory")
+_TORCH_RULES_CHANGED.provided_by("hetero.fault.injection_torch")
+_TORCH_RULES_CONFIGURED.provided_by("hetero.fault.injection_torch")
+_arm_configured_torch_rules()  # HETERO_FAULTS rules for torch ops: a pure torch loop opens no hetero backend
 
 
 if TYPE_CHECKING:

@@ -7,21 +7,18 @@ imported yet it applies the fractions right after the program imports it.
 
 from __future__ import annotations
 
-import contextlib
-import importlib.abc
-import importlib.machinery
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
 
+from hetero.after_import import AfterImport, after_import
 from hetero.scheduler.inputs import QUOTAS_CHANGED
 from hetero.scheduler.quota import Task, active_tasks
 
 _TORCH_SET: set[int] = set()  # CUDA indices whose torch memory fraction we changed
 _active: Callable[[], Sequence[Task]] = active_tasks
 _finder_lock = threading.Lock()
-_finder: _FractionsAfterTorchImport | None = None
+_finder: AfterImport | None = None
 
 
 def quotas_changed(active: Callable[[], Sequence[Task]]) -> None:
@@ -29,43 +26,11 @@ def quotas_changed(active: Callable[[], Sequence[Task]]) -> None:
     global _active, _finder
     _active = active
     apply_torch_fractions()
-    if "torch" not in sys.modules:
+    if "torch" not in sys.modules:  # a configured quota is set before a worker's program imports torch
         with _finder_lock:
-            if _finder is None or _finder not in sys.meta_path:
-                _finder = _FractionsAfterTorchImport()
-                sys.meta_path.insert(0, _finder)
-
-
-class _FractionsAfterTorchImport(importlib.abc.MetaPathFinder):
-    """One shot: when ``torch`` is imported, let the import finish, then :func:`apply_torch_fractions`
-    (a configured quota is set before a worker's program imports torch)."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if name != "torch":
-            return None
-        with contextlib.suppress(ValueError):
-            sys.meta_path.remove(self)
-        spec = None
-        for finder in list(sys.meta_path):  # the import as it would have gone without this finder
-            find = getattr(finder, "find_spec", None)
-            if find is not None and (spec := find(name, path, target)) is not None:
-                break
-        loader = spec.loader if spec is not None else None
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        exec_module = loader.exec_module
-
-        def exec_then_apply(module: Any) -> None:
-            exec_module(module)
-            try:
-                apply_torch_fractions()
-            except Exception as exc:  # noqa: BLE001 - the quota must never break importing torch
-                print(f"hetero: could not apply the memory quota to torch ({type(exc).__name__}: {exc})",
-                      file=sys.stderr)
-
-        # This spec's own loader instance: nothing else sees the change.
-        loader.exec_module = exec_then_apply  # type: ignore[method-assign]
-        return spec
+            # a lambda: the function is looked up when torch arrives (a test may have replaced it)
+            _finder = after_import("torch", lambda: apply_torch_fractions(), "apply the memory quota to torch",
+                                   _finder)
 
 
 def apply_torch_fractions() -> None:

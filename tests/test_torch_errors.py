@@ -56,6 +56,9 @@ EXAMPLES: dict[str, list[str]] = {
         ("MPS backend out of memory (MPS allocated: 17.00 GB, other allocations: 1.50 GB, max allowed: 18.13 GB). "
         "Tried to allocate 512.00 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper "
         "limit for memory allocations (may cause system failure).")],
+    r"DefaultCPUAllocator: can't allocate memory": [  # torch 2.13, torch.empty(2**60, dtype=torch.uint8)
+        ("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
+         "allocate 1152921504606846976 bytes. Error code 12 (Cannot allocate memory)")],
     "unspecified launch failure in prior launch": [runtime("unspecified launch failure in prior launch", "HIP")],
     "an illegal memory access was encountered": both("an illegal memory access was encountered")
     + ["CUDA driver error: an illegal memory access was encountered"],
