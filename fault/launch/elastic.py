@@ -117,7 +117,8 @@ def _quarantine_previous_faults(run_dir: Path, attempt: int, local_rank: int, ev
                            name=name, injected=bool(report.get("injected")))
             append_event(events, "fault_detected", worker=report.get("worker"), device=name,
                          fault_class=report.get("fault_class"), error_type=report.get("error_type"),
-                         code=report.get("code"), message=report.get("message"))
+                         code=report.get("code"), message=report.get("message"),
+                         torch_device=report.get("torch_device"))
             append_event(events, "device_quarantined", device=name, stable_id=stable_id,
                          fault_class=report.get("fault_class"))
     return bad

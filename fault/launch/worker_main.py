@@ -403,6 +403,7 @@ def fault_report(error: DeviceError) -> dict[str, Any]:
         "reason": reason,
         "worker": os.environ.get(ENV_WORKER),
         "pid": os.getpid(),
+        "torch_device": _heartbeat.worker_torch_device(),
     }
 
 
