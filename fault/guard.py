@@ -89,8 +89,8 @@ from hetero.array import Array
 from hetero.device import Device, HealthState
 from hetero.errors import DeviceError, HeteroError, RecoveryFailedError
 from hetero.fault import event_bus, foreign_errors, guard_monitor, heartbeat, monitor, quarantine, snapshot, snapshot_rng
-from hetero.fault.guard_torch import torch_move, unusable_warning
 from hetero.fault.classify import classify as full_classify
+from hetero.fault.guard_torch import torch_move, unusable_warning
 from hetero.registry import _CURRENT
 from hetero.registry import device as find_device
 from hetero.registry import devices as all_devices

@@ -61,10 +61,10 @@ def test_a_recovery_in_place_names_the_torch_device(caplog: pytest.LogCaptureFix
             failed[0] = True
             raise hetero.DeviceOutOfMemoryError("oom (test)", backend="cpu", device="cpu")
 
-    with caplog.at_level(logging.WARNING, logger="hetero.fault.guard"):
-        with hetero.guard(state, devices=["cpu"], device="cpu", standby=False) as g:
-            for k in range(3):
-                g.run(step, k)
+    with caplog.at_level(logging.WARNING, logger="hetero.fault.guard"), \
+            hetero.guard(state, devices=["cpu"], device="cpu", standby=False) as g:
+        for k in range(3):
+            g.run(step, k)
     (event,) = g.recoveries
     assert (event["device"], event["torch_device"], event["failed_torch_device"]) == ("cpu", "cpu", "cpu")
     assert event["in_place"] and event["torch"] == "torch device cpu"
@@ -115,10 +115,10 @@ def test_where_torch_has_the_gpu_the_move_is_reported_as_one(caplog: pytest.LogC
             failed[0] = True
             raise hetero.DeviceLostError("lost (test)", backend="cpu", device="cpu")
 
-    with caplog.at_level(logging.WARNING, logger="hetero.fault.guard"):
-        with hetero.guard(state, devices=[hetero.device("cpu"), first], device="cpu", standby=False, rng=False) as g:
-            for k in range(3):
-                g.run(step, k)
+    with caplog.at_level(logging.WARNING, logger="hetero.fault.guard"), \
+            hetero.guard(state, devices=[hetero.device("cpu"), first], device="cpu", standby=False, rng=False) as g:
+        for k in range(3):
+            g.run(step, k)
     (event,) = g.recoveries
     assert (event["failed_torch_device"], event["torch_device"]) == ("cpu", "xpu:7")
     assert event["torch"] == "torch device xpu:7; torch state moved from cpu to xpu:7"

@@ -115,6 +115,6 @@ def test_hetero_torch_device_is_public_and_imports_no_torch() -> None:
     code = ("import sys, hetero; f = hetero.torch_device; assert 'torch' not in sys.modules; "
             "print(f('cpu')); assert 'torch' not in sys.modules; assert 'torch_device' in hetero.__all__")
     env = {**os.environ, "HETERO_DEVICE": "cpu"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "cpu"
