@@ -129,6 +129,7 @@ def shim(argv: list[str]) -> None:
     from hetero.checkpoint import latest_step
     from hetero.fault.launch.assign import assign, candidate_devices, device_env, usable
     from hetero.fault.launch.events import append_event
+    from hetero.fault.launch.starter import starting_torch_device
 
     settings = json.loads(os.environ[ENV_CONFIG])
     run_dir, events = Path(settings["run_dir"]), settings["events"]
@@ -159,7 +160,7 @@ def shim(argv: list[str]) -> None:
     if resume is not None:
         env[protocol.ENV_RESUME_STEP] = str(resume)
     append_event(events, "worker_started", worker=rank, local_rank=local_rank, device=device.name, pid=os.getpid(),
-                 restart=attempt, resume_step=resume)
+                 restart=attempt, resume_step=resume, torch_device=starting_torch_device(device))
     if attempt and resume is not None:
         append_event(events, "resumed_from_step", worker=rank, device=device.name, step=resume)
     os.execv(sys.executable, [sys.executable, "-m", "hetero.fault.launch.worker_main", *argv])
