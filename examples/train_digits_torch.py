@@ -30,7 +30,6 @@ import torch
 from digits_model import INPUTS, load_digits
 
 import hetero
-from hetero.fault.snapshot import torch_device
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,7 +65,7 @@ class TorchDigits:
         index = order[position * self.batch:(position + 1) * self.batch]
         device = hetero.device()  # the guard's device
         x = hetero.asarray(self.data.x_train[index], device=device, copy=True)
-        where = torch_device(device)
+        where = hetero.torch_device(device)  # cpu where this torch has no backend for the device
         tensor = x.torch() if device.backend in ("cpu", "cuda", "rocm") else torch.from_numpy(x.numpy())
         labels = torch.from_numpy(self.data.y_train[index].astype(np.int64))
         return tensor.to(where), labels.to(where)
@@ -89,7 +88,7 @@ class TorchDigits:
 def train(args: argparse.Namespace) -> tuple[TorchDigits, dict[str, Any]]:
     run = TorchDigits(args.seed, args.batch, args.lr)
     device = hetero.device(args.device)
-    run.model.to(torch_device(device))
+    run.model.to(hetero.torch_device(device))
     injection = hetero.fault.inject(args.inject) if args.inject else contextlib.nullcontext()
     with hetero.guard(run.state(), snapshot_every=args.snapshot_every, device=device) as g, injection:
         for step in range(args.steps):
@@ -98,10 +97,11 @@ def train(args: argparse.Namespace) -> tuple[TorchDigits, dict[str, Any]]:
                 print(f"  step {step + 1:4d}  loss {loss:.4f}  on {g.device.name}")
     for event in g.recoveries:
         print(f"  recovery: step {event['step']}: {event['error']}\n            {event['fault_class']} -> "
-              f"{event['action']} on {event['device']}, replayed {event['steps_replayed']} step(s) "
+              f"{event['action']} on {event['device']} (torch device {event['torch_device']}), replayed {event['steps_replayed']} step(s) "
               f"in {event['recovery_seconds'] * 1e3:.1f} ms")
     accuracy = run.test_accuracy()
-    print(f"test accuracy {accuracy * 100:.2f}%; started on {device.name}, finished on {g.device.name}")
+    print(f"test accuracy {accuracy * 100:.2f}%; started on {device.name}, finished on {g.device.name} "
+          f"(torch device {hetero.torch_device(g.device)})")
     return run, {"accuracy": accuracy, "start_device": device.name, "final_device": g.device.name,
                  "recoveries": g.recoveries, "snapshots": g.snapshots_taken, "steps": args.steps}
 

@@ -43,14 +43,22 @@ or open a device; and the health monitor runs (:mod:`hetero.fault.guard_monitor`
 first guard entered unless already running, stopped by the last one out), so health and Xid
 events reach the classifier. Inside the ``with`` block ``hetero.device()`` is the guard's current device (``g.device``), so
 arrays and kernels a step creates follow it. Each recovery is published as a ``recovery`` event
-(:func:`hetero.fault.publish`) and listed in ``g.recoveries``. When no device is left or
+(:func:`hetero.fault.publish`) and listed in ``g.recoveries``.
+
+Where torch runs: each recovery names the hetero device and torch's (:func:`hetero.torch_device`):
+``torch_device``/``failed_torch_device`` in the event (``None`` while the process has not imported
+torch), and the log line says "resumed on oneapi:0 (torch device cpu...)". A move between two
+devices that are one torch device (``oneapi:0`` to ``opencl:0``: both ``cpu`` for torch) moves
+nothing for torch, and says so ("torch state stays on cpu"). A move to a GPU this torch has no
+backend for (an Intel GPU without XPU) logs a warning (``logging``, logger ``hetero.fault.guard``),
+once per guard: hetero arrays go there, torch state stays on the CPU. When no device is left or
 ``max_recoveries`` is spent, :class:`~hetero.RecoveryFailedError` is raised with the history of
 every fault (the last device error as its ``__cause__``). Errors that are not device errors
 propagate unchanged.
 
 torch and CuPy errors name no hetero device: the guard takes them to have happened on its current
 device (``g.device``; during a replay, the device replayed on), so keep torch's device and the
-guard's the same (``hetero.fault.snapshot.torch_device(g.device)``). A context-corrupting, lost or degraded one
+guard's the same (:func:`hetero.torch_device` of ``g.device``). A context-corrupting, lost or degraded one
 is also noted by that device's backend (``note_error``), as the backend notes its own, so its
 health reads ``unhealthy`` for the rest of the process.
 
@@ -82,10 +90,12 @@ from hetero.device import Device, HealthState
 from hetero.errors import DeviceError, HeteroError, RecoveryFailedError
 from hetero.fault import event_bus, foreign_errors, guard_monitor, heartbeat, monitor, quarantine, snapshot, snapshot_rng
 from hetero.fault.classify import classify as full_classify
+from hetero.fault.guard_torch import torch_move, unusable_warning
 from hetero.registry import _CURRENT
 from hetero.registry import device as find_device
 from hetero.registry import devices as all_devices
 from hetero.scheduler.failover import replacement
+from hetero.torch_devices import loaded_torch_device
 
 if TYPE_CHECKING:
     from hetero.fault.guard_standby import Standby
@@ -149,6 +159,7 @@ class Guard:
         self._standby_wanted = bool(standby)
         self._standby: Standby | None = None
         self._monitoring = False  # whether this guard counts as a user of the health monitor
+        self._warned_unusable = False  # a move to a GPU torch cannot use was warned about
 
     # -- public ------------------------------------------------------------------------------
     @property
@@ -219,7 +230,7 @@ class Guard:
         taken = snapshot.take(self.state, self.step)  # a device error here keeps the previous one
         if self.rng:
             start = time.perf_counter()
-            rng = snapshot_rng.capture(snapshot.torch_device(self._device), self._left_torch_devices())
+            rng = snapshot_rng.capture(_rng_device(self._device), self._left_torch_devices())
             taken = dataclasses.replace(taken, rng=rng, seconds=taken.seconds + time.perf_counter() - start)
         self.last_snapshot = taken
         self._records.clear()
@@ -258,7 +269,7 @@ class Guard:
                 assert self.last_snapshot is not None
                 snapshot.restore(self.last_snapshot, self.state, target)
                 if self.last_snapshot.rng is not None:  # so the replayed steps draw what they drew before
-                    snapshot_rng.restore(self.last_snapshot.rng, snapshot.torch_device(target),
+                    snapshot_rng.restore(self.last_snapshot.rng, _rng_device(target),
                                          self._left_torch_devices())
                 args, kwargs = _rehome(args, target), {k: _rehome(v, target) for k, v in kwargs.items()}
                 self._replay(target)
@@ -270,6 +281,7 @@ class Guard:
                 continue
             break
         assert self.last_snapshot is not None
+        torch = torch_move(first_failed, target)
         event = {
             "step": self.step, "detected_at": detected_wall, "detected_monotonic": detected,
             "failed_device": first_failed.name,
@@ -277,12 +289,16 @@ class Guard:
             "in_place": target is first_failed, "error": f"{type(error).__name__}: {error}",
             "injected": error.injected, "snapshot_step": self.last_snapshot.step,
             "steps_replayed": len(self._records), "recovery_seconds": time.monotonic() - detected,
+            "torch_device": torch.torch_device, "failed_torch_device": torch.failed_torch_device, "torch": torch.note,
         }
         self.recoveries.append(event)
         _publish("recovery", **event)
         log.warning("hetero.guard: step %d: %s on %s; %s, replayed %d step(s) in %.3f s", self.step,
-                    type(error).__name__, first_failed.name, f"resumed on {target.name}", event["steps_replayed"],
-                    event["recovery_seconds"])
+                    type(error).__name__, first_failed.name, f"resumed on {target.name} ({torch.note})",
+                    event["steps_replayed"], event["recovery_seconds"])
+        if torch.unusable and not self._warned_unusable:
+            self._warned_unusable = True
+            log.warning("%s", unusable_warning(target))
         return args, kwargs
 
     def _choose(self, failed: Device, verdict: Verdict, error: DeviceError) -> Device:
@@ -331,7 +347,7 @@ class Guard:
     def _left_torch_devices(self) -> set[str]:
         """The torch devices of the devices this guard left after a fault (never ``cpu``): their
         random generators are neither read nor set again."""
-        names = {snapshot.torch_device(device) for device in self._left.values()}
+        names = {_rng_device(device) for device in self._left.values()}
         names.discard("cpu")
         return names
 
@@ -414,6 +430,12 @@ def _device_error(raised: BaseException, device: Device) -> DeviceError | None:
         return raised
     found = foreign_errors.recognise(raised, device)
     return found.error if found is not None else None
+
+
+def _rng_device(device: Device) -> str:
+    """The torch device whose generator the snapshot keeps for ``device`` (``cpu`` while torch is not
+    imported: no accelerator generator exists then)."""
+    return loaded_torch_device(device) or "cpu"
 
 
 def _healthy(device: Device) -> bool:

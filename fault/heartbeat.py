@@ -20,7 +20,8 @@ from typing import Any
 from hetero import launch_counts
 from hetero.fault.protocol import ENV_HEARTBEAT_FILE
 from hetero.files import atomic_write
-from hetero.registry import current_device
+from hetero.registry import current_device, opened_devices
+from hetero.torch_devices import loaded_torch_device
 
 #: The shortest time between two heartbeat writes, in seconds.
 MIN_INTERVAL = 0.2
@@ -80,6 +81,7 @@ def _write(path: Path) -> None:
         "pid": os.getpid(),
         "device": _device_name(),
         "launches": _launches(),
+        "torch_device": worker_torch_device(),
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,6 +102,20 @@ def _device_name() -> str | None:
     if current is not None:
         return str(current.name)
     return os.environ.get("HETERO_DEVICE") or None
+
+
+def worker_torch_device() -> str | None:
+    """Where torch runs for this worker's device (:func:`hetero.torch_device`): the device in use,
+    else the opened device ``HETERO_DEVICE`` names. Never opens a backend nor imports torch: None
+    while neither device is known, or a GPU's torch device before the program imported torch."""
+    try:
+        found = current_device()
+        name = os.environ.get("HETERO_DEVICE")
+        if found is None and name:
+            found = next((each for each in opened_devices() if each.name == name), None)
+        return loaded_torch_device(found) if found is not None else None
+    except Exception:  # noqa: BLE001 - a report of where torch runs must not break the heartbeat
+        return None
 
 
 def _launches() -> int | None:

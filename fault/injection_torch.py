@@ -10,7 +10,7 @@ Nth call the program makes. A ``TorchDispatchMode`` would also count every aten 
 the composite ops run underneath (a backward pass is dozens of them), numbers a user cannot read
 off the code, and it sits below autograd, where an exception crosses the engine's threads. An op
 counts for a device when one of its tensor arguments (or its ``device=``) is on that device's
-torch device (:func:`hetero.fault.snapshot.torch_device`: ``cpu`` for the CPU, ``cuda:N`` for
+torch device (:func:`hetero.torch_device`: ``cpu`` for the CPU, ``cuda:N`` for
 CUDA and ROCm GPUs); property reads (``x.grad``, ``x.shape``) are no ops.
 
 The mode is on torch's function-mode stack only while a torch rule is active, in the thread that
@@ -32,7 +32,7 @@ from hetero.after_import import AfterImport, after_import
 from hetero.fault import injection as _injection
 from hetero.fault.injection_rules import TORCH_OP, RuleState
 from hetero.fault.injection_torch_errors import torch_fault_error
-from hetero.fault.snapshot import torch_device  # the one hetero -> torch device mapping (may move to hetero)
+from hetero.torch_devices import torch_device  # the one hetero -> torch device mapping
 from hetero.injection_hooks import TORCH_RULES_CHANGED, TORCH_RULES_CONFIGURED
 
 log = logging.getLogger("hetero.fault.injection")

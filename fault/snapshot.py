@@ -43,6 +43,7 @@ from hetero.array import Array, asarray, copyto
 from hetero.device import Device
 from hetero.errors import ArgumentError, DeviceError
 from hetero.fault import snapshot_rng
+from hetero.torch_devices import torch_device
 
 T = TypeVar("T")
 _TORCH_KINDS = ("module", "optimizer", "tensor")
@@ -249,19 +250,6 @@ def _copy_object(value: Any) -> Any:
 
 
 # -- torch (imported only when the state holds torch objects) -------------------------------
-def torch_device(device: Device) -> str:
-    """torch's name for a hetero device: CUDA and ROCm GPUs are ``cuda:N`` (ROCm builds of torch
-    use the same name), Intel GPUs ``xpu:N``; CPU-kind devices of any backend use host memory,
-    so torch state for them lives on ``cpu``."""
-    if str(device.kind) == "cpu":
-        return "cpu"
-    if device.backend in ("cuda", "rocm"):
-        return f"cuda:{device.index}"
-    if device.backend == "oneapi":
-        return f"xpu:{device.index}"
-    return "cpu"
-
-
 def _torch_kind(value: Any) -> str | None:
     torch = sys.modules.get("torch")
     if torch is None:  # no torch object can exist without torch imported

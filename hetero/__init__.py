@@ -90,6 +90,7 @@ if TYPE_CHECKING:
     from hetero.fault.heartbeat import heartbeat
     from hetero.kernels import Kernel, kernel
     from hetero.stream import Stream
+    from hetero.torch_devices import torch_device
 
 # Lazily loaded public names: attribute -> (module, name in it; None for the module itself).
 _LAZY: dict[str, tuple[str, str | None]] = {
@@ -99,6 +100,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "guard": ("hetero.fault.guard", "guard"),
     "heartbeat": ("hetero.fault.heartbeat", "heartbeat"),
     "Stream": ("hetero.stream", "Stream"),
+    "torch_device": ("hetero.torch_devices", "torch_device"),
     "checkpoint": ("hetero.checkpoint", None),
     "fault": ("hetero.fault", None),
     "scheduler": ("hetero.scheduler", None),
@@ -138,5 +140,5 @@ __all__ = [
     "__version__", "arange", "asarray",
     "backend_statuses", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
     "from_dlpack", "full", "get_config", "int8", "int16", "int32", "int64", "ones", "register_backend",
-    "reload_config", "synchronize", "uint8", "uint16", "uint32", "uint64", "zeros",
+    "reload_config", "synchronize", "torch_device", "uint8", "uint16", "uint32", "uint64", "zeros",
 ]

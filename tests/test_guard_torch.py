@@ -92,7 +92,7 @@ def test_snapshot_does_not_share_memory_with_the_live_state() -> None:
     assert not torch.equal(taken.values["model"].data["weight"], model.weight)
 
 
-def test_torch_device_names() -> None:
+def test_torch_device_names(monkeypatch: pytest.MonkeyPatch) -> None:
     cpu = hetero.device("cpu")
     assert snapshot.torch_device(cpu) == "cpu"
 
@@ -100,7 +100,15 @@ def test_torch_device_names() -> None:
         def __init__(self, backend: str, kind: str, index: int) -> None:
             self.backend, self.kind, self.index = backend, kind, index
 
+    # the names torch has for GPUs where it has their backend (hetero.torch_device checks: a CUDA
+    # build with a GPU, a ROCm build with one, a torch with XPU; tests/test_torch_devices.py)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.xpu, "is_available", lambda: True)
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    monkeypatch.setattr(torch.version, "hip", None)
     assert snapshot.torch_device(Fake("cuda", "gpu", 1)) == "cuda:1"  # type: ignore[arg-type]
+    monkeypatch.setattr(torch.version, "cuda", None)
+    monkeypatch.setattr(torch.version, "hip", "7.0")
     assert snapshot.torch_device(Fake("rocm", "gpu", 0)) == "cuda:0"  # type: ignore[arg-type]
     assert snapshot.torch_device(Fake("oneapi", "gpu", 0)) == "xpu:0"  # type: ignore[arg-type]
     assert snapshot.torch_device(Fake("oneapi", "cpu", 0)) == "cpu"  # type: ignore[arg-type]

@@ -204,6 +204,41 @@ def test_find_device_error_walks_causes_contexts_and_groups() -> None:
     assert worker.find_device_error(RuntimeError("plain")) is None
 
 
+def test_find_device_error_reads_a_torch_device_error_as_the_hetero_one() -> None:
+    raised = RuntimeError("CUDA error: an illegal memory access was encountered\nCompile with TORCH_USE_CUDA_DSA")
+    try:
+        try:
+            raise raised
+        except RuntimeError as exc:
+            raise ValueError("the loss is not a number") from exc
+    except ValueError as exc:
+        chained = exc
+    found = worker.find_device_error(chained)
+    assert isinstance(found, hetero.ContextCorruptedError) and found.__cause__ is raised
+    assert found.code_name == "cudaErrorIllegalAddress"
+    own = hetero.DeviceLostError("fell off the bus", backend="cuda", device="cuda:0")
+    both = Exception("many")  # hetero's own error wins over a foreign one beside it
+    both.exceptions = (raised, own)  # type: ignore[attr-defined]
+    assert worker.find_device_error(both) is own
+    assert worker.find_device_error(RuntimeError("shape mismatch")) is None  # no device error spelling
+
+
+def test_a_torch_device_error_escaping_the_program_is_a_device_fault(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HETERO_DEVICE", "cpu")  # as hetero-run sets it: the worker's device
+    result, report = _run(tmp_path, """
+        import hetero
+        x = hetero.zeros(4)  # on the worker's device, now open
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    """)
+    assert result.returncode == FAULT_EXIT_CODE, result.stderr
+    data = json.loads(report.read_text())
+    assert (data["error_type"], data["fault_class"], data["code_name"]) == (
+        "ContextCorruptedError", "context-corrupting", "cudaErrorIllegalAddress")
+    assert data["device"] == "cpu" and data["stable_id"] == hetero.device("cpu").stable_id
+    assert "RuntimeError: CUDA error" in result.stderr  # the program's own traceback is still printed
+
+
 def test_report_without_a_destination_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HETERO_FAULT_REPORT", raising=False)
     report = worker.fault_report(hetero.DeviceDegradedError("ECC pending", backend="cpu", device="cpu"))

@@ -117,7 +117,8 @@ def _quarantine_previous_faults(run_dir: Path, attempt: int, local_rank: int, ev
                            name=name, injected=bool(report.get("injected")))
             append_event(events, "fault_detected", worker=report.get("worker"), device=name,
                          fault_class=report.get("fault_class"), error_type=report.get("error_type"),
-                         code=report.get("code"), message=report.get("message"))
+                         code=report.get("code"), message=report.get("message"),
+                         torch_device=report.get("torch_device"))
             append_event(events, "device_quarantined", device=name, stable_id=stable_id,
                          fault_class=report.get("fault_class"))
     return bad
@@ -128,6 +129,7 @@ def shim(argv: list[str]) -> None:
     from hetero.checkpoint import latest_step
     from hetero.fault.launch.assign import assign, candidate_devices, device_env, usable
     from hetero.fault.launch.events import append_event
+    from hetero.fault.launch.starter import starting_torch_device
 
     settings = json.loads(os.environ[ENV_CONFIG])
     run_dir, events = Path(settings["run_dir"]), settings["events"]
@@ -158,7 +160,7 @@ def shim(argv: list[str]) -> None:
     if resume is not None:
         env[protocol.ENV_RESUME_STEP] = str(resume)
     append_event(events, "worker_started", worker=rank, local_rank=local_rank, device=device.name, pid=os.getpid(),
-                 restart=attempt, resume_step=resume)
+                 restart=attempt, resume_step=resume, torch_device=starting_torch_device(device))
     if attempt and resume is not None:
         append_event(events, "resumed_from_step", worker=rank, device=device.name, step=resume)
     os.execv(sys.executable, [sys.executable, "-m", "hetero.fault.launch.worker_main", *argv])

@@ -8,19 +8,29 @@ intervals survive clock jumps), plus the fields of that kind:
 event               fields
 =================== ==========================================================
 run_started         run_dir, nproc, devices, policy, max_restarts, command
-worker_started      worker, device, pid, pgid, restart, resume_step
+worker_started      worker, device, pid, pgid, restart, resume_step, torch_device (``cpu`` for a
+                    CPU or OpenCL device; null for a GPU: the ``torch_device`` event tells)
+torch_device        worker, device, torch_device: where torch runs for the worker's device
+                    (:func:`hetero.torch_device` in the worker, from its heartbeat), when first
+                    known and whenever it changes
 worker_exited       worker, device, pid, returncode, signal, reason, runtime_s
 heartbeat_lost      worker, device, silent_s (a hang: no heartbeat for that long)
 fault_detected      worker, device, fault_class, error_type, code, code_name, xid,
-                    injected, message, action
+                    injected, message, action, torch_device (the fault report's)
 device_quarantined  device, stable_id, reason, fault_class, scope (`` for this drill`` or empty)
 device_released     device, stable_id
 restart             worker, from_device, to_device, restart, reason, group
 resumed_from_step   worker, device, step
 gave_up             worker, reason (``--max-restarts`` exhausted, or no device left)
 shutdown            signal (the launcher was asked to stop)
-finished            returncode, and the summary's fields
+finished            returncode, and the summary's fields (``torch_devices``: rank -> the torch
+                    device its worker last reported)
 =================== ==========================================================
+
+Where torch runs: hetero may give a worker a device torch has no backend for (``oneapi:0`` on a
+torch without XPU, a PoCL device); its torch state then lives on the host CPU. The console line
+of the ``torch_device`` event says both ("worker 0: hetero device oneapi:0, torch device cpu"),
+as do the summary's ``workers`` row and ``fault_detected``'s line when the worker reported it.
 
 Goodput is *useful step time / wall time*: the useful step time of a worker is the sum
 of the intervals between its consecutive heartbeats (same incarnation) that end at a step
@@ -51,7 +61,8 @@ PRIVATE_FILE = 0o600
 #: run sees a fault and where the work went without opening the log.
 ANNOUNCED = {
     "heartbeat_lost": "worker {worker} on {device}: no heartbeat for {silent_s}s; killing it",
-    "fault_detected": "worker {worker} on {device}: {fault_class} ({reason_text})",
+    "fault_detected": "worker {worker} on {device}: {fault_class} ({reason_text}){torch_text}",
+    "torch_device": "worker {worker}: hetero device {device}, torch device {torch_device}",
     "device_quarantined": "quarantined {device}{scope}: {reason}",
     "restart": "restarting worker {worker} on {to_device} (was {from_device}; restart {restart})",
     "resumed_from_step": "worker {worker} resumes from the checkpoint of step {step}",
@@ -67,6 +78,9 @@ def announce(record: dict[str, Any], stream: IO[str] | None = None) -> None:
     if record["event"] == "gave_up" and record.get("worker") is None:  # the run as a whole (no device...)
         template = "giving up: {reason}"
     fields = {"scope": "", **record}
+    torch_device = record.get("torch_device")
+    fields["torch_text"] = f" [hetero device {record.get('device')}, torch device {torch_device}]" \
+        if torch_device else ""
     fields["reason_text"] = " ".join(str(part) for part in (
         record.get("error_type"), record.get("code_name"), record.get("message") or record.get("reason"),
     ) if part) or "no report"
@@ -154,6 +168,7 @@ class Summary:
     any_heartbeat: bool = False
     recoveries: list[float] = dataclasses.field(default_factory=list)
     worker_results: dict[int, str] = dataclasses.field(default_factory=dict)
+    torch_devices: dict[int, str] = dataclasses.field(default_factory=dict)  # rank -> its worker's torch device
     ended: float | None = None  # monotonic; set when the run is over, so the wall time stays put
 
     def close_incarnation(self, progress: Progress, kept_up_to: int | None) -> None:
@@ -185,6 +200,7 @@ class Summary:
             "goodput": None if goodput is None else round(goodput, 4),
             "recovery_s": [round(r, 3) for r in self.recoveries],
             "workers": {str(rank): result for rank, result in sorted(self.worker_results.items())},
+            "torch_devices": {str(rank): where for rank, where in sorted(self.torch_devices.items())},
         }
 
     def table(self, returncode: int, events_path: Path | None) -> str:
@@ -196,7 +212,8 @@ class Summary:
         rows = [
             ("exit status", str(returncode)),
             ("wall time", f"{data['wall_s']:.2f}s"),
-            ("workers", ", ".join(f"{rank}: {result}" for rank, result in data["workers"].items()) or "-"),
+            ("workers", ", ".join(f"{rank}: {result}{_torch_part(data['torch_devices'].get(rank))}"
+                                  for rank, result in data["workers"].items()) or "-"),
             ("restarts", str(self.restarts)),
             ("faults", faults),
             ("quarantined", ", ".join(self.quarantined) or "none"),
@@ -209,3 +226,7 @@ class Summary:
         width = max(len(name) for name, _ in rows)
         lines = ["hetero-run summary", "-" * 18] + [f"{name.ljust(width)}  {value}" for name, value in rows]
         return "\n".join(lines)
+
+
+def _torch_part(torch_device: str | None) -> str:
+    return f" (torch device {torch_device})" if torch_device else ""

@@ -28,7 +28,7 @@ FAULT_CLASSES = ("recoverable", *QUARANTINE_CLASSES)
 MAX_TEXT = 2000
 _INT_FIELDS = ("code", "xid", "pid")
 #: The report's fields a ``fault_detected`` event carries.
-_EVENT_FIELDS = ("error_type", "code", "code_name", "xid", "injected", "message", "action")
+_EVENT_FIELDS = ("error_type", "code", "code_name", "xid", "injected", "message", "action", "torch_device")
 
 
 class Verdict(NamedTuple):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 
+from hetero.device import DeviceInfo
 from hetero.fault import quarantine
 from hetero.fault.launch.assign import free_port
 from hetero.fault.launch.config import LaunchConfig
@@ -18,12 +19,21 @@ from hetero.fault.launch.state import WorkerState
 from hetero.fault.launch.worker_handle import Worker, bootstrap_command, spawn_standby, warm_modules
 from hetero.fault.launch.worker_main import WarmStandby
 from hetero.fault.protocol import ENV_LAUNCHER_PID, ENV_RUN_ID
+from hetero.torch_devices import is_gpu
 
 #: A reserve worker interpreter is started once the workers have run this long (not at once:
 #: it would compete with their start-up for the CPU).
 RESERVE_AFTER_SECONDS = 1.0
 #: Standbys started for the first workers while devices are discovered (more workers start fresh).
 EARLY_STANDBYS = 8
+
+
+def starting_torch_device(device: DeviceInfo) -> str | None:
+    """Where torch runs for a worker on ``device``, as far as the launcher can tell before it starts:
+    ``cpu`` for a CPU-kind device or an OpenCL one; None for a GPU, whose torch device depends on the
+    worker's torch (and numbering: ``cuda:3`` is the worker's ``cuda:0``): its heartbeat says (the
+    ``torch_device`` event)."""
+    return None if is_gpu(device) else "cpu"
 
 
 class Starter:
@@ -62,7 +72,8 @@ class Starter:
         self._last_start = time.monotonic()
         assert worker.proc is not None  # start() either made one or raised
         self.log.emit("worker_started", worker=worker.rank, device=worker.device.name, pid=worker.proc.pid,
-                      pgid=worker.proc.pid, restart=worker.restarts, resume_step=worker.resume_step)
+                      pgid=worker.proc.pid, restart=worker.restarts, resume_step=worker.resume_step,
+                      torch_device=starting_torch_device(worker.device))
         if worker.resume_step is not None:  # a restart, or a first start in an earlier run's --checkpoint-dir
             self.log.emit("resumed_from_step", worker=worker.rank, device=worker.device.name, step=worker.resume_step)
 

@@ -56,7 +56,7 @@ from hetero.fault.launch.descendants import kill_marked, new_run_id
 from hetero.fault.launch.events import EventLog, Progress, Summary
 from hetero.fault.launch.faults import diagnose, exit_reason, signal_name
 from hetero.fault.launch.metrics import Metrics
-from hetero.fault.launch.starter import Starter
+from hetero.fault.launch.starter import Starter, starting_torch_device
 from hetero.fault.launch.state import Failure, RunResult, WorkerResult, WorkerState
 from hetero.fault.launch.warmup import Warmup
 from hetero.fault.launch.worker_handle import Worker, await_exits, become_subreaper, kill_group, stop_workers, wait_for_exit
@@ -174,6 +174,10 @@ class Supervisor:
         if isinstance(launches, int) and launches > worker.launches:
             self.metrics.add_launches(worker.device.name, launches - worker.launches)
             worker.launches = launches
+        torch_device = record.get("torch_device")
+        if isinstance(torch_device, str) and torch_device != worker.torch_device:
+            worker.torch_device = torch_device  # where the worker's torch really runs (hetero.torch_device)
+            self.log.emit("torch_device", worker=worker.rank, device=worker.device.name, torch_device=torch_device)
         if worker.failed_at is not None:  # first progress after a restart: recovered
             self._recovered(worker, now)
 
@@ -394,6 +398,8 @@ class Supervisor:
             proc.poll()
         self.summary.ended = time.monotonic()
         self.summary.worker_results = {w.rank: w.state.describe(w.device.name) for w in self.workers}
+        torch_devices = {w.rank: w.torch_device or starting_torch_device(w.device) for w in self.workers}
+        self.summary.torch_devices = {rank: where for rank, where in torch_devices.items() if where}
         self._update_goodput()
         result = RunResult(
             state=self._state, reason=self._reason, failures=tuple(self._failures), bad_option=self._bad_option,

@@ -6,8 +6,10 @@ It runs the user's program exactly as ``python script.py`` / ``python -m module`
 protocol (:mod:`hetero.fault.protocol`):
 
 - a hetero :class:`~hetero.errors.DeviceError` that escapes the program (directly, or as the
-  ``__cause__``/``__context__`` of another error such as the guard's ``RecoveryFailedError``)
-  is classified, written as a fault report to ``$HETERO_FAULT_REPORT`` (atomically), its
+  ``__cause__``/``__context__`` of another error such as the guard's ``RecoveryFailedError``),
+  or torch's or CuPy's own device error (``torch.OutOfMemoryError``, "CUDA error: ...", CuPy's
+  ``CUDARuntimeError``: read as the hetero error for the same fault, on the worker's device,
+  :mod:`hetero.fault.foreign_errors`) is classified, written as a fault report to ``$HETERO_FAULT_REPORT`` (atomically), its
   traceback printed, and the process exits with :data:`FAULT_EXIT_CODE` (86), so the
   supervisor knows which device failed and how, without guessing;
 - a DeviceError raised in another thread of the program (``threading.Thread``; the error
@@ -55,7 +57,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hetero.device import Device
 from hetero.errors import ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
+from hetero.fault import foreign_errors
 from hetero.fault import heartbeat as _heartbeat
 from hetero.fault.launch.descendants import guard_launcher_death
 from hetero.fault.protocol import ENV_FAULT_REPORT, ENV_WORKER, FAULT_EXIT_CODE
@@ -336,9 +340,12 @@ class WarmStandby:
 
 
 def find_device_error(exc: BaseException) -> DeviceError | None:
-    """The first hetero DeviceError in ``exc``, its causes, contexts and group members."""
+    """The first hetero DeviceError in ``exc``, its causes, contexts and group members; failing
+    that, the first torch or CuPy device error among them, read as the hetero error for the same
+    fault on this worker's device (:func:`hetero.fault.foreign_errors.recognise`)."""
     seen: set[int] = set()
     pending: list[BaseException] = [exc]
+    foreign: list[BaseException] = []
     while pending:
         current = pending.pop(0)
         if id(current) in seen:
@@ -346,9 +353,32 @@ def find_device_error(exc: BaseException) -> DeviceError | None:
         seen.add(id(current))
         if isinstance(current, DeviceError):
             return current
+        foreign.append(current)
         pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
         pending.extend(getattr(current, "exceptions", ()) or ())
+    device = _worker_device() if foreign else None
+    for current in foreign:
+        found = foreign_errors.recognise(current, device)
+        if found is not None:
+            return found.error
     return None
+
+
+def _worker_device() -> Device | None:
+    """The device this worker computes on, for a torch/CuPy error (theirs name none): the current
+    one (``hetero.use_device``), else the opened device ``HETERO_DEVICE`` names; never opening a
+    backend on the way out (a broken driver could hang). None when neither is known."""
+    registry = sys.modules.get("hetero.registry")
+    if registry is None:
+        return None
+    try:
+        current = registry.current_device()
+        if current is not None:
+            return current  # type: ignore[no-any-return]
+        name = os.environ.get("HETERO_DEVICE")
+        return next((each for each in registry.opened_devices() if each.name == name), None) if name else None
+    except Exception:  # noqa: BLE001 - best effort on the way out
+        return None
 
 
 def fault_report(error: DeviceError) -> dict[str, Any]:
@@ -373,6 +403,7 @@ def fault_report(error: DeviceError) -> dict[str, Any]:
         "reason": reason,
         "worker": os.environ.get(ENV_WORKER),
         "pid": os.getpid(),
+        "torch_device": _heartbeat.worker_torch_device(),
     }
 
 
