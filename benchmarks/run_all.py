@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from benchmarks import (
     compile_bundle, compile_time, copy_bandwidth, guard_overhead, guard_recovery, import_time, injection_overhead,
-    launch_overhead, launcher_overhead, placement, recovery_vs_torchrun, sgemm, split, stream_triad,
+    launch_overhead, launcher_overhead, placement, recovery_vs_torchrun, sgemm, split, stream_triad, torch_guard,
 )
 
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "guard_recovery": guard_recovery.main,
     "launcher_overhead": launcher_overhead.main,
     "recovery_vs_torchrun": recovery_vs_torchrun.main,
+    "torch_guard": torch_guard.main,  # last: its lost drill leaves the cpu device unhealthy for the process
 }
 
 
