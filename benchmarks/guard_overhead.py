@@ -19,16 +19,13 @@ Goal: the guarded loop at most 5% slower on every device, by both of these measu
 from __future__ import annotations
 
 import argparse
-import gc
 import itertools
 import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import compare, write_results
+from benchmarks.harness import compare, paired_ratios, write_results
 from benchmarks.kernel_bench import DEFAULT_DEVICES, choose_devices, describe, load_average, print_footer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
@@ -38,24 +35,6 @@ from digits_model import Trainer, initial_weights, load_digits, to_device
 import hetero
 
 GOAL_OVERHEAD = 0.05
-
-
-def _paired_ratios(plain: Callable[[], None], guarded: Callable[[], None], pairs: int) -> list[float]:
-    """guarded/plain time of back-to-back samples (order alternating): a slow spell of the machine
-    lands on both halves of a pair, so the median ratio is steadier than a ratio of medians."""
-    ratios = []
-    gc.disable()
-    try:
-        for pair in range(pairs):
-            seconds = {}
-            for name, fn in (("plain", plain), ("guarded", guarded))[:: 1 if pair % 2 == 0 else -1]:
-                start = time.perf_counter()
-                fn()
-                seconds[name] = time.perf_counter() - start
-            ratios.append(seconds["guarded"] / seconds["plain"])
-    finally:
-        gc.enable()
-    return ratios
 
 
 def measure_device(device: hetero.Device, steps: int, repeats: int, snapshot_every: int) -> dict[str, Any]:
@@ -78,7 +57,7 @@ def measure_device(device: hetero.Device, steps: int, repeats: int, snapshot_eve
     with guard:
         guard.wait_standby()  # its one-off preparation of the failover device is not a per-step cost
         timings = compare({"plain": run_plain, "guarded": run_guarded}, repeats=repeats, warmup=2)
-        paired = _paired_ratios(run_plain, run_guarded, repeats)
+        paired = paired_ratios(run_plain, run_guarded, repeats)
     # The parts, each timed alone (steadier than the difference of two noisy loops on a busy machine):
     # one snapshot of the model and of the random generators (as the guard takes it, rng=True), and
     # what g.run adds to a call that does nothing.

@@ -104,6 +104,25 @@ def _summary(samples: Sequence[float], batch: int) -> Timing:
     }
 
 
+def paired_ratios(plain: Callable[[], object], guarded: Callable[[], object], pairs: int) -> list[float]:
+    """guarded/plain time of ``pairs`` back-to-back samples (which goes first alternates, garbage
+    collection off): a slow spell of the machine lands on both halves of a pair, so the median
+    ratio is steadier than a ratio of medians."""
+    ratios = []
+    gc.disable()
+    try:
+        for pair in range(pairs):
+            seconds = {}
+            for name, fn in (("plain", plain), ("guarded", guarded))[:: 1 if pair % 2 == 0 else -1]:
+                start = time.perf_counter()
+                fn()
+                seconds[name] = time.perf_counter() - start
+            ratios.append(seconds["guarded"] / seconds["plain"])
+    finally:
+        gc.enable()
+    return ratios
+
+
 def run_stats(values: Sequence[float]) -> dict[str, float]:
     """Median, min, max, mean and count of whole-run samples (seconds), as results files store them."""
     return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values),

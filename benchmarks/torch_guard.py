@@ -38,11 +38,11 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import hetero
-from benchmarks.harness import compare, format_seconds, run_stats, write_results
+from benchmarks.harness import compare, format_seconds, paired_ratios, run_stats, write_results
 from benchmarks.kernel_bench import load_average, print_footer
 
 GOAL_OVERHEAD = 0.05
@@ -138,23 +138,6 @@ def load_data(torch: Any) -> tuple[Any, Any]:
             torch.from_numpy(y.astype("int64")))
 
 
-def _paired_ratios(plain: Callable[[], None], guarded: Callable[[], None], pairs: int) -> list[float]:
-    """guarded/plain time of back-to-back samples (order alternating), as guard_overhead does."""
-    ratios = []
-    gc.disable()
-    try:
-        for pair in range(pairs):
-            seconds = {}
-            for name, fn in (("plain", plain), ("guarded", guarded))[:: 1 if pair % 2 == 0 else -1]:
-                start = time.perf_counter()
-                fn()
-                seconds[name] = time.perf_counter() - start
-            ratios.append(seconds["guarded"] / seconds["plain"])
-    finally:
-        gc.enable()
-    return ratios
-
-
 def measure_overhead(torch: Any, data: tuple[Any, Any], steps: int, repeats: int, snapshot_every: int) -> dict[str, Any]:
     from hetero.fault import snapshot, snapshot_rng
 
@@ -173,7 +156,7 @@ def measure_overhead(torch: Any, data: tuple[Any, Any], steps: int, repeats: int
     with guard:
         guard.wait_standby()  # its one-off preparation of the failover device is not a per-step cost
         timings = compare({"plain": run_plain, "guarded": run_guarded}, repeats=repeats, warmup=2)
-        paired = _paired_ratios(run_plain, run_guarded, repeats)
+        paired = paired_ratios(run_plain, run_guarded, repeats)
     state = guarded.state
     parts = compare({"take": lambda: snapshot.take(state, 0), "rng": lambda: snapshot_rng.capture("cpu"),
                      "snapshot": lambda: (snapshot.take(state, 0), snapshot_rng.capture("cpu"))}, repeats=repeats)
