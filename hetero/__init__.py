@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     from hetero.fault.guard import guard
     from hetero.fault.heartbeat import heartbeat
     from hetero.kernels import Kernel, kernel
+    from hetero.resume import resumable
     from hetero.stream import Stream
     from hetero.torch_devices import torch_device
 
@@ -99,6 +100,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "load_bundle": ("hetero.compiler.bundle_registry", "load_bundle"),
     "guard": ("hetero.fault.guard", "guard"),
     "heartbeat": ("hetero.fault.heartbeat", "heartbeat"),
+    "resumable": ("hetero.resume", "resumable"),
     "Stream": ("hetero.stream", "Stream"),
     "torch_device": ("hetero.torch_devices", "torch_device"),
     "checkpoint": ("hetero.checkpoint", None),
@@ -134,7 +136,7 @@ __all__ = [
     "load_bundle", "local_size", "math", "num_groups", "u8", "u16", "u32", "u64",
     "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "BundleBuildError", "BundleError", "Config",
     "ConfigError", "ContextCorruptedError", "DeviceDegradedError", "DeviceLostError", "QuotaExceeded",
-    "RecoveryFailedError", "Stream", "checkpoint", "fault", "guard", "heartbeat", "scheduler", "use_device",
+    "RecoveryFailedError", "Stream", "checkpoint", "fault", "guard", "heartbeat", "resumable", "scheduler", "use_device",
     "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health",
     "HealthState", "HeteroError", "Kind", "PluginError", "ToolchainNotFoundError", "UnsupportedDtypeError",
     "__version__", "arange", "asarray",
