@@ -24,7 +24,12 @@ timed beside the runs for scale. Reported: the guard's own ``recovery_seconds`` 
 median over ``--repeats`` runs. The drills run with a private ``HETERO_STATE_DIR`` (a temporary
 directory), so they never touch the user's quarantine or cost store.
 
-Not measured yet: ``hetero-run`` mid-epoch resume against torchrun (issue 14, item 6).
+*Mid-epoch resume* (:mod:`benchmarks.torch_resume`): the worker of ``examples/mnist_digits_hetero.py``
+under ``hetero-run`` (``hetero.resumable``: resumed at the batch) and of ``benchmarks/mnist_torchrun.py``
+under ``torchrun`` (epoch snapshots: resumed at the epoch's start), each SIGKILLed once after 75%
+of epoch 2: the time lost (kill until the killed batch is trained again), the batches trained
+twice, a checkpoint's size and save time, and how many lines ``mnist_digits_hetero.py`` changes
+against the plain ``mnist_digits.py``. Goal: at most half torchrun's time lost.
 """
 
 from __future__ import annotations
@@ -44,6 +49,9 @@ from typing import Any
 import hetero
 from benchmarks.harness import compare, format_seconds, paired_ratios, run_stats, write_results
 from benchmarks.kernel_bench import load_average, print_footer
+from benchmarks.torch_resume import add_arguments as add_resume_arguments
+from benchmarks.torch_resume import measure as measure_resume
+from benchmarks.torch_resume import report as report_resume
 
 GOAL_OVERHEAD = 0.05
 BATCH = 32
@@ -238,7 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="steps per timed sample (default 50, --quick 20)")
     parser.add_argument("--repeats", type=int, default=None, help="samples, and recovery runs (default 15, --quick 5)")
     parser.add_argument("--snapshot-every", type=int, default=10)
+    add_resume_arguments(parser)
+    parser.add_argument("--no-resume", action="store_true", help="skip the mid-epoch resume runs")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.runs = 1
     steps = args.steps or (20 if args.quick else 50)
     repeats = args.repeats or (5 if args.quick else 15)
     import torch
@@ -249,21 +261,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with private_state_dir():
             data = load_data(torch)
-            print("[1/3] overhead: plain vs guarded", file=sys.stderr, flush=True)
+            print("[1/4] overhead: plain vs guarded", file=sys.stderr, flush=True)
             overhead = measure_overhead(torch, data, steps, repeats, args.snapshot_every)
             ops = torch_ops_per_step(torch, data)
             others = [d.name for d in hetero.devices() if d.name != "cpu" and hetero.torch_device(d) == "cpu"]
-            print("[2/3] recovery: oom in place", file=sys.stderr, flush=True)
+            print("[2/4] recovery: oom in place", file=sys.stderr, flush=True)
             recovery = [measure_recovery(torch, data, "oom", ["cpu"], repeats, args.snapshot_every, ops)]
             lost_skipped = None
             if others:
-                print(f"[3/3] recovery: lost, cpu -> {others[0]}", file=sys.stderr, flush=True)
+                print(f"[3/4] recovery: lost, cpu -> {others[0]}", file=sys.stderr, flush=True)
                 recovery.append(measure_recovery(torch, data, "lost", ["cpu", *others], repeats,
                                                  args.snapshot_every, ops))
             else:
                 lost_skipped = "no device other than cpu whose torch device is cpu: a lost cpu has nowhere to go"
     finally:
         torch.set_num_threads(threads)
+    resume = None
+    if not args.no_resume:
+        print("[4/4] mid-epoch resume: hetero-run vs torchrun", file=sys.stderr, flush=True)
+        resume = measure_resume(args)
     print(f"torch loop (batch {BATCH}, 1 thread): plain {overhead['plain_steps_per_s']:.0f} steps/s, guarded "
           f"{overhead['guarded_steps_per_s']:.0f} steps/s: overhead {overhead['overhead'] * 100:+.1f}% (median of "
           f"paired samples {overhead['overhead_paired_median'] * 100:+.1f}%)")
@@ -285,11 +301,13 @@ def main(argv: list[str] | None = None) -> int:
     verdict = "PASS" if worst <= GOAL_OVERHEAD else "FAIL"
     print(f"goal: guard overhead <= {GOAL_OVERHEAD:.0%}: {verdict} (paired {overhead['overhead_paired_median'] * 100:+.1f}%, "
           f"parts {overhead['estimated_overhead'] * 100:.1f}%)")
+    if resume is not None:
+        print("\n".join(report_resume(resume)))
     path = write_results("torch_guard", {
         "overhead": overhead, "torch_ops_per_step": ops, "recovery": recovery, "lost_skipped": lost_skipped,
         "state_dir": "private (tempfile)", "torch_version": torch.__version__, "torch_threads": 1,
         "goal": {"max_overhead": GOAL_OVERHEAD, "verdict": verdict.lower(), "measure": "max(paired, parts)"},
-        "not_measured": ["hetero-run mid-epoch resume vs torchrun (issue 14, item 6)"],
+        "resume": resume,
         "load_average_start": load_before,
     })
     print_footer({}, load_before, path)
