@@ -137,6 +137,60 @@ def save_times(repeats: int = 20) -> dict[str, Any]:
             "torch_save_s": statistics.median(torch_save), "saves": run.saves}
 
 
+def loop_overhead(pairs: int = 9, every: int = 10, epochs: int = 3) -> dict[str, Any]:
+    """``epochs`` epochs of the example's loop (24 batches of 64, one torch thread) with ``enumerate``
+    against ``hetero.resumable``'s ``run.enumerate`` checkpointing every ``every`` batches and at
+    each epoch's end, the last background write waited for inside the sample: median of
+    back-to-back pairs (benchmarks.harness.paired_ratios)."""
+    import torch
+    import torch.nn.functional as F
+
+    from benchmarks.harness import paired_ratios
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    from mnist_digits import Net, datasets
+
+    import hetero
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = Net()
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.7)
+    loader = torch.utils.data.DataLoader(datasets(1)[0], batch_size=64, shuffle=True)
+
+    def step(data: Any, target: Any) -> None:
+        optimizer.zero_grad()
+        F.nll_loss(model(data), target).backward()
+        optimizer.step()
+
+    def plain() -> None:
+        for _ in range(epochs):
+            for _, (data, target) in enumerate(loader):
+                step(data, target)
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="hetero-torch-resume-") as scratch:
+            run = hetero.resumable({"model": model, "optimizer": optimizer, "scheduler": scheduler}, every=every,
+                                   directory=scratch)
+            numbers = iter(run.range(1, 10**9))
+
+            def resumable() -> None:
+                for _ in range(epochs):
+                    next(numbers)
+                    for _, (data, target) in run.enumerate(loader):
+                        step(data, target)
+                hetero.checkpoint.wait()
+
+            plain(), resumable()  # warm-up
+            ratios = paired_ratios(plain, resumable, pairs)
+    finally:
+        torch.set_num_threads(threads)
+    return {"overhead_paired_median": statistics.median(ratios) - 1.0, "pairs": pairs, "every": every, "epochs": epochs,
+            "batches_per_epoch": len(loader), "saves_per_epoch": len(loader) // every + 1}
+
+
 def lines_changed(before: Path = ROOT / "examples" / "mnist_digits.py", after: Path = EXAMPLE) -> dict[str, Any]:
     """How many lines of the plain script the hetero one changes, below their docstrings (difflib:
     a changed line counts once, as in a review)."""
@@ -166,7 +220,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {"settings": {k: getattr(args, k) for k in ("runs", "repeat", "epochs", "every", "kill_at")}
             | {"batches_per_epoch": 24 * args.repeat},
             "summary": summary, "ratio_time_lost": ratio, "goal_ratio": GOAL_RATIO, "goal_met": ratio <= GOAL_RATIO,
-            "save": save_times(), "lines_changed": lines_changed(), "runs": results}
+            "save": save_times(), "loop_overhead": loop_overhead(every=args.every), "lines_changed": lines_changed(),
+            "runs": results}
 
 
 def report(found: dict[str, Any]) -> list[str]:
@@ -179,6 +234,10 @@ def report(found: dict[str, Any]) -> list[str]:
     lines.append(f"  saving one checkpoint: resumable waits {save['resumable_wait_s'] * 1e3:.1f} ms between batches "
                  f"(written in the background); hetero.checkpoint.save {save['checkpoint_save_s'] * 1e3:.1f} ms; "
                  f"torch.save {save['torch_save_s'] * 1e3:.1f} ms")
+    over = found["loop_overhead"]
+    lines.append(f"  run.enumerate against enumerate, {over['epochs']} epochs of {over['batches_per_epoch']} batches with "
+                 f"{over['saves_per_epoch']} checkpoints each, written: {over['overhead_paired_median'] * 100:+.1f}% "
+                 f"(median of {over['pairs']} pairs, 1 torch thread)")
     diff = found["lines_changed"]
     lines.append(f"  lines changed: {diff['changed']} of {diff['lines_before']} non-blank lines below the docstring "
                  f"({diff['files'][0]} -> {diff['files'][1]})")

@@ -392,7 +392,7 @@ def _write(temp: Path, build: Callable[[PayloadWriter], dict[str, Any]], step: i
             "pid": os.getpid(), "state": tree, "files": files}
     body["manifest_sha256"] = _digest(body)
     with open(os.open(temp / MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE), "w", encoding="utf-8") as out:
-        json.dump(body, out)
+        out.write(json.dumps(body))  # one write: json.dump would make one per token
         out.flush()
         os.fsync(out.fileno())
     fsync_dir(temp)

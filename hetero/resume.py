@@ -194,7 +194,7 @@ class Resumable:
         tree = {
             "format": FORMAT, "version": VERSION,
             "state": {key: value.state_dict() if _stateful(value) else value for key, value in self.state.items()},
-            "rng": dataclasses.asdict(snapshot_rng.capture(_work())),
+            "rng": _rng_tree(snapshot_rng.capture(_work())),
             "position": {"epoch": self.epoch, "batch": batch, "step": self.step, "epoch_done": done,
                          "epoch_start": start,
                          "loader": loader.state_dict() if stateful(loader) and not done else None,
@@ -251,7 +251,7 @@ class Resumable:
         set_own_generator_states(loader, pending.get("generators") or {})
 
     def _restore_rng(self, saved: dict[str, Any]) -> None:
-        snapshot_rng.restore(snapshot_rng.ProcessRng(**saved), _work())
+        snapshot_rng.restore(_rng_from_tree(saved), _work())
 
 
 def resumable(state: MutableMapping[str, Any], every: int = 100, directory: str | Path | None = None,
@@ -331,6 +331,21 @@ def _in_place(current: Any, loaded: Any) -> Any:
         np.copyto(current, loaded)
         return current
     return loaded
+
+
+def _rng_tree(rng: snapshot_rng.ProcessRng) -> dict[str, Any]:
+    """The generator states as checkpoint values: Python's 625-word state as one uint32 array
+    (one payload, not 625 manifest entries)."""
+    version, words, gauss = rng.python
+    return {"python": [version, np.asarray(words, dtype=np.uint32), gauss], "numpy": rng.numpy,
+            "torch_cpu": rng.torch_cpu, "accelerators": rng.accelerators, "work": rng.work}
+
+
+def _rng_from_tree(tree: dict[str, Any]) -> snapshot_rng.ProcessRng:
+    version, words, gauss = tree["python"]
+    return snapshot_rng.ProcessRng(python=(int(version), tuple(int(w) for w in words), gauss), numpy=tree["numpy"],
+                                   torch_cpu=tree["torch_cpu"], accelerators=dict(tree["accelerators"]),
+                                   work=str(tree["work"]))
 
 
 def _work() -> str:
