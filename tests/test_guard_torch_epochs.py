@@ -82,12 +82,13 @@ class Run:
 
 def train(data: tuple[Any, Any], rules: list[str] = (), *, schedule_every: int = 1,  # type: ignore[assignment]
           loader_in_state: Any = None, decorated: bool = False, **options: Any) -> Run:
-    """The mnist example's loop; ``rules`` are torch drill rules, the last of them ``COUNTER``."""
+    """The mnist example's loop; ``rules`` are torch drill rules, the last of them ``COUNTER``.
+    ``loader_in_state``: makes the loader (after the seed), which the state then holds."""
     torch.manual_seed(1)
     model = Net()
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.7)
-    loader = loader_in_state if loader_in_state is not None else \
+    loader = loader_in_state() if loader_in_state is not None else \
         DataLoader(TensorDataset(*data), batch_size=BATCH, shuffle=True)
     entries: list[int] = []
     counting: list[Any] = []
@@ -232,17 +233,22 @@ def test_the_decorator_keeps_the_function_s_name_and_calls_g_run() -> None:
 
 @pytest.mark.parametrize("loader_kind", ["DataLoader", "StatefulDataLoader"])
 def test_a_loader_in_state_is_never_rewound(digits: Any, fault_free: Run, loader_kind: str) -> None:
-    if loader_kind == "StatefulDataLoader":
+    loaded: list[Any] = []
+
+    def make() -> Any:
+        if loader_kind == "DataLoader":
+            return DataLoader(TensorDataset(*digits), batch_size=BATCH, shuffle=True)
         stateful = pytest.importorskip("torchdata.stateful_dataloader")
         loader = stateful.StatefulDataLoader(TensorDataset(*digits), batch_size=BATCH, shuffle=True)
-        loaded: list[Any] = []
-        loader.load_state_dict = loaded.append  # type: ignore[method-assign]  # a rewind would call it
-    else:
-        loader, loaded = DataLoader(TensorDataset(*digits), batch_size=BATCH, shuffle=True), []
-    run = train(digits, [fault_at(fault_free.entries, 7), COUNTER], loader_in_state=loader)
+        loader.load_state_dict = loaded.append  # a rewind would call it
+        return loader
+
+    made: list[Any] = []
+    want = train(digits, [COUNTER], loader_in_state=make)  # StatefulDataLoader draws its own way
+    run = train(digits, [fault_at(want.entries, 7), COUNTER], loader_in_state=lambda: made.append(make()) or made[0])
     assert events(run) == [(7, "cpu", True, 5, 2)] and loaded == []
-    assert run.guard.state["loader"] is loader
-    assert_same(run, fault_free)
+    assert run.guard.state["loader"] is made[0]
+    assert_same(run, want)
 
 
 def test_g_snapshot_takes_one_now(digits: Any) -> None:

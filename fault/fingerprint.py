@@ -1,0 +1,156 @@
+"""Cheap fingerprints of the state ``hetero.guard`` protects, so that the guard sees when something
+outside ``g.run`` changed it between two steps (``scheduler.step()`` at an epoch end, an EMA or a
+metric object's update, weights edited in place) and takes a snapshot at the next step, before it
+runs: the restore point then includes the change, and no replay has to redo it.
+
+A fingerprint never syncs a device and never calls ``state_dict()`` (``GradScaler.state_dict()``
+calls ``.item()``, a GPU sync). Per value of the state:
+
+- torch tensors: ``(data_ptr, _version, shape, dtype, device)``; every in-place op bumps
+  ``_version``. Modules: their parameters and buffers so; optimizers: each param group's
+  hyper-parameters (everything but ``params``) by value and their state tensors so;
+- NumPy arrays: a CRC-32 of their bytes (a pass over them, at the end of each step and at the
+  start of the next: keep large NumPy tables out of ``state`` when that costs too much);
+- hetero arrays: on a host-memory device (``cpu``), a CRC-32 of their bytes as for NumPy; elsewhere
+  the device's kernel launches and host writes so far (:mod:`hetero.launch_counts`): any kernel
+  launched or copy made into that device between steps counts as a change (conservative: it costs a
+  snapshot, never a missed change);
+- generator objects: their state; plain values (numbers, strings) by value; dicts, lists and tuples
+  item by item;
+- other objects, ``state_dict`` ones included (LR schedulers, ``GradScaler``, EMA helpers, dataclasses):
+  a shallow walk of ``vars(obj)`` (scalars by value, tensors as above, NumPy arrays by CRC, small
+  containers of those by value, any other attribute skipped);
+- data loaders (``torch.utils.data.DataLoader``, torchdata's ``StatefulDataLoader``): skipped, as a
+  snapshot skips them: the guard never rewinds a loader.
+
+Blind spots, for which ``g.snapshot()`` takes a snapshot by hand: ``p.data.mul_(...)`` (``.data`` is
+a tensor with its own version counter: edit the parameter itself under ``torch.no_grad()``), writes
+through a NumPy, DLPack or ``__cuda_array_interface__`` view of a torch tensor or of a hetero array on
+a GPU, attributes of an object that are themselves objects (the shallow walk skips them), and objects
+with neither ``__dict__`` nor ``__slots__``.
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from hetero.array import Array
+from hetero.fault import snapshot, snapshot_rng
+from hetero.launch_counts import launch_counts, write_count
+
+#: Containers longer than this are fingerprinted by their length only (the walk must stay cheap).
+MAX_ITEMS = 4096
+_SCALARS = (type(None), bool, int, float, complex, str, bytes)
+
+
+def of(state: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A value that compares equal for two readings of ``state`` between which nothing changed it
+    (as far as this module can see: see its docs)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return tuple((key, _value(value)) for key, value in state.items())
+    # Outside torch's function modes: the guard's bookkeeping is no op of the program's (a fault
+    # drill counting torch ops, a user's mode, must not see it), and reads run faster without them.
+    with torch._C.DisableTorchFunction():
+        return tuple((key, _value(value)) for key, value in state.items())
+
+
+def _value(value: Any) -> Any:
+    kind = snapshot.kind_of(value)
+    if kind == "loader":
+        return "loader"
+    if kind == "object" and isinstance(value, _SCALARS):
+        return value
+    if kind == "array":
+        return _array(value)
+    if kind == "ndarray":
+        return _ndarray(value)
+    if kind == "tensor":
+        return _tensor(value)
+    if kind == "module":
+        return id(value), tuple(_tensor(t) for t in value.parameters()), tuple(_tensor(t) for t in value.buffers())
+    if kind == "optimizer":
+        return id(value), _optimizer(value)
+    if kind == "generator":
+        return id(value), _frozen(snapshot_rng.generator_state(value))
+    if kind == "dict":
+        return id(value), tuple((k, _value(v)) for k, v in value.items())
+    if kind == "list" or isinstance(value, tuple):
+        return id(value), tuple(_value(v) for v in value)
+    return id(value), _attributes(value)
+
+
+def _tensor(t: Any) -> tuple[Any, ...]:
+    return t.data_ptr(), t._version, tuple(t.shape), t.dtype, t.device
+
+
+def _ndarray(a: np.ndarray) -> tuple[Any, ...]:
+    return id(a), a.shape, a.dtype.str, _crc(a)
+
+
+def _crc(a: np.ndarray) -> int:
+    return zlib.crc32(np.ascontiguousarray(a).data) if a.size else 0
+
+
+def _array(a: Array) -> tuple[Any, ...]:
+    if a.device.runtime.host_memory:
+        return id(a.buffer), a.shape, a.dtype.str, _crc(a.numpy())
+    name = a.device.name
+    return id(a.buffer), a.shape, a.dtype.str, name, launch_counts().get(name, 0), write_count(name)
+
+
+def _optimizer(optimizer: Any) -> tuple[Any, ...]:
+    groups = tuple(tuple((k, _leaf(v, 1)) for k, v in group.items() if k != "params")
+                   for group in optimizer.param_groups)
+    states = tuple(tuple((k, _leaf(v, 1)) for k, v in per_param.items()) for per_param in optimizer.state.values())
+    return groups, len(optimizer.state), states
+
+
+def _attributes(value: Any) -> tuple[Any, ...]:
+    """The shallow walk of an object's attributes (see the module docs)."""
+    names = getattr(value, "__dict__", None)
+    if names is None:
+        slots = [name for cls in type(value).__mro__ for name in getattr(cls, "__slots__", ())]
+        names = {name: getattr(value, name) for name in slots if hasattr(value, name)}
+    return tuple((name, _leaf(item, 2)) for name, item in names.items())
+
+
+def _leaf(value: Any, depth: int) -> Any:
+    """A scalar by value, a tensor or an array as above, a small container of those item by item
+    (``depth`` more levels), anything else by its type alone."""
+    if isinstance(value, _SCALARS):
+        return value
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return _tensor(value)
+    if isinstance(value, np.ndarray):
+        return _ndarray(value)
+    if isinstance(value, np.generic):
+        return value
+    if snapshot_rng.is_generator(value):
+        return _frozen(snapshot_rng.generator_state(value))
+    if depth > 0 and isinstance(value, (list, tuple, dict)):
+        if len(value) > MAX_ITEMS:
+            return type(value).__name__, len(value)
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        return tuple((k, _leaf(v, depth - 1)) for k, v in items)
+    return type(value).__name__
+
+
+def _frozen(value: Any) -> Any:
+    """A generator's state as something ``==`` compares (dicts, lists and arrays made into tuples)."""
+    if isinstance(value, dict):
+        return tuple((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return value.dtype.str, value.shape, value.tobytes()
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return bytes(value.numpy().tobytes())
+    return value
