@@ -6,8 +6,8 @@ runs: the restore point then includes the change, and no replay has to redo it.
 A fingerprint never syncs a device and never calls ``state_dict()`` (``GradScaler.state_dict()``
 calls ``.item()``, a GPU sync). Per value of the state:
 
-- torch tensors: ``(data_ptr, _version, shape, dtype, device)``; every in-place op bumps
-  ``_version``. Modules: their parameters and buffers so; optimizers: each param group's
+- torch tensors: ``(data_ptr, _version, shape)``; every in-place op bumps ``_version``, and a
+  new dtype or device comes with new storage. Modules: their parameters and buffers so; optimizers: each param group's
   hyper-parameters (everything but ``params``) by value and their state tensors so;
 - NumPy arrays: a CRC-32 of their bytes (a pass over them, at the end of each step and at the
   start of the next: keep large NumPy tables out of ``state`` when that costs too much);
@@ -48,12 +48,19 @@ MAX_ITEMS = 4096
 _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 
 
+_tensor_type: Any = None  # torch.Tensor, once torch is imported
+_kinds: dict[type, str] = {}  # a type -> the snapshot kind of its values (snapshot.kind_of)
+_generators: dict[type, bool] = {}  # a type -> whether its values are generator objects
+
+
 def of(state: Mapping[str, Any]) -> tuple[Any, ...]:
     """A value that compares equal for two readings of ``state`` between which nothing changed it
     (as far as this module can see: see its docs)."""
+    global _tensor_type
     torch = sys.modules.get("torch")
     if torch is None:
         return tuple((key, _value(value)) for key, value in state.items())
+    _tensor_type = torch.Tensor
     # Outside torch's function modes: the guard's bookkeeping is no op of the program's (a fault
     # drill counting torch ops, a user's mode, must not see it), and reads run faster without them.
     with torch._C.DisableTorchFunction():
@@ -61,7 +68,9 @@ def of(state: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def _value(value: Any) -> Any:
-    kind = snapshot.kind_of(value)
+    kind = _kinds.get(type(value))
+    if kind is None:
+        kind = _kinds[type(value)] = snapshot.kind_of(value)  # how a snapshot copies it: a matter of its type
     if kind == "loader":
         return "loader"
     if kind == "object" and isinstance(value, _SCALARS):
@@ -73,7 +82,9 @@ def _value(value: Any) -> Any:
     if kind == "tensor":
         return _tensor(value)
     if kind == "module":
-        return id(value), tuple(_tensor(t) for t in value.parameters()), tuple(_tensor(t) for t in value.buffers())
+        found: list[Any] = []
+        _module(value, found)
+        return id(value), tuple(found)
     if kind == "optimizer":
         return id(value), _optimizer(value)
     if kind == "generator":
@@ -86,7 +97,20 @@ def _value(value: Any) -> Any:
 
 
 def _tensor(t: Any) -> tuple[Any, ...]:
-    return t.data_ptr(), t._version, tuple(t.shape), t.dtype, t.device
+    # A new dtype or device comes with new storage: data_ptr covers them, for a third less time.
+    return t.data_ptr(), t._version, t.shape
+
+
+def _module(module: Any, found: list[Any]) -> None:
+    """The parameters and buffers of ``module`` and its children, walked through the dicts
+    ``nn.Module`` keeps them in (``parameters()`` costs several times more: memo sets, names)."""
+    for tensors in (module._parameters, module._buffers):
+        for t in tensors.values():
+            if t is not None:
+                found.append((t.data_ptr(), t._version, t.shape))
+    for child in module._modules.values():
+        if child is not None:
+            _module(child, found)
 
 
 def _ndarray(a: np.ndarray) -> tuple[Any, ...]:
@@ -107,8 +131,12 @@ def _array(a: Array) -> tuple[Any, ...]:
 def _optimizer(optimizer: Any) -> tuple[Any, ...]:
     groups = tuple(tuple((k, _leaf(v, 1)) for k, v in group.items() if k != "params")
                    for group in optimizer.param_groups)
-    states = tuple(tuple((k, _leaf(v, 1)) for k, v in per_param.items()) for per_param in optimizer.state.values())
-    return groups, len(optimizer.state), states
+    tensor_type, found = _tensor_type, list[Any]()
+    for per_param in optimizer.state.values():  # per parameter: {"step": ..., "exp_avg": ...}
+        found.append(len(per_param))
+        for v in per_param.values():
+            found.append((v.data_ptr(), v._version, v.shape) if isinstance(v, tensor_type) else _leaf(v, 1))
+    return groups, tuple(found)
 
 
 def _attributes(value: Any) -> tuple[Any, ...]:
@@ -122,24 +150,26 @@ def _attributes(value: Any) -> tuple[Any, ...]:
 
 def _leaf(value: Any, depth: int) -> Any:
     """A scalar by value, a tensor or an array as above, a small container of those item by item
-    (``depth`` more levels), anything else by its type alone."""
-    if isinstance(value, _SCALARS):
+    (``depth`` more levels), anything else by its type alone. Tested most common first: it runs for
+    every attribute and hyper-parameter at every step."""
+    kind = type(value)
+    if kind in _SCALARS or isinstance(value, _SCALARS):
         return value
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
+    if _tensor_type is not None and isinstance(value, _tensor_type):
         return _tensor(value)
+    if depth > 0 and kind in (list, tuple, dict):
+        if len(value) > MAX_ITEMS:
+            return kind.__name__, len(value)
+        items = value.items() if kind is dict else enumerate(value)
+        return tuple((k, _leaf(v, depth - 1)) for k, v in items)
     if isinstance(value, np.ndarray):
         return _ndarray(value)
     if isinstance(value, np.generic):
         return value
-    if snapshot_rng.is_generator(value):
-        return _frozen(snapshot_rng.generator_state(value))
-    if depth > 0 and isinstance(value, (list, tuple, dict)):
-        if len(value) > MAX_ITEMS:
-            return type(value).__name__, len(value)
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        return tuple((k, _leaf(v, depth - 1)) for k, v in items)
-    return type(value).__name__
+    generator = _generators.get(kind)
+    if generator is None:
+        generator = _generators[kind] = snapshot_rng.is_generator(value)
+    return _frozen(snapshot_rng.generator_state(value)) if generator else kind.__name__
 
 
 def _frozen(value: Any) -> Any:
@@ -150,7 +180,6 @@ def _frozen(value: Any) -> Any:
         return tuple(_frozen(v) for v in value)
     if isinstance(value, np.ndarray):
         return value.dtype.str, value.shape, value.tobytes()
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        return bytes(value.numpy().tobytes())
+    if _tensor_type is not None and isinstance(value, _tensor_type):
+        return value.numpy().tobytes()
     return value

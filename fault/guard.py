@@ -175,6 +175,7 @@ class Guard:
         self._ended: tuple[Any, ...] | None = None  # the state's fingerprint when the last step ended
         self._depth = 0  # g.run calls in progress (a step may call g.run itself)
         self._lost_change = False  # a boundary snapshot failed: the change between steps is lost
+        self._read_rng = snapshot_rng.EntryCapture()  # the generators at each step's entry, read cheaply
 
     # -- public ------------------------------------------------------------------------------
     @property
@@ -304,7 +305,7 @@ class Guard:
         entry, so a replay draws what the step drew, whatever was drawn between steps."""
         if not self.rng:
             return None
-        return snapshot_rng.capture(_rng_device(self._device), self._left_torch_devices())
+        return self._read_rng(_rng_device(self._device), self._left_torch_devices())
 
     # -- recovery ----------------------------------------------------------------------------
     def _recover(self, error: DeviceError, args: tuple[Any, ...], kwargs: dict[str, Any],

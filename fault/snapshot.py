@@ -272,13 +272,22 @@ def _torch_kind(value: Any) -> str | None:
         return "optimizer"
     if isinstance(value, torch.Tensor):
         return "tensor"
-    data = getattr(getattr(torch, "utils", None), "data", None)
-    loaders = tuple(kind for kind in (getattr(data, "DataLoader", None),
-                                      getattr(getattr(data, "dataloader", None), "_BaseDataLoaderIter", None))
-                    if isinstance(kind, type))
-    if loaders and isinstance(value, loaders):
+    if isinstance(value, _loader_types(torch)):
         return "loader"
     return None
+
+
+_LOADERS: tuple[type, ...] | None = None
+
+
+def _loader_types(torch: Any) -> tuple[type, ...]:
+    """torch's DataLoader (torchdata's StatefulDataLoader is one) and its iterators' base class."""
+    global _LOADERS
+    if _LOADERS is None:
+        data = getattr(getattr(torch, "utils", None), "data", None)
+        found = (getattr(data, "DataLoader", None), getattr(getattr(data, "dataloader", None), "_BaseDataLoaderIter", None))
+        _LOADERS = tuple(kind for kind in found if isinstance(kind, type))
+    return _LOADERS
 
 
 def _to_cpu(value: Any) -> Any:
