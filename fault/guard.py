@@ -1,16 +1,29 @@
 """``hetero.guard``: keep a training loop running when its device fails, inside the process.
 
-    with hetero.guard(state={"w": w, "b": b}, snapshot_every=10) as g:
-        for step in range(steps):
-            loss = g.run(train_step, step)   # retried on a healthy device on fault
+    with hetero.guard(state={"model": model, "optimizer": optimizer, "scheduler": scheduler}) as g:
+        for epoch in range(1, epochs + 1):
+            model.train()
+            for data, target in train_loader:           # DataLoader(shuffle=True)
+                g.run(train_step, data, target)         # retried on a healthy device on fault
+            scheduler.step()                            # between steps: seen, see below
 
-The guard owns ``state`` and snapshots it to host memory at the first step and every
-``snapshot_every`` steps, and on no other step. What ``state`` (a dict) may hold
+or, the same, with the step decorated inside the ``with`` block (``functools.wraps`` keeps its
+name)::
+
+        @g.step
+        def train_step(data, target): ...
+        ...
+                train_step(data, target)
+
+The guard owns ``state`` and snapshots it to host memory at the first step, every
+``snapshot_every`` steps, at a step whose state changed since the last step ended (below), and
+when ``g.snapshot()`` asks. What ``state`` (a dict) may hold
 (:mod:`hetero.fault.snapshot`): hetero arrays, NumPy arrays, torch tensors, modules and
 optimizers, anything else with ``state_dict()``/``load_state_dict()`` (LR schedulers,
-``torch.amp.GradScaler``, EMA helpers, torchdata's ``StatefulDataLoader``, a class of yours),
+``torch.amp.GradScaler``, EMA helpers, a class of yours),
 generator objects (``numpy.random.Generator``, ``RandomState``, ``random.Random``,
-``torch.Generator``), and plain values that ``copy.deepcopy`` can copy (numbers, strings, lists,
+``torch.Generator``), data loaders (kept, never restored: below), and plain values that
+``copy.deepcopy`` can copy (numbers, strings, lists,
 dicts, dataclasses). A value that is none of these (an open file, a generator function's
 iterator, a lock, a socket) is refused when the guard is made, with an
 :class:`~hetero.fault.snapshot.UnsnapshottableError` naming its key and type: give it
@@ -22,8 +35,37 @@ Python's ``random``, NumPy's global ``np.random``, torch's CPU generator, and th
 the accelerators torch has initialised (CUDA/ROCm, XPU; MPS where available), never initialising
 one to read it and never touching a device the guard left after a fault. When the work moves from
 one GPU to another, the new one's generator takes the old one's state. ``rng=False`` leaves the
-process-wide generators alone; generator objects in ``state`` are restored either way. Random
-numbers drawn outside ``g.run`` are not replayed. ``g.run`` remembers the calls made since the last snapshot. When
+process-wide generators alone; generator objects in ``state`` are restored either way.
+
+Work between two ``g.run`` calls is never replayed, so the guard makes it impossible to miss:
+
+- *random draws between steps* (a ``DataLoader``'s base seed and shuffle at each epoch start,
+  augmentation in a loader without workers): each recorded call also keeps the process-wide
+  generators as they were at its entry (:class:`~hetero.fault.snapshot_rng.EntryCapture`, a few
+  microseconds), and the replay sets them before each call, and before the failed step runs again,
+  so what was drawn between steps stays drawn, and the generators end where a fault-free run has
+  them;
+- *state changed between steps* (``scheduler.step()`` at an epoch end, an EMA or metric object's
+  update, weights edited in place under ``torch.no_grad()``): the guard fingerprints ``state``
+  when a step ends and when the next one starts (:mod:`hetero.fault.fingerprint`: tensor versions
+  and pointers, hyper-parameters, scalar attributes, CRC-32 of NumPy arrays; no device sync, no
+  ``state_dict()``) and, when they differ, takes a snapshot there, before the step: the restore
+  point includes the change and no replay needs to redo it (``g.boundary_snapshots`` counts them,
+  and a recovery event's ``snapshot_reason`` says ``"boundary"``). Should the device fail while that
+  snapshot is taken, the guard gives up (``RecoveryFailedError``) rather than restore an older one
+  without the change. What the fingerprint cannot see (``p.data.mul_(...)``, whose ``.data`` has a
+  version counter of its own: edit ``p`` itself under ``torch.no_grad()``; writes through a NumPy or
+  DLPack view; attributes that are objects) needs ``g.snapshot()`` after it;
+- *data loaders in state* (``torch.utils.data.DataLoader``, torchdata's ``StatefulDataLoader``)
+  are never rewound and never fingerprinted: the replay reuses the batches its calls recorded, and
+  a loader rewound to the snapshot would hand out batches already trained on. A
+  ``StatefulDataLoader``'s ``state_dict()`` belongs in a checkpoint, for a run resumed in a new process.
+
+The per-step cost is the two fingerprints and the entry generators: 53 us a step for the MNIST
+example's Net, Adadelta and StepLR (measured on a 2-core VM: 2% of its 2.4 ms CPU step);
+NumPy arrays in ``state`` add a CRC-32 pass over them twice a step.
+
+``g.run`` remembers the calls made since the last snapshot. When
 one raises a :class:`~hetero.DeviceError`, or torch's or CuPy's own device error (``torch.OutOfMemoryError``,
 ``torch.AcceleratorError``, a ``RuntimeError`` "CUDA error: ...", CuPy's ``CUDARuntimeError``: read as
 the hetero error for the same fault, :mod:`hetero.fault.foreign_errors`), the guard classifies it
@@ -43,7 +85,9 @@ or open a device; and the health monitor runs (:mod:`hetero.fault.guard_monitor`
 first guard entered unless already running, stopped by the last one out), so health and Xid
 events reach the classifier. Inside the ``with`` block ``hetero.device()`` is the guard's current device (``g.device``), so
 arrays and kernels a step creates follow it. Each recovery is published as a ``recovery`` event
-(:func:`hetero.fault.publish`) and listed in ``g.recoveries``.
+(:func:`hetero.fault.publish`) and listed in ``g.recoveries``: the step, the failed and chosen
+devices, the fault class, ``snapshot_step`` and ``snapshot_reason`` (``"first"``, ``"every"``,
+``"boundary"``, ``"user"``), ``steps_replayed``, ``boundary_snapshots`` so far, and the time taken.
 
 Where torch runs: each recovery names the hetero device and torch's (:func:`hetero.torch_device`):
 ``torch_device``/``failed_torch_device`` in the event (``None`` while the process has not imported
@@ -65,7 +109,8 @@ health reads ``unhealthy`` for the rest of the process.
 Steps must be deterministic functions of their arguments, of ``state`` and of the random
 generators a snapshot keeps (a stream the guard does not see, such as a data loader's worker
 processes, must be drawn from the step number instead), and must keep what they change in
-``state``: the replay re-runs them and discards their return values.
+``state``: the replay re-runs them and discards their return values. ``g.step_number`` is the
+number of the next step.
 
 The limit: the guard recovers the device errors ``g.run`` sees, i.e. those raised in the thread
 that calls it. A device error raised in another thread (a prefetching or logging thread the
@@ -468,7 +513,8 @@ def guard(state: MutableMapping[str, Any], snapshot_every: int = 10, devices: Se
           standby: bool = True, rng: bool = True) -> Guard:
     """Protect a training loop's ``state`` against device faults (see the module docs).
 
-    ``snapshot_every``: steps between host snapshots (the first ``g.run`` always takes one).
+    ``snapshot_every``: steps between host snapshots (the first ``g.run`` always takes one, and so
+    does a step whose state changed since the last step ended: see the module docs).
     ``devices``: where the work may go (default: every device, ``hetero.devices()``).
     ``max_recoveries``: recovery attempts allowed over the guard's life. ``device``: where to
     start (default: the device of the state's first hetero array, else ``hetero.device()``).
