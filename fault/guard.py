@@ -134,8 +134,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, ParamSpec, TypeVar
 from hetero.array import Array
 from hetero.device import Device, HealthState
 from hetero.errors import DeviceError, HeteroError, RecoveryFailedError
-from hetero.fault import (event_bus, fingerprint, foreign_errors, guard_monitor, heartbeat, monitor, quarantine, snapshot,
-                          snapshot_rng)
+from hetero.fault import event_bus, fingerprint, foreign_errors, guard_monitor, heartbeat, monitor, quarantine, snapshot, snapshot_rng
 from hetero.fault.classify import classify as full_classify
 from hetero.fault.guard_torch import torch_move, unusable_warning
 from hetero.registry import _CURRENT
