@@ -11,10 +11,10 @@ calls ``.item()``, a GPU sync). Per value of the state:
   hyper-parameters (everything but ``params``) by value and their state tensors so;
 - NumPy arrays: a CRC-32 of their bytes (a pass over them, at the end of each step and at the
   start of the next: keep large NumPy tables out of ``state`` when that costs too much);
-- hetero arrays: on a host-memory device (``cpu``), a CRC-32 of their bytes as for NumPy; elsewhere
-  the device's kernel launches and host writes so far (:mod:`hetero.launch_counts`): any kernel
-  launched or copy made into that device between steps counts as a change (conservative: it costs a
-  snapshot, never a missed change);
+- hetero arrays: their buffer and the device's kernel launches and writes so far
+  (:mod:`hetero.launch_counts`): any kernel launched on that device or copy made into it between
+  steps counts as a change (conservative: it costs a snapshot, never a missed change; a health
+  probe's kernel counts too);
 - generator objects: their state; plain values (numbers, strings) by value; dicts, lists and tuples
   item by item;
 - other objects, ``state_dict`` ones included (LR schedulers, ``GradScaler``, EMA helpers, dataclasses):
@@ -25,9 +25,10 @@ calls ``.item()``, a GPU sync). Per value of the state:
 
 Blind spots, for which ``g.snapshot()`` takes a snapshot by hand: ``p.data.mul_(...)`` (``.data`` is
 a tensor with its own version counter: edit the parameter itself under ``torch.no_grad()``), writes
-through a NumPy, DLPack or ``__cuda_array_interface__`` view of a torch tensor or of a hetero array on
-a GPU, attributes of an object that are themselves objects (the shallow walk skips them), and objects
-with neither ``__dict__`` nor ``__slots__``.
+through a NumPy, DLPack or ``__cuda_array_interface__`` view of a torch tensor or of a hetero array
+(``w.numpy()[:] = ...`` on ``cpu``: use ``hetero.copyto``, which is counted), attributes of an object
+that are themselves objects (the shallow walk skips them), and objects with neither ``__dict__`` nor
+``__slots__``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from hetero.array import Array
 from hetero.fault import snapshot, snapshot_rng
 from hetero.launch_counts import launch_counts, write_count
 
@@ -49,6 +49,7 @@ _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 
 
 _tensor_type: Any = None  # torch.Tensor, once torch is imported
+_launches: dict[str, int] | None = None  # kernel launches per device, read once a fingerprint
 _kinds: dict[type, str] = {}  # a type -> the snapshot kind of its values (snapshot.kind_of)
 _generators: dict[type, bool] = {}  # a type -> whether its values are generator objects
 
@@ -56,7 +57,8 @@ _generators: dict[type, bool] = {}  # a type -> whether its values are generator
 def of(state: Mapping[str, Any]) -> tuple[Any, ...]:
     """A value that compares equal for two readings of ``state`` between which nothing changed it
     (as far as this module can see: see its docs)."""
-    global _tensor_type
+    global _tensor_type, _launches
+    _launches = None
     torch = sys.modules.get("torch")
     if torch is None:
         return tuple((key, _value(value)) for key, value in state.items())
@@ -75,8 +77,12 @@ def _value(value: Any) -> Any:
         return "loader"
     if kind == "object" and isinstance(value, _SCALARS):
         return value
-    if kind == "array":
-        return _array(value)
+    if kind == "array":  # inline: this runs for every array of the state, twice a step
+        global _launches
+        if _launches is None:  # read once a fingerprint: launch_counts() walks every device's counter
+            _launches = launch_counts()
+        name = value.device.name
+        return id(value.buffer), value.shape, value.dtype, _launches.get(name, 0), write_count(name)
     if kind == "ndarray":
         return _ndarray(value)
     if kind == "tensor":
@@ -119,13 +125,6 @@ def _ndarray(a: np.ndarray) -> tuple[Any, ...]:
 
 def _crc(a: np.ndarray) -> int:
     return zlib.crc32(np.ascontiguousarray(a).data) if a.size else 0
-
-
-def _array(a: Array) -> tuple[Any, ...]:
-    if a.device.runtime.host_memory:
-        return id(a.buffer), a.shape, a.dtype.str, _crc(a.numpy())
-    name = a.device.name
-    return id(a.buffer), a.shape, a.dtype.str, name, launch_counts().get(name, 0), write_count(name)
 
 
 def _optimizer(optimizer: Any) -> tuple[Any, ...]:

@@ -309,3 +309,26 @@ def test_a_change_between_steps_takes_a_snapshot_there() -> None:
         g.run(lambda: w.add_(1))
         assert (g.snapshots_taken, g.boundary_snapshots, g.last_snapshot.step) == (3, 2, 3)
         assert g.last_snapshot.reason == "boundary"
+
+
+def test_the_fingerprint_reads_a_grad_scaler_without_its_state_dict() -> None:
+    """GradScaler.state_dict() calls .item() (a GPU sync): the fingerprint walks its attributes."""
+    try:
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8, growth_interval=1)
+    except (RuntimeError, TypeError, AttributeError) as exc:
+        pytest.skip(f"this torch has no CPU GradScaler: {exc}")
+    model = nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler.scale(model(torch.ones(2, 3)).sum()).backward()
+    scaler.step(optimizer)
+    scaler.update()
+
+    def no_state_dict() -> None:
+        raise AssertionError("the fingerprint called state_dict()")
+
+    scaler.state_dict = no_state_dict  # type: ignore[method-assign]
+    state = {"scaler": scaler}
+    before = fingerprint.of(state)
+    assert fingerprint.of(state) == before
+    scaler.update(new_scale=4.0)  # between steps
+    assert fingerprint.of(state) != before
