@@ -104,7 +104,7 @@ class EntryCapture:
 
     def _python_state(self) -> Any:
         raw = _python_raw()
-        gauss = getattr(random._inst, "gauss_next", None)  # type: ignore[attr-defined]
+        gauss = getattr(getattr(random.getstate, "__self__", None), "gauss_next", None)
         last = self._python
         if raw is not None and last is not None and last[0] == raw and last[1] == gauss:
             return last[2]
@@ -125,21 +125,23 @@ class EntryCapture:
 _MT_WORDS = 624  # the Mersenne Twister's state, in 32-bit words, in both Python and NumPy
 _PYTHON_BYTES = 4 + 4 * _MT_WORDS  # CPython's RandomObject after its header: int index, uint32 state[624]
 _NUMPY_BYTES = 4 * _MT_WORDS + 4  # NumPy's mt19937_state: uint32 key[624], int pos
-_python_checked = False
-_python_offset: int | None = None  # where the state sits in random._inst; None: not found
+_python_checked: Any = None  # the instance of random's module functions last located
+_python_offset: int | None = None  # where its state sits in it; None: not found
 _numpy_checked: Any = None  # the bit generator last located
 _numpy_address: int | None = None  # where its state sits; None: not found
 
 
 def _python_raw() -> bytes | None:
     """The index and key of Python's global generator, as bytes copied from the object (CPython's
-    ``RandomObject``: the object header, an int, 624 uint32), once checked against ``getstate()``."""
+    ``RandomObject``: the object header, an int, 624 uint32), once checked against ``getstate()``.
+    The object is the one ``random.getstate`` and ``random.random`` are bound to."""
     global _python_checked, _python_offset
-    instance: Any = random._inst  # type: ignore[attr-defined]
-    if not _python_checked:
-        _python_checked = True
-        offset, base = object.__basicsize__, type(instance).__mro__[1]  # _random.Random
-        if sys.implementation.name == "cpython" and base.__basicsize__ >= offset + _PYTHON_BYTES:
+    instance: Any = getattr(random.getstate, "__self__", None)
+    if _python_checked is not instance:  # first use, or the module's functions rebound
+        _python_checked, _python_offset = instance, None
+        offset, base = object.__basicsize__, type(instance).__mro__[-2]  # _random.Random, under object
+        if sys.implementation.name == "cpython" and isinstance(instance, random.Random) \
+                and getattr(random.random, "__self__", None) is instance and base.__basicsize__ >= offset + _PYTHON_BYTES:
             words = random.getstate()[1]
             if ctypes.string_at(id(instance) + offset, _PYTHON_BYTES) == \
                     struct.pack(f"=i{_MT_WORDS}I", words[-1], *words[:-1]):
