@@ -49,8 +49,9 @@ Work between two ``g.run`` calls is never replayed, so the guard makes it imposs
   update, weights edited in place under ``torch.no_grad()``): the guard fingerprints ``state``
   when a step ends and when the next one starts (:mod:`hetero.fault.fingerprint`: tensor versions
   and pointers, hyper-parameters, scalar attributes, CRC-32 of NumPy arrays, launch and write
-  counts of hetero arrays' devices; no device sync, no ``state_dict()``) and, when they differ, takes a snapshot there, before the step: the restore
-  point includes the change and no replay needs to redo it (``g.boundary_snapshots`` counts them,
+  counts of hetero arrays' devices; no device sync, no ``state_dict()``) and, when they differ,
+  takes a snapshot there, before the step: the restore point includes the change and no replay
+  needs to redo it (``g.boundary_snapshots`` counts them,
   and a recovery event's ``snapshot_reason`` says ``"boundary"``). Should the device fail while that
   snapshot is taken, the guard gives up (``RecoveryFailedError``) rather than restore an older one
   without the change. What the fingerprint cannot see (``p.data.mul_(...)``, whose ``.data`` has a
