@@ -18,6 +18,10 @@ What a snapshot keeps, per value of the state dict:
   of it to the same object's ``load_state_dict``.
 - generator objects (``numpy.random.Generator``, ``RandomState``, ``random.Random``,
   ``torch.Generator``): their state, set back into the same object (:mod:`hetero.fault.snapshot_rng`).
+- data loaders (``torch.utils.data.DataLoader``, torchdata's ``StatefulDataLoader``, and their
+  iterators): nothing. A restore leaves them where they are: the guard replays the batches its
+  steps were called with, so a loader rewound to the snapshot would hand the steps after the
+  recovery batches they have trained on already.
 - dicts and lists: each item, recursively (restored in place). Any other value: ``copy.deepcopy``;
   one that cannot be deep-copied (an open file, a generator function's iterator, a lock, a socket)
   is refused with :class:`UnsnapshottableError`, by :func:`check` before the first step.
@@ -79,7 +83,8 @@ class UnsnapshottableError(ArgumentError):
 class Captured:
     """One value of the state, in host memory. ``kind`` says how it is restored."""
 
-    #: "array" | "ndarray" | "module" | "optimizer" | "tensor" | "stateful" | "generator" | "dict" | "list" | "object"
+    #: "array" | "ndarray" | "module" | "optimizer" | "tensor" | "stateful" | "generator" | "loader" | "dict"
+    #: | "list" | "object"
     kind: str
     data: Any
     nbytes: int
@@ -94,6 +99,9 @@ class Snapshot:
     nbytes: int
     seconds: float  # how long taking it took
     rng: snapshot_rng.ProcessRng | None = None  # the process-wide generators, when the guard keeps them
+    #: why the guard took it: "first" (its first step), "every" (``snapshot_every``), "boundary" (the
+    #: state changed between two steps, :mod:`hetero.fault.fingerprint`), "user" (``g.snapshot()``)
+    reason: str = "every"
 
 
 def check(state: Mapping[str, Any]) -> None:
@@ -159,6 +167,8 @@ def capture(value: Any) -> Captured:
         return _capture_torch(kind, value)
     if kind == "generator":
         return Captured("generator", (value, snapshot_rng.generator_state(value)), 0)
+    if kind == "loader":
+        return Captured("loader", value, 0)
     if kind == "stateful":  # the object itself is kept too: restored into it when the state holds another
         data = _to_cpu(value.state_dict())
         return Captured("stateful", (value, data), _tensor_bytes(data))
@@ -188,6 +198,8 @@ def put_back(captured: Captured, current: Any, device: Device, moved: dict[int, 
         return data.copy()
     if kind in _TORCH_KINDS:
         return _put_back_torch(kind, data, current, device, {} if moved is None else moved)
+    if kind == "loader":  # never rewound (see the module docs)
+        return current if current is not None else data
     if kind in ("generator", "stateful"):
         owner, saved = data
         target = current if type(current) is type(owner) else owner
@@ -260,7 +272,22 @@ def _torch_kind(value: Any) -> str | None:
         return "optimizer"
     if isinstance(value, torch.Tensor):
         return "tensor"
+    if isinstance(value, _loader_types(torch)):
+        return "loader"
     return None
+
+
+_LOADERS: tuple[type, ...] | None = None
+
+
+def _loader_types(torch: Any) -> tuple[type, ...]:
+    """torch's DataLoader (torchdata's StatefulDataLoader is one) and its iterators' base class."""
+    global _LOADERS
+    if _LOADERS is None:
+        data = getattr(getattr(torch, "utils", None), "data", None)
+        found = (getattr(data, "DataLoader", None), getattr(getattr(data, "dataloader", None), "_BaseDataLoaderIter", None))
+        _LOADERS = tuple(kind for kind in found if isinstance(kind, type))
+    return _LOADERS
 
 
 def _to_cpu(value: Any) -> Any:

@@ -15,9 +15,11 @@ Two sorts:
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import logging
 import random
+import struct
 import sys
 from collections.abc import Collection
 from typing import Any
@@ -72,6 +74,102 @@ def restore(saved: ProcessRng, work: str, avoid: Collection[str] = ()) -> None:
         except Exception as exc:  # noqa: BLE001 - a device that cannot take it must not stop the recovery
             log.warning("hetero.guard: could not restore the random generator of torch device %s (%s); steps "
                         "replayed there draw other random numbers than their first run", name, exc)
+
+
+class EntryCapture:
+    """:func:`capture`, for the entry of every guarded step: Python's and NumPy's global states are
+    read again only when their raw Mersenne Twister state (2.5 KB copied from memory, under a
+    microsecond) differs from the one last read; torch's (one small tensor) always. Exact: a raw
+    state that did not change is a generator that drew nothing, but for NumPy's cached second
+    normal deviate, which is why NumPy's is reused only when it held none. Where the raw state
+    cannot be located and checked (another Python implementation, another layout), every call
+    reads the full states, as :func:`capture` does."""
+
+    def __init__(self) -> None:
+        self._python: tuple[bytes, Any, Any] | None = None  # (raw, gauss_next, getstate())
+        self._numpy: tuple[bytes, Any] | None = None  # (raw, get_state())
+        self._last: ProcessRng | None = None
+
+    def __call__(self, work: str, avoid: Collection[str] = ()) -> ProcessRng:
+        torch = sys.modules.get("torch")
+        python, numpy = self._python_state(), self._numpy_state()
+        last = self._last
+        if torch is None and last is not None and last.python is python and last.numpy is numpy and last.work == work:
+            return last  # nothing drawn since: the same (immutable) record
+        self._last = ProcessRng(
+            python=python, numpy=numpy, torch_cpu=None if torch is None else torch.get_rng_state(),
+            accelerators={} if torch is None else _accelerator_states(torch, avoid), work=work,
+        )
+        return self._last
+
+    def _python_state(self) -> Any:
+        raw = _python_raw()
+        gauss = getattr(getattr(random.getstate, "__self__", None), "gauss_next", None)
+        last = self._python
+        if raw is not None and last is not None and last[0] == raw and last[1] == gauss:
+            return last[2]
+        state = random.getstate()
+        self._python = None if raw is None else (raw, gauss, state)
+        return state
+
+    def _numpy_state(self) -> Any:
+        raw = _numpy_raw()
+        last = self._numpy
+        if raw is not None and last is not None and last[0] == raw and not last[1][3]:  # [3]: has_gauss
+            return last[1]
+        state = np.random.get_state()
+        self._numpy = None if raw is None else (raw, state)
+        return state
+
+
+_MT_WORDS = 624  # the Mersenne Twister's state, in 32-bit words, in both Python and NumPy
+_PYTHON_BYTES = 4 + 4 * _MT_WORDS  # CPython's RandomObject after its header: int index, uint32 state[624]
+_NUMPY_BYTES = 4 * _MT_WORDS + 4  # NumPy's mt19937_state: uint32 key[624], int pos
+_python_checked: Any = None  # the instance of random's module functions last located
+_python_offset: int | None = None  # where its state sits in it; None: not found
+_numpy_checked: Any = None  # the bit generator last located
+_numpy_address: int | None = None  # where its state sits; None: not found
+
+
+def _python_raw() -> bytes | None:
+    """The index and key of Python's global generator, as bytes copied from the object (CPython's
+    ``RandomObject``: the object header, an int, 624 uint32), once checked against ``getstate()``.
+    The object is the one ``random.getstate`` and ``random.random`` are bound to."""
+    global _python_checked, _python_offset
+    instance: Any = getattr(random.getstate, "__self__", None)
+    if _python_checked is not instance:  # first use, or the module's functions rebound
+        _python_checked, _python_offset = instance, None
+        offset, base = object.__basicsize__, type(instance).__mro__[-2]  # _random.Random, under object
+        if sys.implementation.name == "cpython" and isinstance(instance, random.Random) \
+                and getattr(random.random, "__self__", None) is instance and base.__basicsize__ >= offset + _PYTHON_BYTES:
+            words = random.getstate()[1]
+            if ctypes.string_at(id(instance) + offset, _PYTHON_BYTES) == \
+                    struct.pack(f"=i{_MT_WORDS}I", words[-1], *words[:-1]):
+                _python_offset = offset
+    if _python_offset is None:
+        return None
+    return ctypes.string_at(id(instance) + _python_offset, _PYTHON_BYTES)
+
+
+def _numpy_raw() -> bytes | None:
+    """The key and position of NumPy's global MT19937, copied through its ctypes interface (the
+    address of its ``mt19937_state``), once checked against its ``state``."""
+    global _numpy_checked, _numpy_address
+    bit_generator = getattr(getattr(np.random.mtrand, "_rand", None), "_bit_generator", None)
+    if bit_generator is not _numpy_checked:  # first use, or another bit generator
+        _numpy_checked, _numpy_address = bit_generator, _locate_numpy(bit_generator)
+    return None if _numpy_address is None else ctypes.string_at(_numpy_address, _NUMPY_BYTES)
+
+
+def _locate_numpy(bit_generator: Any) -> int | None:
+    try:
+        address, state = bit_generator.ctypes.state_address, bit_generator.state["state"]
+        expected = np.asarray(state["key"], dtype="=u4").tobytes() + struct.pack("=i", state["pos"])
+    except Exception:  # noqa: BLE001 - no MT19937, or no ctypes interface: read the full state
+        return None
+    if len(expected) != _NUMPY_BYTES or ctypes.string_at(address, _NUMPY_BYTES) != expected:
+        return None
+    return int(address)
 
 
 # -- generator objects in the state ------------------------------------------------------------

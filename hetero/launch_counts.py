@@ -1,4 +1,5 @@
-"""How many kernel launches each device has had in this process.
+"""How many kernel launches each device has had in this process, and how many host writes into
+its memory (uploads and copies through :func:`hetero.copyto`).
 
 On the ground floor, so that a heartbeat (the fault floor) reads what the kernel layer counts
 without importing it (importing the compiler for a heartbeat would cost more than the step it
@@ -15,6 +16,7 @@ import threading
 _COUNTERS: dict[str, itertools.count[int]] = {}
 _READS: dict[str, int] = {}  # how many times launch_counts() has advanced each counter itself
 _READS_LOCK = threading.Lock()
+_WRITES: dict[str, int] = {}  # device name -> writes into its memory (hetero.array counts them)
 
 
 def counter(device_name: str) -> itertools.count[int]:
@@ -38,3 +40,15 @@ def launch_counts() -> dict[str, int]:
 def total() -> int | None:
     """All devices' launches together; None while no kernel has been prepared to launch here."""
     return sum(launch_counts().values()) if _COUNTERS else None
+
+
+def wrote(device_name: str) -> None:
+    """Count one write into a device's memory from the host or another device (an upload, a copy).
+    Two threads writing at once may count one: a reader comparing two counts still sees a change."""
+    _WRITES[device_name] = _WRITES.get(device_name, 0) + 1
+
+
+def write_count(device_name: str) -> int:
+    """Writes into the memory of ``device_name`` so far (see :func:`wrote`); the guard compares two
+    readings to see whether state on that device may have changed between steps."""
+    return _WRITES.get(device_name, 0)

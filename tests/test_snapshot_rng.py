@@ -5,12 +5,14 @@ guard left is never touched, and work moved to another GPU continues the failed 
 from __future__ import annotations
 
 import logging
+import random
 import subprocess
 import sys
 import textwrap
 import types
 from typing import Any
 
+import numpy as np
 import pytest
 
 from hetero.fault import snapshot_rng
@@ -105,3 +107,21 @@ def test_a_guarded_loop_without_torch_never_imports_it() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_entry_capture_reads_what_capture_reads_whatever_was_drawn_between() -> None:
+    """The guard reads the generators at each step's entry through EntryCapture, which reuses
+    Python's and NumPy's last states when their raw state shows no draw: a cached normal deviate
+    (NumPy's second of a pair, Python's gauss_next) moves no raw state, and must still be seen."""
+    entry = snapshot_rng.EntryCapture()
+    draws = {
+        "nothing": lambda: None, "random.random": random.random, "random.gauss": lambda: random.gauss(0, 1),
+        "np.random.rand": np.random.rand, "np.random.standard_normal": np.random.standard_normal,
+        "np.random.standard_normal again (the cached one)": np.random.standard_normal,
+        "np.random.seed": lambda: np.random.seed(3), "random.seed": lambda: random.seed(1),
+    }
+    for what, draw in [*draws.items(), *draws.items()]:
+        draw()
+        got, want = entry("cpu"), snapshot_rng.capture("cpu")
+        assert got.python == want.python, what
+        assert all(np.array_equal(a, b) for a, b in zip(got.numpy, want.numpy, strict=True)), what

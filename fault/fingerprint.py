@@ -1,0 +1,184 @@
+"""Cheap fingerprints of the state ``hetero.guard`` protects, so that the guard sees when something
+outside ``g.run`` changed it between two steps (``scheduler.step()`` at an epoch end, an EMA or a
+metric object's update, weights edited in place) and takes a snapshot at the next step, before it
+runs: the restore point then includes the change, and no replay has to redo it.
+
+A fingerprint never syncs a device and never calls ``state_dict()`` (``GradScaler.state_dict()``
+calls ``.item()``, a GPU sync). Per value of the state:
+
+- torch tensors: ``(data_ptr, _version, shape)``; every in-place op bumps ``_version``, and a
+  new dtype or device comes with new storage. Modules: their parameters and buffers so; optimizers: each param group's
+  hyper-parameters (everything but ``params``) by value and their state tensors so;
+- NumPy arrays: a CRC-32 of their bytes (a pass over them, at the end of each step and at the
+  start of the next: keep large NumPy tables out of ``state`` when that costs too much);
+- hetero arrays: their buffer and the device's kernel launches and writes so far
+  (:mod:`hetero.launch_counts`): any kernel launched on that device or copy made into it between
+  steps counts as a change (conservative: it costs a snapshot, never a missed change; a health
+  probe's kernel counts too);
+- generator objects: their state; plain values (numbers, strings) by value; dicts, lists and tuples
+  item by item;
+- other objects, ``state_dict`` ones included (LR schedulers, ``GradScaler``, EMA helpers, dataclasses):
+  a shallow walk of ``vars(obj)`` (scalars by value, tensors as above, NumPy arrays by CRC, small
+  containers of those by value, any other attribute skipped);
+- data loaders (``torch.utils.data.DataLoader``, torchdata's ``StatefulDataLoader``): skipped, as a
+  snapshot skips them: the guard never rewinds a loader.
+
+Blind spots, for which ``g.snapshot()`` takes a snapshot by hand: ``p.data.mul_(...)`` (``.data`` is
+a tensor with its own version counter: edit the parameter itself under ``torch.no_grad()``), writes
+through a NumPy, DLPack or ``__cuda_array_interface__`` view of a torch tensor or of a hetero array
+(``w.numpy()[:] = ...`` on ``cpu``: use ``hetero.copyto``, which is counted), attributes of an object
+that are themselves objects (the shallow walk skips them), and objects with neither ``__dict__`` nor
+``__slots__``.
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from hetero.fault import snapshot, snapshot_rng
+from hetero.launch_counts import launch_counts, write_count
+
+#: Containers longer than this are fingerprinted by their length only (the walk must stay cheap).
+MAX_ITEMS = 4096
+_SCALARS = (type(None), bool, int, float, complex, str, bytes)
+
+
+_tensor_type: Any = None  # torch.Tensor, once torch is imported
+_launches: dict[str, int] | None = None  # kernel launches per device, read once a fingerprint
+_kinds: dict[type, str] = {}  # a type -> the snapshot kind of its values (snapshot.kind_of)
+_generators: dict[type, bool] = {}  # a type -> whether its values are generator objects
+
+
+def of(state: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A value that compares equal for two readings of ``state`` between which nothing changed it
+    (as far as this module can see: see its docs)."""
+    global _tensor_type, _launches
+    _launches = None
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return tuple((key, _value(value)) for key, value in state.items())
+    _tensor_type = torch.Tensor
+    # Outside torch's function modes: the guard's bookkeeping is no op of the program's (a fault
+    # drill counting torch ops, a user's mode, must not see it), and reads run faster without them.
+    with torch._C.DisableTorchFunction():
+        return tuple((key, _value(value)) for key, value in state.items())
+
+
+def _value(value: Any) -> Any:
+    kind = _kinds.get(type(value))
+    if kind is None:
+        kind = _kinds[type(value)] = snapshot.kind_of(value)  # how a snapshot copies it: a matter of its type
+    if kind == "loader":
+        return "loader"
+    if kind == "object" and isinstance(value, _SCALARS):
+        return value
+    if kind == "array":  # inline: this runs for every array of the state, twice a step
+        global _launches
+        if _launches is None:  # read once a fingerprint: launch_counts() walks every device's counter
+            _launches = launch_counts()
+        name = value.device.name
+        return id(value.buffer), value.shape, value.dtype, _launches.get(name, 0), write_count(name)
+    if kind == "ndarray":
+        return _ndarray(value)
+    if kind == "tensor":
+        return _tensor(value)
+    if kind == "module":
+        found: list[Any] = []
+        _module(value, found)
+        return id(value), tuple(found)
+    if kind == "optimizer":
+        return id(value), _optimizer(value)
+    if kind == "generator":
+        return id(value), _frozen(snapshot_rng.generator_state(value))
+    if kind == "dict":
+        return id(value), tuple((k, _value(v)) for k, v in value.items())
+    if kind == "list" or isinstance(value, tuple):
+        return id(value), tuple(_value(v) for v in value)
+    return id(value), _attributes(value)
+
+
+def _tensor(t: Any) -> tuple[Any, ...]:
+    # A new dtype or device comes with new storage: data_ptr covers them, for a third less time.
+    return t.data_ptr(), t._version, t.shape
+
+
+def _module(module: Any, found: list[Any]) -> None:
+    """The parameters and buffers of ``module`` and its children, walked through the dicts
+    ``nn.Module`` keeps them in (``parameters()`` costs several times more: memo sets, names)."""
+    for tensors in (module._parameters, module._buffers):
+        for t in tensors.values():
+            if t is not None:
+                found.append((t.data_ptr(), t._version, t.shape))
+    for child in module._modules.values():
+        if child is not None:
+            _module(child, found)
+
+
+def _ndarray(a: np.ndarray) -> tuple[Any, ...]:
+    return id(a), a.shape, a.dtype.str, _crc(a)
+
+
+def _crc(a: np.ndarray) -> int:
+    return zlib.crc32(np.ascontiguousarray(a).data) if a.size else 0
+
+
+def _optimizer(optimizer: Any) -> tuple[Any, ...]:
+    groups = tuple(tuple((k, _leaf(v, 1)) for k, v in group.items() if k != "params")
+                   for group in optimizer.param_groups)
+    tensor_type, found = _tensor_type, list[Any]()
+    for per_param in optimizer.state.values():  # per parameter: {"step": ..., "exp_avg": ...}
+        found.append(len(per_param))
+        for v in per_param.values():
+            found.append((v.data_ptr(), v._version, v.shape) if isinstance(v, tensor_type) else _leaf(v, 1))
+    return groups, tuple(found)
+
+
+def _attributes(value: Any) -> tuple[Any, ...]:
+    """The shallow walk of an object's attributes (see the module docs)."""
+    names = getattr(value, "__dict__", None)
+    if names is None:
+        slots = [name for cls in type(value).__mro__ for name in getattr(cls, "__slots__", ())]
+        names = {name: getattr(value, name) for name in slots if hasattr(value, name)}
+    return tuple((name, _leaf(item, 2)) for name, item in names.items())
+
+
+def _leaf(value: Any, depth: int) -> Any:
+    """A scalar by value, a tensor or an array as above, a small container of those item by item
+    (``depth`` more levels), anything else by its type alone. Tested most common first: it runs for
+    every attribute and hyper-parameter at every step."""
+    kind = type(value)
+    if kind in _SCALARS or isinstance(value, _SCALARS):
+        return value
+    if _tensor_type is not None and isinstance(value, _tensor_type):
+        return _tensor(value)
+    if depth > 0 and kind in (list, tuple, dict):
+        if len(value) > MAX_ITEMS:
+            return kind.__name__, len(value)
+        items = value.items() if kind is dict else enumerate(value)
+        return tuple((k, _leaf(v, depth - 1)) for k, v in items)
+    if isinstance(value, np.ndarray):
+        return _ndarray(value)
+    if isinstance(value, np.generic):
+        return value
+    generator = _generators.get(kind)
+    if generator is None:
+        generator = _generators[kind] = snapshot_rng.is_generator(value)
+    return _frozen(snapshot_rng.generator_state(value)) if generator else kind.__name__
+
+
+def _frozen(value: Any) -> Any:
+    """A generator's state as something ``==`` compares (dicts, lists and arrays made into tuples)."""
+    if isinstance(value, dict):
+        return tuple((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return value.dtype.str, value.shape, value.tobytes()
+    if _tensor_type is not None and isinstance(value, _tensor_type):
+        return value.numpy().tobytes()
+    return value
