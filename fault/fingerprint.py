@@ -7,7 +7,9 @@ A fingerprint never syncs a device and never calls ``state_dict()`` (``GradScale
 calls ``.item()``, a GPU sync). Per value of the state:
 
 - torch tensors: ``(data_ptr, _version, shape)``; every in-place op bumps ``_version``, and a
-  new dtype or device comes with new storage. Modules: their parameters and buffers so; optimizers: each param group's
+  new dtype or device comes with new storage. Modules: their parameters' and buffers'
+  ``(data_ptr, _version)`` (a resize in place bumps the version), found through a cache of where
+  they live that torch's global registration hooks invalidate; optimizers: each param group's
   hyper-parameters (everything but ``params``) by value and their state tensors so;
 - NumPy arrays: a CRC-32 of their bytes (a pass over them, at the end of each step and at the
   start of the next: keep large NumPy tables out of ``state`` when that costs too much);
@@ -46,6 +48,7 @@ from hetero.launch_counts import launch_counts, write_count
 #: Containers longer than this are fingerprinted by their length only (the walk must stay cheap).
 MAX_ITEMS = 4096
 _SCALARS = (type(None), bool, int, float, complex, str, bytes)
+_PLAIN_TYPES = frozenset(_SCALARS)
 
 
 _tensor_type: Any = None  # torch.Tensor, once torch is imported
@@ -88,9 +91,7 @@ def _value(value: Any) -> Any:
     if kind == "tensor":
         return _tensor(value)
     if kind == "module":
-        found: list[Any] = []
-        _module(value, found)
-        return id(value), tuple(found)
+        return id(value), _module(value)
     if kind == "optimizer":
         return id(value), _optimizer(value)
     if kind == "generator":
@@ -107,16 +108,51 @@ def _tensor(t: Any) -> tuple[Any, ...]:
     return t.data_ptr(), t._version, t.shape
 
 
-def _module(module: Any, found: list[Any]) -> None:
-    """The parameters and buffers of ``module`` and its children, walked through the dicts
-    ``nn.Module`` keeps them in (``parameters()`` costs several times more: memo sets, names)."""
-    for tensors in (module._parameters, module._buffers):
-        for t in tensors.values():
-            if t is not None:
-                found.append((t.data_ptr(), t._version, t.shape))
-    for child in module._modules.values():
-        if child is not None:
-            _module(child, found)
+def _module(module: Any) -> tuple[Any, ...]:
+    """The parameters and buffers of ``module`` and its descendants, read from the dicts
+    ``nn.Module`` keeps them in (``parameters()`` costs several times more: memo sets, names).
+    Which dicts those are is cached per module until torch registers a module, a parameter or a
+    buffer anywhere (its global registration hooks), so a step reads one flat list."""
+    dicts = _module_dicts.get(id(module))
+    if dicts is None or dicts[0] != _registrations[0] or dicts[1] is not module:
+        _watch_registrations()
+        found: list[Any] = []
+        stack = [module]
+        while stack:
+            each = stack.pop()
+            found.append(each._parameters)
+            found.append(each._buffers)
+            stack.extend(child for child in each._modules.values() if child is not None)
+        dicts = _module_dicts[id(module)] = (_registrations[0], module, tuple(found))
+    return tuple([(t.data_ptr(), t._version) for d in dicts[2] for t in d.values() if t is not None])
+
+
+#: id(module) -> (registrations seen then, the module, the _parameters/_buffers dicts of it and its descendants)
+_module_dicts: dict[int, tuple[int, Any, tuple[Any, ...]]] = {}
+_registrations = [0]  # torch's module/parameter/buffer registrations seen since the hooks went in
+_hooks: list[Any] = []
+
+
+def _watch_registrations() -> None:
+    """Install torch's global registration hooks once: any module, parameter or buffer registered
+    (assigned) on any module makes every cached dict list stale."""
+    if _hooks:
+        return
+    torch = sys.modules["torch"]
+    hooks = torch.nn.modules.module
+
+    def registered(*_: Any) -> None:
+        _registrations[0] += 1
+
+    for name in ("register_module_module_registration_hook", "register_module_parameter_registration_hook",
+                 "register_module_buffer_registration_hook"):
+        install = getattr(hooks, name, None)
+        if install is None:  # an older torch: never cache (a new counter value each time)
+            _registrations[0] = -1 - len(_module_dicts)
+            continue
+        _hooks.append(install(registered))
+    if len(_module_dicts) > 4096:
+        _module_dicts.clear()
 
 
 def _ndarray(a: np.ndarray) -> tuple[Any, ...]:
@@ -128,14 +164,20 @@ def _crc(a: np.ndarray) -> int:
 
 
 def _optimizer(optimizer: Any) -> tuple[Any, ...]:
-    groups = tuple(tuple((k, _leaf(v, 1)) for k, v in group.items() if k != "params")
-                   for group in optimizer.param_groups)
-    tensor_type, found = _tensor_type, list[Any]()
-    for per_param in optimizer.state.values():  # per parameter: {"step": ..., "exp_avg": ...}
-        found.append(len(per_param))
-        for v in per_param.values():
-            found.append((v.data_ptr(), v._version, v.shape) if isinstance(v, tensor_type) else _leaf(v, 1))
-    return groups, tuple(found)
+    groups = tuple(_plain_items(group, "params") for group in optimizer.param_groups)
+    tensor_type, states = _tensor_type, optimizer.state.values()  # per parameter: {"step": ..., "exp_avg": ...}
+    return groups, tuple([len(per_param) for per_param in states]), tuple([
+        (v.data_ptr(), v._version) if isinstance(v, tensor_type) else _leaf(v, 1)
+        for per_param in states for v in per_param.values()])
+
+
+def _plain_items(mapping: Mapping[str, Any], skip: str = "") -> tuple[Any, ...]:
+    """A dict's items but ``skip``: plain values as they are (the common case: one tuple, compared
+    by ``==``), anything else through :func:`_leaf`."""
+    values = tuple(v for k, v in mapping.items() if k != skip)
+    if all(type(v) in _PLAIN_TYPES for v in values):
+        return values
+    return tuple(_leaf(v, 1) for v in values)
 
 
 def _attributes(value: Any) -> tuple[Any, ...]:
@@ -144,7 +186,8 @@ def _attributes(value: Any) -> tuple[Any, ...]:
     if names is None:
         slots = [name for cls in type(value).__mro__ for name in getattr(cls, "__slots__", ())]
         names = {name: getattr(value, name) for name in slots if hasattr(value, name)}
-    return tuple((name, _leaf(item, 2)) for name, item in names.items())
+    plain = _PLAIN_TYPES
+    return tuple([(name, item if type(item) in plain else _leaf(item, 2)) for name, item in names.items()])
 
 
 def _leaf(value: Any, depth: int) -> Any:

@@ -287,11 +287,31 @@ def test_the_fingerprint_sees_a_change_made_between_steps() -> None:
         "a NumPy edit": lambda: table.__setitem__(1, 3.0),
         "a plain value": lambda: state.__setitem__("epoch", 1),
         "a buffer replaced": lambda: setattr(model, "bias", nn.Parameter(torch.zeros(2))),
+        "a parameter's storage swapped": lambda: setattr(model.weight, "data", torch.ones(2, 2)),
     }
     for what, change in changes.items():
         before = fingerprint.of(state)
         change()
         assert fingerprint.of(state) != before, what
+
+
+def test_the_fingerprint_sees_submodules_added_replaced_and_their_parameters() -> None:
+    """The per-module cache of where its tensors live is dropped when torch registers anything."""
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    state = {"model": model}
+    before = fingerprint.of(state)
+    assert fingerprint.of(state) == before
+    model[1] = nn.Linear(2, 2)  # a child replaced: new parameters the cached walk had not seen
+    replaced = fingerprint.of(state)
+    assert replaced != before
+    model.append(nn.Linear(2, 2))
+    appended = fingerprint.of(state)
+    assert appended != replaced
+    with torch.no_grad():
+        model[2].weight.add_(1)  # an edit in the new child is seen too
+    assert fingerprint.of(state) != appended
+    model[2].register_buffer("count", torch.zeros(1))
+    assert fingerprint.of(state) != appended
 
 
 def test_a_change_between_steps_takes_a_snapshot_there() -> None:
