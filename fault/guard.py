@@ -132,6 +132,7 @@ import functools
 import gc
 import logging
 import time
+import traceback
 from collections.abc import Callable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, ParamSpec, TypeVar
 
@@ -386,7 +387,7 @@ class Guard:
                                      "while the snapshot that keeps that change was taken: restoring an older one "
                                      "would lose the change. Resume from a checkpoint")
             self._attempts += 1
-            target = self._choose(failed, verdict, error)
+            target = self._choose(failed, verdict, error, raised)
             entry["chosen"] = target.name
             try:
                 self._move_to(target)
@@ -428,12 +429,13 @@ class Guard:
             log.warning("%s", unusable_warning(target))
         return args, kwargs
 
-    def _choose(self, failed: Device, verdict: Verdict, error: DeviceError) -> Device:
+    def _choose(self, failed: Device, verdict: Verdict, error: DeviceError, raised: BaseException) -> Device:
         """Where to resume: the same device for a first recoverable fault in this step, else the
         next usable one (quarantining ``failed`` first when the verdict says so)."""
         if verdict.action == "retry" and self._in_place_step != self.step_number and failed.name not in self._failed:
             self._in_place_step = self.step_number
-            gc.collect()  # free what dropped references still hold on the device
+            _free_frames(raised, error)  # the failed step's locals (its activations) are the memory the retry needs
+            gc.collect(1)  # and what they leave in cycles: young objects (a full collection costs 100+ ms with torch)
             return failed
         self._failed.add(failed.name)
         self._left[failed.name] = failed
@@ -561,6 +563,20 @@ def _device_error(raised: BaseException, device: Device) -> DeviceError | None:
         return raised
     found = foreign_errors.recognise(raised, device)
     return found.error if found is not None else None
+
+
+def _free_frames(*errors: BaseException) -> None:
+    """Drop the local variables of the frames the errors' tracebacks hold (the failed step's
+    tensors and arrays), keeping the tracebacks' lines for a later report; their causes too."""
+    seen: set[int] = set()
+    todo = list(errors)
+    while todo and len(seen) < 32:
+        error = todo.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        traceback.clear_frames(error.__traceback__)  # type: ignore[arg-type]  # None is accepted
+        todo.extend(e for e in (error.__cause__, error.__context__) if e is not None)
 
 
 def _rng_device(device: Device) -> str:
