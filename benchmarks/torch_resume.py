@@ -35,6 +35,7 @@ from typing import Any
 GOAL_RATIO = 0.5
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "mnist_digits_hetero.py"
+GUARD_EXAMPLE = ROOT / "examples" / "mnist_digits_guard.py"
 PEER = ROOT / "benchmarks" / "mnist_torchrun.py"
 LAUNCHERS = ("hetero-run", "torchrun")
 
@@ -220,7 +221,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {"settings": {k: getattr(args, k) for k in ("runs", "repeat", "epochs", "every", "kill_at")}
             | {"batches_per_epoch": 24 * args.repeat},
             "summary": summary, "ratio_time_lost": ratio, "goal_ratio": GOAL_RATIO, "goal_met": ratio <= GOAL_RATIO,
-            "save": save_times(), "loop_overhead": loop_overhead(every=args.every), "lines_changed": lines_changed(),
+            "save": save_times(), "loop_overhead": loop_overhead(every=args.every), "lines_changed": {"resumable": lines_changed(),
+                                                                          "guard": lines_changed(after=GUARD_EXAMPLE)},
             "runs": results}
 
 
@@ -238,9 +240,9 @@ def report(found: dict[str, Any]) -> list[str]:
     lines.append(f"  run.enumerate against enumerate, {over['epochs']} epochs of {over['batches_per_epoch']} batches with "
                  f"{over['saves_per_epoch']} checkpoints each, written: {over['overhead_paired_median'] * 100:+.1f}% "
                  f"(median of {over['pairs']} pairs, 1 torch thread)")
-    diff = found["lines_changed"]
-    lines.append(f"  lines changed: {diff['changed']} of {diff['lines_before']} non-blank lines below the docstring "
-                 f"({diff['files'][0]} -> {diff['files'][1]})")
+    for diff in found["lines_changed"].values():
+        lines.append(f"  lines changed: {diff['changed']} of {diff['lines_before']} non-blank lines below the docstring "
+                     f"({diff['files'][0]} -> {diff['files'][1]})")
     lines.append(f"goal: hetero-run's time lost <= {GOAL_RATIO}x torchrun's: "
                  f"{'PASS' if found['goal_met'] else 'FAIL'} ({found['ratio_time_lost']:.2f}x)")
     return lines

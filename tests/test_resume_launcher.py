@@ -1,7 +1,9 @@
 """examples/mnist_digits_hetero.py under hetero-run, with a crash and a hang injected mid-epoch
 (torch drill rules, in the first incarnation only): the restarted worker resumes at the batch of
 its last checkpoint, each batch of the lineage is trained once, none is skipped, and the final
-model is bit-identical to the fault-free run's. Each run is bounded in time."""
+model is bit-identical to the fault-free run's. And examples/mnist_digits_guard.py, recovering an
+out-of-memory error in place and a lost device elsewhere inside the process, ends bit-identical
+to the plain script. Each run is bounded in time."""
 
 from __future__ import annotations
 
@@ -97,3 +99,29 @@ def test_a_worker_killed_mid_epoch_resumes_at_the_batch_bit_identical(
     assert model.keys() == want_model.keys()
     for key in model:
         assert torch.equal(model[key], want_model[key]), key
+
+
+GUARD_EXAMPLE = EXAMPLE.with_name("mnist_digits_guard.py")
+PLAIN_EXAMPLE = EXAMPLE.with_name("mnist_digits.py")
+
+
+def final_model(tmp_path: Path, script: Path, *extra: str) -> tuple[dict[str, Any], str]:
+    model = tmp_path / f"{script.stem}-{len(list(tmp_path.iterdir()))}.pt"
+    env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}
+    env.pop("HETERO_FAULTS", None)
+    done = subprocess.run([sys.executable, str(script), "--epochs", "2", "--deterministic", "--log-interval", "1000",
+                           "--save-model", str(model), *extra], env=env, cwd=tmp_path, text=True,
+                          capture_output=True, timeout=TIMEOUT, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return torch.load(model), done.stderr
+
+
+@pytest.mark.parametrize("what", ["oom", "lost"])
+def test_the_guard_example_recovers_bit_identical_to_the_plain_script(tmp_path: Path, what: str) -> None:
+    if what == "lost" and len(devices()) < 2:
+        pytest.skip("a lost cpu needs another device whose torch device is the CPU (an OpenCL CPU device)")
+    want, _ = final_model(tmp_path, PLAIN_EXAMPLE)
+    got, log = final_model(tmp_path, GUARD_EXAMPLE, "--inject", f"cpu:torch:nth=9000:{what}")
+    assert "hetero.guard: step" in log and ("resumed on cpu" if what == "oom" else "resumed on ") in log, log[-2000:]
+    for key in want:
+        assert torch.equal(got[key], want[key]), key
