@@ -221,8 +221,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {"settings": {k: getattr(args, k) for k in ("runs", "repeat", "epochs", "every", "kill_at")}
             | {"batches_per_epoch": 24 * args.repeat},
             "summary": summary, "ratio_time_lost": ratio, "goal_ratio": GOAL_RATIO, "goal_met": ratio <= GOAL_RATIO,
-            "save": save_times(), "loop_overhead": loop_overhead(every=args.every), "lines_changed": {"resumable": lines_changed(),
-                                                                          "guard": lines_changed(after=GUARD_EXAMPLE)},
+            "save": save_times(), "loop_overhead": loop_overhead(every=args.every),
+            "lines_changed": {"resumable": lines_changed(), "guard": lines_changed(after=GUARD_EXAMPLE)},
             "runs": results}
 
 
