@@ -95,3 +95,17 @@ def run_python(code: str, env: dict[str, str] | None = None, check: bool = True)
     if check and result.returncode != 0:
         raise AssertionError(f"subprocess failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
     return result
+
+
+@pytest.fixture(scope="module")
+def deterministic_torch() -> Iterator[None]:
+    """One torch thread and deterministic algorithms for a module's tests, then as before (use it
+    with ``pytest.mark.usefixtures``, after ``pytest.importorskip("torch")``)."""
+    import torch
+
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    yield
+    torch.use_deterministic_algorithms(deterministic)
+    torch.set_num_threads(threads)

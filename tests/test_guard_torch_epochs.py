@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ import hetero
 from hetero.fault import fingerprint, snapshot
 
 torch = pytest.importorskip("torch")
+from torch_training import DigitsNet, assert_same_training  # noqa: E402
 datasets = pytest.importorskip("sklearn.datasets")
 nn, F = torch.nn, torch.nn.functional
 DataLoader, TensorDataset = torch.utils.data.DataLoader, torch.utils.data.TensorDataset
@@ -33,17 +33,8 @@ STEPS_PER_EPOCH = SAMPLES // BATCH
 COUNTER = "cpu:torch:nth=1000000000:oom"  # never fires: counts the torch ops on the CPU
 INTO_STEP = 5  # how many torch ops into a step a fault fires (inside the forward pass)
 
-pytestmark = pytest.mark.usefixtures("state_dir")  # quarantine entries go to a private store
+pytestmark = pytest.mark.usefixtures("state_dir", "deterministic_torch")  # quarantine entries go to a private store
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _deterministic_torch() -> Iterator[None]:
-    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
-    yield
-    torch.use_deterministic_algorithms(deterministic)
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -52,23 +43,6 @@ def digits() -> tuple[Any, Any]:
     x = (x[:SAMPLES] / 16.0).astype(np.float32).reshape(-1, 1, 8, 8)
     return torch.from_numpy(x), torch.from_numpy(y[:SAMPLES].astype(np.int64))
 
-
-class Net(torch.nn.Module):  # type: ignore[name-defined]  # torch comes from importorskip
-    """PyTorch's MNIST example Net, sized for 8x8 digits."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 8, 3, 1)
-        self.conv2 = nn.Conv2d(8, 16, 3, 1)
-        self.dropout1 = nn.Dropout(0.25)
-        self.dropout2 = nn.Dropout(0.5)
-        self.fc1 = nn.Linear(16 * 2 * 2, 32)
-        self.fc2 = nn.Linear(32, 10)
-
-    def forward(self, x: Any) -> Any:
-        x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2)
-        x = F.relu(self.fc1(torch.flatten(self.dropout1(x), 1)))
-        return F.log_softmax(self.fc2(self.dropout2(x)), dim=1)
 
 
 @dataclasses.dataclass
@@ -85,7 +59,7 @@ def train(data: tuple[Any, Any], rules: list[str] = (), *, schedule_every: int =
     """The mnist example's loop; ``rules`` are torch drill rules, the last of them ``COUNTER``.
     ``loader_in_state``: makes the loader (after the seed), which the state then holds."""
     torch.manual_seed(1)
-    model = Net()
+    model = DigitsNet()
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.7)
     loader = loader_in_state() if loader_in_state is not None else \
@@ -127,16 +101,6 @@ def fault_at(entries: list[int], call: int, kind: str = "oom") -> str:
     return f"cpu:torch:nth={entries[call] + INTO_STEP}:{kind}"
 
 
-def assert_same(got: Run, want: Run) -> None:
-    for (name, a), (_, b) in zip(got.model.state_dict().items(), want.model.state_dict().items(), strict=True):
-        assert torch.equal(a, b), name
-    for (index, a), b in zip(got.optimizer.state_dict()["state"].items(),
-                             want.optimizer.state_dict()["state"].values(), strict=True):
-        for key in a:
-            assert torch.equal(torch.as_tensor(a[key]), torch.as_tensor(b[key])), (index, key)
-    assert got.scheduler.state_dict() == want.scheduler.state_dict()
-    assert got.optimizer.param_groups[0]["lr"] == want.optimizer.param_groups[0]["lr"]
-
 
 def events(run: Run) -> list[tuple[Any, ...]]:
     return [(r["step"], r["device"], r["in_place"], r["snapshot_step"], r["steps_replayed"])
@@ -168,7 +132,7 @@ def test_an_oom_retried_in_place_ends_bit_identical(digits: Any, fault_free: Run
     run = train(digits, [fault_at(fault_free.entries, step), COUNTER])
     assert events(run) == [(step, "cpu", True, snapshot_step, step - snapshot_step)]
     assert run.guard.boundary_snapshots == EPOCHS - 1  # one after each scheduler.step() but the last
-    assert_same(run, fault_free)
+    assert_same_training(run, fault_free)
 
 
 @pytest.mark.parametrize("kind", ["lost", "sticky"])
@@ -178,7 +142,7 @@ def test_a_fault_that_moves_the_work_ends_bit_identical(digits: Any, fault_free:
     run = train(digits, [fault_at(fault_free.entries, 11, kind), COUNTER], devices=["cpu", OTHERS[0]])
     assert events(run) == [(11, OTHERS[0], False, 10, 1)]
     assert run.guard.recoveries[0]["fault_class"] in ("device-lost", "context-corrupting")
-    assert_same(run, fault_free)
+    assert_same_training(run, fault_free)
 
 
 def test_a_fault_during_the_replay_ends_bit_identical(digits: Any, fault_free: Run) -> None:
@@ -190,7 +154,7 @@ def test_a_fault_during_the_replay_ends_bit_identical(digits: Any, fault_free: R
     run = train(digits, rules, devices=["cpu", OTHERS[0]])
     assert events(run) == [(7, OTHERS[0], False, 5, 2)]
     assert [h["step"] for h in run.guard.history] == [7, 7]
-    assert_same(run, fault_free)
+    assert_same_training(run, fault_free)
 
 
 # -- a snapshot in the previous epoch: the replay crosses the loader's draws at an epoch start ------
@@ -201,7 +165,7 @@ def test_a_replay_across_an_epoch_start_draws_what_the_first_run_drew(
     # (step 5) but the loader's draws from torch's generator (its base seed and the shuffle)
     run = train(digits, [fault_at(every_other_epoch.entries, step), COUNTER], schedule_every=2)
     assert events(run) == [(step, "cpu", True, snapshot_step, step - snapshot_step)]
-    assert_same(run, every_other_epoch)
+    assert_same_training(run, every_other_epoch)
 
 
 def test_without_rng_the_replay_across_an_epoch_start_diverges(digits: Any, every_other_epoch: Run) -> None:
@@ -216,7 +180,7 @@ def test_without_rng_the_replay_across_an_epoch_start_diverges(digits: Any, ever
 def test_the_decorator_form_recovers_the_same_way(digits: Any, fault_free: Run) -> None:
     run = train(digits, [fault_at(fault_free.entries, 7), COUNTER], decorated=True)
     assert events(run) == [(7, "cpu", True, 5, 2)]
-    assert_same(run, fault_free)
+    assert_same_training(run, fault_free)
 
 
 def test_the_decorator_keeps_the_function_s_name_and_calls_g_run() -> None:
@@ -248,7 +212,7 @@ def test_a_loader_in_state_is_never_rewound(digits: Any, fault_free: Run, loader
     run = train(digits, [fault_at(want.entries, 7), COUNTER], loader_in_state=lambda: made.append(make()) or made[0])
     assert events(run) == [(7, "cpu", True, 5, 2)] and loaded == []
     assert run.guard.state["loader"] is made[0]
-    assert_same(run, want)
+    assert_same_training(run, want)
 
 
 def test_g_snapshot_takes_one_now(digits: Any) -> None:

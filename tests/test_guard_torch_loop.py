@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -18,23 +17,15 @@ import hetero
 from hetero.fault import snapshot, snapshot_rng
 
 torch = pytest.importorskip("torch")
+from torch_training import DigitsNet, assert_same_training  # noqa: E402
 datasets = pytest.importorskip("sklearn.datasets")
 nn, F = torch.nn, torch.nn.functional
 
 DEVICES = [d.name for d in hetero.devices()]
 BATCH, STEPS, STEPS_PER_EPOCH, SNAPSHOT_EVERY = 32, 30, 6, 4
 
-pytestmark = pytest.mark.usefixtures("state_dir")  # quarantine entries go to a private store
+pytestmark = pytest.mark.usefixtures("state_dir", "deterministic_torch")  # quarantine entries go to a private store
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _deterministic_torch() -> Iterator[None]:
-    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
-    yield
-    torch.use_deterministic_algorithms(deterministic)
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -42,23 +33,6 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
     x, y = datasets.load_digits(return_X_y=True)  # ships with scikit-learn: no download
     return (x / 16.0).astype(np.float32).reshape(-1, 1, 8, 8), y.astype(np.int64)
 
-
-class Net(torch.nn.Module):  # type: ignore[name-defined]  # torch comes from importorskip
-    """PyTorch's MNIST example Net, sized for 8x8 digits."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 8, 3, 1)
-        self.conv2 = nn.Conv2d(8, 16, 3, 1)
-        self.dropout1 = nn.Dropout(0.25)
-        self.dropout2 = nn.Dropout(0.5)
-        self.fc1 = nn.Linear(16 * 2 * 2, 32)
-        self.fc2 = nn.Linear(32, 10)
-
-    def forward(self, x: Any) -> Any:
-        x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2)
-        x = F.relu(self.fc1(torch.flatten(self.dropout1(x), 1)))
-        return F.log_softmax(self.fc2(self.dropout2(x)), dim=1)
 
 
 @dataclasses.dataclass
@@ -74,7 +48,7 @@ def train(data: tuple[np.ndarray, np.ndarray], rules: list[str], **options: Any)
     (alloc) reach the loop. Seeded once, at the start: dropout draws from torch's generator."""
     x_all, y_all = data
     torch.manual_seed(1)
-    model = Net()
+    model = DigitsNet()
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.7)
 
@@ -101,16 +75,6 @@ def train(data: tuple[np.ndarray, np.ndarray], rules: list[str], **options: Any)
     return Run(model, optimizer, scheduler, g)
 
 
-def assert_same_model(got: Run, want: Run) -> None:
-    for (name, a), (_, b) in zip(got.model.state_dict().items(), want.model.state_dict().items(), strict=True):
-        assert torch.equal(a.cpu(), b.cpu()), name
-    for (index, a), b in zip(got.optimizer.state_dict()["state"].items(),
-                             want.optimizer.state_dict()["state"].values(), strict=True):
-        for key in a:
-            assert torch.equal(torch.as_tensor(a[key]).cpu(), torch.as_tensor(b[key]).cpu()), (index, key)
-    assert got.scheduler.state_dict() == want.scheduler.state_dict()
-    assert got.optimizer.param_groups[0]["lr"] == want.optimizer.param_groups[0]["lr"]
-
 
 @pytest.fixture(scope="module")
 def fault_free(digits: tuple[np.ndarray, np.ndarray]) -> Run:
@@ -126,7 +90,7 @@ def test_faults_retried_in_place_end_bit_identical_to_a_fault_free_run(digits: A
     run = train(digits, rules, device="cpu", devices=["cpu"])
     assert [(r["step"], r["in_place"], r["steps_replayed"]) for r in run.guard.recoveries] == [
         (6, True, 2), (12, True, 0), (19, True, 3)]
-    assert_same_model(run, fault_free)
+    assert_same_training(run, fault_free)
 
 
 def test_a_fault_that_moves_the_work_ends_bit_identical(digits: Any, fault_free: Run) -> None:
@@ -136,7 +100,7 @@ def test_a_fault_that_moves_the_work_ends_bit_identical(digits: Any, fault_free:
     run = train(digits, ["cpu:alloc:nth=11:lost"], device="cpu", devices=["cpu", others[0]])
     (event,) = run.guard.recoveries
     assert (event["step"], event["device"], event["steps_replayed"]) == (10, others[0], 2)
-    assert_same_model(run, fault_free)
+    assert_same_training(run, fault_free)
 
 
 def test_without_rng_restore_the_replayed_dropout_diverges(digits: Any, fault_free: Run) -> None:

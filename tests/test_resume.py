@@ -8,7 +8,6 @@ augmentation drawn in the main process, and torchdata's StatefulDataLoader. And 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +20,13 @@ from hetero.resume import ResumeError
 from hetero.resume_data import epoch_start, position
 
 torch = pytest.importorskip("torch")
+from torch_training import assert_same_training  # noqa: E402
 nn, F = torch.nn, torch.nn.functional
 EPOCHS, SAMPLES, BATCH, EVERY = 3, 40, 6, 3  # 7 batches an epoch, the last one short
 # torchdata 0.11 calls a torch function torch 2.13 deprecates
-pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning"),
+              pytest.mark.usefixtures("deterministic_torch")]
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _deterministic_torch() -> Iterator[None]:
-    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
-    yield
-    torch.use_deterministic_algorithms(deterministic)
-    torch.set_num_threads(threads)
 
 
 class Augmented(torch.utils.data.Dataset):  # type: ignore[misc]  # torch comes from importorskip
@@ -108,14 +100,6 @@ def train(directory: Path, kind: str, stop: tuple[int, int] | None = None) -> Ru
     return Run(model, optimizer, scheduler, trained, run.resumed)
 
 
-def assert_same(got: Run, want: Run) -> None:
-    for (name, a), b in zip(got.model.state_dict().items(), want.model.state_dict().values(), strict=True):
-        assert torch.equal(a, b), name
-    assert got.scheduler.state_dict() == want.scheduler.state_dict()
-    for a, b in zip(got.optimizer.state_dict()["state"].values(), want.optimizer.state_dict()["state"].values(),
-                    strict=True):
-        assert all(torch.equal(a[k], b[k]) for k in a)
-
 
 @pytest.fixture(scope="module")
 def fault_free(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
@@ -153,7 +137,7 @@ def test_a_run_stopped_anywhere_resumes_at_the_batch_and_ends_bit_identical(
     if not resumed.epoch_done and resumed.batch:
         expected = {"stateful": "state", "workers": "loaded"}.get(kind, "sampler")
         assert resumed.skipped == expected
-    assert_same(second, want)
+    assert_same_training(second, want)
 
 
 def test_a_finished_run_started_again_trains_nothing(tmp_path: Path) -> None:
