@@ -94,7 +94,8 @@ class Array:
     def _kernel_arg(self) -> Any:
         if self._karg is None:
             buffer = self._buffer
-            if self._base is not None:  # a contiguous view on a host-memory device: its bytes of the buffer
+            if self._base is not None and self._device.runtime.host_memory:  # a contiguous view: its bytes
+                # (elsewhere a view a kernel takes as it is starts at the buffer's start: see _view)
                 start = self.offset * self.dtype.itemsize
                 buffer = buffer[start:start + self.nbytes]
             self._karg = self._device.runtime.kernel_arg(buffer, self.shape, self.dtype)
@@ -230,20 +231,20 @@ class Array:
         target = resolve_device(device)
         if target is self._device:
             return self
-        out = empty(self.shape, self.dtype, device=target)
-        if self._owns_layout():
-            _transfer(out, self)
-        else:
-            COPY_INTO.call(out, self)
-        return out
+        return self._copy_as(self.shape, target)
 
     def copy(self) -> Array:
         """A new C-contiguous array with the same data on the same device."""
-        out = empty(self.shape, self.dtype, device=self._device)
+        return self._copy_as(self.shape, self._device)
+
+    def _copy_as(self, shape: tuple[int, ...], device: Device) -> Array:
+        """A new C-contiguous array of ``shape`` (of this size) on ``device``, holding this array's
+        elements in C order: through the strided copy kernel when this is a strided view."""
+        out = empty(shape, self.dtype, device=device)
         if self._owns_layout():
             _transfer(out, self)
         else:
-            COPY_INTO.call(out, self)
+            COPY_INTO.call(out if shape == self.shape else out._view(self.shape, _views.contiguous_strides(self.shape), 0), self)
         return out
 
     # -- interop -------------------------------------------------------------------

@@ -140,8 +140,7 @@ def reshape(x: Array, shape: int | Sequence[int], copy: bool | None = None) -> A
     if copy is False:
         raise ArrayError(f"cannot reshape this view of shape {x.shape} and strides {x.strides} to {target} "
                          "without copying; pass copy=None to allow a copy")
-    made = x.copy()
-    return made._view(target, view_strides(made.shape, made.strides, target) or (), 0)
+    return x._copy_as(target, x.device)
 
 
 def _resolve(x: Array, shape: int | Sequence[int]) -> tuple[int, ...]:
