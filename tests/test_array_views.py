@@ -268,7 +268,7 @@ def test_zero_size_and_zero_d_views(device: hetero.Device) -> None:
 
 
 def test_cpu_views_share_memory_with_numpy_dlpack_and_torch() -> None:
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     x = hetero.asarray(_data((4, 5)), device="cpu")
     view = x[1:, ::2]
     host = view.numpy()
