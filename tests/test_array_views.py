@@ -300,3 +300,15 @@ def test_injected_faults_reach_the_copy_kernel(device: hetero.Device) -> None:
     x[::2, ::3].copy()  # compiled outside the drill
     with inject(f"{device.name}:launch:every=1:sticky"), pytest.raises(hetero.ContextCorruptedError):
         x[::2, ::3].copy()
+
+
+def test_split_launches_refuse_strided_views() -> None:
+    @hetero.kernel
+    def double(x: hetero.Array[hetero.f32]) -> None:
+        i = hetero.global_id(0)
+        if i < x.shape[0]:
+            x[i] = 2 * x[i]
+
+    x = hetero.asarray(_data((4, 4)), device="cpu")
+    with pytest.raises(hetero.KernelLaunchError, match="strided view"):
+        double.split(["cpu"])[4](x[:, 1])
