@@ -156,8 +156,8 @@ def assign(dst: Array, value: Any) -> None:
             value = value.copy()
         copy_into(dst, broadcast_to(value, dst.shape))
         return
-    if isinstance(value, np.ndarray):
-        host = value.astype(dst.dtype, copy=False)
+    if isinstance(value, (np.ndarray, np.generic)):  # NumPy's own values convert as NumPy converts them
+        host = np.asarray(value).astype(dst.dtype, copy=False)
     else:
         try:
             host = np.asarray(_fill_scalar(value, dst.dtype) if np.ndim(value) == 0 else value, dtype=dst.dtype)

@@ -312,3 +312,21 @@ def test_split_launches_refuse_strided_views() -> None:
     x = hetero.asarray(_data((4, 4)), device="cpu")
     with pytest.raises(hetero.KernelLaunchError, match="strided view"):
         double.split(["cpu"])[4](x[:, 1])
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "float16", "int32", "float64"])
+def test_strided_copies_are_bit_exact_for_every_width(device: hetero.Device, dtype: str) -> None:
+    rng = np.random.default_rng(1)
+    kind = np.dtype(dtype)
+    host = rng.integers(0, 256, size=6 * 7 * kind.itemsize, dtype=np.uint8).view(kind).reshape(6, 7)
+    if kind == np.bool_:
+        host = host.view(np.uint8) % 2 == 1
+    x = hetero.asarray(host, device=device)
+    view = x[::-2, 1::3]
+    assert view.copy().numpy().tobytes() == np.ascontiguousarray(host[::-2, 1::3]).tobytes()
+    x[1::2, ::3] = x[::2, ::3].copy()  # a hetero source into a strided destination
+    host[1::2, ::3] = host[::2, ::3].copy()
+    assert x.numpy().tobytes() == host.tobytes()
+    z = hetero.asarray(np.array(host[0, 0]), device=device)
+    z[()] = host[1, 1]
+    assert z.numpy().tobytes() == host[1, 1].tobytes()
