@@ -16,6 +16,11 @@ parameter are refused the same way everywhere (:mod:`hetero.launch_args`). A lau
 array arguments share memory runs a variant without ``restrict`` (:meth:`Specialization.unaliased`),
 so it computes what the Python reading of the kernel says.
 
+A launch given a strided view it cannot pass as it is (not contiguous, or at an offset on a
+non-host device) runs on a contiguous copy, and the views the kernel writes (its IR's stores
+and atomics) get the results copied back (:mod:`hetero.array_copy`); the dispatch key tells
+such views apart, so contiguous arrays launch exactly as before.
+
 A launch runs on the device that holds the array arguments. The first launch for a
 new combination of argument types and device compiles: Python -> IR -> the device's
 dialect -> the vendor's compiler, cached in memory and on disk; or, when a bundle loaded
