@@ -55,7 +55,7 @@ _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
 MAX_BYTES = 2**63 - 1
 
 
-class Array:
+class Array(_views.ViewMethods):
     """An array on one device: C-contiguous when made with :func:`asarray`, :func:`empty`,
     :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange` or :func:`from_dlpack`; a strided
     view of such an array when made by indexing or a view manipulation (see the module docstring).
@@ -145,38 +145,6 @@ class Array:
     def __setitem__(self, key: Any, value: Any) -> None:
         """Write ``value`` (a scalar, NumPy array or hetero array, broadcast to the view) into ``self[key]``."""
         ASSIGN.call(self[key], value)
-
-    @property
-    def T(self) -> Array:  # noqa: N802 (the array API's name)
-        """The axes reversed (a view), as NumPy's ``.T``."""
-        return _views.permute_dims(self, tuple(reversed(range(self.ndim))))
-
-    @property
-    def mT(self) -> Array:  # noqa: N802 (the array API's name)
-        """The last two axes swapped (a view)."""
-        return _views.matrix_transpose(self)
-
-    def reshape(self, *shape: Any, copy: bool | None = None) -> Array:
-        """:func:`hetero.reshape`: a view when the layout allows, else a copy."""
-        return _views.reshape(self, shape[0] if len(shape) == 1 else shape, copy=copy)
-
-    def permute_dims(self, axes: Sequence[int]) -> Array:
-        return _views.permute_dims(self, axes)
-
-    def broadcast_to(self, shape: int | Sequence[int]) -> Array:
-        return _views.broadcast_to(self, shape)
-
-    def expand_dims(self, axis: int | Sequence[int] = 0) -> Array:
-        return _views.expand_dims(self, axis)
-
-    def squeeze(self, axis: int | Sequence[int] | None = None) -> Array:
-        return _views.squeeze(self, axis)
-
-    def flip(self, axis: int | Sequence[int] | None = None) -> Array:
-        return _views.flip(self, axis)
-
-    def moveaxis(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
-        return _views.moveaxis(self, source, destination)
 
     @property
     def device(self) -> Device:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from hetero.errors import ArrayError
 
@@ -201,3 +201,44 @@ def view_strides(shape: tuple[int, ...], strides: tuple[int, ...], target: tuple
     for nk in range(ni, len(target)):
         new[nk] = last
     return tuple(new)
+
+
+class ViewMethods:
+    """The manipulations above as methods of :class:`hetero.Array` (which inherits these)."""
+
+    __slots__ = ()
+
+    def _array(self) -> Array:
+        return cast("Array", self)  # only hetero.Array inherits this class
+
+    @property
+    def T(self) -> Array:  # noqa: N802 (the array API's name)
+        """The axes reversed (a view), as NumPy's ``.T``."""
+        return permute_dims(self._array(), tuple(reversed(range(self._array().ndim))))
+
+    @property
+    def mT(self) -> Array:  # noqa: N802 (the array API's name)
+        """The last two axes swapped (a view)."""
+        return matrix_transpose(self._array())
+
+    def reshape(self, *shape: Any, copy: bool | None = None) -> Array:
+        """:func:`hetero.reshape`: a view when the layout allows, else a copy."""
+        return reshape(self._array(), shape[0] if len(shape) == 1 else shape, copy=copy)
+
+    def permute_dims(self, axes: Sequence[int]) -> Array:
+        return permute_dims(self._array(), axes)
+
+    def broadcast_to(self, shape: int | Sequence[int]) -> Array:
+        return broadcast_to(self._array(), shape)
+
+    def expand_dims(self, axis: int | Sequence[int] = 0) -> Array:
+        return expand_dims(self._array(), axis)
+
+    def squeeze(self, axis: int | Sequence[int] | None = None) -> Array:
+        return squeeze(self._array(), axis)
+
+    def flip(self, axis: int | Sequence[int] | None = None) -> Array:
+        return flip(self._array(), axis)
+
+    def moveaxis(self, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
+        return moveaxis(self._array(), source, destination)
