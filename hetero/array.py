@@ -245,6 +245,9 @@ class Array(_views.ViewMethods):
     def __cuda_array_interface__(self) -> dict[str, Any]:
         """The CUDA Array Interface (v3) of arrays on ``cuda`` devices (Numba, CuPy, torch read it);
         AttributeError elsewhere, so ``hasattr`` tells consumers whether it applies."""
+        if self._base is not None and not self._device.runtime.host_memory:
+            raise AttributeError(f"a view on {self._device.name} has no __cuda_array_interface__ yet; "
+                                 "pass view.copy()")
         native = self._native("__cuda_array_interface__") if self._device.runtime.dlpack_device else None
         interface = getattr(native, "__cuda_array_interface__", None)
         if interface is None:
