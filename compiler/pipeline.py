@@ -11,6 +11,7 @@ aliasing variant (``restrict`` or ``may-alias``), the compiling tool and the art
 - A launch (:func:`compile_for_device`) reads a *record* (the emitted source and its artifact
   key, keyed by the source fingerprint, so a warm process skips the frontend and the emitter),
   else lowers and emits; then the device's runtime builds the source, through the cache.
+- A kernel made as IR by code (:func:`compile_function`) is keyed by the sha256 of its IR as JSON.
 - A bundle (:func:`lower`, :func:`emit`, :func:`build_artifact`) lowers once per signature,
   emits per target, and runs the offline toolchain through the cache.
 
@@ -21,6 +22,7 @@ This module knows targets and runtimes only through :class:`hetero.target.Target
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -30,7 +32,7 @@ from hetero.plugin import DeviceRuntime
 from hetero.target import Target
 from hetero.types import ArrayType, ScalarType
 
-from . import bundle_registry, frontend, ir, passes
+from . import bundle_registry, frontend, ir, ir_json, passes
 from .cache import Cache, CacheKey, default_cache
 from .emit_base import EmittedSource, source_from_json, source_to_json
 from .emit_registry import emitter_for
@@ -167,6 +169,35 @@ def compile_for_device(py_func: Callable[..., Any], types: tuple[ParamType, ...]
     return Compiled(source, loaded)
 
 
+def compile_function(function: ir.Function, runtime: DeviceRuntime, target: Target, *, restrict: bool = True,
+                     cache: Cache | None = None) -> Compiled:
+    """Build ``function``, a kernel made as IR by code (not from Python source: the strided copy of
+    :mod:`hetero.compiler.strided_copy`), on the device of ``runtime``. Its record is keyed by the
+    sha256 of its IR as JSON (:mod:`hetero.compiler.ir_json`) in place of a source fingerprint, so a
+    warm process skips the emitter; the artifact key is the one every kernel's has."""
+    cache = default_cache() if cache is None else cache
+    signature = format_signature(function.name, tuple(param.type for param in function.params))
+    made_from = hashlib.sha256(json.dumps(ir_json.dump(function), sort_keys=True).encode()).hexdigest()
+    record_key = compile_key(RECORD, made_from, dialect=target.dialect, arch=target.arch, toolchain=target.toolchain,
+                             signature=signature, features=target.features, restrict=restrict)
+    recorded = _read_record(cache, record_key)
+    if recorded is not None:
+        source, key_digest = recorded
+    else:
+        source = emit(function, target, restrict=restrict)
+        stats.add("emitted")
+        key_digest = compile_key(ARTIFACT, source.text, dialect=target.dialect, arch=target.arch,
+                                 toolchain=target.toolchain, options=source.options, signature=signature,
+                                 features=target.features, restrict=restrict).digest
+        cache.put(record_key, json.dumps({"source": source_to_json(source), "key": key_digest}).encode())
+    artifact = cache.get(key_digest)
+    loaded, new_artifact = runtime.build_kernel(source, artifact, cache.path_for(key_digest, ".bin"))
+    stats.add("builds" if artifact is None else "disk_hits")
+    if new_artifact is not None:
+        cache.put(key_digest, new_artifact)
+    return Compiled(source, loaded)
+
+
 def _read_record(cache: Cache, record_key: CacheKey) -> tuple[EmittedSource, str] | None:
     """The emitted source and artifact key digest recorded for a specialization, or None."""
     data = cache.get(record_key)
@@ -182,5 +213,5 @@ def _read_record(cache: Cache, record_key: CacheKey) -> tuple[EmittedSource, str
     return source, key_digest
 
 
-__all__ = ["ARTIFACT", "RECORD", "RUNTIME_TOOL", "Compiled", "build_artifact", "compile_for_device", "compile_key",
-           "declares_restrict", "emit", "lower"]
+__all__ = ["ARTIFACT", "RECORD", "RUNTIME_TOOL", "Compiled", "build_artifact", "compile_for_device", "compile_function",
+           "compile_key", "declares_restrict", "emit", "lower"]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from hetero import dtypes
 from hetero._version import __version__
 from hetero.array import Array, arange, asarray, copyto, empty, from_dlpack, full, ones, zeros
+from hetero.array_views import broadcast_to, expand_dims, flip, moveaxis, permute_dims, reshape, squeeze
 from hetero.config import Config, get_config, reload_config
 from hetero.device import Device, DeviceInfo, Health, HealthState, Kind
 from hetero.dtypes import (
@@ -55,6 +56,7 @@ from hetero.registry import AUTO_DEVICE as _AUTO_DEVICE
 from hetero.registry import CHECK_REQUEST as _CHECK_REQUEST
 from hetero.registry import RUNTIMES_OPENED as _RUNTIMES_OPENED
 from hetero.kernel_hooks import SPLIT_KERNEL as _SPLIT_KERNEL
+from hetero import array_hooks as _array_hooks
 from hetero.injection_hooks import TORCH_RULES_CHANGED as _TORCH_RULES_CHANGED
 from hetero.injection_hooks import TORCH_RULES_CONFIGURED as _TORCH_RULES_CONFIGURED
 from hetero.injection_hooks import arm_configured_torch_rules as _arm_configured_torch_rules
@@ -72,6 +74,9 @@ _RUNTIMES_OPENED.provided_by("hetero.fault.injection")
 _QUARANTINED_IDS.provided_by("hetero.fault.quarantine")
 _SUBSCRIBE.provided_by("hetero.fault.event_bus")
 _SPLIT_KERNEL.provided_by("hetero.split")
+for _hook in (_array_hooks.COPY_INTO, _array_hooks.ASSIGN, _array_hooks.VIEW_TO_NUMPY, _array_hooks.STAGED_LAUNCH):
+    _hook.provided_by("hetero.array_copy")
+del _hook
 _QUOTAS_CHANGED.provided_by("hetero.torch_memory")
 _TORCH_RULES_CHANGED.provided_by("hetero.fault.injection_torch")
 _TORCH_RULES_CONFIGURED.provided_by("hetero.fault.injection_torch")
@@ -139,7 +144,8 @@ __all__ = [
     "RecoveryFailedError", "Stream", "checkpoint", "fault", "guard", "heartbeat", "resumable", "scheduler", "use_device",
     "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health",
     "HealthState", "HeteroError", "Kind", "PluginError", "ToolchainNotFoundError", "UnsupportedDtypeError",
-    "__version__", "arange", "asarray",
+    "__version__", "arange", "asarray", "broadcast_to", "expand_dims", "flip", "moveaxis", "permute_dims", "reshape",
+    "squeeze",
     "backend_statuses", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
     "from_dlpack", "full", "get_config", "int8", "int16", "int32", "int64", "ones", "register_backend",
     "reload_config", "synchronize", "torch_device", "uint8", "uint16", "uint32", "uint64", "zeros",

@@ -1,10 +1,27 @@
-"""``hetero.Array``: a contiguous N-d array on any device, and the functions that make
-and move them.
+"""``hetero.Array``: an N-d array on any device, possibly a strided view of another, and the
+functions that make and move them.
 
-Arrays hold C-contiguous data of the dtypes in :mod:`hetero.dtypes`. Copies
-between devices go direct where a runtime can (host memory on either side),
-else through a host staging buffer. On the ``cpu`` device, arrays share memory
-with NumPy, DLPack consumers and torch without copies.
+An array made by :func:`empty`, :func:`asarray` and the like owns a C-contiguous buffer of
+one of the dtypes in :mod:`hetero.dtypes`. Basic indexing (``x[1:, ::-2, None, ...]``,
+:mod:`hetero.array_index`) and the manipulations of :mod:`hetero.array_views` (``.T``,
+``.mT``, ``reshape``, ``permute_dims``, ``broadcast_to``, ``expand_dims``, ``squeeze``,
+``flip``, ``moveaxis``) return *views*: arrays with their own ``shape``, ``strides`` (in
+elements; ``byte_strides`` in bytes, as NumPy's ``strides``) and element ``offset`` into the
+buffer of their base array, which they keep alive. Writes through a view change the base.
+
+What copies: ``copy()``, ``to(device)`` and ``asarray(view, copy=True)`` make contiguous
+arrays; ``reshape`` copies when no strides can express the result (NumPy's rule). Copies of
+views on one device run one generated kernel (the strided copy, :mod:`hetero.array_copy`),
+launched like any ``@hetero.kernel``. ``numpy()`` of a view is a strided NumPy view on
+``cpu``; elsewhere a contiguous view is downloaded directly, a strided one by downloading
+the range it covers and striding on the host when that range is at most twice the view's
+size, else through the copy kernel. A kernel given a view the runtime cannot pass (not
+contiguous, or at an offset on a non-host device) runs on a contiguous copy, and what the
+kernel writes is copied back into the view after the launch.
+
+Copies between devices go direct where a runtime can (host memory on either side), else
+through a host staging buffer. On the ``cpu`` device, arrays (and views) share memory with
+NumPy, DLPack consumers and torch without copies.
 
 The default floating dtype is float32: every device has it, while fp64 is
 optional on GPUs.
@@ -21,7 +38,10 @@ from typing import Any, cast
 
 import numpy as np
 
+from hetero import array_views as _views
 from hetero import dtypes
+from hetero.array_hooks import ASSIGN, COPY_INTO, VIEW_TO_NUMPY
+from hetero.array_index import index_layout
 from hetero.device import Device
 from hetero.errors import ArrayError, HeteroError
 from hetero.launch_counts import wrote
@@ -36,13 +56,19 @@ _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
 MAX_BYTES = 2**63 - 1
 
 
-class Array:
-    """A C-contiguous array on one device. Make one with :func:`asarray`, :func:`empty`,
-    :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange` or :func:`from_dlpack`."""
+class Array(_views.ViewMethods):
+    """An array on one device: C-contiguous when made with :func:`asarray`, :func:`empty`,
+    :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange` or :func:`from_dlpack`; a strided
+    view of such an array when made by indexing or a view manipulation (see the module docstring).
 
-    __slots__ = ("_buffer", "_device", "shape", "dtype", "nbytes", "_karg", "_outside", "__weakref__")
+    ``strides`` count *elements* (``byte_strides``: bytes, NumPy's convention); ``offset`` is the
+    element where the view starts in its base's buffer; ``nbytes`` is the bytes of its elements."""
 
-    def __init__(self, buffer: Any, device: Device, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+    __slots__ = ("_buffer", "_device", "shape", "dtype", "nbytes", "_karg", "_outside", "_strides", "offset", "_base",
+                 "_layout", "__weakref__")
+
+    def __init__(self, buffer: Any, device: Device, shape: tuple[int, ...], dtype: np.dtype[Any],
+                 strides: tuple[int, ...] | None = None, offset: int = 0, base: Array | None = None) -> None:
         # Internal: users get arrays from the functions in this module.
         self._outside = 0  # bytes counted in LEDGER.outside for this array (made outside any task)
         self._buffer = buffer
@@ -51,6 +77,12 @@ class Array:
         self.dtype = dtype
         self.nbytes = math.prod(shape) * dtype.itemsize  # Python ints: NumPy's int64 product wraps
         self._karg: Any = None  # what a kernel launch passes for this array, made on first launch
+        self._strides = strides  # None: C-contiguous from the start of its own buffer (an owner)
+        self.offset = offset  # in elements, into the buffer of ``_base``
+        self._base = base  # the array owning the buffer (kept alive by this reference); None for an owner
+        # The layout part of a kernel launch's dispatch key: the number of dimensions for arrays a
+        # kernel can be given as they are, -1 - ndim for views it gets a contiguous copy of.
+        self._layout = len(shape)
 
     def __del__(self) -> None:
         if self._outside:  # a view of the buffer may outlive the array: placement then undercounts
@@ -62,8 +94,58 @@ class Array:
 
     def _kernel_arg(self) -> Any:
         if self._karg is None:
-            self._karg = self._device.runtime.kernel_arg(self._buffer, self.shape, self.dtype)
+            buffer = self._buffer
+            if self._base is not None and self._device.runtime.host_memory:  # a contiguous view: its bytes
+                # (elsewhere a view a kernel takes as it is starts at the buffer's start: see _view)
+                start = self.offset * self.dtype.itemsize
+                buffer = buffer[start:start + self.nbytes]
+            self._karg = self._device.runtime.kernel_arg(buffer, self.shape, self.dtype)
         return self._karg
+
+    # -- layout ----------------------------------------------------------------------
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Steps between neighbours along each axis, in elements (NumPy's are bytes: :attr:`byte_strides`)."""
+        return self._strides if self._strides is not None else _views.contiguous_strides(self.shape)
+
+    @property
+    def byte_strides(self) -> tuple[int, ...]:
+        """:attr:`strides` in bytes, as ``numpy.ndarray.strides`` counts them."""
+        return tuple(s * self.dtype.itemsize for s in self.strides)
+
+    @property
+    def base(self) -> Array | None:
+        """The array whose buffer this view shares (None for an array that owns its buffer)."""
+        return self._base
+
+    @property
+    def is_contiguous(self) -> bool:
+        """Whether the elements lie in C order without gaps (from :attr:`offset` on)."""
+        if self._strides is None or self.size == 0:
+            return True
+        return all(stride == want for size, stride, want in
+                   zip(self.shape, self._strides, _views.contiguous_strides(self.shape), strict=True) if size != 1)
+
+    def _view(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Array:
+        """A view of this array's buffer with this layout (strides and offset in elements)."""
+        root = self._base if self._base is not None else self
+        view = Array(self._buffer, self._device, shape, self.dtype, strides, offset, root)
+        if view.size and not (view.is_contiguous and (offset == 0 or self._device.runtime.host_memory)):
+            view._layout = -1 - len(shape)
+        return view
+
+    def _owns_layout(self) -> bool:
+        """Whether this array's elements are exactly its buffer, in C order (the fast copy paths)."""
+        return self._base is None or (self.offset == 0 and self.nbytes == self._base.nbytes and self.is_contiguous)
+
+    # -- indexing and views ------------------------------------------------------------
+    def __getitem__(self, key: Any) -> Array:
+        """Basic indexing (ints, slices, ``None``, ``...``): a view (see :mod:`hetero.array_index`)."""
+        return self._view(*index_layout(self.shape, self.strides, self.offset, key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """Write ``value`` (a scalar, NumPy array or hetero array, broadcast to the view) into ``self[key]``."""
+        ASSIGN.call(self[key], value)
 
     @property
     def device(self) -> Device:
@@ -91,9 +173,12 @@ class Array:
 
     # -- data out ------------------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """The data as a NumPy array: a view sharing memory on ``cpu``, a host copy elsewhere.
-        Waits for queued work that writes the array."""
+        """The data as a NumPy array: a view sharing memory on ``cpu`` (strided for a strided
+        view; read-only for a broadcast one), a host copy elsewhere. Waits for queued work that
+        writes the array."""
         runtime = self._device.runtime
+        if self._base is not None:
+            return cast(np.ndarray, VIEW_TO_NUMPY.call(self))
         if runtime.host_memory:
             if self.nbytes == 0:
                 return np.empty(self.shape, self.dtype)
@@ -115,18 +200,29 @@ class Array:
         target = resolve_device(device)
         if target is self._device:
             return self
-        out = empty(self.shape, self.dtype, device=target)
-        _transfer(out, self)
-        return out
+        return self._copy_as(self.shape, target)
 
     def copy(self) -> Array:
-        """A new array with the same data on the same device."""
-        out = empty(self.shape, self.dtype, device=self._device)
-        _transfer(out, self)
+        """A new C-contiguous array with the same data on the same device."""
+        return self._copy_as(self.shape, self._device)
+
+    def _copy_as(self, shape: tuple[int, ...], device: Device) -> Array:
+        """A new C-contiguous array of ``shape`` (of this size) on ``device``, holding this array's
+        elements in C order: through the strided copy kernel when this is a strided view."""
+        out = empty(shape, self.dtype, device=device)
+        if self._owns_layout():
+            _transfer(out, self)
+        else:
+            COPY_INTO.call(out if shape == self.shape else out._view(self.shape, _views.contiguous_strides(self.shape), 0), self)
         return out
 
     # -- interop -------------------------------------------------------------------
     def _native(self, what: str) -> Any:
+        if self._base is not None and self.nbytes:
+            if not self._device.runtime.host_memory:
+                raise BufferError(f"{what} of a view is supported for arrays in host memory only, not on "
+                                  f"{self._device.name}; make it contiguous first: view.copy()")
+            return self.numpy()
         view = self._device.runtime.native_view(self._buffer, self.shape, self.dtype) if self.nbytes else None
         if view is None and self.nbytes:
             raise BufferError(
@@ -150,6 +246,9 @@ class Array:
     def __cuda_array_interface__(self) -> dict[str, Any]:
         """The CUDA Array Interface (v3) of arrays on ``cuda`` devices (Numba, CuPy, torch read it);
         AttributeError elsewhere, so ``hasattr`` tells consumers whether it applies."""
+        if self._base is not None and not self._device.runtime.host_memory:
+            raise AttributeError(f"a view on {self._device.name} has no __cuda_array_interface__ yet; "
+                                 "pass view.copy()")
         native = self._native("__cuda_array_interface__") if self._device.runtime.dlpack_device else None
         interface = getattr(native, "__cuda_array_interface__", None)
         if interface is None:
@@ -415,6 +514,19 @@ def copyto(dst: Array | np.ndarray, src: Array | np.ndarray) -> None:
     """Copy ``src`` into ``dst`` (same shape; either may be a host NumPy array), across
     any two devices. Returns once ``src`` may be reused when ``src`` is host memory and
     once ``dst`` holds the data when ``dst`` is host memory."""
+    if type(dst) is Array and (dst._base is not None or type(src) is Array and src._base is not None):
+        if type(src) is Array and (src.shape != dst.shape or src.dtype != dst.dtype):
+            raise ArrayError(f"copyto: source {src.dtype}{list(src.shape)} does not match destination {dst.dtype}{list(dst.shape)}")
+        if type(src) is np.ndarray:
+            src = _conform(src, dst.shape, dst.dtype)
+        ASSIGN.call(dst, src)
+        return
+    if type(dst) is np.ndarray and type(src) is Array and src._base is not None:
+        if dst.shape != src.shape or dst.dtype != src.dtype or not dst.flags.writeable:
+            raise ArrayError(f"copyto: destination must be a writeable {src.dtype}{list(src.shape)} array, "
+                             f"got {dst.dtype}{list(dst.shape)}")
+        np.copyto(dst, src.numpy())
+        return
     if type(dst) is Array:
         if type(src) is np.ndarray:
             if src.dtype != dst.dtype or src.shape != dst.shape or not src.flags.c_contiguous:

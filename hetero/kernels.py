@@ -16,6 +16,11 @@ parameter are refused the same way everywhere (:mod:`hetero.launch_args`). A lau
 array arguments share memory runs a variant without ``restrict`` (:meth:`Specialization.unaliased`),
 so it computes what the Python reading of the kernel says.
 
+A launch given a strided view it cannot pass as it is (not contiguous, or at an offset on a
+non-host device) runs on a contiguous copy, and the views the kernel writes (its IR's stores
+and atomics) get the results copied back (:mod:`hetero.array_copy`); the dispatch key tells
+such views apart, so contiguous arrays launch exactly as before.
+
 A launch runs on the device that holds the array arguments. The first launch for a
 new combination of argument types and device compiles: Python -> IR -> the device's
 dialect -> the vendor's compiler, cached in memory and on disk; or, when a bundle loaded
@@ -44,7 +49,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -58,6 +63,7 @@ from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
 from hetero.launch_counts import counter as launch_counter
 from hetero.launch_counts import launch_counts as launch_counts  # re-exported: read from here too
+from hetero.array_hooks import STAGED_LAUNCH
 from hetero.kernel_hooks import SPLIT_KERNEL
 from hetero.launch_args import arg_type, check_sizes, keyword_error, scalar_converter, shares_memory, size_tuple
 from hetero.registry import device as resolve_device
@@ -89,6 +95,14 @@ def _exact_sizes(config: Any) -> bool:
     return True
 
 
+def device_target(name: str, device: Device) -> Any:
+    """The kernel target of ``device``; KernelLaunchError when its backend runs no hetero kernels."""
+    target = device.runtime.kernel_target()
+    if target is None:
+        raise KernelLaunchError(f"{device.name} cannot run hetero kernels (its backend has no kernel support)")
+    return target
+
+
 class Specialization:
     """One kernel compiled for one argument-type signature on one device.
 
@@ -97,26 +111,30 @@ class Specialization:
 
     def __init__(self, kernel: Kernel, types: tuple[ParamType, ...], device: Device, restrict: bool = True) -> None:
         self.kernel = kernel
+        target = device_target(kernel.name, device)
+        compiled = pipeline.compile_for_device(kernel.py_func, types, device.runtime, target,
+                                               fingerprint=kernel.source_fingerprint(),
+                                               lowered=functools.partial(kernel._lowered, types), restrict=restrict)
+        self._setup(kernel.name, kernel.param_names(), types, device, compiled, target, restrict)
+
+    def _setup(self, name: str, params: Sequence[str], types: tuple[ParamType, ...], device: Device,
+               compiled: pipeline.Compiled, target: Any, restrict: bool) -> None:
+        """What a launch needs of a compiled kernel (shared with kernels made as IR, :mod:`hetero.array_copy`)."""
+        self.name = name
         self.types = types
         self.device = device
         self.runtime = device.runtime
         self.restrict = restrict
-        target = self.runtime.kernel_target()
-        if target is None:
-            raise KernelLaunchError(f"{device.name} cannot run hetero kernels (its backend has no kernel support)")
-        compiled = pipeline.compile_for_device(kernel.py_func, types, self.runtime, target,
-                                               fingerprint=kernel.source_fingerprint(),
-                                               lowered=functools.partial(kernel._lowered, types), restrict=restrict)
         self.source = compiled.source
         self.loaded = compiled.loaded
-        index = {name: i for i, name in enumerate(kernel.param_names())}
+        index = {param: i for i, param in enumerate(params)}
         # per argument: kind, parameter position, shape axis, and the NumPy dtype of an array's
         # elements or the checking converter of a scalar (see hetero.launch_args.scalar_converter)
         self.plan: list[tuple[str, int, int, Any]] = []
         for arg in self.source.abi:
             declared = types[index[arg.param]]
             if arg.kind == "scalar" and isinstance(declared, ScalarType):
-                converter = scalar_converter(kernel.name, arg.param, declared, arg.dtype.dtype)
+                converter = scalar_converter(name, arg.param, declared, arg.dtype.dtype)
                 self.plan.append((arg.kind, index[arg.param], arg.axis, converter))
             else:
                 self.plan.append((arg.kind, index[arg.param], arg.axis, arg.dtype.dtype))
@@ -142,7 +160,7 @@ class Specialization:
         """The same rules on every device (:func:`hetero.launch_args.check_sizes`), checked once per sizes."""
         if (global_size, local_size) in self._checked_sizes:
             return
-        check_sizes(self.kernel.name, self.device, global_size, local_size)
+        check_sizes(self.name, self.device, global_size, local_size)
         if len(self._checked_sizes) >= 4096:  # sizes that change every call must not grow this forever
             self._checked_sizes.clear()
         self._checked_sizes.add((global_size, local_size))
@@ -180,10 +198,11 @@ class Launcher:
         kernel = self.kernel
         if keywords:
             raise keyword_error(kernel.name, kernel.param_names(), keywords)
-        key = tuple((a.dtype, len(a.shape), a._device) if type(a) is Array else type(a) for a in args)
+        key = tuple((a.dtype, a._layout, a._device) if type(a) is Array else type(a) for a in args)
         entry = kernel._dispatch.get(key)
         if entry is None:
-            entry = kernel._specialize(args, key)
+            entry = kernel._specialize_views(args, key) if any(type(k) is tuple and k[1] < 0 for k in key) \
+                else kernel._specialize(args, key)
         if entry.alias_positions and shares_memory(args, entry.alias_positions):
             entry = entry.unaliased()
         if entry is not self._checked:  # a cached launcher checks its sizes once per specialization
@@ -200,11 +219,12 @@ class Launcher:
         kernel = self.kernel
         if keywords:
             raise keyword_error(kernel.name, kernel.param_names(), keywords)
-        key = tuple((a.dtype, len(a.shape), a._device) if type(a) is Array else type(a) for a in args)
+        key = tuple((a.dtype, a._layout, a._device) if type(a) is Array else type(a) for a in args)
         entry = kernel._dispatch.get(key)
         fresh = entry is None  # the first launch compiles: never a sample
         if entry is None:
-            entry = kernel._specialize(args, key)
+            entry = kernel._specialize_views(args, key) if any(type(k) is tuple and k[1] < 0 for k in key) \
+                else kernel._specialize(args, key)
         if entry.alias_positions and shares_memory(args, entry.alias_positions):
             fresh = fresh or entry._unaliased is None  # so does the first aliased one
             entry = entry.unaliased()
@@ -382,6 +402,19 @@ class Kernel:
             entry = self._dispatch.get(key)
             if entry is None:
                 entry = Specialization(self, tuple(types), device)
+                self._dispatch[key] = entry
+        return entry
+
+    def _specialize_views(self, args: Sequence[Any], key: tuple[Any, ...]) -> Specialization:
+        """The launch for ``args`` some of which are views no kernel can take as they are: the
+        kernel for contiguous arrays, run on copies (:class:`hetero.array_copy.StagedSpecialization`)."""
+        plain = tuple((k[0], -1 - k[1], k[2]) if type(k) is tuple and k[1] < 0 else k for k in key)
+        inner = self._dispatch.get(plain) or self._specialize(args, plain)
+        with self._lock:
+            entry = self._dispatch.get(key)
+            if entry is None:
+                # Launched as a Specialization is (check_sizes, launch, launches): not a subclass.
+                entry = cast(Specialization, STAGED_LAUNCH.call(self, inner, args))
                 self._dispatch[key] = entry
         return entry
 

@@ -32,7 +32,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -284,6 +284,11 @@ class SplitLauncher:
     # -- running ------------------------------------------------------------------------
     def __call__(self, *args: Any) -> SplitPlan:
         kernel = self.owner.kernel
+        for position, arg in enumerate(args):
+            if isinstance(arg, Array) and not arg._owns_layout():
+                raise KernelLaunchError(f"{kernel.name}.split: argument {position} is a strided view (shape {arg.shape}, "
+                                        f"strides {arg.strides}, offset {arg.offset}); a split launch divides whole "
+                                        "buffers, so pass a contiguous array: view.copy(), and write it back after")
         if self.local_size is not None and len(self.local_size) == len(self.global_size):
             check_divides(kernel.name, self.global_size, self.local_size)  # the whole launch, as unsplit
         source = _source_device(kernel.name, args)
@@ -425,7 +430,7 @@ def _timed(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, 
            args: Sequence[Any], device: Device) -> float | None:
     """Launch and wait; the seconds it took, or None when this launch compiled the kernel
     (a compile is not a sample of the kernel's speed)."""
-    key = tuple((a.dtype, len(a.shape), a._device) if type(a) is Array else type(a) for a in args)
+    key = tuple((a.dtype, a._layout, a._device) if type(a) is Array else type(a) for a in args)
     compiled = key in kernel._dispatch
     launcher = kernel[(global_size, local_size)] if local_size else kernel[global_size]
     device.synchronize()

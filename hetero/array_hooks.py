@@ -1,0 +1,19 @@
+"""The questions :mod:`hetero.array` and :mod:`hetero.kernels` ask of :mod:`hetero.array_copy`
+(which launches the strided copy kernel, so it sits above both); see :mod:`hetero.hooks`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hetero.hooks import Hook
+
+#: ``copy_into(dst, src)``: ``dst[...] = src`` for arrays (views) of one shape and dtype, any devices.
+COPY_INTO: Hook[Callable[..., None]] = Hook("copy_into", "a copy between views")
+#: ``assign(dst, value)``: ``dst[...] = value`` for a scalar, NumPy array or hetero array.
+ASSIGN: Hook[Callable[..., None]] = Hook("assign", "a write into a view")
+#: ``view_to_numpy(view)``: ``view.numpy()``.
+VIEW_TO_NUMPY: Hook[Callable[..., Any]] = Hook("view_to_numpy", "a view's data as NumPy")
+#: ``staged(kernel, inner, args)``: the launch of a kernel given views it cannot take as they are.
+STAGED_LAUNCH: Hook[Callable[..., Any]] = Hook("staged_launch", "a kernel launch given views")
