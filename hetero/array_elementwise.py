@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from hetero import dtypes
-from hetero.array import Array, _fill_scalar, empty
+from hetero.array import Array, empty
 from hetero.array_copy import GeneratedSpecialization, _check_writeable, _merged
 from hetero.array_hooks import ELEMENTWISE
 from hetero.compiler import elementwise, elementwise_ops
@@ -275,8 +275,11 @@ def evaluate(name: str, operands: tuple[Any, ...], builder: Any, out: Array | No
         arrays = [x.copy() if _overlaps(x, out, shape) else x for x in arrays]
     if out.size == 0:
         return out
-    layouts = [out.strides] + [_broadcast_strides(x, shape) for x in arrays]
-    merged_shape, merged = _merged(shape, *layouts)
+    if all(x._strides is None and x.shape == shape for x in (out, *arrays)):  # owners of one shape: rank 1
+        merged_shape, merged = (out.size,), [(1,)] * (1 + len(arrays))
+    else:
+        layouts = [out.strides] + [_broadcast_strides(x, shape) for x in arrays]
+        merged_shape, merged = _merged(shape, *layouts)
     kernel = _kernel(plan, len(merged_shape), device)
     args: list[Any] = [_whole(out)] + [_whole(x) for x in arrays] + scalars + [out.size, *merged_shape]
     for x, strides in zip([out, *arrays], merged, strict=True):
@@ -293,7 +296,9 @@ def _scalar_value(x: Any, kind: np.dtype[Any]) -> Any:
         with np.errstate(over="ignore"):
             value = kind.type(x)  # beyond the dtype's range: an infinity, as in NumPy
     else:
-        value = _fill_scalar(x, kind)
+        if not isinstance(x, bool):
+            scalar_dtype(x, kind)  # an int the dtype cannot hold: ScalarOverflowError
+        value = kind.type(x)
     passed = elementwise.scalar_param_type(scalar_type(kind))
     with np.errstate(over="ignore"):
         return passed.dtype.type(value)
@@ -321,7 +326,25 @@ def apply(op: str, *operands: Any, out: Array | None = None) -> Array:
     arity = OPS[op][0]
     if len(operands) != arity:
         raise TypeError(f"hetero.{op} takes {arity} operand{'s' if arity > 1 else ''}, got {len(operands)}")
+    if OPS[op][1] == "compare":
+        operands = _widened_comparands(operands)
     return evaluate(op, operands, _builders[op], out)
+
+
+def _widened_comparands(operands: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A comparison of an integer array with a Python int its dtype cannot hold (``int8_array
+    > 300``) compares in a wider type, as NumPy 2 does: the int becomes an int64 or uint64
+    (past those, a float64) NumPy scalar, which promotes as an array."""
+    others = [x.dtype for x in operands if isinstance(x, Array)]
+    if not others or others[0].kind not in "iu":
+        return operands
+    info = np.iinfo(others[0])
+    widened = []
+    for x in operands:
+        if type(x) is int and not info.min <= x <= info.max:
+            x = np.int64(x) if -2**63 <= x < 2**63 else np.uint64(x) if 0 <= x < 2**64 else np.float64(x)
+        widened.append(x)
+    return tuple(widened)
 
 
 def _builder(op: str) -> Any:
