@@ -275,6 +275,8 @@ def evaluate(name: str, operands: tuple[Any, ...], builder: Any, out: Array | No
         arrays = [x.copy() if _overlaps(x, out, shape) else x for x in arrays]
     if out.size == 0:
         return out
+    merged_shape: tuple[int, ...]
+    merged: list[tuple[int, ...]]
     if all(x._strides is None and x.shape == shape for x in (out, *arrays)):  # owners of one shape: rank 1
         merged_shape, merged = (out.size,), [(1,)] * (1 + len(arrays))
     else:
