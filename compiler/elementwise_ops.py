@@ -13,7 +13,10 @@ here once, for every dialect, so every device gives NumPy's answer:
 - ``maximum``/``minimum`` return NaN when either operand is NaN (NumPy's formula:
   ``(isnan(a) or a > b) ? a : b``);
 - ``sign`` keeps NaN and gives +0 for either zero; ``round`` is ``rint`` (halfway to even);
-- ``logaddexp`` is NumPy's composition (``a == b``: ``a + log 2``; infinities exact).
+- ``logaddexp`` is NumPy's composition (``a == b``: ``a + log 2``; infinities exact);
+- integer ``**`` wraps; a negative exponent gives the integer part of the true result (0
+  unless the base is 1 or -1) where NumPy raises: :mod:`hetero.array_elementwise` refuses a
+  negative *scalar* exponent as NumPy does, but does not read exponent arrays back to check.
 """
 
 from __future__ import annotations

@@ -330,7 +330,20 @@ def apply(op: str, *operands: Any, out: Array | None = None) -> Array:
         raise TypeError(f"hetero.{op} takes {arity} operand{'s' if arity > 1 else ''}, got {len(operands)}")
     if OPS[op][1] == "compare":
         operands = _widened_comparands(operands)
+    elif op == "pow" and arity == 2:
+        _check_integer_power(operands)
     return evaluate(op, operands, _builders[op], out)
+
+
+def _check_integer_power(operands: tuple[Any, ...]) -> None:
+    """An integer array to a negative scalar power is a ValueError, as in NumPy. (A negative
+    element of an exponent *array* is not checked: that would read the array back; it gives
+    the integer part of the true result, 0 unless the base is 1 or -1.)"""
+    base, exponent = operands
+    if isinstance(base, Array) and base.dtype.kind in "iu" and not isinstance(exponent, (float, np.floating)) \
+            and not isinstance(exponent, Array) and exponent < 0:
+        raise ValueError(f"hetero.pow: integers to negative integer powers are not allowed ({base.dtype} array "
+                         f"** {exponent}); use a float array, e.g. hetero.asarray(x, dtype='float64')")
 
 
 def _widened_comparands(operands: tuple[Any, ...]) -> tuple[Any, ...]:

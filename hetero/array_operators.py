@@ -5,6 +5,9 @@ dtype and shape). Each calls the elementwise operation of the array API's name (
 ``hetero.add``) through :data:`hetero.array_hooks.ELEMENTWISE`
 (:mod:`hetero.array_elementwise`, which sits above :mod:`hetero.array`).
 
+NumPy scalars on either side work (NumPy defers: ``__array_ufunc__ = None``); a NumPy
+array operand or a NumPy ufunc applied to a hetero array is a TypeError (convert first).
+
 ``x == y`` and ``x != y`` return bool arrays, as the standard says. Arrays stay hashable
 *by identity* (``__hash__`` is ``object.__hash__``): the project keys weak dictionaries on
 them, and identity is what a dict or set finds first. ``bool(x)``, ``int(x)``, ``float(x)``
@@ -54,6 +57,10 @@ class OperatorMethods:
 
     __slots__ = ()
     __hash__ = object.__hash__
+    #: NumPy defers to these operators: ``np.float32(2) * x`` is a hetero array on x's device
+    #: (not a host ndarray), and a NumPy ufunc or ndarray operand is a TypeError, never a silent
+    #: host computation; convert with ``x.numpy()`` or ``hetero.asarray(host, device=...)``.
+    __array_ufunc__ = None
 
     __add__, __radd__, __iadd__ = _binary("add")
     __sub__, __rsub__, __isub__ = _binary("subtract")

@@ -296,6 +296,8 @@ def test_errors_name_the_operation_the_dtype_and_the_remedy(device: hetero.Devic
         small + 300
     with pytest.raises(hetero.ArrayError, match="do not broadcast"):
         floats + hetero.ones(4, device=device)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        hetero.asarray([2, 3], dtype="int32", device=device) ** -1
     with pytest.raises(hetero.ArrayError, match="hetero arrays and Python or NumPy scalars, not list"):
         hetero.add(floats, [1, 2, 3])
 
@@ -383,3 +385,11 @@ def test_the_generated_kernels_compile_to_sm90_through_nvrtc() -> None:
             source = emitter_for(target.dialect).emit(function, target)
             kind, cubin = runtime.compile_source(source)
             assert kind == "cubin" and source.entry.encode() in cubin, function.name
+
+
+def test_numpy_scalars_on_the_left_stay_on_the_device(device: hetero.Device) -> None:
+    x = hetero.asarray(np.arange(3, dtype=np.float32), device=device)
+    y = np.float32(2) * x
+    assert isinstance(y, hetero.Array) and y.device is device and y.numpy().tolist() == [0, 2, 4]
+    with pytest.raises(TypeError):
+        np.ones(3, np.float32) + x  # a host array: convert it first, no silent host computation
