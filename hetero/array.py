@@ -23,6 +23,10 @@ Copies between devices go direct where a runtime can (host memory on either side
 through a host staging buffer. On the ``cpu`` device, arrays (and views) share memory with
 NumPy, DLPack consumers and torch without copies.
 
+Arithmetic, comparisons and the array API's elementwise functions (``x + 1``, ``x == y``,
+``hetero.sqrt(x)``) are the operators of :mod:`hetero.array_operators`, each a generated
+kernel (:mod:`hetero.array_elementwise`, promotion in :mod:`hetero.promotion`).
+
 The default floating dtype is float32: every device has it, while fp64 is
 optional on GPUs.
 """

@@ -25,7 +25,11 @@ from hetero.array_hooks import ELEMENTWISE
 
 
 def _operand(value: Any) -> bool:
-    """Whether the operators take ``value`` (else they return NotImplemented, as Python wants)."""
+    """Whether the operators take ``value`` (else they return NotImplemented, as Python wants).
+    A NumPy array is a TypeError here: Python's fallback would make ``x == host`` a silent False."""
+    if isinstance(value, np.ndarray):
+        raise TypeError(f"a hetero.Array and a NumPy array of shape {value.shape} cannot be operands together; "
+                        "move the NumPy array to the device first: hetero.asarray(host, device=x.device)")
     return isinstance(value, (bool, int, float, np.generic, OperatorMethods))
 
 

@@ -391,5 +391,7 @@ def test_numpy_scalars_on_the_left_stay_on_the_device(device: hetero.Device) -> 
     x = hetero.asarray(np.arange(3, dtype=np.float32), device=device)
     y = np.float32(2) * x
     assert isinstance(y, hetero.Array) and y.device is device and y.numpy().tolist() == [0, 2, 4]
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="hetero.asarray"):
         np.ones(3, np.float32) + x  # a host array: convert it first, no silent host computation
+    with pytest.raises(TypeError, match="hetero.asarray"):
+        x == np.arange(3, dtype=np.float32)  # never Python's silent identity answer
