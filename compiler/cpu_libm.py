@@ -17,7 +17,7 @@ from numba import types
 _FUNCTIONS = {
     1: ("atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "log10", "log2", "log1p", "expm1", "exp2",
         "erf", "erfc", "lgamma", "tgamma", "cbrt", "trunc", "round", "rint"),
-    2: ("atan2", "hypot", "copysign", "fmod", "remainder"),
+    2: ("atan2", "hypot", "copysign", "fmod", "remainder", "nextafter"),
 }  # fmt: skip
 #: The hetero math functions computed by a C library call here.
 FUNCTIONS = frozenset(name for names in _FUNCTIONS.values() for name in names)

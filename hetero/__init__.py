@@ -17,6 +17,7 @@ from hetero import dtypes
 from hetero._version import __version__
 from hetero.array import Array, arange, asarray, copyto, empty, from_dlpack, full, ones, zeros
 from hetero.array_views import broadcast_to, expand_dims, flip, moveaxis, permute_dims, reshape, squeeze
+from hetero.promotion import ScalarOverflowError, can_cast, result_type
 from hetero.config import Config, get_config, reload_config
 from hetero.device import Device, DeviceInfo, Health, HealthState, Kind
 from hetero.dtypes import (
@@ -77,6 +78,7 @@ _SPLIT_KERNEL.provided_by("hetero.split")
 for _hook in (_array_hooks.COPY_INTO, _array_hooks.ASSIGN, _array_hooks.VIEW_TO_NUMPY, _array_hooks.STAGED_LAUNCH):
     _hook.provided_by("hetero.array_copy")
 del _hook
+_array_hooks.ELEMENTWISE.provided_by("hetero.array_elementwise")
 _QUOTAS_CHANGED.provided_by("hetero.torch_memory")
 _TORCH_RULES_CHANGED.provided_by("hetero.fault.injection_torch")
 _TORCH_RULES_CONFIGURED.provided_by("hetero.fault.injection_torch")
@@ -112,6 +114,17 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "fault": ("hetero.fault", None),
     "scheduler": ("hetero.scheduler", None),
 }
+#: The array API's elementwise functions (hetero.array_functions): each is a generated kernel.
+ELEMENTWISE_FUNCTIONS = (
+    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
+    "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip", "copysign",
+    "cos", "cosh", "divide", "equal", "exp", "expm1", "floor", "floor_divide", "greater", "greater_equal",
+    "hypot", "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
+    "nextafter", "not_equal", "positive", "pow", "reciprocal", "remainder", "round", "sign", "signbit", "sin",
+    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc",
+)
+_LAZY.update({name: ("hetero.array_functions", name) for name in ELEMENTWISE_FUNCTIONS})
 
 
 def __getattr__(name: str) -> object:
@@ -145,7 +158,7 @@ __all__ = [
     "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health",
     "HealthState", "HeteroError", "Kind", "PluginError", "ToolchainNotFoundError", "UnsupportedDtypeError",
     "__version__", "arange", "asarray", "broadcast_to", "expand_dims", "flip", "moveaxis", "permute_dims", "reshape",
-    "squeeze",
+    "squeeze", "ScalarOverflowError", "can_cast", "result_type", *ELEMENTWISE_FUNCTIONS,
     "backend_statuses", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
     "from_dlpack", "full", "get_config", "int8", "int16", "int32", "int64", "ones", "register_backend",
     "reload_config", "synchronize", "torch_device", "uint8", "uint16", "uint32", "uint64", "zeros",

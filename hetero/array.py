@@ -23,6 +23,10 @@ Copies between devices go direct where a runtime can (host memory on either side
 through a host staging buffer. On the ``cpu`` device, arrays (and views) share memory with
 NumPy, DLPack consumers and torch without copies.
 
+Arithmetic, comparisons and the array API's elementwise functions (``x + 1``, ``x == y``,
+``hetero.sqrt(x)``) are the operators of :mod:`hetero.array_operators`, each a generated
+kernel (:mod:`hetero.array_elementwise`, promotion in :mod:`hetero.promotion`).
+
 The default floating dtype is float32: every device has it, while fp64 is
 optional on GPUs.
 """
@@ -39,6 +43,7 @@ from typing import Any, cast
 import numpy as np
 
 from hetero import array_views as _views
+from hetero.array_operators import OperatorMethods
 from hetero import dtypes
 from hetero.array_hooks import ASSIGN, COPY_INTO, VIEW_TO_NUMPY
 from hetero.array_index import index_layout
@@ -56,7 +61,7 @@ _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
 MAX_BYTES = 2**63 - 1
 
 
-class Array(_views.ViewMethods):
+class Array(_views.ViewMethods, OperatorMethods):
     """An array on one device: C-contiguous when made with :func:`asarray`, :func:`empty`,
     :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange` or :func:`from_dlpack`; a strided
     view of such an array when made by indexing or a view manipulation (see the module docstring).

@@ -17,3 +17,5 @@ ASSIGN: Hook[Callable[..., None]] = Hook("assign", "a write into a view")
 VIEW_TO_NUMPY: Hook[Callable[..., Any]] = Hook("view_to_numpy", "a view's data as NumPy")
 #: ``staged(kernel, inner, args)``: the launch of a kernel given views it cannot take as they are.
 STAGED_LAUNCH: Hook[Callable[..., Any]] = Hook("staged_launch", "a kernel launch given views")
+#: ``apply(op, *operands, out=None)``: an elementwise operation (the operators of ``hetero.Array``).
+ELEMENTWISE: Hook[Callable[..., Any]] = Hook("elementwise", "an elementwise operation")

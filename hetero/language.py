@@ -53,9 +53,10 @@ MATH_FUNCTIONS = ("sqrt", "rsqrt", "exp", "log", "log2", "sin", "cos", "tan", "t
                   "ceil", "fmin", "fmax", "fma",
                   "atan", "atan2", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "log10", "log1p",
                   "expm1", "exp2", "erf", "erfc", "lgamma", "tgamma", "hypot", "cbrt", "trunc", "round", "rint",
-                  "copysign", "fmod", "remainder", "isnan", "isinf", "isfinite", "signbit")
+                  "copysign", "fmod", "remainder", "nextafter", "isnan", "isinf", "isfinite", "signbit")
 #: Math functions taking more than one argument, and how many.
-MATH_ARITY = {"pow": 2, "fmin": 2, "fmax": 2, "fma": 3, "atan2": 2, "hypot": 2, "copysign": 2, "fmod": 2, "remainder": 2}
+MATH_ARITY = {"pow": 2, "fmin": 2, "fmax": 2, "fma": 3, "atan2": 2, "hypot": 2, "copysign": 2, "fmod": 2, "remainder": 2,
+               "nextafter": 2}
 #: Math functions that test a float and return ``bool``.
 MATH_PREDICATES = ("isnan", "isinf", "isfinite", "signbit")
 

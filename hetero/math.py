@@ -62,6 +62,7 @@ rint = Intrinsic("math.rint", "round to nearest, halfway cases to even (Python's
 copysign = Intrinsic("math.copysign", "copysign(x, y): |x| with the sign of y")
 fmod = Intrinsic("math.fmod", "C's fmod: x - trunc(x / y) * y, exactly (the sign of x)")
 remainder = Intrinsic("math.remainder", "IEEE remainder: x - n * y, n = x / y rounded to even")
+nextafter = Intrinsic("math.nextafter", "nextafter(x, y): the next float after x towards y")
 isnan = Intrinsic("math.isnan", "is x a NaN (bool)")
 isinf = Intrinsic("math.isinf", "is x an infinity (bool)")
 isfinite = Intrinsic("math.isfinite", "is x neither NaN nor infinite (bool)")
