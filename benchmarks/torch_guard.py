@@ -28,7 +28,8 @@ directory), so they never touch the user's quarantine or cost store.
 *Mid-epoch resume* (:mod:`benchmarks.torch_resume`): the worker of ``examples/mnist_digits_hetero.py``
 under ``hetero-run`` (``hetero.resumable``: resumed at the batch) and of ``benchmarks/mnist_torchrun.py``
 under ``torchrun`` (epoch snapshots: resumed at the epoch's start), each SIGKILLed once after 75%
-of epoch 2: the time lost (kill until the killed batch is trained again), the batches trained
+of epoch 2 (hetero-run with ``--preload torch,...``, so its warm standby has torch imported): the
+time lost (kill until the killed batch is trained again), the batches trained
 twice, a checkpoint's size and save time, and how many lines ``mnist_digits_hetero.py`` changes
 against the plain ``mnist_digits.py``. Goal: at most half torchrun's time lost.
 """
