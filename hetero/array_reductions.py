@@ -82,9 +82,8 @@ def _checked(x: Any, what: str) -> Array:
 def _reduced_axes(x: Array, axis: int | Sequence[int] | None) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(x.ndim))
-    if isinstance(axis, Sequence):
-        return _axes(tuple(axis), x.ndim)
-    return _axes(operator.index(axis) if not isinstance(axis, bool) else axis, x.ndim)
+    # sorted: axis=(1, 0) folds in the same order as (0, 1), so it gives the same bits
+    return tuple(sorted(_axes(tuple(axis) if isinstance(axis, Sequence) else operator.index(axis), x.ndim)))
 
 
 def _flat(x: Array) -> Array:
