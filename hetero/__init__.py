@@ -77,6 +77,7 @@ _SUBSCRIBE.provided_by("hetero.fault.event_bus")
 _SPLIT_KERNEL.provided_by("hetero.split")
 for _hook in (_array_hooks.COPY_INTO, _array_hooks.ASSIGN, _array_hooks.VIEW_TO_NUMPY, _array_hooks.STAGED_LAUNCH):
     _hook.provided_by("hetero.array_copy")
+_array_hooks.REDUCTION.provided_by("hetero.array_reductions")
 del _hook
 _array_hooks.ELEMENTWISE.provided_by("hetero.array_elementwise")
 _QUOTAS_CHANGED.provided_by("hetero.torch_memory")
@@ -89,6 +90,9 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from hetero import checkpoint
+    from hetero.array_reductions import (  # noqa: A004 (the array API's names)
+        all, any, argmax, argmin, cumulative_prod, cumulative_sum, max, mean, min, prod, std, sum, var,
+    )
 
     fault: ModuleType  # hetero.fault / hetero.scheduler live in the fault/ and scheduler/ folders
     scheduler: ModuleType
@@ -113,6 +117,20 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "checkpoint": ("hetero.checkpoint", None),
     "fault": ("hetero.fault", None),
     "scheduler": ("hetero.scheduler", None),
+    # reductions and scans (hetero.array_reductions) load the compiler: on first use too
+    "sum": ("hetero.array_reductions", "sum"),
+    "prod": ("hetero.array_reductions", "prod"),
+    "min": ("hetero.array_reductions", "min"),
+    "max": ("hetero.array_reductions", "max"),
+    "mean": ("hetero.array_reductions", "mean"),
+    "std": ("hetero.array_reductions", "std"),
+    "var": ("hetero.array_reductions", "var"),
+    "any": ("hetero.array_reductions", "any"),
+    "all": ("hetero.array_reductions", "all"),
+    "argmax": ("hetero.array_reductions", "argmax"),
+    "argmin": ("hetero.array_reductions", "argmin"),
+    "cumulative_sum": ("hetero.array_reductions", "cumulative_sum"),
+    "cumulative_prod": ("hetero.array_reductions", "cumulative_prod"),
 }
 #: The array API's elementwise functions (hetero.array_functions): each is a generated kernel.
 ELEMENTWISE_FUNCTIONS = (
@@ -158,7 +176,8 @@ __all__ = [
     "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health",
     "HealthState", "HeteroError", "Kind", "PluginError", "ToolchainNotFoundError", "UnsupportedDtypeError",
     "__version__", "arange", "asarray", "broadcast_to", "expand_dims", "flip", "moveaxis", "permute_dims", "reshape",
-    "squeeze", "ScalarOverflowError", "can_cast", "result_type", *ELEMENTWISE_FUNCTIONS,
+    "squeeze", "ScalarOverflowError", "can_cast", "result_type", *ELEMENTWISE_FUNCTIONS, "sum", "prod", "min",
+    "max", "mean", "std", "var", "any", "all", "argmax", "argmin", "cumulative_sum", "cumulative_prod",
     "backend_statuses", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
     "from_dlpack", "full", "get_config", "int8", "int16", "int32", "int64", "ones", "register_backend",
     "reload_config", "synchronize", "torch_device", "uint8", "uint16", "uint32", "uint64", "zeros",

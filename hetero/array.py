@@ -47,6 +47,7 @@ from hetero.array_operators import OperatorMethods
 from hetero import dtypes
 from hetero.array_hooks import ASSIGN, COPY_INTO, VIEW_TO_NUMPY
 from hetero.array_index import index_layout
+from hetero.array_reduction_methods import ReductionMethods
 from hetero.device import Device
 from hetero.errors import ArrayError, HeteroError
 from hetero.launch_counts import wrote
@@ -61,7 +62,7 @@ _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
 MAX_BYTES = 2**63 - 1
 
 
-class Array(_views.ViewMethods, OperatorMethods):
+class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
     """An array on one device: C-contiguous when made with :func:`asarray`, :func:`empty`,
     :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange` or :func:`from_dlpack`; a strided
     view of such an array when made by indexing or a view manipulation (see the module docstring).

@@ -55,13 +55,14 @@ class GeneratedSpecialization(Specialization):
                     self._unaliased = GeneratedSpecialization(self.function, self.device, restrict=False)
         return self._unaliased
 
-    def run(self, global_size: tuple[int, ...], args: Sequence[Any]) -> None:
-        """One launch, as :class:`hetero.kernels.Launcher` makes it."""
+    def run(self, global_size: tuple[int, ...], args: Sequence[Any], local_size: tuple[int, ...] | None = None) -> None:
+        """One launch, as :class:`hetero.kernels.Launcher` makes it (``local_size``: the work-group
+        size a kernel with barriers was built for; None lets the runtime choose)."""
         entry: Specialization = self
         if self.alias_positions and shares_memory(args, self.alias_positions):
             entry = self.unaliased()
-        entry.check_sizes(global_size, None)
-        entry.launch(global_size, None, args)
+        entry.check_sizes(global_size, local_size)
+        entry.launch(global_size, local_size, args)
         next(entry.launches)
 
 

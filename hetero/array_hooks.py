@@ -1,5 +1,6 @@
 """The questions :mod:`hetero.array` and :mod:`hetero.kernels` ask of :mod:`hetero.array_copy`
-(which launches the strided copy kernel, so it sits above both); see :mod:`hetero.hooks`.
+(which launches the strided copy kernel, so it sits above both), and that
+:class:`hetero.Array`'s reduction methods ask of :mod:`hetero.array_reductions`; see :mod:`hetero.hooks`.
 """
 
 from __future__ import annotations
@@ -19,3 +20,6 @@ VIEW_TO_NUMPY: Hook[Callable[..., Any]] = Hook("view_to_numpy", "a view's data a
 STAGED_LAUNCH: Hook[Callable[..., Any]] = Hook("staged_launch", "a kernel launch given views")
 #: ``apply(op, *operands, out=None)``: an elementwise operation (the operators of ``hetero.Array``).
 ELEMENTWISE: Hook[Callable[..., Any]] = Hook("elementwise", "an elementwise operation")
+#: ``reduction(name, x, *args, **kwargs)``: the reduction or scan ``name`` (``"sum"``, ``"argmax"``,
+#: ``"cumulative_sum"`` ...) of array ``x``, for the methods of :class:`hetero.Array`.
+REDUCTION: Hook[Callable[..., Any]] = Hook("reduction", "a reduction or scan of an array")
