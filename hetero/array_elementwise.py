@@ -81,16 +81,18 @@ class Plan:
 
 _lock = threading.RLock()
 _plans: dict[tuple[Any, ...], Plan] = {}
-_numpy_floats: dict[tuple[str, np.dtype[Any]], np.dtype[Any]] = {}
+_numpy_floats: dict[tuple[str, tuple[np.dtype[Any], ...]], np.dtype[Any]] = {}
 
 
-def _float_for(op: str, dtype: np.dtype[Any], arity: int) -> np.dtype[Any]:
-    """The float dtype NumPy's ufunc for ``op`` gives integer (or bool) operands of ``dtype``."""
-    key = (op, dtype)
+def _float_for(op: str, operands: tuple[np.dtype[Any], ...]) -> np.dtype[Any]:
+    """The float dtype NumPy's ufunc for ``op`` gives integer (or bool) operands of these dtypes:
+    resolved from the operands themselves, not their promoted dtype (``copysign(int8, uint8)`` is
+    float16, as both fit it, though int8 and uint8 promote to int16, whose float is float32)."""
+    key = (op, operands)
     found = _numpy_floats.get(key)
     if found is None:
         ufunc = getattr(np, "rint" if op == "round" else op)
-        found = _numpy_floats[key] = np.dtype(ufunc.resolve_dtypes((dtype,) * arity + (None,))[-1])
+        found = _numpy_floats[key] = np.dtype(ufunc.resolve_dtypes(operands + (None,))[-1])
     return found
 
 
@@ -113,7 +115,7 @@ def plan_dtypes(op: str, operands: list[np.dtype[Any]]) -> tuple[np.dtype[Any], 
         if kind != "f":
             if category == "float_only":
                 raise refuse("it takes floating-point arrays; convert first, e.g. hetero.asarray(x, dtype='float32')")
-            compute = _float_for(op, compute, arity)
+            compute = _float_for(op, tuple(operands[:arity]))
         return compute, compute
     if category == "rounding":
         if kind == "b":

@@ -332,6 +332,21 @@ def test_the_promotion_table_is_numpys() -> None:
         hetero.result_type("uint8", 300)
 
 
+def test_float_functions_of_two_integer_dtypes_take_numpys_float() -> None:
+    """copysign(int8, uint8) is float16 in NumPy (both fit it) though int8 and uint8 promote to
+    int16, whose float is float32: the float comes from the operands, not their promotion (found
+    by hypothesis's CI profile)."""
+    integers = [d for d in ALL_DTYPES if np.dtype(d).kind in "biu"]
+    for op, (arity, category) in OPS.items():
+        if arity != 2 or category != "float":
+            continue
+        ufunc = getattr(np, op)
+        for a in integers:
+            for b in integers:
+                want = ufunc.resolve_dtypes((np.dtype(a), np.dtype(b), None))[-1]
+                assert array_elementwise.plan_dtypes(op, [np.dtype(a), np.dtype(b)])[1] == want, (op, a, b)
+
+
 def test_a_tree_of_several_nodes_is_one_kernel(device: hetero.Device) -> None:
     """What fusion will hand the builder: (in_0 * in_1) + s_0, in f32 and i32 leaves."""
     def build(leaf_dtypes: list[np.dtype[Any]], is_array: list[bool]) -> tuple[elementwise.Node, np.dtype[Any]]:
