@@ -108,6 +108,10 @@ class CudaDialect(CDialect):
     def includes(self, program: ProgramContext) -> list[str]:
         return [f"#include <{self.fp16_header}>"] if program.uses_half else []
 
+    # Same kernel, same answer: nvcc and NVRTC contract a * b + c into a fused multiply-add by
+    # default, which the CPU backend does not; hetero.math.fma asks for one rounding explicitly.
+    options: tuple[str, ...] = ("--fmad=false",)
+
     def preamble(self, program: ProgramContext) -> list[str]:
         includes = self.includes(program)
         return ["\n".join(includes)] if includes else []
@@ -203,6 +207,11 @@ class HipDialect(CudaDialect):
     name = "hip"
     title = "HIP"
     fp16_header = "hip/hip_fp16.h"
+    options: tuple[str, ...] = ()  # clang's option differs from nvcc's: the preamble's pragma says it
+
+    def preamble(self, program: ProgramContext) -> list[str]:
+        # clang (hipcc, hipRTC) contracts a * b + c by default, which the CPU backend does not.
+        return [*super().preamble(program), "#pragma clang fp contract(off)"]
 
     def includes(self, program: ProgramContext) -> list[str]:
         # hipRTC has both built in, and including its fp16 header again redefines __half.

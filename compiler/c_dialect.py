@@ -207,6 +207,9 @@ class CDialect:
         raise NotImplementedError
 
     # -- the program around the functions ------------------------------------------------
+    #: Options the vendor compiler gets with every kernel of this dialect.
+    options: tuple[str, ...] = ()
+
     def preamble(self, program: ProgramContext) -> list[str]:
         """Blocks of lines between the header comment and the helper functions (includes, pragmas)."""
         return []

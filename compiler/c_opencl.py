@@ -78,7 +78,9 @@ class OpenCLDialect(CDialect):
 
     def preamble(self, program: ProgramContext) -> list[str]:
         used = sorted(_EXTENSIONS[f] for f in program.enabled)
-        return [f"#pragma OPENCL EXTENSION {ext} : enable" for ext in used]
+        # OpenCL C lets the compiler contract a * b + c into one rounding by default (PoCL and
+        # Intel's runtime do), which the CPU backend does not: same kernel, same answer.
+        return ["#pragma OPENCL FP_CONTRACT OFF", *(f"#pragma OPENCL EXTENSION {ext} : enable" for ext in used)]
 
     # -- f16: arrays through vload_half/vstore_half, half values only with cl_khr_fp16 ------------
     def half_pointer(self, info: ArrayInfo) -> str:

@@ -116,7 +116,8 @@ class Program:
         parts += self.dialect.preamble(self)
         parts += [self.helpers[name] for name in sorted(self.helpers)]
         text = "\n\n".join(parts + bodies) + "\n"
-        return EmittedSource(self.target.dialect, self.entry, text, default_abi(self.kernel, with_shapes=True))
+        return EmittedSource(self.target.dialect, self.entry, text, default_abi(self.kernel, with_shapes=True),
+                             self.dialect.options)
 
 
 class FunctionWriter:
