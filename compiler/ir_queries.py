@@ -1,10 +1,11 @@
-"""Questions emitters ask of a function's IR: which expressions it holds, and which loop
-variables a C ``for`` may step itself."""
+"""Questions emitters and launches ask of a function's IR: which expressions it holds, which
+loop variables a C ``for`` may step itself, and which arrays it writes."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import Any
 
 from . import ir
 
@@ -58,3 +59,24 @@ def direct_loop_vars(body: tuple[ir.Stmt, ...]) -> set[str]:
 
     visit(body, frozenset())
     return loop_vars - unsafe
+
+
+def written_arrays(function: ir.Function) -> set[str] | None:
+    """The array parameters ``function`` writes (``Store`` and atomics), or None when it calls
+    device functions (then any array may be written)."""
+    if function.callees:
+        return None
+    names: set[str] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, (ir.Store, ir.Atomic)):
+            names.add(node.array)
+        if dataclasses.is_dataclass(node):
+            for field in dataclasses.fields(node):
+                visit(getattr(node, field.name))
+        elif isinstance(node, tuple):
+            for item in node:
+                visit(item)
+
+    visit(function.body)
+    return names

@@ -58,6 +58,7 @@ from hetero.registry import CHECK_REQUEST as _CHECK_REQUEST
 from hetero.registry import RUNTIMES_OPENED as _RUNTIMES_OPENED
 from hetero.kernel_hooks import SPLIT_KERNEL as _SPLIT_KERNEL
 from hetero import array_hooks as _array_hooks
+from hetero import fusion_state as _fusion_state
 from hetero.injection_hooks import TORCH_RULES_CHANGED as _TORCH_RULES_CHANGED
 from hetero.injection_hooks import TORCH_RULES_CONFIGURED as _TORCH_RULES_CONFIGURED
 from hetero.injection_hooks import arm_configured_torch_rules as _arm_configured_torch_rules
@@ -80,6 +81,8 @@ for _hook in (_array_hooks.COPY_INTO, _array_hooks.ASSIGN, _array_hooks.VIEW_TO_
 _array_hooks.REDUCTION.provided_by("hetero.array_reductions")
 del _hook
 _array_hooks.ELEMENTWISE.provided_by("hetero.array_elementwise")
+_array_hooks.FUSE.provided_by("hetero.array_fusion")
+_fusion_state.REALIZE.provided_by("hetero.array_fusion")
 _QUOTAS_CHANGED.provided_by("hetero.torch_memory")
 _TORCH_RULES_CHANGED.provided_by("hetero.fault.injection_torch")
 _TORCH_RULES_CONFIGURED.provided_by("hetero.fault.injection_torch")
@@ -96,6 +99,7 @@ if TYPE_CHECKING:
 
     fault: ModuleType  # hetero.fault / hetero.scheduler live in the fault/ and scheduler/ folders
     scheduler: ModuleType
+    from hetero.array_fusion import fusion
     from hetero.compiler.bundle_registry import load_bundle
     from hetero.fault.guard import guard
     from hetero.fault.heartbeat import heartbeat
@@ -131,6 +135,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "argmin": ("hetero.array_reductions", "argmin"),
     "cumulative_sum": ("hetero.array_reductions", "cumulative_sum"),
     "cumulative_prod": ("hetero.array_reductions", "cumulative_prod"),
+    "fusion": ("hetero.array_fusion", "fusion"),
 }
 #: The array API's elementwise functions (hetero.array_functions): each is a generated kernel.
 ELEMENTWISE_FUNCTIONS = (
@@ -172,7 +177,7 @@ __all__ = [
     "load_bundle", "local_size", "math", "num_groups", "u8", "u16", "u32", "u64",
     "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "BundleBuildError", "BundleError", "Config",
     "ConfigError", "ContextCorruptedError", "DeviceDegradedError", "DeviceLostError", "QuotaExceeded",
-    "RecoveryFailedError", "Stream", "checkpoint", "fault", "guard", "heartbeat", "resumable", "scheduler", "use_device",
+    "RecoveryFailedError", "Stream", "checkpoint", "fault", "fusion", "guard", "heartbeat", "resumable", "scheduler", "use_device",
     "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health",
     "HealthState", "HeteroError", "Kind", "PluginError", "ToolchainNotFoundError", "UnsupportedDtypeError",
     "__version__", "arange", "asarray", "broadcast_to", "expand_dims", "flip", "moveaxis", "permute_dims", "reshape",

@@ -45,6 +45,7 @@ import numpy as np
 from hetero import array_views as _views
 from hetero.array_operators import OperatorMethods
 from hetero import dtypes
+from hetero import fusion_state as _fusion
 from hetero.array_hooks import ASSIGN, COPY_INTO, VIEW_TO_NUMPY
 from hetero.array_index import index_layout
 from hetero.array_reduction_methods import ReductionMethods
@@ -70,14 +71,16 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
     ``strides`` count *elements* (``byte_strides``: bytes, NumPy's convention); ``offset`` is the
     element where the view starts in its base's buffer; ``nbytes`` is the bytes of its elements."""
 
-    __slots__ = ("_buffer", "_device", "shape", "dtype", "nbytes", "_karg", "_outside", "_strides", "offset", "_base",
-                 "_layout", "__weakref__")
+    __slots__ = ("_buf", "_device", "shape", "dtype", "nbytes", "_karg", "_outside", "_strides", "offset", "_base",
+                 "_layout", "_pending", "_escaped", "__weakref__")
 
     def __init__(self, buffer: Any, device: Device, shape: tuple[int, ...], dtype: np.dtype[Any],
                  strides: tuple[int, ...] | None = None, offset: int = 0, base: Array | None = None) -> None:
         # Internal: users get arrays from the functions in this module.
         self._outside = 0  # bytes counted in LEDGER.outside for this array (made outside any task)
-        self._buffer = buffer
+        self._buf = buffer  # None while _pending (a recorded elementwise result) is not yet computed
+        self._pending: Any = None  # the recorded expression (hetero.array_fusion.Lazy), until computed
+        self._escaped = False  # (owners) whether memory is shared outside hetero: NumPy, DLPack, torch
         self._device = device
         self.shape = shape
         self.dtype = dtype
@@ -97,6 +100,22 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
     def __class_getitem__(cls, dtype: Any) -> ArrayType:
         """``hetero.Array[hetero.f32]``: the type of an array parameter in a kernel signature."""
         return ArrayType(scalar_type(dtype))
+
+    @property
+    def _buffer(self) -> Any:
+        """The buffer, computing a recorded (fused) value first."""
+        if self._pending is not None:
+            _fusion.REALIZE.call(self)
+        return self._buf
+
+    def _escape(self) -> None:
+        """This array's memory is about to be seen outside hetero (a NumPy view, DLPack, torch),
+        which may write it at any time: recorded work reading it is computed now, and work on
+        it is never recorded again (:mod:`hetero.array_fusion`)."""
+        root = self._base if self._base is not None else self
+        if not root._escaped:
+            root._escaped = True
+            _fusion.before_write((root,))
 
     def _kernel_arg(self) -> Any:
         if self._karg is None:
@@ -182,6 +201,12 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         """The data as a NumPy array: a view sharing memory on ``cpu`` (strided for a strided
         view; read-only for a broadcast one), a host copy elsewhere. Waits for queued work that
         writes the array."""
+        if self.nbytes and self._device.runtime.host_memory:
+            self._escape()  # the caller may write through the view at any time
+        return self._host()
+
+    def _host(self) -> np.ndarray:
+        """:meth:`numpy` for hetero's own reads and writes (the view does not escape)."""
         runtime = self._device.runtime
         if self._base is not None:
             return cast(np.ndarray, VIEW_TO_NUMPY.call(self))
@@ -224,6 +249,8 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
 
     # -- interop -------------------------------------------------------------------
     def _native(self, what: str) -> Any:
+        self._buffer  # noqa: B018  (a recorded value is computed first)
+        self._escape()
         if self._base is not None and self.nbytes:
             if not self._device.runtime.host_memory:
                 raise BufferError(f"{what} of a view is supported for arrays in host memory only, not on "
@@ -271,7 +298,7 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
 
     def __repr__(self) -> str:
         if self.size <= 64:
-            body = np.array2string(self.numpy(), separator=", ")
+            body = np.array2string(self._host(), separator=", ")
             return f"hetero.Array({body}, dtype={self.dtype}, device={self._device.name})"
         return f"hetero.Array(shape={self.shape}, dtype={self.dtype}, device={self._device.name})"
 
@@ -315,6 +342,25 @@ def empty(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str |
     LEDGER.note_outside(target.name, nbytes)
     made._outside = nbytes
     return made
+
+
+def _give_buffer(made: Array) -> None:
+    """Allocate the buffer of ``made``, an array recorded without one (:mod:`hetero.array_fusion`),
+    accounted as :func:`empty` accounts it (to the scheduler task current now)."""
+    target, nbytes = made._device, made.nbytes
+    task = _tasks.allocation_task()
+    if task is not None and nbytes:
+        def fill(buffer: Any) -> Array:
+            made._buf = buffer
+            return made
+        task.allocate(target, nbytes, fill)
+        return
+    if not nbytes:
+        made._buf = _EMPTY
+        return
+    made._buf = target.runtime.allocate(nbytes)
+    LEDGER.note_outside(target.name, nbytes)
+    made._outside = nbytes
 
 
 def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None, device: str | Device | None = None) -> Array:
@@ -459,7 +505,9 @@ def _from_host(host: np.ndarray, target: Device, copy: bool | None) -> Array:
     runtime = target.runtime
     contiguous = host.flags.c_contiguous
     if runtime.host_memory and not copy and contiguous and host.flags.writeable and host.nbytes:
-        return Array(runtime.wrap(host), target, host.shape, kind)
+        shared = Array(runtime.wrap(host), target, host.shape, kind)
+        shared._escaped = True  # the caller's NumPy array shares it
+        return shared
     if copy is False:
         what = "a non-contiguous source" if not contiguous else (
             "a read-only source" if runtime.host_memory else f"moving host data to {target.name}")
@@ -491,7 +539,10 @@ def _from_dlpack_object(obj: Any, target: Device, kind: np.dtype[Any] | None, co
         raise ArrayError(f"cannot copy {type(obj).__name__} from {source.name}; move it to the host first")
     dtypes.as_dtype(native.dtype)
     array = Array(source.runtime.wrap(native) if native.nbytes else _EMPTY, source, tuple(native.shape), np.dtype(native.dtype))
-    return array.copy() if copy else array
+    if copy:
+        return array.copy()
+    array._escaped = True  # the tensor it came from shares its memory
+    return array
 
 
 def _dlpack_owner(obj: Any) -> Device:
@@ -538,6 +589,7 @@ def copyto(dst: Array | np.ndarray, src: Array | np.ndarray) -> None:
             if src.dtype != dst.dtype or src.shape != dst.shape or not src.flags.c_contiguous:
                 src = _conform(src, dst.shape, dst.dtype)
             if dst.nbytes:
+                _fusion.before_write((dst,))
                 dst._device.runtime.upload(dst._buffer, src)
                 wrote(dst._device.name)
             return
@@ -586,6 +638,7 @@ def _transfer(dst: Array, src: Array) -> None:
         return
     source, target = src._device.runtime, dst._device.runtime
     wrote(dst._device.name)  # the guard's fingerprint of state on that device reads the count
+    _fusion.before_write((dst,))  # recorded work reading dst computes before dst changes
     if source is target:
         source.copy(dst._buffer, src._buffer, nbytes)
     elif source.host_memory:

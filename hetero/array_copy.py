@@ -15,17 +15,18 @@ views afterwards.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
 
+from hetero import fusion_state as _fusion
 from hetero.array import Array, _fill_scalar, _transfer, asarray, empty
 from hetero.array_hooks import ASSIGN, COPY_INTO, STAGED_LAUNCH, VIEW_TO_NUMPY
 from hetero.array_views import broadcast_to
 from hetero.compiler import ir, pipeline, strided_copy
+from hetero.compiler.ir_queries import written_arrays
 from hetero.device import Device
 from hetero.errors import ArrayError
 from hetero.kernels import Specialization, device_target
@@ -47,6 +48,9 @@ class GeneratedSpecialization(Specialization):
         compiled = pipeline.compile_function(function, device.runtime, target, restrict=restrict)
         types = tuple(param.type for param in function.params)
         self._setup(function.name, [param.name for param in function.params], types, device, compiled, target, restrict)
+
+    def _ir(self) -> ir.Function:
+        return self.function
 
     def unaliased(self) -> Specialization:
         if self._unaliased is None:
@@ -121,7 +125,7 @@ def copy_into(dst: Array, src: Array) -> None:
         return
     if src.device is not dst.device:
         if src.device.runtime.host_memory:
-            _write_host(dst, src.numpy())
+            _write_host(dst, src._host())
             return
         src = src if src._owns_layout() else src.copy()  # contiguous on its own device first
         if dst._owns_layout():
@@ -135,7 +139,7 @@ def copy_into(dst: Array, src: Array) -> None:
     elif runs_kernels(dst.device.runtime):
         launch_copy(dst, src)
     else:
-        _write_host(dst, src.numpy())
+        _write_host(dst, src._host())
 
 
 def _check_writeable(dst: Array) -> None:
@@ -150,7 +154,7 @@ def assign(dst: Array, value: Any) -> None:
     _check_writeable(dst)
     if isinstance(value, Array):
         if value.dtype != dst.dtype:
-            value = _on(value.numpy().astype(dst.dtype), dst.device)
+            value = _on(value._host().astype(dst.dtype), dst.device)
         elif value.device is not dst.device:
             value = value.to(dst.device)
         elif value.buffer is dst.buffer and value.size:  # overlapping views: read everything first
@@ -181,8 +185,10 @@ def _write_host(dst: Array, host: np.ndarray) -> None:
         return
     runtime = dst.device.runtime
     if runtime.host_memory:
-        np.copyto(dst.numpy(), host)
+        _fusion.before_write((dst,))
+        np.copyto(dst._host(), host)
     elif dst.is_contiguous:
+        _fusion.before_write((dst,))
         runtime.upload(dst.buffer, np.ascontiguousarray(host), dst.offset * dst.dtype.itemsize)
     else:
         compact = _compact(host)  # a broadcast source travels un-broadcast and is strided by the kernel
@@ -216,7 +222,7 @@ def view_to_numpy(view: Array) -> np.ndarray:
         covered = np.empty(high - low, view.dtype)
         runtime.download(covered, view.buffer, low * itemsize)
         return np.lib.stride_tricks.as_strided(covered[view.offset - low:], view.shape, view.byte_strides).copy()
-    return view.copy().numpy()
+    return view.copy()._host()
 
 
 def _extent(view: Array) -> tuple[int, int]:
@@ -229,27 +235,6 @@ def _extent(view: Array) -> tuple[int, int]:
 
 
 # -- kernels given views --------------------------------------------------------------------
-def written_arrays(function: ir.Function) -> set[str] | None:
-    """The array parameters ``function`` writes (``Store`` and atomics), or None when it calls
-    device functions (then any array may be written)."""
-    if function.callees:
-        return None
-    names: set[str] = set()
-
-    def visit(node: Any) -> None:
-        if isinstance(node, (ir.Store, ir.Atomic)):
-            names.add(node.array)
-        if dataclasses.is_dataclass(node):
-            for field in dataclasses.fields(node):
-                visit(getattr(node, field.name))
-        elif isinstance(node, tuple):
-            for item in node:
-                visit(item)
-
-    visit(function.body)
-    return names
-
-
 class StagedSpecialization:
     """A launch whose view arguments run on contiguous copies (see the module docstring); the
     copies and the launch are ordinary launches on the device's queue."""
@@ -298,4 +283,4 @@ VIEW_TO_NUMPY.register(view_to_numpy)
 STAGED_LAUNCH.register(staged)
 
 __all__ = ["GeneratedSpecialization", "StagedSpecialization", "assign", "copy_into", "launch_copy", "view_to_numpy",
-           "written_arrays"]
+           "written_arrays"]  # written_arrays: re-exported from hetero.compiler.ir_queries

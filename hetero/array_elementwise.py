@@ -27,14 +27,15 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from hetero import dtypes
+from hetero import fusion_state as _fusion
 from hetero.array import Array, empty
 from hetero.array_copy import GeneratedSpecialization, _check_writeable, _merged
-from hetero.array_hooks import ELEMENTWISE
+from hetero.array_hooks import ELEMENTWISE, FUSE
 from hetero.compiler import elementwise, elementwise_ops
 from hetero.device import Device
 from hetero.errors import ArrayError, UnsupportedDtypeError
@@ -217,6 +218,14 @@ def _plan(name: str, operands: tuple[Any, ...], builder: Any) -> Plan:
     return plan
 
 
+def check_fp64(plan: Plan, device: Device) -> None:
+    """An :class:`UnsupportedDtypeError` when ``plan`` needs fp64 and ``device`` lacks it."""
+    if plan.fp64 and "fp64" not in device_target(plan.name, device).features:
+        raise UnsupportedDtypeError(
+            f"hetero.{plan.name} on float64 needs fp64, which {device.name} lacks; convert to float32 "
+            "first (hetero.asarray(x, dtype='float32')) or use a device with fp64")
+
+
 def _kernel(plan: Plan, rank: int, device: Device) -> GeneratedSpecialization:
     key = (rank, device)
     kernel = plan.kernels.get(key)
@@ -224,10 +233,7 @@ def _kernel(plan: Plan, rank: int, device: Device) -> GeneratedSpecialization:
         with _lock:
             kernel = plan.kernels.get(key)
             if kernel is None:
-                if plan.fp64 and "fp64" not in device_target(plan.name, device).features:
-                    raise UnsupportedDtypeError(
-                        f"hetero.{plan.name} on float64 needs fp64, which {device.name} lacks; convert to float32 "
-                        "first (hetero.asarray(x, dtype='float32')) or use a device with fp64")
+                check_fp64(plan, device)
                 function = elementwise.build(plan.tree, scalar_type(plan.result), rank, f"{plan.label}_r{rank}")
                 kernel = plan.kernels[key] = GeneratedSpecialization(function, device)
     return kernel
@@ -259,7 +265,9 @@ def _device_of(name: str, arrays: list[Array]) -> Device:
 
 def evaluate(name: str, operands: tuple[Any, ...], builder: Any, out: Array | None = None) -> Array:
     """Run the tree ``builder(leaf_dtypes, is_array)`` makes over ``operands`` (cached per
-    operand signature); into ``out`` when given (the in-place operators)."""
+    operand signature); into ``out`` when given (the in-place operators). With fusion on
+    (:mod:`hetero.array_fusion`) the operation is recorded, or, into ``out``, fused with the
+    recorded operations its operands are."""
     plan = _plan(name, operands, builder)
     arrays = [x for x in operands if type(x) is Array or isinstance(x, Array)]
     device = _device_of(name, arrays if out is None else [out, *arrays])
@@ -269,14 +277,24 @@ def evaluate(name: str, operands: tuple[Any, ...], builder: Any, out: Array | No
         shown = " and ".join(str(x.shape) for x in arrays)
         raise ArrayError(f"hetero.{name}: shapes {shown} do not broadcast together (the standard's rule: "
                          "trailing axes equal or 1)") from None
-    scalars = [_scalar_value(x, kind) for x, kind in zip(operands, plan.scalars, strict=True) if kind is not None]
+    if out is not None:
+        _check_into(name, out, shape, plan.result)
+    if _fusion.ENABLED and (out is None or any(x._pending is not None for x in arrays)):
+        return cast(Array, FUSE.call(plan, operands, tuple(shape), device, out))
+    scalars = [scalar_value(x, kind) for x, kind in zip(operands, plan.scalars, strict=True) if kind is not None]
     if out is None:
         out = empty(shape, plan.result, device=device)
-    else:
-        _check_into(name, out, shape, plan.result)
-        arrays = [x.copy() if _overlaps(x, out, shape) else x for x in arrays]
+    launch(plan, arrays, scalars, tuple(shape), out)
+    return out
+
+
+def launch(plan: Plan, arrays: list[Array], scalars: list[Any], shape: tuple[int, ...], out: Array) -> None:
+    """``plan``'s kernel over ``arrays`` (its array leaves, in slot order, broadcast to
+    ``shape``) and ``scalars`` (its scalar leaves' values, as passed) into ``out``. An array
+    overlapping ``out`` other than element for element is read from a copy first."""
+    arrays = [x.copy() if _overlaps(x, out, shape) else x for x in arrays]
     if out.size == 0:
-        return out
+        return
     merged_shape: tuple[int, ...]
     merged: list[tuple[int, ...]]
     if all(x._strides is None and x.shape == shape for x in (out, *arrays)):  # owners of one shape: rank 1
@@ -284,16 +302,15 @@ def evaluate(name: str, operands: tuple[Any, ...], builder: Any, out: Array | No
     else:
         layouts = [out.strides] + [_broadcast_strides(x, shape) for x in arrays]
         merged_shape, merged = _merged(shape, *layouts)
-    kernel = _kernel(plan, len(merged_shape), device)
+    kernel = _kernel(plan, len(merged_shape), out.device)
     args: list[Any] = [_whole(out)] + [_whole(x) for x in arrays] + scalars + [out.size, *merged_shape]
     for x, strides in zip([out, *arrays], merged, strict=True):
         args.append(x.offset)
         args.extend(strides)
     kernel.run((out.size,), args)
-    return out
 
 
-def _scalar_value(x: Any, kind: np.dtype[Any]) -> Any:
+def scalar_value(x: Any, kind: np.dtype[Any]) -> Any:
     if isinstance(x, np.generic):
         value = x
     elif kind.kind == "f":
@@ -394,4 +411,4 @@ def clip(x: Array, lower: Any = None, upper: Any = None) -> Array:
 
 ELEMENTWISE.register(apply)
 
-__all__ = ["OPS", "Plan", "apply", "clip", "evaluate", "plan_dtypes"]
+__all__ = ["OPS", "Plan", "apply", "check_fp64", "clip", "evaluate", "launch", "plan_dtypes", "scalar_value"]

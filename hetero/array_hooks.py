@@ -20,6 +20,9 @@ VIEW_TO_NUMPY: Hook[Callable[..., Any]] = Hook("view_to_numpy", "a view's data a
 STAGED_LAUNCH: Hook[Callable[..., Any]] = Hook("staged_launch", "a kernel launch given views")
 #: ``apply(op, *operands, out=None)``: an elementwise operation (the operators of ``hetero.Array``).
 ELEMENTWISE: Hook[Callable[..., Any]] = Hook("elementwise", "an elementwise operation")
+#: ``fuse(plan, operands, shape, device, out)``: an elementwise operation recorded (``out`` None) or
+#: fused with its recorded operands into ``out`` (:mod:`hetero.array_fusion`).
+FUSE: Hook[Callable[..., Any]] = Hook("fuse", "a fused elementwise operation")
 #: ``reduction(name, x, *args, **kwargs)``: the reduction or scan ``name`` (``"sum"``, ``"argmax"``,
 #: ``"cumulative_sum"`` ...) of array ``x``, for the methods of :class:`hetero.Array`.
 REDUCTION: Hook[Callable[..., Any]] = Hook("reduction", "a reduction or scan of an array")

@@ -94,7 +94,7 @@ class OperatorMethods:
         if size != 1:
             raise ValueError(f"{what}() of a hetero.Array of {size} elements is ambiguous; it takes a one-element "
                              "array (use hetero.all / hetero.any, or index one element)")
-        return np.asarray(getattr(self, "numpy")()).reshape(())[()]
+        return np.asarray(getattr(self, "_host")()).reshape(())[()]
 
     def __bool__(self) -> bool:
         return bool(self._one("bool"))

@@ -13,6 +13,7 @@ import enum
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from hetero import fusion_state as _fusion
 from hetero.hooks import Hook
 
 if TYPE_CHECKING:
@@ -108,7 +109,9 @@ class Device:
     stable_id = property(lambda self: self.info.stable_id)
 
     def synchronize(self) -> None:
-        """Wait until all work queued on this device has finished."""
+        """Wait until all work queued on this device has finished (recorded elementwise work
+        is computed first)."""
+        _fusion.flush()
         self.runtime.synchronize()
 
     def health(self) -> Health:

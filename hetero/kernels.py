@@ -53,8 +53,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from hetero import fusion_state as _fusion
 from hetero.array import Array
-from hetero.compiler import frontend, pipeline
+from hetero.compiler import frontend, ir, pipeline
+from hetero.compiler.ir_queries import written_arrays
 from hetero.compiler.ir_text import format_function
 from hetero.compiler.signature import format_signature, parse_signature
 from hetero.compiler.source import Fingerprint, source_fingerprint
@@ -122,6 +124,8 @@ class Specialization:
         """What a launch needs of a compiled kernel (shared with kernels made as IR, :mod:`hetero.array_copy`)."""
         self.name = name
         self.types = types
+        self.param_names = list(params)
+        self._written: tuple[int, ...] | None = None  # positions of the array parameters it writes (on first need)
         self.device = device
         self.runtime = device.runtime
         self.restrict = restrict
@@ -156,6 +160,18 @@ class Specialization:
                     self._unaliased = Specialization(self.kernel, self.types, self.device, restrict=False)
         return self._unaliased
 
+    def _ir(self) -> ir.Function:
+        return cast(ir.Function, self.kernel._lowered(self.types))
+
+    def written_positions(self) -> tuple[int, ...]:
+        """Positions of the array parameters this kernel may write (a store or an atomic in its IR;
+        every array when it calls device functions)."""
+        if self._written is None:
+            arrays = tuple(i for i, t in enumerate(self.types) if isinstance(t, ArrayType))
+            written = written_arrays(self._ir())
+            self._written = arrays if written is None else tuple(i for i in arrays if self.param_names[i] in written)
+        return self._written
+
     def check_sizes(self, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
         """The same rules on every device (:func:`hetero.launch_args.check_sizes`), checked once per sizes."""
         if (global_size, local_size) in self._checked_sizes:
@@ -169,6 +185,8 @@ class Specialization:
         """Launch with sizes already checked by :meth:`check_sizes`."""
         if not all(global_size):
             return
+        if _fusion.PENDING:  # recorded elementwise work reading what this launch writes runs first
+            _fusion.before_write([args[i] for i in self.written_positions()])
         runtime = self.runtime
         values: list[Any] = []
         for kind, position, axis, how in self.plan:

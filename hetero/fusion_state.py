@@ -1,0 +1,82 @@
+"""What every floor needs to know about fused elementwise work: whether any is recorded and
+not yet computed, and how to compute it all (:mod:`hetero.array_fusion` answers).
+
+Elementwise operations on arrays are recorded, not run (:mod:`hetero.array_fusion`): the
+array they return has no buffer until its value is needed (its buffer is read). Anything
+that writes into an array (a kernel launch, for the arrays it writes; a copy or host write)
+calls :func:`before_write` first, and waiting for a device calls :func:`flush`, so recorded
+work always reads its inputs as they were when it was recorded. :data:`PENDING` holds weak
+references to the recorded arrays (an array dropped before it was needed is never computed).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from hetero.hooks import Hook
+
+#: Weak references to arrays whose value is recorded and not yet computed, oldest first.
+PENDING: list[weakref.ref[Any]] = []
+LOCK = threading.RLock()
+#: ``realize(array)``: compute one recorded array's value into its own new buffer.
+REALIZE: Hook[Callable[[Any], None]] = Hook("realize", "computing a recorded (fused) array")
+
+
+#: Whether elementwise operations are recorded and fused (``hetero.fusion(False)`` turns it off;
+#: ``HETERO_FUSION=0`` starts a process with it off).
+ENABLED = os.environ.get("HETERO_FUSION", "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def flush() -> None:
+    """Compute every recorded array still alive (a no-op when none is)."""
+    if not PENDING:
+        return
+    with LOCK:
+        while PENDING:
+            recorded = PENDING[:]
+            PENDING.clear()
+            realize = REALIZE.get()
+            for ref in recorded:
+                array = ref()
+                if array is not None and array._pending is not None:
+                    realize(array)
+
+
+def before_write(arrays: Iterable[Any]) -> None:
+    """Compute the recorded arrays that read any of ``arrays`` (hetero arrays about to be
+    written: by a launch, a copy, a host write), so they see the values from before."""
+    if not PENDING:
+        return
+    written = {id(buffer) for array in arrays if (buffer := getattr(array, "_buf", None)) is not None}
+    if not written:
+        return
+    with LOCK:
+        due: list[Any] = []
+        kept: list[weakref.ref[Any]] = []
+        for ref in PENDING:
+            array = ref()
+            if array is None or array._pending is None:
+                continue
+            if written.isdisjoint(array._pending.reads):
+                kept.append(ref)
+            else:
+                due.append(array)
+        PENDING[:] = kept
+        realize = REALIZE.get() if due else None
+        for array in due:
+            realize(array)  # type: ignore[misc]
+
+
+def record(array: Any) -> None:
+    """Note ``array`` as recorded (:func:`flush` computes it unless it is dropped first)."""
+    with LOCK:
+        if len(PENDING) >= 256:  # drop the references of arrays that died unneeded
+            PENDING[:] = [ref for ref in PENDING if ref() is not None]
+        PENDING.append(weakref.ref(array))
+
+
+__all__ = ["ENABLED", "LOCK", "PENDING", "REALIZE", "before_write", "flush", "record"]
