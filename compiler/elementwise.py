@@ -151,11 +151,12 @@ def _lower(node: Node) -> ir.Expr:
         return _convert(value, bool_t) if node.dtype == bool_t else value
     compute = arith(node.compute)
     args = []
-    for arg in node.args:
+    as_bool = elementwise_ops.BOOL_OPERANDS.get(node.op, ())  # a condition stays bool
+    for position, arg in enumerate(node.args):
         value = _lower(arg)
         if isinstance(arg, Apply) and arg.dtype == f16:  # rounded to f16 between nodes, as eager ops do
             value = ir.Cast(f32, ir.Cast(f16, value))
-        args.append(_convert(value, compute))
+        args.append(_convert(value, bool_t if position in as_bool else compute))
     return elementwise_ops.lower(node.op, args, compute, arith(node.dtype))
 
 

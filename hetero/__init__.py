@@ -78,6 +78,7 @@ _SPLIT_KERNEL.provided_by("hetero.split")
 for _hook in (_array_hooks.COPY_INTO, _array_hooks.ASSIGN, _array_hooks.VIEW_TO_NUMPY, _array_hooks.STAGED_LAUNCH):
     _hook.provided_by("hetero.array_copy")
 _array_hooks.REDUCTION.provided_by("hetero.array_reductions")
+_array_hooks.CAST.provided_by("hetero.array_cast")
 del _hook
 _array_hooks.ELEMENTWISE.provided_by("hetero.array_elementwise")
 _QUOTAS_CHANGED.provided_by("hetero.torch_memory")
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
 
     fault: ModuleType  # hetero.fault / hetero.scheduler live in the fault/ and scheduler/ folders
     scheduler: ModuleType
+    from hetero.array_cast import astype
     from hetero.compiler.bundle_registry import load_bundle
     from hetero.fault.guard import guard
     from hetero.fault.heartbeat import heartbeat
@@ -140,9 +142,10 @@ ELEMENTWISE_FUNCTIONS = (
     "hypot", "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp",
     "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
     "nextafter", "not_equal", "positive", "pow", "reciprocal", "remainder", "round", "sign", "signbit", "sin",
-    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc",
+    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc", "where",
 )
 _LAZY.update({name: ("hetero.array_functions", name) for name in ELEMENTWISE_FUNCTIONS})
+_LAZY["astype"] = ("hetero.array_cast", "astype")
 
 
 def __getattr__(name: str) -> object:
@@ -178,6 +181,7 @@ __all__ = [
     "__version__", "arange", "asarray", "broadcast_to", "expand_dims", "flip", "moveaxis", "permute_dims", "reshape",
     "squeeze", "ScalarOverflowError", "can_cast", "result_type", *ELEMENTWISE_FUNCTIONS, "sum", "prod", "min",
     "max", "mean", "std", "var", "any", "all", "argmax", "argmin", "cumulative_sum", "cumulative_prod",
+    "astype",
     "backend_statuses", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
     "from_dlpack", "full", "get_config", "int8", "int16", "int32", "int64", "ones", "register_backend",
     "reload_config", "synchronize", "torch_device", "uint8", "uint16", "uint32", "uint64", "zeros",

@@ -45,7 +45,7 @@ import numpy as np
 from hetero import array_views as _views
 from hetero.array_operators import OperatorMethods
 from hetero import dtypes
-from hetero.array_hooks import ASSIGN, COPY_INTO, VIEW_TO_NUMPY
+from hetero.array_hooks import ASSIGN, CAST, COPY_INTO, VIEW_TO_NUMPY
 from hetero.array_index import index_layout
 from hetero.array_reduction_methods import ReductionMethods
 from hetero.device import Device
@@ -200,6 +200,10 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         if dtype is not None and np.dtype(dtype) != data.dtype:
             return data.astype(dtype)
         return data.copy() if copy else data
+
+    def astype(self, dtype: Any, /, *, copy: bool = True, device: str | Device | None = None) -> Array:
+        """:func:`hetero.astype`: this array as ``dtype``, converted by a generated kernel on its device."""
+        return cast(Array, CAST.call(self, dtype, copy=copy, device=device))
 
     def to(self, device: str | Device) -> Array:
         """This array on ``device``: ``self`` when it is there already, else a copy."""
@@ -415,13 +419,16 @@ def asarray(obj: Any, dtype: Any = None, device: str | Device | None = None, cop
 
     ``copy=None`` shares memory where it can (same device, matching dtype and layout);
     ``copy=False`` raises where it cannot; ``copy=True`` always copies.
+
+    A hetero array given another ``dtype`` is converted on its device by the generated cast
+    kernel (:func:`hetero.astype`).
     """
     kind = dtypes.as_dtype(dtype) if dtype is not None else None
     if isinstance(obj, Array):
         target = obj.device if device is None else resolve_device(device)
         if kind is not None and kind != obj.dtype:
             _refuse_copy(copy, f"converting {obj.dtype} to {kind}")
-            return _from_host(obj.numpy().astype(kind), target, copy=True)
+            return cast(Array, CAST.call(obj, kind, device=target))  # a generated kernel on obj's device
         if target is obj.device:
             return obj.copy() if copy else obj
         _refuse_copy(copy, f"moving from {obj.device.name} to {target.name}")

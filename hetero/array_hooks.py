@@ -1,6 +1,7 @@
 """The questions :mod:`hetero.array` and :mod:`hetero.kernels` ask of :mod:`hetero.array_copy`
 (which launches the strided copy kernel, so it sits above both), and that
-:class:`hetero.Array`'s reduction methods ask of :mod:`hetero.array_reductions`; see :mod:`hetero.hooks`.
+:class:`hetero.Array`'s reduction methods and ``astype`` ask of :mod:`hetero.array_reductions`
+and :mod:`hetero.array_cast`; see :mod:`hetero.hooks`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ VIEW_TO_NUMPY: Hook[Callable[..., Any]] = Hook("view_to_numpy", "a view's data a
 STAGED_LAUNCH: Hook[Callable[..., Any]] = Hook("staged_launch", "a kernel launch given views")
 #: ``apply(op, *operands, out=None)``: an elementwise operation (the operators of ``hetero.Array``).
 ELEMENTWISE: Hook[Callable[..., Any]] = Hook("elementwise", "an elementwise operation")
+#: ``astype(x, dtype, *, copy=True, device=None)``: ``x`` converted by the generated cast kernel.
+CAST: Hook[Callable[..., Any]] = Hook("astype", "a conversion to another dtype")
 #: ``reduction(name, x, *args, **kwargs)``: the reduction or scan ``name`` (``"sum"``, ``"argmax"``,
 #: ``"cumulative_sum"`` ...) of array ``x``, for the methods of :class:`hetero.Array`.
 REDUCTION: Hook[Callable[..., Any]] = Hook("reduction", "a reduction or scan of an array")
