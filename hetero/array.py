@@ -196,10 +196,20 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         return out
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy 2's protocol (``np.asarray(x)``): the data on the host, shared with ``x`` on a
+        device in host memory (``cpu``), a download elsewhere. ``copy=False`` is a ValueError where a
+        copy is needed (another device, or another dtype); ``copy=True`` always gives a new array."""
+        host_memory = self._device.runtime.host_memory
+        converts = dtype is not None and np.dtype(dtype) != self.dtype
+        if copy is False and (converts or not host_memory):
+            why = f"converting {self.dtype} to {np.dtype(dtype)}" if converts else \
+                f"its data is on {self._device.name}, not in host memory"
+            raise ValueError(f"np.asarray(hetero.Array, copy=False) cannot avoid a copy: {why}; pass copy=None "
+                             "to allow one, or call x.numpy()")
         data = self.numpy()
-        if dtype is not None and np.dtype(dtype) != data.dtype:
+        if converts:
             return data.astype(dtype)
-        return data.copy() if copy else data
+        return data.copy() if copy and host_memory else data
 
     def astype(self, dtype: Any, /, *, copy: bool = True, device: str | Device | None = None) -> Array:
         """:func:`hetero.astype`: this array as ``dtype``, converted by a generated kernel on its device."""
@@ -420,8 +430,10 @@ def asarray(obj: Any, dtype: Any = None, device: str | Device | None = None, cop
     ``copy=None`` shares memory where it can (same device, matching dtype and layout);
     ``copy=False`` raises where it cannot; ``copy=True`` always copies.
 
-    A hetero array given another ``dtype`` is converted on its device by the generated cast
-    kernel (:func:`hetero.astype`).
+    Without ``dtype``, Python bools, ints and floats (alone or in nested sequences, mixed as
+    NumPy mixes them) give bool, int64 and float32 (the standard's defaults; float32 is hetero's
+    default float); NumPy scalars and arrays keep their dtype. A hetero array given another
+    ``dtype`` is converted on its device by the generated cast kernel (:func:`hetero.astype`).
     """
     kind = dtypes.as_dtype(dtype) if dtype is not None else None
     if isinstance(obj, Array):
@@ -436,7 +448,9 @@ def asarray(obj: Any, dtype: Any = None, device: str | Device | None = None, cop
     target = resolve_device(device)
     if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack_device__"):
         return _from_dlpack_object(obj, target, kind, copy)
-    if isinstance(obj, np.ndarray):
+    if isinstance(obj, np.generic):  # a NumPy scalar keeps its dtype (Python floats become float32)
+        host = np.asarray(obj)
+    elif isinstance(obj, np.ndarray):
         host = obj
         if host.dtype == object:
             raise dtypes.UnsupportedDtypeError("object arrays are not supported; convert to a numeric dtype first")

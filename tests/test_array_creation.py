@@ -8,6 +8,8 @@ distinct generated kernels on each device."""
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,25 @@ BASE = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7.5
 
 def _other_device(device: hetero.Device) -> hetero.Device | None:
     return next((d for d in hetero.devices() if d is not device), None)
+
+
+# -- asarray of Python data ---------------------------------------------------------------
+def test_asarray_of_python_data_takes_the_standards_default_dtypes(device: hetero.Device) -> None:
+    cases = [([[True, False], [False, True]], np.bool_), ([[1, 2], [3, 4]], np.int64), ([[1.0, 2], [3, 4]], np.float32),
+             ([True, 2], np.int64), (3, np.int64), (2.5, np.float32), (False, np.bool_), ([], np.float32)]
+    for data, want in cases:
+        x = hetero.asarray(data, device=device)
+        assert x.dtype == want and x.device is device, data
+        np.testing.assert_array_equal(x.numpy(), np.asarray(data, dtype=want))
+    assert hetero.asarray([[1, 2]], dtype="int16", device=device).numpy().dtype == np.int16
+
+
+def test_asarray_of_a_numpy_scalar_keeps_its_dtype(device: hetero.Device) -> None:
+    # a NumPy scalar is typed, as a 0-d array is: only Python floats become float32
+    for value in (np.float64(1.25), np.int8(-3), np.uint16(7), np.float16(0.5), np.bool_(True)):
+        x = hetero.asarray(value, device=device)
+        assert x.shape == () and x.dtype == value.dtype
+        assert x.numpy()[()] == value
 
 
 # -- astype -----------------------------------------------------------------------------------
@@ -71,3 +92,35 @@ def test_astype_copy_and_device(device: hetero.Device) -> None:
     np.testing.assert_array_equal(hetero.asarray(x, dtype="int32").numpy(), BASE.astype(np.int32))
     with pytest.raises(hetero.ArrayError, match="hetero.astype takes a hetero.Array"):
         hetero.astype(BASE, "int32")  # type: ignore[arg-type]
+
+
+# -- 0-d conversions, __array__, repr ------------------------------------------------------------
+def test_python_conversions_of_0d_arrays(device: hetero.Device) -> None:
+    x = hetero.asarray(BASE, device=device)
+    index = hetero.asarray(2, device=device)
+    assert operator.index(index) == 2 and [10, 11, 12][index] == 12
+    assert float(x[0, 0, 1]) == -6.5 and int(x[0, 0, 1]) == -6 and bool(x[0, 0, 1]) is True
+
+
+def test_index_takes_0d_integer_arrays_only_as_numpy(device: hetero.Device) -> None:
+    for value in (True, 2.0, [3]):  # bool, float, and one element that is not 0-d: NumPy's TypeError
+        x = hetero.asarray(value, device=device)
+        np.testing.assert_raises(TypeError, operator.index, np.asarray(value))
+        with pytest.raises(TypeError, match="only 0-d integer hetero arrays can be used as an index"):
+            operator.index(x)
+
+
+def test_array_protocol_copies_only_as_asked(device: hetero.Device) -> None:
+    x = hetero.asarray(BASE, device=device)
+    np.testing.assert_array_equal(np.asarray(x), BASE)
+    fresh = np.asarray(x, copy=True)
+    fresh[0, 0, 0] = 99
+    assert x.numpy()[0, 0, 0] == BASE[0, 0, 0]
+    assert np.asarray(x, dtype=np.float64).dtype == np.float64
+    with pytest.raises(ValueError, match="cannot avoid a copy: converting float32 to float64"):
+        np.asarray(x, dtype=np.float64, copy=False)
+    if device.runtime.host_memory:
+        assert np.shares_memory(np.asarray(x, copy=False), x.numpy())
+    else:
+        with pytest.raises(ValueError, match=f"cannot avoid a copy: its data is on {device.name}"):
+            np.asarray(x, copy=False)
