@@ -41,6 +41,100 @@ def test_asarray_of_a_numpy_scalar_keeps_its_dtype(device: hetero.Device) -> Non
         assert x.numpy()[()] == value
 
 
+# -- *_like, linspace, eye, meshgrid --------------------------------------------------------
+def test_like_functions_take_shape_dtype_and_device_from_x(device: hetero.Device) -> None:
+    x = hetero.asarray(BASE, device=device)[:, ::-2]  # a view: its shape counts, not its base's
+    for make, fill in ((hetero.zeros_like, 0), (hetero.ones_like, 1)):
+        y = make(x)
+        assert y.shape == (2, 2, 4) and y.dtype == hetero.float32 and y.device is device
+        assert (y.numpy() == fill).all()
+    assert hetero.empty_like(x, dtype="int32").dtype == hetero.int32
+    filled = hetero.full_like(x, 2.75, dtype="int16")  # a float value in an integer dtype truncates, as NumPy
+    np.testing.assert_array_equal(filled.numpy(), np.full_like(BASE[:, ::-2], 2.75, dtype=np.int16))
+    assert hetero.zeros_like(x, device="cpu").device.name == "cpu"
+    assert hetero.ones_like(x[0, 0, 0]).shape == () and hetero.ones_like(x[:0]).shape == (0, 2, 4)
+    with pytest.raises(hetero.ArrayError, match="hetero.zeros_like takes a hetero.Array.*asarray"):
+        hetero.zeros_like(BASE)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("start", "stop", "num", "endpoint", "dtype"), [
+    (0, 1, 5, True, None), (-2.5, 7.25, 13, False, None), (3, 3, 1, True, None), (0, 10, 0, True, None),
+    (1, 0, 7, True, "float16"), (0, 9, 4, True, "int32"), (-1e3, 1e3, 101, True, "float32")])
+def test_linspace_gives_numpys_values(device: hetero.Device, start: float, stop: float, num: int, endpoint: bool,
+                                      dtype: str | None) -> None:
+    got = hetero.linspace(start, stop, num, endpoint=endpoint, dtype=dtype, device=device)
+    want = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype or np.float32)
+    assert got.dtype == want.dtype and got.device is device
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_linspace_errors(device: hetero.Device) -> None:
+    with pytest.raises(hetero.ArrayError, match="linspace: num must be >= 0"):
+        hetero.linspace(0, 1, -1, device=device)
+    with pytest.raises(hetero.ArrayError, match="linspace: num must be an int"):
+        hetero.linspace(0, 1, 2.5, device=device)  # type: ignore[arg-type]
+    with pytest.raises(hetero.ArrayError, match="linspace: start must be a real number"):
+        hetero.linspace(1j, 1, 3, device=device)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("n", "m", "k"), [(4, None, 0), (3, 5, 1), (5, 3, -2), (3, 4, 7), (3, 4, -9), (0, 2, 0), (1, 1, 0)])
+def test_eye_matches_numpy(device: hetero.Device, n: int, m: int | None, k: int) -> None:
+    got = hetero.eye(n, m, k=k, device=device)
+    assert got.dtype == hetero.float32
+    np.testing.assert_array_equal(got.numpy(), np.eye(n, m, k=k, dtype=np.float32))
+
+
+def test_eye_of_another_dtype_and_its_errors(device: hetero.Device) -> None:
+    np.testing.assert_array_equal(hetero.eye(3, 4, k=1, dtype="int32", device=device).numpy(), np.eye(3, 4, k=1, dtype=np.int32))
+    with pytest.raises(hetero.ArrayError, match="eye: n_rows and n_cols must be >= 0"):
+        hetero.eye(-1, device=device)
+    with pytest.raises(hetero.ArrayError, match="eye: n_rows, n_cols and k must be ints"):
+        hetero.eye(2.0, device=device)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+def test_meshgrid_gives_numpys_grids_as_read_only_views(device: hetero.Device, indexing: str) -> None:
+    a, b, c = BASE[0, 0], BASE[1, :, 0], BASE[0, :2, 1]
+    x = hetero.asarray(BASE, device=device)
+    grids = hetero.meshgrid(x[0, 0, ::-1], x[1, :, 0], x[0, :2, 1], indexing=indexing)
+    want = np.meshgrid(a[::-1], b, c, indexing=indexing)
+    assert len(grids) == 3
+    for got, expected in zip(grids, want, strict=True):
+        assert got.shape == expected.shape and got.device is device
+        np.testing.assert_array_equal(got.numpy(), expected)
+    with pytest.raises(hetero.ArrayError, match="broadcast view"):
+        grids[0][...] = 0
+    assert hetero.meshgrid() == []
+    one = hetero.meshgrid(x[0, 0], indexing=indexing)
+    np.testing.assert_array_equal(one[0].numpy(), np.meshgrid(a, indexing=indexing)[0])
+
+
+def test_meshgrid_errors(device: hetero.Device) -> None:
+    x = hetero.asarray(BASE, device=device)
+    with pytest.raises(hetero.ArrayError, match="indexing must be 'xy' or 'ij'"):
+        hetero.meshgrid(x[0, 0], indexing="yx")
+    with pytest.raises(hetero.ArrayError, match="meshgrid takes 1-D hetero arrays, got a 2-d array.*reshape"):
+        hetero.meshgrid(x[0])
+
+
+# -- tril, triu ----------------------------------------------------------------------------
+@pytest.mark.parametrize("k", [0, 1, -2, 9])
+def test_tril_and_triu_on_the_last_two_axes_of_batches_and_views(device: hetero.Device, k: int) -> None:
+    x = hetero.asarray(BASE, device=device)
+    for view, host in ((x, BASE), (x[:, ::-1, 1:], BASE[:, ::-1, 1:]), (x[1], BASE[1])):
+        np.testing.assert_array_equal(hetero.tril(view, k=k).numpy(), np.tril(host, k=k))
+        np.testing.assert_array_equal(hetero.triu(view, k=k).numpy(), np.triu(host, k=k))
+    assert hetero.tril(x[:, :0]).shape == (2, 0, 4)
+
+
+def test_tril_needs_a_matrix(device: hetero.Device) -> None:
+    x = hetero.asarray(BASE, device=device)
+    with pytest.raises(hetero.ArrayError, match="hetero.tril takes a hetero array of at least 2 dimensions"):
+        hetero.tril(x[0, 0])
+    with pytest.raises(hetero.ArrayError, match="hetero.triu: k must be an int"):
+        hetero.triu(x, k=1.5)  # type: ignore[arg-type]
+
+
 # -- astype -----------------------------------------------------------------------------------
 SPECIAL = np.array([-3.7, 3.7, -0.5, 0.0, -0.0, 126.9, 255.5, 300.0, -129.0, np.nan, np.inf, -np.inf, 1e10, -1e10],
                    np.float32)
@@ -92,6 +186,116 @@ def test_astype_copy_and_device(device: hetero.Device) -> None:
     np.testing.assert_array_equal(hetero.asarray(x, dtype="int32").numpy(), BASE.astype(np.int32))
     with pytest.raises(hetero.ArrayError, match="hetero.astype takes a hetero.Array"):
         hetero.astype(BASE, "int32")  # type: ignore[arg-type]
+
+
+# -- concat, stack ------------------------------------------------------------------------------
+@pytest.mark.parametrize("axis", [0, 1, -1, None])
+def test_concat_matches_numpy_for_views(device: hetero.Device, axis: int | None) -> None:
+    x = hetero.asarray(BASE, device=device)
+    parts = [x, x[:, ::-1], x[::-1, :, ::-1]]
+    host = [BASE, BASE[:, ::-1], BASE[::-1, :, ::-1]]
+    got = hetero.concat(parts, axis=axis)
+    np.testing.assert_array_equal(got.numpy(), np.concatenate(host, axis=axis))
+    assert got.device is device
+
+
+def test_concat_promotes_and_takes_empty_parts(device: hetero.Device) -> None:
+    x = hetero.asarray(BASE, device=device)
+    halves = hetero.asarray(BASE[:, :, :2].astype(np.float16), device=device)
+    got = hetero.concat((halves, x[:, :, 2:], x[:, :, :0]), axis=2)
+    assert got.dtype == hetero.float32
+    np.testing.assert_array_equal(got.numpy(), np.concatenate([BASE[:, :, :2].astype(np.float16), BASE[:, :, 2:]], axis=2))
+    assert hetero.concat([x[:0], x[:0]]).shape == (0, 3, 4)
+    np.testing.assert_array_equal(hetero.concat([x[0, 0, 0], x[1, 1, 1]], axis=None).numpy(), [BASE[0, 0, 0], BASE[1, 1, 1]])
+
+
+def test_concat_errors_name_the_shapes_axis_and_devices(device: hetero.Device) -> None:
+    x = hetero.asarray(BASE, device=device)
+    with pytest.raises(hetero.ArrayError, match=r"concat: shapes \(2, 3, 4\) and \(2, 2, 4\) differ on an axis other than 0"):
+        hetero.concat([x, x[:, :2]])
+    with pytest.raises(hetero.ArrayError, match="concat joins arrays of one number of dimensions.*axis=None"):
+        hetero.concat([x, x[0]])
+    with pytest.raises(hetero.ArrayError, match="concat joins arrays.*at least 1"):
+        hetero.concat([x[0, 0, 0], x[0, 0, 1]])
+    with pytest.raises(hetero.ArrayError, match=r"concat: axis 3 is out of bounds for 3 dimension\(s\); pass an axis in \[-3, 3\)"):
+        hetero.concat([x, x], axis=3)
+    with pytest.raises(hetero.ArrayError, match="concat takes a tuple or list of hetero arrays"):
+        hetero.concat(x)  # type: ignore[arg-type]
+    with pytest.raises(hetero.ArrayError, match="concat needs at least one array"):
+        hetero.concat([])
+    with pytest.raises(hetero.ArrayError, match="concat takes hetero arrays, not ndarray.*asarray"):
+        hetero.concat([x, BASE])  # type: ignore[list-item]
+    other = _other_device(device)
+    if other is not None:
+        with pytest.raises(hetero.ArrayError, match=f"different devices, {device.name} and {other.name}.*to\\("):
+            hetero.concat([x, x.to(other)])
+
+
+@pytest.mark.parametrize("axis", [0, 2, -1])
+def test_stack_matches_numpy(device: hetero.Device, axis: int) -> None:
+    x = hetero.asarray(BASE, device=device)
+    got = hetero.stack([x[0], x[1, ::-1], x[0, :, ::-1]], axis=axis)
+    np.testing.assert_array_equal(got.numpy(), np.stack([BASE[0], BASE[1, ::-1], BASE[0, :, ::-1]], axis=axis))
+
+
+def test_stack_errors(device: hetero.Device) -> None:
+    x = hetero.asarray(BASE, device=device)
+    with pytest.raises(hetero.ArrayError, match=r"stack needs arrays of one shape, got \(3, 4\) and \(2, 4\).*concat"):
+        hetero.stack([x[0], x[0, :2]])
+    with pytest.raises(hetero.ArrayError, match="stack: axis 3 is out of bounds for 3 dimension"):
+        hetero.stack([x[0], x[1]], axis=3)
+    np.testing.assert_array_equal(hetero.stack([x[0, 0, 0], x[1, 0, 0]]).numpy(), [BASE[0, 0, 0], BASE[1, 0, 0]])
+
+
+# -- tile, repeat, roll -------------------------------------------------------------------------
+@pytest.mark.parametrize("reps", [(2,), (2, 1, 3), (1, 2, 1, 2), (0, 2), 3])
+def test_tile_matches_numpy(device: hetero.Device, reps: int | tuple[int, ...]) -> None:
+    x = hetero.asarray(BASE, device=device)[1, ::-1, 1:]
+    np.testing.assert_array_equal(hetero.tile(x, reps).numpy(), np.tile(BASE[1, ::-1, 1:], reps))
+
+
+def test_tile_of_0d_and_its_errors(device: hetero.Device) -> None:
+    x = hetero.asarray(BASE, device=device)
+    np.testing.assert_array_equal(hetero.tile(x[0, 0, 1], (2, 3)).numpy(), np.tile(BASE[0, 0, 1], (2, 3)))
+    with pytest.raises(hetero.ArrayError, match="tile: repetitions must be >= 0"):
+        hetero.tile(x, (2, -1))
+
+
+@pytest.mark.parametrize(("repeats", "axis"), [(2, None), (3, 1), ([1, 0, 2], 1), ([2, 2, 1, 1], -1), (0, 0)])
+def test_repeat_matches_numpy(device: hetero.Device, repeats: int | list[int], axis: int | None) -> None:
+    x = hetero.asarray(BASE, device=device)[:, :, ::-1]
+    np.testing.assert_array_equal(hetero.repeat(x, repeats, axis=axis).numpy(), np.repeat(BASE[:, :, ::-1], repeats, axis=axis))
+
+
+def test_repeat_counts_from_an_array_and_its_errors(device: hetero.Device) -> None:
+    x = hetero.asarray(BASE, device=device)
+    counts = hetero.asarray([1, 3], device=device)  # read back: the result's shape depends on it
+    np.testing.assert_array_equal(hetero.repeat(x, counts, axis=0).numpy(), np.repeat(BASE, [1, 3], axis=0))
+    np.testing.assert_array_equal(hetero.repeat(x[0, 0, 2], 3).numpy(), np.repeat(BASE[0, 0, 2], 3))
+    with pytest.raises(hetero.ArrayError, match="repeat: 2 repeats for 3 elements along axis 1"):
+        hetero.repeat(x, [1, 2], axis=1)
+    with pytest.raises(hetero.ArrayError, match="repeat: repetitions must be >= 0"):
+        hetero.repeat(x, -1)
+    with pytest.raises(hetero.ArrayError, match="array of repeats must be a 0-d or 1-d integer array"):
+        hetero.repeat(x, x[0, 0, :3], axis=2)
+    with pytest.raises(hetero.ArrayError, match="repeat: axis 3 is out of bounds"):
+        hetero.repeat(x, 2, axis=3)
+
+
+@pytest.mark.parametrize(("shift", "axis"), [(1, 0), (-5, 2), (7, None), ((1, -2), (1, 2)), (2, (0, 1)), ((1, 1), 2), (0, 1)])
+def test_roll_matches_numpy(device: hetero.Device, shift: int | tuple[int, ...], axis: int | tuple[int, ...] | None) -> None:
+    x = hetero.asarray(BASE, device=device)[::-1, :, ::-1]
+    np.testing.assert_array_equal(hetero.roll(x, shift, axis=axis).numpy(), np.roll(BASE[::-1, :, ::-1], shift, axis=axis))
+
+
+def test_roll_of_empty_and_0d_and_its_errors(device: hetero.Device) -> None:
+    x = hetero.asarray(BASE, device=device)
+    assert hetero.roll(x[:, :0], 2, axis=1).shape == (2, 0, 4)
+    assert float(hetero.roll(x[0, 0, 3], 1)) == BASE[0, 0, 3]
+    with pytest.raises(hetero.ArrayError, match=r"roll: axis -4 is out of bounds for 3 dimension\(s\)"):
+        hetero.roll(x, 1, axis=-4)
+    with pytest.raises(hetero.ArrayError, match="roll: 2 shifts for 3 axes"):
+        hetero.roll(x, (1, 2), axis=(0, 1, 2))
 
 
 # -- 0-d conversions, __array__, repr ------------------------------------------------------------
