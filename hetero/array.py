@@ -42,6 +42,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from hetero import array_repr as _repr
 from hetero import array_views as _views
 from hetero.array_operators import OperatorMethods
 from hetero import dtypes
@@ -284,10 +285,9 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         return torch.from_dlpack(self._native("torch interop"))
 
     def __repr__(self) -> str:
-        if self.size <= 64:
-            body = np.array2string(self.numpy(), separator=", ")
-            return f"hetero.Array({body}, dtype={self.dtype}, device={self._device.name})"
-        return f"hetero.Array(shape={self.shape}, dtype={self.dtype}, device={self._device.name})"
+        """The values as NumPy's repr shows them: past NumPy's print threshold (1000 elements),
+        summarised with ``...``, downloading only the elements shown."""
+        return _repr.array_repr(self)
 
 
 # -- making arrays ---------------------------------------------------------------------

@@ -328,3 +328,18 @@ def test_array_protocol_copies_only_as_asked(device: hetero.Device) -> None:
     else:
         with pytest.raises(ValueError, match=f"cannot avoid a copy: its data is on {device.name}"):
             np.asarray(x, copy=False)
+
+
+def test_repr_shows_values_as_numpy_and_summarises_large_arrays(device: hetero.Device) -> None:
+    x = hetero.asarray(BASE, device=device)
+    prefix = "hetero.Array("
+    assert repr(x[0, 0]) == f"{prefix}{np.array2string(BASE[0, 0], separator=', ', prefix=prefix)}, dtype=float32, " \
+                            f"device={device.name})"
+    assert repr(x[0, 0, 0]) == f"hetero.Array(-7.5, dtype=float32, device={device.name})"
+    assert repr(x[:0, :2]) == f"hetero.Array([], shape=(0, 2, 4), dtype=float32, device={device.name})"
+    big = np.arange(3 * 40 * 50, dtype=np.float32).reshape(3, 40, 50)
+    large = hetero.asarray(big, device=device)[:, ::-1]
+    text = repr(large)
+    assert text == f"{prefix}{np.array2string(big[:, ::-1], separator=', ', prefix=prefix)}, shape=(3, 40, 50), " \
+                   f"dtype=float32, device={device.name})"
+    assert "..." in text and len(text) < 2000
