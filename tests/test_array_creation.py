@@ -12,6 +12,8 @@ import operator
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import hetero
 
@@ -343,3 +345,41 @@ def test_repr_shows_values_as_numpy_and_summarises_large_arrays(device: hetero.D
     assert text == f"{prefix}{np.array2string(big[:, ::-1], separator=', ', prefix=prefix)}, shape=(3, 40, 50), " \
                    f"dtype=float32, device={device.name})"
     assert "..." in text and len(text) < 2000
+
+
+# -- joins of random views (hypothesis, derandomized: the same examples and kernels every run) --------
+VIEWS = st.tuples(st.lists(st.integers(0, 4), min_size=1, max_size=3), st.sampled_from(["plain", "flipped", "strided"]))
+
+
+def _view(device: hetero.Device, shape: list[int], kind: str) -> tuple[hetero.Array, np.ndarray]:
+    host = np.arange(int(np.prod(shape)) * 2, dtype=np.float32).reshape(*shape[:-1], shape[-1] * 2) - 3
+    x = hetero.asarray(host, device=device)
+    index = (Ellipsis, slice(None, None, -1)) if kind == "flipped" else (Ellipsis, slice(None, None, 2)) \
+        if kind == "strided" else (Ellipsis, slice(0, shape[-1]))
+    return x[index], host[index]
+
+
+@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(view=VIEWS, op=st.sampled_from(["concat", "roll", "tile", "repeat", "tril", "stack"]), amount=st.integers(-3, 3),
+       axis=st.integers(-3, 2))
+def test_joins_of_random_views_match_numpy(device: hetero.Device, view: tuple[list[int], str], op: str, amount: int,
+                                           axis: int) -> None:
+    x, host = _view(device, *view)
+    axis = axis % x.ndim
+    if op == "concat":
+        got, want = hetero.concat([x, x[..., ::-1]], axis=axis), np.concatenate([host, host[..., ::-1]], axis=axis)
+    elif op == "stack":
+        got, want = hetero.stack([x, x], axis=axis), np.stack([host, host], axis=axis)
+    elif op == "roll":
+        got, want = hetero.roll(x, amount, axis=axis), np.roll(host, amount, axis=axis)
+    elif op == "tile":
+        reps = (abs(amount), 2)[: 1 + axis % 2]
+        got, want = hetero.tile(x, reps), np.tile(host, reps)
+    elif op == "repeat":
+        got, want = hetero.repeat(x, abs(amount), axis=axis), np.repeat(host, abs(amount), axis=axis)
+    else:
+        if x.ndim < 2:
+            x, host = x[None], host[None]
+        got, want = hetero.tril(x, k=amount), np.tril(host, k=amount)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got.numpy(), want)
