@@ -16,6 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hetero
+from hetero import array_cast
+from hetero.compiler import elementwise
+from hetero.compiler.emit_registry import emitter_for
+from hetero.target import Target
+from hetero.types import scalar_type
 
 BASE = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7.5
 
@@ -172,6 +177,20 @@ def test_astype_from_float64_to_float16_rounds_once(device: hetero.Device) -> No
     # just above halfway between 1 and the next float16: through float32 it would be exactly halfway, then 1.0
     host = np.array([1 + 2**-11 + 2**-40, -(1 + 2**-11 + 2**-40), 65519.99], np.float64)
     np.testing.assert_array_equal(hetero.asarray(host, device=device).astype("float16").numpy(), host.astype(np.float16))
+
+
+CAST_PAIRS = [("float32", "int8"), ("float64", "uint64"), ("float16", "int64"), ("float64", "float16"), ("int64", "bool"),
+              ("float32", "bool"), ("bool", "float16"), ("uint64", "float32")]
+
+
+@pytest.mark.parametrize("dialect", ["opencl", "cuda", "hip", "cpu"])
+def test_every_dialect_emits_the_cast_kernels(dialect: str) -> None:
+    """The cast kernels of the GPU dialects this machine cannot run are at least emitted."""
+    target = Target(dialect, "any", frozenset({"fp64", "fp16", "int64_atomics"}), "test")
+    for source, result in CAST_PAIRS:
+        tree, dtype = array_cast._builder(np.dtype(result))([np.dtype(source)], [True])
+        function = elementwise.build(tree, scalar_type(dtype), 2, f"ew_astype_{source}_{result}")
+        assert function.name in emitter_for(dialect).emit(function, target).text
 
 
 def test_astype_copy_and_device(device: hetero.Device) -> None:
