@@ -128,6 +128,8 @@ def build(tree: Node, out: ScalarType, rank: int, name: str) -> ir.Function:
             step = ir.BinOp(i64, "*", var(index), var(f"{array}_stride_{k}"))
             body.append(ir.Assign(_LOC, f"at_{array}", ir.BinOp(i64, "+", var(f"at_{array}"), step)))
     value = _lower(tree)
+    if isinstance(tree, Apply) and tree.dtype == f16 and out != f16:  # a cast of an f16 result: rounded first,
+        value = ir.Cast(f32, ir.Cast(f16, value))  # as the stored f16 the cast alone would read
     body.append(ir.Store(_LOC, "out", (var("at_out"),), _convert(value, out, exact=True)))
     kernel_body = (
         ir.Assign(_LOC, "i", ir.WorkItem(i64, "global_id", 0)),
@@ -151,11 +153,12 @@ def _lower(node: Node) -> ir.Expr:
         return _convert(value, bool_t) if node.dtype == bool_t else value
     compute = arith(node.compute)
     args = []
-    for arg in node.args:
+    as_bool = elementwise_ops.BOOL_OPERANDS.get(node.op, ())  # a condition stays bool
+    for position, arg in enumerate(node.args):
         value = _lower(arg)
         if isinstance(arg, Apply) and arg.dtype == f16:  # rounded to f16 between nodes, as eager ops do
             value = ir.Cast(f32, ir.Cast(f16, value))
-        args.append(_convert(value, compute))
+        args.append(_convert(value, bool_t if position in as_bool else compute))
     return elementwise_ops.lower(node.op, args, compute, arith(node.dtype))
 
 

@@ -14,6 +14,11 @@ here once, for every dialect, so every device gives NumPy's answer:
   ``(isnan(a) or a > b) ? a : b``);
 - ``sign`` keeps NaN and gives +0 for either zero; ``round`` is ``rint`` (halfway to even);
 - ``logaddexp`` is NumPy's composition (``a == b``: ``a + log 2``; infinities exact);
+- ``where`` selects one operand (the other is never read into the result: a NaN there
+  cannot leak); its condition arrives as bool (:data:`BOOL_OPERANDS`);
+- ``astype`` from a float to an integer truncates toward zero, as C and NumPy do, and
+  defines what NumPy leaves to the platform: NaN gives 0, values past the integer's range
+  (infinities included) saturate to its minimum or maximum;
 - integer ``**`` wraps; a negative exponent gives the integer part of the true result (0
   unless the base is 1 or -1) where NumPy raises: :mod:`hetero.array_elementwise` refuses a
   negative *scalar* exponent as NumPy does, but does not read exponent arrays back to check.
@@ -36,6 +41,8 @@ ROUNDING = {"ceil": "ceil", "floor": "floor", "trunc": "trunc", "round": "rint"}
 MATH_BINARY = {"atan2": "atan2", "copysign": "copysign", "hypot": "hypot", "nextafter": "nextafter"}
 PREDICATES = ("isnan", "isinf", "isfinite", "signbit")
 COMPARISONS = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+#: Operand positions of an operation that arrive as bool (not in its compute type).
+BOOL_OPERANDS: dict[str, tuple[int, ...]] = {"where": (0,)}
 _ARITH = {"add": "+", "subtract": "-", "multiply": "*"}
 _PLAIN = {"divide": "/", "floor_divide": "//", "remainder": "%", "bitwise_and": "&", "bitwise_or": "|",
           "bitwise_xor": "^"}
@@ -105,6 +112,25 @@ def _logaddexp(a: ir.Expr, b: ir.Expr, t: ScalarType) -> ir.Expr:
     return ir.Select(t, ir.Compare(bool_t, "==", a, b), ir.BinOp(t, "+", a, _const(t, math.log(2))), unequal)
 
 
+def _float_to_int(a: ir.Expr, t: ScalarType, result: ScalarType) -> ir.Expr:
+    """``a`` (float type ``t``) as integer type ``result``: truncated toward zero; NaN gives 0 and
+    values past the range saturate (a C cast of those is undefined, NumPy's platform-defined)."""
+    low = -(2.0 ** (result.bits - 1)) if result.kind == "i" else 0.0
+    high = 2.0 ** (result.bits - 1 if result.kind == "i" else result.bits)  # both exact in f32 and f64
+    top = (1 << (result.bits - 1)) - 1 if result.kind == "i" else (1 << result.bits) - 1
+    inside = ir.Select(result, _isnan(a), _const(result, 0), ir.Cast(result, a))
+    bottom = ir.Select(result, ir.Compare(bool_t, "<=", a, _const(t, low)), _const(result, int(low)), inside)
+    return ir.Select(result, ir.Compare(bool_t, ">=", a, _const(t, high)), _const(result, top), bottom)
+
+
+def _astype(a: ir.Expr, t: ScalarType, result: ScalarType) -> ir.Expr:
+    if result == bool_t:
+        return ir.Compare(bool_t, "!=", a, _const(t, 0))  # NaN is true, as bool(nan)
+    if t.is_float and result.is_int:
+        return _float_to_int(a, t, result)
+    return a if t == result else ir.Cast(result, a)
+
+
 def _unary(op: str, a: ir.Expr, t: ScalarType, result: ScalarType) -> ir.Expr | None:
     if op in MATH_UNARY:
         return ir.Math(t, MATH_UNARY[op], (a,))
@@ -126,6 +152,7 @@ def _unary(op: str, a: ir.Expr, t: ScalarType, result: ScalarType) -> ir.Expr | 
         "reciprocal": lambda: ir.BinOp(t, "/", _const(t, 1), a),
         "bitwise_invert": lambda: ir.UnaryOp(t, "not" if t == bool_t else "~", a),
         "logical_not": lambda: ir.UnaryOp(bool_t, "not", a),
+        "astype": lambda: _astype(a, t, result),
     }
     return simple[op]() if op in simple else None
 
@@ -156,10 +183,10 @@ def _binary(op: str, a: ir.Expr, b: ir.Expr, t: ScalarType) -> ir.Expr | None:
 def lower(op: str, args: list[ir.Expr], t: ScalarType, result: ScalarType) -> ir.Expr:
     """Operation ``op`` on ``args`` (each of type ``t``), of type ``result``."""
     value = _unary(op, args[0], t, result) if len(args) == 1 else _binary(op, args[0], args[1], t) \
-        if len(args) == 2 else None
+        if len(args) == 2 else ir.Select(t, args[0], args[1], args[2]) if op == "where" and len(args) == 3 else None
     if value is None:
         raise ValueError(f"elementwise: no lowering for {op!r} with {len(args)} operands")
     return value
 
 
-__all__ = ["COMPARISONS", "MATH_BINARY", "MATH_UNARY", "PREDICATES", "ROUNDING", "lower"]
+__all__ = ["BOOL_OPERANDS", "COMPARISONS", "MATH_BINARY", "MATH_UNARY", "PREDICATES", "ROUNDING", "lower"]

@@ -79,6 +79,7 @@ _SPLIT_KERNEL.provided_by("hetero.split")
 for _hook in (_array_hooks.COPY_INTO, _array_hooks.ASSIGN, _array_hooks.VIEW_TO_NUMPY, _array_hooks.STAGED_LAUNCH):
     _hook.provided_by("hetero.array_copy")
 _array_hooks.REDUCTION.provided_by("hetero.array_reductions")
+_array_hooks.CAST.provided_by("hetero.array_cast")
 del _hook
 _array_hooks.ELEMENTWISE.provided_by("hetero.array_elementwise")
 _array_hooks.FUSE.provided_by("hetero.array_fusion")
@@ -99,7 +100,10 @@ if TYPE_CHECKING:
 
     fault: ModuleType  # hetero.fault / hetero.scheduler live in the fault/ and scheduler/ folders
     scheduler: ModuleType
+    from hetero.array_cast import astype
+    from hetero.array_creation import empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like
     from hetero.array_fusion import fusion
+    from hetero.array_manipulation import concat, repeat, roll, stack, tile
     from hetero.compiler.bundle_registry import load_bundle
     from hetero.fault.guard import guard
     from hetero.fault.heartbeat import heartbeat
@@ -145,9 +149,15 @@ ELEMENTWISE_FUNCTIONS = (
     "hypot", "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp",
     "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
     "nextafter", "not_equal", "positive", "pow", "reciprocal", "remainder", "round", "sign", "signbit", "sin",
-    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc",
+    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc", "where",
 )
 _LAZY.update({name: ("hetero.array_functions", name) for name in ELEMENTWISE_FUNCTIONS})
+#: Creation, conversion and manipulation that make new arrays through generated kernels.
+CREATION_FUNCTIONS = ("empty_like", "eye", "full_like", "linspace", "meshgrid", "ones_like", "tril", "triu", "zeros_like")
+MANIPULATION_FUNCTIONS = ("concat", "repeat", "roll", "stack", "tile")
+_LAZY.update({name: ("hetero.array_creation", name) for name in CREATION_FUNCTIONS})
+_LAZY.update({name: ("hetero.array_manipulation", name) for name in MANIPULATION_FUNCTIONS})
+_LAZY["astype"] = ("hetero.array_cast", "astype")
 
 
 def __getattr__(name: str) -> object:
@@ -183,6 +193,8 @@ __all__ = [
     "__version__", "arange", "asarray", "broadcast_to", "expand_dims", "flip", "moveaxis", "permute_dims", "reshape",
     "squeeze", "ScalarOverflowError", "can_cast", "result_type", *ELEMENTWISE_FUNCTIONS, "sum", "prod", "min",
     "max", "mean", "std", "var", "any", "all", "argmax", "argmin", "cumulative_sum", "cumulative_prod",
+    "astype", "empty_like", "eye", "full_like", "linspace", "meshgrid", "ones_like", "tril", "triu", "zeros_like",
+    "concat", "repeat", "roll", "stack", "tile",
     "backend_statuses", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
     "from_dlpack", "full", "get_config", "int8", "int16", "int32", "int64", "ones", "register_backend",
     "reload_config", "synchronize", "torch_device", "uint8", "uint16", "uint32", "uint64", "zeros",

@@ -42,11 +42,12 @@ from typing import Any, cast
 
 import numpy as np
 
+from hetero import array_repr as _repr
 from hetero import array_views as _views
 from hetero.array_operators import OperatorMethods
 from hetero import dtypes
 from hetero import fusion_state as _fusion
-from hetero.array_hooks import ASSIGN, COPY_INTO, VIEW_TO_NUMPY
+from hetero.array_hooks import ASSIGN, CAST, COPY_INTO, VIEW_TO_NUMPY
 from hetero.array_index import index_layout
 from hetero.array_reduction_methods import ReductionMethods
 from hetero.device import Device
@@ -221,10 +222,24 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         return out
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy 2's protocol (``np.asarray(x)``): the data on the host, shared with ``x`` on a
+        device in host memory (``cpu``), a download elsewhere. ``copy=False`` is a ValueError where a
+        copy is needed (another device, or another dtype); ``copy=True`` always gives a new array."""
+        host_memory = self._device.runtime.host_memory
+        converts = dtype is not None and np.dtype(dtype) != self.dtype
+        if copy is False and (converts or not host_memory):
+            why = f"converting {self.dtype} to {np.dtype(dtype)}" if converts else \
+                f"its data is on {self._device.name}, not in host memory"
+            raise ValueError(f"np.asarray(hetero.Array, copy=False) cannot avoid a copy: {why}; pass copy=None "
+                             "to allow one, or call x.numpy()")
         data = self.numpy()
-        if dtype is not None and np.dtype(dtype) != data.dtype:
+        if converts:
             return data.astype(dtype)
-        return data.copy() if copy else data
+        return data.copy() if copy and host_memory else data
+
+    def astype(self, dtype: Any, /, *, copy: bool = True, device: str | Device | None = None) -> Array:
+        """:func:`hetero.astype`: this array as ``dtype``, converted by a generated kernel on its device."""
+        return cast(Array, CAST.call(self, dtype, copy=copy, device=device))
 
     def to(self, device: str | Device) -> Array:
         """This array on ``device``: ``self`` when it is there already, else a copy."""
@@ -297,10 +312,9 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         return torch.from_dlpack(self._native("torch interop"))
 
     def __repr__(self) -> str:
-        if self.size <= 64:
-            body = np.array2string(self._host(), separator=", ")
-            return f"hetero.Array({body}, dtype={self.dtype}, device={self._device.name})"
-        return f"hetero.Array(shape={self.shape}, dtype={self.dtype}, device={self._device.name})"
+        """The values as NumPy's repr shows them: past NumPy's print threshold (1000 elements),
+        summarised with ``...``, downloading only the elements shown."""
+        return _repr.array_repr(self)
 
 
 # -- making arrays ---------------------------------------------------------------------
@@ -461,13 +475,18 @@ def asarray(obj: Any, dtype: Any = None, device: str | Device | None = None, cop
 
     ``copy=None`` shares memory where it can (same device, matching dtype and layout);
     ``copy=False`` raises where it cannot; ``copy=True`` always copies.
+
+    Without ``dtype``, Python bools, ints and floats (alone or in nested sequences, mixed as
+    NumPy mixes them) give bool, int64 and float32 (the standard's defaults; float32 is hetero's
+    default float); NumPy scalars and arrays keep their dtype. A hetero array given another
+    ``dtype`` is converted on its device by the generated cast kernel (:func:`hetero.astype`).
     """
     kind = dtypes.as_dtype(dtype) if dtype is not None else None
     if isinstance(obj, Array):
         target = obj.device if device is None else resolve_device(device)
         if kind is not None and kind != obj.dtype:
             _refuse_copy(copy, f"converting {obj.dtype} to {kind}")
-            return _from_host(obj.numpy().astype(kind), target, copy=True)
+            return cast(Array, CAST.call(obj, kind, device=target))  # a generated kernel on obj's device
         if target is obj.device:
             return obj.copy() if copy else obj
         _refuse_copy(copy, f"moving from {obj.device.name} to {target.name}")
@@ -475,7 +494,9 @@ def asarray(obj: Any, dtype: Any = None, device: str | Device | None = None, cop
     target = resolve_device(device)
     if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack_device__"):
         return _from_dlpack_object(obj, target, kind, copy)
-    if isinstance(obj, np.ndarray):
+    if isinstance(obj, np.generic):  # a NumPy scalar keeps its dtype (Python floats become float32)
+        host = np.asarray(obj)
+    elif isinstance(obj, np.ndarray):
         host = obj
         if host.dtype == object:
             raise dtypes.UnsupportedDtypeError("object arrays are not supported; convert to a numeric dtype first")

@@ -48,7 +48,8 @@ _FLOAT_BINARY = ("divide", "atan2", "copysign", "hypot", "logaddexp", "nextafter
 #: Each operation's number of operands and its category (which dtypes it takes and gives):
 #: ``arith`` numbers in, the promoted dtype out; ``minmax`` any dtype; ``float`` a float out
 #: (integers give NumPy's float for them); ``rounding`` the identity on integers; ``compare``,
-#: ``predicate``, ``logical`` bool out; ``bitwise`` integers and bool; ``shift`` integers.
+#: ``predicate``, ``logical`` bool out; ``bitwise`` integers and bool; ``shift`` integers;
+#: ``select`` (``where``) a bool condition and two operands of any dtype, promoted.
 OPS: dict[str, tuple[int, str]] = {
     **{op: (2, "arith") for op in _BINARY_ARITH},
     **{op: (2, "float") for op in _FLOAT_BINARY},
@@ -64,6 +65,7 @@ OPS: dict[str, tuple[int, str]] = {
     "logical_and": (2, "logical"), "logical_or": (2, "logical"), "logical_xor": (2, "logical"),
     "logical_not": (1, "logical"),
     **{op: (1, "numeric") for op in ("negative", "positive", "abs", "square", "sign")},
+    "where": (3, "select"),
 }
 
 
@@ -101,7 +103,7 @@ def plan_dtypes(op: str, operands: list[np.dtype[Any]]) -> tuple[np.dtype[Any], 
     """``(compute, result)`` dtypes of ``op`` on operands of these dtypes; TypeError (an
     :class:`UnsupportedDtypeError`) for a dtype the operation does not take."""
     arity, category = OPS[op]
-    compute = operands[0] if arity == 1 else promote(operands[0], operands[1])
+    compute = operands[0] if arity == 1 else promote(operands[-2], operands[-1])  # where: x1 and x2
     kind = compute.kind
 
     def refuse(why: str) -> UnsupportedDtypeError:
@@ -124,7 +126,7 @@ def plan_dtypes(op: str, operands: list[np.dtype[Any]]) -> tuple[np.dtype[Any], 
         return compute, compute
     if category == "compare" or category == "predicate":
         return compute, dtypes.bool_
-    if category == "minmax":
+    if category == "minmax" or category == "select":
         return compute, compute
     if category == "bitwise" and kind in "biu":
         return compute, compute

@@ -5,16 +5,20 @@ Each is one generated kernel (:mod:`hetero.array_elementwise`); operands are het
 :mod:`hetero.promotion`'s type promotion. Semantics are NumPy 2's on every device, the
 special values included (:mod:`hetero.compiler.elementwise_ops`): ``round`` rounds halfway
 cases to even, integer ``floor_divide`` and ``remainder`` by zero give 0, ``maximum`` and
-``minimum`` propagate NaN. Complex numbers are not supported.
+``minimum`` propagate NaN. ``where`` is the one operation of three operands. Complex numbers
+are not supported.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from hetero import dtypes
 from hetero.array import Array
+from hetero.array_cast import astype
 from hetero.array_elementwise import apply
 from hetero.array_elementwise import clip as _clip
+from hetero.errors import ArrayError
 
 
 def abs(x: Any, /) -> Array:
@@ -269,6 +273,23 @@ def trunc(x: Any, /) -> Array:
     return apply("trunc", x)
 
 
+def where(condition: Array, x1: Any, x2: Any, /) -> Array:
+    """``x1`` where ``condition`` is true, else ``x2``: one generated kernel selecting per element
+    (a NaN in the operand not selected never reaches the result). ``x1`` and ``x2`` promote as the
+    standard says and may be Python scalars, though not both; all three broadcast together. A
+    condition of another dtype than bool counts its nonzero elements as true (NumPy's rule),
+    converted by one more kernel first."""
+    if not isinstance(condition, Array):
+        raise ArrayError(f"hetero.where: condition must be a hetero array, not {type(condition).__name__}; make "
+                         "one first: hetero.asarray(condition, device=...)")
+    if not isinstance(x1, Array) and not isinstance(x2, Array):
+        raise ArrayError("hetero.where: x1 or x2 must be a hetero array (the standard's rule), not two scalars; "
+                         "make one first: hetero.full_like(condition, value, dtype=...)")
+    if condition.dtype != dtypes.bool_:
+        condition = astype(condition, dtypes.bool_)
+    return apply("where", condition, x1, x2)
+
+
 def clip(x: Array, /, min: Any = None, max: Any = None) -> Array:
     """``x`` limited to ``[min, max]`` (either bound may be None, a scalar or an array); NaN propagates."""
     return _clip(x, min, max)
@@ -281,5 +302,5 @@ __all__ = [
     "hypot", "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log10", "log1p", "log2", "logaddexp",
     "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
     "nextafter", "not_equal", "positive", "pow", "reciprocal", "remainder", "round", "sign", "signbit", "sin",
-    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc",
+    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc", "where",
 ]

@@ -1,6 +1,7 @@
 """The questions :mod:`hetero.array` and :mod:`hetero.kernels` ask of :mod:`hetero.array_copy`
 (which launches the strided copy kernel, so it sits above both), and that
-:class:`hetero.Array`'s reduction methods ask of :mod:`hetero.array_reductions`; see :mod:`hetero.hooks`.
+:class:`hetero.Array`'s reduction methods and ``astype`` ask of :mod:`hetero.array_reductions`
+and :mod:`hetero.array_cast`; see :mod:`hetero.hooks`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ ELEMENTWISE: Hook[Callable[..., Any]] = Hook("elementwise", "an elementwise oper
 #: ``fuse(plan, operands, shape, device, out)``: an elementwise operation recorded (``out`` None) or
 #: fused with its recorded operands into ``out`` (:mod:`hetero.array_fusion`).
 FUSE: Hook[Callable[..., Any]] = Hook("fuse", "a fused elementwise operation")
+#: ``astype(x, dtype, *, copy=True, device=None)``: ``x`` converted by the generated cast kernel.
+CAST: Hook[Callable[..., Any]] = Hook("astype", "a conversion to another dtype")
 #: ``reduction(name, x, *args, **kwargs)``: the reduction or scan ``name`` (``"sum"``, ``"argmax"``,
 #: ``"cumulative_sum"`` ...) of array ``x``, for the methods of :class:`hetero.Array`.
 REDUCTION: Hook[Callable[..., Any]] = Hook("reduction", "a reduction or scan of an array")

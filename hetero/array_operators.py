@@ -12,7 +12,8 @@ array operand or a NumPy ufunc applied to a hetero array is a TypeError (convert
 *by identity* (``__hash__`` is ``object.__hash__``): the project keys weak dictionaries on
 them, and identity is what a dict or set finds first. ``bool(x)``, ``int(x)``, ``float(x)``
 need a one-element array (any other size is a ValueError, as in NumPy), so ``if x == y:``
-on a larger array is an error, never a silent answer.
+on a larger array is an error, never a silent answer; ``operator.index(x)`` (``x`` as a list
+index or slice bound) takes a 0-d integer array only, as NumPy (a TypeError otherwise).
 """
 
 from __future__ import annotations
@@ -106,7 +107,9 @@ class OperatorMethods:
         return float(self._one("float"))
 
     def __index__(self) -> int:
-        value = self._one("index")
-        if not isinstance(value, (np.integer, np.bool_)):
-            raise TypeError(f"only integer hetero arrays can be used as an index, not {value.dtype}")
-        return int(value)
+        # NumPy's rule: a 0-d integer array only (bool is not an integer here, nor is [3])
+        kind, ndim = getattr(self, "dtype"), getattr(self, "ndim")
+        if kind.kind not in "iu" or ndim != 0:
+            raise TypeError(f"only 0-d integer hetero arrays can be used as an index, not a {ndim}-d {kind} array; "
+                            "index with int(x[...]) or convert first: x.astype(hetero.int64)")
+        return int(self._one("index"))
