@@ -192,6 +192,14 @@ class OpenCLRuntime(DeviceRuntime):
             self._raise(exc, f"launching {kernel.function_name}", after_kernel=True)
         self.pending = True
 
+    def call_library(self, name: str, call: Callable[[], Any]) -> Any:
+        """``call`` enqueues a CLBlast routine on :attr:`queue` (made here if it is not yet)."""
+        if self.queue is None:
+            self._open()
+        result = call()
+        self.pending = True
+        return result
+
     def health(self) -> Health:
         """OK when the device answers a query and runs a tiny probe kernel correctly within
         :data:`PROBE_TIMEOUT` seconds; UNHEALTHY with the reason otherwise. The probe is built once

@@ -48,7 +48,7 @@ from .injection_rules import OPS, TORCH_OP, Rule, RuleState, parse_rules
 
 log = logging.getLogger("hetero.fault.injection")
 
-_INJECTED_METHODS = ("allocate", "upload", "download", "copy", "launch", "synchronize", "health",
+_INJECTED_METHODS = ("allocate", "upload", "download", "copy", "launch", "call_library", "synchronize", "health",
                      "drain_health_events")
 
 

@@ -80,6 +80,7 @@ for _hook in (_array_hooks.COPY_INTO, _array_hooks.ASSIGN, _array_hooks.VIEW_TO_
 _array_hooks.REDUCTION.provided_by("hetero.array_reductions")
 del _hook
 _array_hooks.ELEMENTWISE.provided_by("hetero.array_elementwise")
+_array_hooks.MATMUL.provided_by("hetero.array_matmul")
 _QUOTAS_CHANGED.provided_by("hetero.torch_memory")
 _TORCH_RULES_CHANGED.provided_by("hetero.fault.injection_torch")
 _TORCH_RULES_CONFIGURED.provided_by("hetero.fault.injection_torch")
@@ -131,6 +132,12 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "argmin": ("hetero.array_reductions", "argmin"),
     "cumulative_sum": ("hetero.array_reductions", "cumulative_sum"),
     "cumulative_prod": ("hetero.array_reductions", "cumulative_prod"),
+    # linear algebra (hetero.array_matmul): vendor BLAS or hetero's tiled kernel
+    "matmul": ("hetero.array_matmul", "matmul"),
+    "vecdot": ("hetero.array_matmul", "vecdot"),
+    "tensordot": ("hetero.array_matmul", "tensordot"),
+    "matrix_transpose": ("hetero.array_matmul", "matrix_transpose"),
+    "explain_op": ("hetero.array_matmul", "explain_op"),
 }
 #: The array API's elementwise functions (hetero.array_functions): each is a generated kernel.
 ELEMENTWISE_FUNCTIONS = (
@@ -178,6 +185,7 @@ __all__ = [
     "__version__", "arange", "asarray", "broadcast_to", "expand_dims", "flip", "moveaxis", "permute_dims", "reshape",
     "squeeze", "ScalarOverflowError", "can_cast", "result_type", *ELEMENTWISE_FUNCTIONS, "sum", "prod", "min",
     "max", "mean", "std", "var", "any", "all", "argmax", "argmin", "cumulative_sum", "cumulative_prod",
+    "matmul", "vecdot", "tensordot", "matrix_transpose", "explain_op",
     "backend_statuses", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
     "from_dlpack", "full", "get_config", "int8", "int16", "int32", "int64", "ones", "register_backend",
     "reload_config", "synchronize", "torch_device", "uint8", "uint16", "uint32", "uint64", "zeros",
