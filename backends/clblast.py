@@ -43,6 +43,15 @@ _PREFIX: dict[np.dtype[Any], str] = {np.dtype(np.float32): "S", np.dtype(np.floa
 #: The dtypes CLBlast's GEMM takes (float16 only on devices with cl_khr_fp16).
 DTYPES = tuple(_PREFIX)
 
+class CLBlastError(KernelLaunchError):
+    """A CLBlast routine returned a failing status: ``status`` is CLBlast's code (above -1000:
+    an OpenCL status, which the OpenCL runtime translates into hetero's device errors)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
 
@@ -123,7 +132,7 @@ def gemm(queue: int, dtype: np.dtype[Any], m: int, n: int, k: int, a: int, a_off
          a_stride: int = 0, b_stride: int = 0, c_stride: int = 0, device: str = "") -> None:
     """Enqueue ``c = op(a) @ op(b)`` (row-major, offsets, leading dimensions and batch strides in
     elements) for ``batch`` matrices on ``queue`` (a ``cl_command_queue`` as an int). Raises
-    :class:`hetero.KernelLaunchError` with CLBlast's status."""
+    :class:`CLBlastError` (a :class:`hetero.KernelLaunchError`) with CLBlast's status."""
     state = _load()
     if state["routines"] is None:
         raise KernelLaunchError(missing())
@@ -139,10 +148,10 @@ def gemm(queue: int, dtype: np.dtype[Any], m: int, n: int, k: int, a: int, a_off
         status = plain(*flags, m, n, k, one, a, a_offset, a_ld, b, b_offset, b_ld, zero, c, c_offset, c_ld,
                        ctypes.byref(handle), None)
     if status != _SUCCESS:
-        raise KernelLaunchError(
+        raise CLBlastError(
             f"CLBlast {routine(dtype, batch)} failed on {device or 'an OpenCL device'} with status {status} "
             f"({_STATUS.get(status, 'see clblast_c.h')}) for m={m} n={n} k={k} batch={batch}; set HETERO_BLAS=off "
-            "to run hetero's own matmul kernel instead")
+            "to run hetero's own matmul kernel instead", status)
 
 
-__all__ = ["DTYPES", "gemm", "library", "missing", "routine"]
+__all__ = ["DTYPES", "CLBlastError", "gemm", "library", "missing", "routine"]

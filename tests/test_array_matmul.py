@@ -194,3 +194,29 @@ def test_vecdot_tensordot_matrix_transpose(device: hetero.Device) -> None:
     np.testing.assert_array_equal(hetero.matrix_transpose(x).numpy(), np.swapaxes(a, -1, -2))
     with pytest.raises(hetero.ArrayError, match="differ along axis"):
         hetero.vecdot(x, _on(device, _f32(6, 4)))
+
+
+def test_library_calls_count_as_launches(device: hetero.Device) -> None:
+    from hetero.launch_counts import launch_counts
+
+    x = _on(device, _f32(8, 8))
+    hetero.matmul(x, x)  # made and compiled: only the call below is counted
+    before = launch_counts().get(device.name, 0)
+    hetero.matmul(x, x)
+    assert launch_counts()[device.name] == before + 1
+
+
+def test_an_opencl_status_from_clblast_is_a_device_error(opencl_device_fixture: hetero.Device,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from hetero.backends import clblast
+
+    if clblast.library() is None:
+        pytest.skip(clblast.missing())
+
+    def fails(*args: object, **kwargs: object) -> None:
+        raise clblast.CLBlastError("CLBlast sgemm failed with status -5 (out of resources)", -5)
+
+    monkeypatch.setattr(clblast, "gemm", fails)
+    x = _on(opencl_device_fixture, _f32(8, 8))
+    with pytest.raises(hetero.DeviceError, match="out of resources|OUT_OF_RESOURCES"):
+        hetero.matmul(x, x)
