@@ -14,7 +14,12 @@ as i64 scalar parameters, so one compiled kernel per :class:`Matmul` (dtypes, ba
 serves every shape, stride and offset::
 
     matmul_{a}_{b}_{acc}_{out}_b{rank}(c, a, b, M, N, K, mtiles, shape_0.., c_offset, c_bstride_0..,
-        a_offset, a_bstride_0.., a_rs, a_cs, b_offset, b_bstride_0.., b_rs, b_cs)
+        a_offset, a_bstride_0.., a_rs, b_offset, b_bstride_0.., b_rs)
+
+The elements of a row are contiguous in both operands (the host copies an operand whose last
+axis has another stride first, an O(MK) copy beside the O(MNK) product): then neighbouring
+work-items load neighbouring elements, which the CPU runtimes' vectorisers need (PoCL ran a
+strided-column variant several times slower). Rows may be any distance apart (``a_rs``, ``b_rs``).
 
 The launch is ``(ntiles * TILE, mtiles * TILE * batch)`` work-items in groups of
 ``(TILE, TILE)``: ``group_id(1)`` numbers the row block ``% mtiles`` of matrix ``// mtiles``
@@ -57,7 +62,7 @@ class Matmul:
         for operand in ("c", "a", "b"):
             names += [f"{operand}_offset", *(f"{operand}_bstride_{k}" for k in ranks)]
             if operand != "c":
-                names += [f"{operand}_rs", f"{operand}_cs"]
+                names.append(f"{operand}_rs")
         return names
 
 
@@ -97,8 +102,7 @@ def _batch_offsets(rank: int) -> list[ir.Stmt]:
 
 def _load(spec: Matmul, operand: str, row: ir.Expr, col: ir.Expr) -> ir.Expr:
     """``operand[row, col]`` of the current batch matrix, as the accumulator type."""
-    position = _bin("+", _i64(f"{operand}_base"), _bin("+", _bin("*", row, _i64(f"{operand}_rs")),
-                                                        _bin("*", col, _i64(f"{operand}_cs"))))
+    position = _bin("+", _i64(f"{operand}_base"), _bin("+", _bin("*", row, _i64(f"{operand}_rs")), col))
     element = spec.a if operand == "a" else spec.b
     loaded: ir.Expr = ir.Load(element, operand, (position,))
     return loaded if element == spec.acc else ir.Cast(spec.acc, loaded)

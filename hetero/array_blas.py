@@ -26,7 +26,9 @@ in :func:`calls`. Inputs are used in place where the library can read them: on `
 any strides (NumPy and CuPy copy where their BLAS needs it); with CLBlast a matrix whose rows
 or columns are contiguous is passed with its leading dimension, a transposed one with the
 transpose flag, and anything else (negative or zero strides, gaps both ways) is copied to a
-contiguous array first, as is an operand whose dtype is not the result's.
+contiguous array first, as is an operand whose dtype is not the result's. The tiled kernel
+reads any row and batch strides in place, and copies an operand whose rows are not contiguous
+(a transposed view) first.
 """
 
 from __future__ import annotations
@@ -185,7 +187,13 @@ def _layout(out: Array, a: Array, b: Array) -> tuple[tuple[int, ...], list[tuple
     return _merged(batch, out.strides[:-2], _batch_strides(a, batch), _batch_strides(b, batch))
 
 
+def _rows_contiguous(x: Array) -> Array:
+    """``x`` itself when its rows' elements are contiguous (what the tiled kernel reads), else a copy."""
+    return x if x.strides[-1] == 1 or x.shape[-1] == 1 else x.copy()
+
+
 def _tiled_launch(out: Array, a: Array, b: Array) -> None:
+    a, b = _rows_contiguous(a), _rows_contiguous(b)
     shape, (c_bs, a_bs, b_bs) = _layout(out, a, b)
     if not shape:
         shape, c_bs, a_bs, b_bs = (1,), (0,), (0,), (0,)
@@ -201,7 +209,7 @@ def _tiled_launch(out: Array, a: Array, b: Array) -> None:
     T = tiled.TILE
     mtiles, ntiles = -(-M // T), -(-N // T)
     args: list[Any] = [_whole(out), _whole(a), _whole(b), M, N, K, mtiles, *shape, out.offset, *c_bs,
-                       a.offset, *a_bs, a.strides[-2], a.strides[-1], b.offset, *b_bs, b.strides[-2], b.strides[-1]]
+                       a.offset, *a_bs, a.strides[-2], b.offset, *b_bs, b.strides[-2]]
     kernel.run((ntiles * T, mtiles * T * math.prod(shape)), args, (T, T))
     _calls[(out.device.name, "hetero")] += 1
 
