@@ -22,7 +22,8 @@ configuration says ``blas: off`` (``HETERO_BLAS=off``). :func:`choose` says whic
 Every library call goes through the device runtime's ``call_library`` (fault injection's
 ``launch`` rules count it as a launch, and it is enqueued on the device's queue, in order with
 hetero's kernels), advances the device's launch counter, and is counted per device and library
-in :func:`calls`. Inputs are used in place where the library can read them: on ``cpu`` and CuPy
+in :func:`calls` (and logged at DEBUG, logger ``hetero.array_blas``, with the library and
+routine). Inputs are used in place where the library can read them: on ``cpu`` and CuPy
 any strides (NumPy and CuPy copy where their BLAS needs it); with CLBlast a matrix whose rows
 or columns are contiguous is passed with its leading dimension, a transposed one with the
 transpose flag, and anything else (negative or zero strides, gaps both ways) is copied to a
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import logging
 import math
 import threading
 from typing import Any
@@ -55,6 +57,7 @@ from hetero.launch_counts import counter as launch_counter
 from hetero.runtime_parts import runs_kernels
 from hetero.types import f32, scalar_type
 
+log = logging.getLogger("hetero.array_blas")
 _lock = threading.RLock()
 _kernels: dict[tuple[tiled.Matmul, Device], GeneratedSpecialization] = {}
 _calls: collections.Counter[tuple[str, str]] = collections.Counter()
@@ -143,6 +146,8 @@ def _library_call(device: Device, choice: Choice, call: Any) -> None:
     device.runtime.call_library(f"{choice.library} {choice.routine}", call)
     next(launch_counter(device.name))
     _calls[(device.name, choice.library)] += 1
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("matmul on %s: %s", device.name, choice)
 
 
 def _converted(x: Array, dtype: np.dtype[Any]) -> Array:
@@ -212,6 +217,8 @@ def _tiled_launch(out: Array, a: Array, b: Array) -> None:
                        a.offset, *a_bs, a.strides[-2], b.offset, *b_bs, b.strides[-2]]
     kernel.run((ntiles * T, mtiles * T * math.prod(shape)), args, (T, T))
     _calls[(out.device.name, "hetero")] += 1
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("matmul on %s: hetero tiled kernel %s", out.device.name, spec.name)
 
 
 def _cupy(out: Array, a: Array, b: Array, choice: Choice) -> None:
