@@ -80,13 +80,14 @@ class OperatorMethods:
     __lshift__, __rlshift__, __ilshift__ = _binary("bitwise_left_shift")
     __rshift__, __rrshift__, __irshift__ = _binary("bitwise_right_shift")
     def __matmul__(self, other: Any) -> Any:
-        return MATMUL.get()(self, other) if isinstance(other, OperatorMethods) else NotImplemented
+        return MATMUL.get()(self, other) if _operand(other) and isinstance(other, OperatorMethods) else NotImplemented
 
     def __rmatmul__(self, other: Any) -> Any:
-        return MATMUL.get()(other, self) if isinstance(other, OperatorMethods) else NotImplemented
+        return MATMUL.get()(other, self) if _operand(other) and isinstance(other, OperatorMethods) else NotImplemented
 
     def __imatmul__(self, other: Any) -> Any:
-        return MATMUL.get()(self, other, inplace=True) if isinstance(other, OperatorMethods) else NotImplemented
+        return MATMUL.get()(self, other, inplace=True) if _operand(other) and isinstance(other, OperatorMethods) \
+            else NotImplemented
 
     __lt__ = _compare("less")
     __le__ = _compare("less_equal")

@@ -76,6 +76,8 @@ def test_operator_and_inplace(device: hetero.Device) -> None:
         v @= _on(device, _f32(4, 8))
     with pytest.raises(TypeError):
         _ = x @ 2.0
+    with pytest.raises(TypeError, match="move the NumPy array to the device"):
+        _ = x @ b
 
 
 def test_transposed_sliced_and_offset_views(device: hetero.Device) -> None:
