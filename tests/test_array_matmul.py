@@ -222,3 +222,23 @@ def test_an_opencl_status_from_clblast_is_a_device_error(opencl_device_fixture: 
     x = _on(opencl_device_fixture, _f32(8, 8))
     with pytest.raises(hetero.DeviceError, match="out of resources|OUT_OF_RESOURCES"):
         hetero.matmul(x, x)
+
+
+def test_opencl_without_clblast_runs_the_tiled_kernel(opencl_device_fixture: hetero.Device,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from hetero.backends import clblast
+
+    monkeypatch.setattr(clblast, "_state", {"routines": None, "version": "", "path": "",
+                                            "error": "libclblast.so.1: cannot open shared object file"})
+    a, b = _f32(2, 37, 21), _f32(21, 19)  # the shapes and dtype of test_tiled_kernel_forced_on: its kernel
+    x, y = _on(opencl_device_fixture, a), _on(opencl_device_fixture, b)
+    told = hetero.explain_op("matmul", x, y)
+    assert told.library == "hetero" and "apt-get install libclblast-dev" in told.choice.why
+    _close((x @ y).numpy(), a, b)
+
+
+def test_the_blas_switch_is_a_config_flag() -> None:
+    assert hetero.config.load_config({"HETERO_BLAS": "off"}).blas is False
+    assert hetero.config.load_config({}).blas is True
+    with pytest.raises(hetero.ConfigError, match="'blas' must be"):
+        hetero.config.load_config({"HETERO_BLAS": "sometimes"})
