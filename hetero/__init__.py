@@ -94,6 +94,7 @@ if TYPE_CHECKING:
     from hetero.array_reductions import (  # noqa: A004 (the array API's names)
         all, any, argmax, argmin, cumulative_prod, cumulative_sum, max, mean, min, prod, std, sum, var,
     )
+    from hetero.array_matmul import explain_op, matmul, matrix_transpose, tensordot, vecdot
 
     fault: ModuleType  # hetero.fault / hetero.scheduler live in the fault/ and scheduler/ folders
     scheduler: ModuleType
