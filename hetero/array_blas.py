@@ -265,15 +265,14 @@ def _clblast(out: Array, a: Array, b: Array, choice: Choice) -> None:
     M, N, K = out.shape[-2], out.shape[-1], a.shape[-1]
     inner = shape[-1] if shape else 1
     outer = shape[:-1]
-    queue = int(device.runtime.queue.int_ptr) if device.runtime.queue is not None else 0  # type: ignore[attr-defined]
+    runtime: Any = device.runtime  # an OpenCLRuntime: its in-order queue (made with the operands' buffers)
     mems = [int(x.buffer.mem.int_ptr) for x in (a, b, out)]
     for index in np.ndindex(*outer):
         at = [x.offset + sum(i * s for i, s in zip(index, strides[:len(index)], strict=True))
               for x, strides in ((a, a_bs), (b, b_bs), (out, c_bs))]
 
         def call(at: list[int] = at) -> None:
-            handle = queue or int(device.runtime.queue.int_ptr)  # type: ignore[attr-defined]
-            clblast.gemm(handle, out.dtype, M, N, K, mems[0], at[0], a_ld, a_trans, mems[1], at[1], b_ld, b_trans,
+            clblast.gemm(int(runtime.queue.int_ptr), out.dtype, M, N, K, mems[0], at[0], a_ld, a_trans, mems[1], at[1], b_ld, b_trans,
                          mems[2], at[2], N, batch=inner, a_stride=a_bs[-1] if shape else 0,
                          b_stride=b_bs[-1] if shape else 0, c_stride=c_bs[-1] if shape else 0, device=device.name)
 
