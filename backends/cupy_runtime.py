@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -313,6 +313,16 @@ class CuPyRuntime(DeviceRuntime, StreamRuntime):
     def kernel_arg(self, buffer: Any, shape: tuple[int, ...], dtype: Any) -> Any:
         # A pointer-sized value: CuPy passes NumPy scalars by value, which is what a T* parameter takes.
         return np.uint64(buffer.ptr)
+
+    def call_library(self, name: str, call: Callable[[], Any]) -> Any:
+        """``call`` runs a CuPy routine (cuBLAS, rocBLAS) on this device and the current stream;
+        its failures become hetero's DeviceErrors, as a kernel launch's do."""
+        with self._on_device(f"running {name}"):
+            stream = self._stream.get()
+            if stream is None:
+                return call()
+            with stream:
+                return call()
 
     def launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
                args: Sequence[Any]) -> None:

@@ -27,7 +27,7 @@ from hetero.errors import BackendUnavailableError, DeviceDegradedError, DeviceOu
 from hetero.plugin import Backend, DeviceRuntime
 from hetero.target import Target, opencl_target
 
-from . import host, opencl_errors, opencl_icd
+from . import clblast, host, opencl_errors, opencl_icd
 from .opencl_pool import DEFAULT_LIMIT, BufferPool, PooledBuffer
 
 _VENDOR_IDS = {0x8086: "Intel", 0x1002: "AMD", 0x10DE: "NVIDIA", 0x13B5: "ARM", 0x5143: "Qualcomm", 0x106B: "Apple"}
@@ -191,6 +191,21 @@ class OpenCLRuntime(DeviceRuntime):
         except self.cl.Error as exc:
             self._raise(exc, f"launching {kernel.function_name}", after_kernel=True)
         self.pending = True
+
+    def call_library(self, name: str, call: Callable[[], Any]) -> Any:
+        """``call`` enqueues a CLBlast routine on :attr:`queue` (made here if it is not yet); an
+        OpenCL status it fails with is translated as a failing kernel launch's is."""
+        if self.queue is None:
+            self._open()
+        try:
+            result = call()
+        except clblast.CLBlastError as exc:
+            if exc.status <= -1000:  # CLBlast's own codes: not a device error
+                raise
+            self._raise(opencl_errors.pyopencl_error(self.cl, exc.status, "clEnqueueNDRangeKernel", str(exc)),
+                        f"running {name}", after_kernel=True)
+        self.pending = True
+        return result
 
     def health(self) -> Health:
         """OK when the device answers a query and runs a tiny probe kernel correctly within

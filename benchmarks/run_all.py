@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from benchmarks import (
-    compile_bundle, compile_time, copy_bandwidth, guard_overhead, guard_recovery, import_time, injection_overhead,
+    array_ops, compile_bundle, compile_time, copy_bandwidth, guard_overhead, guard_recovery, import_time, injection_overhead,
     launch_overhead, launcher_overhead, placement, recovery_vs_torchrun, sgemm, split, stream_triad, torch_guard,
 )
 
@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "launch_overhead": launch_overhead.main,
     "stream_triad": stream_triad.main,
     "sgemm": sgemm.main,
+    "array_ops": array_ops.main,
     "compile_time": compile_time.main,
     "compile_bundle": compile_bundle.main,
     "placement": placement.main,

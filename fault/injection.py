@@ -48,7 +48,7 @@ from .injection_rules import OPS, TORCH_OP, Rule, RuleState, parse_rules
 
 log = logging.getLogger("hetero.fault.injection")
 
-_INJECTED_METHODS = ("allocate", "upload", "download", "copy", "launch", "synchronize", "health",
+_INJECTED_METHODS = ("allocate", "upload", "download", "copy", "launch", "call_library", "synchronize", "health",
                      "drain_health_events")
 
 
@@ -390,7 +390,8 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
     ``rules``: one rule, a ``;``-separated string, or a list. A rule is ``DEVICE:OP:TRIGGER:WHAT``:
 
     - DEVICE: a device name or ``fnmatch`` pattern (``oneapi:0``, ``opencl:*``, ``cpu``, ``*``);
-    - OP: ``launch``, ``copy`` (upload, download, device copies), ``alloc``, ``sync``, ``health``, or
+    - OP: ``launch`` (kernel launches and vendor library calls: ``hetero.matmul``'s BLAS), ``copy``
+      (upload, download, device copies), ``alloc``, ``sync``, ``health``, or
       ``torch`` (torch ops on the device's torch tensors, raising torch's own exception:
       :mod:`hetero.fault.injection_torch`);
     - TRIGGER: ``nth=N`` (exactly the Nth matching call on each device), ``every=K``, or ``p=P``

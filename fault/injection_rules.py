@@ -33,7 +33,7 @@ from hetero.errors import ConfigError, did_you_mean
 #: ``torch`` covers no runtime method: torch ops on the device's torch tensors, counted at torch's
 #: op boundary (:mod:`hetero.fault.injection_torch`).
 OPS: dict[str, tuple[str, ...]] = {
-    "launch": ("launch",),
+    "launch": ("launch", "call_library"),  # a kernel, or a vendor library routine (CLBlast, cuBLAS, NumPy)
     "copy": ("upload", "download", "copy"),
     "alloc": ("allocate",),
     "sync": ("synchronize",),

@@ -84,6 +84,7 @@ del _hook
 _array_hooks.ELEMENTWISE.provided_by("hetero.array_elementwise")
 _array_hooks.FUSE.provided_by("hetero.array_fusion")
 _fusion_state.REALIZE.provided_by("hetero.array_fusion")
+_array_hooks.MATMUL.provided_by("hetero.array_matmul")
 _QUOTAS_CHANGED.provided_by("hetero.torch_memory")
 _TORCH_RULES_CHANGED.provided_by("hetero.fault.injection_torch")
 _TORCH_RULES_CONFIGURED.provided_by("hetero.fault.injection_torch")
@@ -97,6 +98,7 @@ if TYPE_CHECKING:
     from hetero.array_reductions import (  # noqa: A004 (the array API's names)
         all, any, argmax, argmin, cumulative_prod, cumulative_sum, max, mean, min, prod, std, sum, var,
     )
+    from hetero.array_matmul import explain_op, matmul, matrix_transpose, tensordot, vecdot
 
     fault: ModuleType  # hetero.fault / hetero.scheduler live in the fault/ and scheduler/ folders
     scheduler: ModuleType
@@ -140,6 +142,12 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "cumulative_sum": ("hetero.array_reductions", "cumulative_sum"),
     "cumulative_prod": ("hetero.array_reductions", "cumulative_prod"),
     "fusion": ("hetero.array_fusion", "fusion"),
+    # linear algebra (hetero.array_matmul): vendor BLAS or hetero's tiled kernel
+    "matmul": ("hetero.array_matmul", "matmul"),
+    "vecdot": ("hetero.array_matmul", "vecdot"),
+    "tensordot": ("hetero.array_matmul", "tensordot"),
+    "matrix_transpose": ("hetero.array_matmul", "matrix_transpose"),
+    "explain_op": ("hetero.array_matmul", "explain_op"),
 }
 #: The array API's elementwise functions (hetero.array_functions): each is a generated kernel.
 ELEMENTWISE_FUNCTIONS = (
@@ -195,6 +203,7 @@ __all__ = [
     "max", "mean", "std", "var", "any", "all", "argmax", "argmin", "cumulative_sum", "cumulative_prod",
     "astype", "empty_like", "eye", "full_like", "linspace", "meshgrid", "ones_like", "tril", "triu", "zeros_like",
     "concat", "repeat", "roll", "stack", "tile",
+    "matmul", "vecdot", "tensordot", "matrix_transpose", "explain_op",
     "backend_statuses", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
     "from_dlpack", "full", "get_config", "int8", "int16", "int32", "int64", "ones", "register_backend",
     "reload_config", "synchronize", "torch_device", "uint8", "uint16", "uint32", "uint64", "zeros",

@@ -29,3 +29,5 @@ CAST: Hook[Callable[..., Any]] = Hook("astype", "a conversion to another dtype")
 #: ``reduction(name, x, *args, **kwargs)``: the reduction or scan ``name`` (``"sum"``, ``"argmax"``,
 #: ``"cumulative_sum"`` ...) of array ``x``, for the methods of :class:`hetero.Array`.
 REDUCTION: Hook[Callable[..., Any]] = Hook("reduction", "a reduction or scan of an array")
+#: ``matmul(x1, x2, inplace=False)``: ``x1 @ x2`` (``x1 @= x2`` with ``inplace``), :mod:`hetero.array_matmul`.
+MATMUL: Hook[Callable[..., Any]] = Hook("matmul", "a matrix product of arrays")

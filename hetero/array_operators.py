@@ -1,5 +1,6 @@
 """The Python operators of :class:`hetero.Array`: ``+ - * / // % ** & | ^ << >> ~``, the
-comparisons, ``-x +x abs(x)``, their reflected forms with scalars (``2 * x``) and their
+comparisons, ``-x +x abs(x)``, ``@`` and ``@=`` (:mod:`hetero.array_matmul`, through
+:data:`hetero.array_hooks.MATMUL`; a non-array operand of ``@`` is a TypeError), their reflected forms with scalars (``2 * x``) and their
 in-place forms (``x += y`` writes into ``x``, which must be able to hold the result's
 dtype and shape). Each calls the elementwise operation of the array API's name (``+`` is
 ``hetero.add``) through :data:`hetero.array_hooks.ELEMENTWISE`
@@ -22,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from hetero.array_hooks import ELEMENTWISE
+from hetero.array_hooks import ELEMENTWISE, MATMUL
 
 
 def _operand(value: Any) -> bool:
@@ -79,6 +80,16 @@ class OperatorMethods:
     __xor__, __rxor__, __ixor__ = _binary("bitwise_xor")
     __lshift__, __rlshift__, __ilshift__ = _binary("bitwise_left_shift")
     __rshift__, __rrshift__, __irshift__ = _binary("bitwise_right_shift")
+    def __matmul__(self, other: Any) -> Any:
+        return MATMUL.get()(self, other) if _operand(other) and isinstance(other, OperatorMethods) else NotImplemented
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return MATMUL.get()(other, self) if _operand(other) and isinstance(other, OperatorMethods) else NotImplemented
+
+    def __imatmul__(self, other: Any) -> Any:
+        return MATMUL.get()(self, other, inplace=True) if _operand(other) and isinstance(other, OperatorMethods) \
+            else NotImplemented
+
     __lt__ = _compare("less")
     __le__ = _compare("less_equal")
     __gt__ = _compare("greater")

@@ -18,6 +18,7 @@ HETERO_POLICY          policy          default placement policy of ``hetero.devi
 HETERO_HEALTH_INTERVAL health_interval seconds between health polls of the monitor
 HETERO_QUOTA           quota           memory quota of this process per device (see below)
 HETERO_COST_SAMPLING   cost_sampling   time every k-th kernel launch for the cost model (0: off)
+HETERO_BLAS            blas            ``off``: ``hetero.matmul`` runs hetero's own kernel, never a vendor BLAS
 ====================== =============== ==================================================
 
 The compile cache's bounds (least recently used entries go first; see
@@ -138,6 +139,7 @@ class Config:
     quarantine_ttl: Mapping[str, float] = dataclasses.field(default_factory=dict)
     quota: Mapping[str, int] = dataclasses.field(default_factory=dict)  # device/backend/"*" -> bytes; empty: none
     cost_sampling: int = 0  # time every k-th launch; 0: off
+    blas: bool = True  # vendor BLAS for matmul where there is one (hetero.array_blas); False: the tiled kernel
     cache_max_size: int = CACHE_MAX_SIZE  # bytes of the disk cache
     cache_max_entries: int = CACHE_MAX_ENTRIES
     cache_memory_max_size: int = CACHE_MEMORY_MAX_SIZE  # bytes of the in-process layer
@@ -167,6 +169,7 @@ _ENV = {
     "HETERO_HEALTH_INTERVAL": "health_interval",
     "HETERO_QUOTA": "quota",
     "HETERO_COST_SAMPLING": "cost_sampling",
+    "HETERO_BLAS": "blas",
     "HETERO_CACHE_MAX_SIZE": "cache_max_size",
     "HETERO_CACHE_MAX_ENTRIES": "cache_max_entries",
     "HETERO_CACHE_MEMORY_MAX_SIZE": "cache_memory_max_size",
@@ -264,10 +267,10 @@ def _parse(key: str, value: Any, origin: str) -> Any:
                     + did_you_mean(kind, DEVICE_KINDS)
                 )
         return kinds
-    if key == "faults_persist":
+    if key in ("faults_persist", "blas"):
         flag = str(value).strip().lower()
         if flag not in _FLAGS:
-            raise ConfigError(f"{origin}: 'faults_persist' must be 1/true/yes or 0/false/no, got {value!r}")
+            raise ConfigError(f"{origin}: {key!r} must be 1/true/yes/on or 0/false/no/off, got {value!r}")
         return _FLAGS[flag]
     if key in ("cache_dir", "state_dir"):
         if not isinstance(value, (str, os.PathLike)) or not str(value):

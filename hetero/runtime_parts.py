@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import abc
 import contextvars
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -113,6 +113,13 @@ class KernelRunner(abc.ABC):
         """Enqueue ``kernel`` over ``global_size`` work-items in groups of ``local_size``
         (None: the runtime chooses); ``args`` follow the kernel's ABI. May return before it finishes."""
         raise NotImplementedError(f"{type(self).__name__} runs no kernels: its kernel_target() is None")
+
+    def call_library(self, name: str, call: Callable[[], Any]) -> Any:
+        """Run ``call``, which enqueues a vendor library routine (``name``: a GEMM of CLBlast,
+        cuBLAS through CuPy, NumPy's on the host) on this device's queue, as :meth:`launch`
+        enqueues a kernel: fault injection's ``launch`` rules count it, and a runtime may translate
+        its failures. The default calls it; runtimes with a queue to mark busy override this."""
+        return call()
 
     def synchronize(self) -> None:
         """Wait for every queued operation on this device (kernels and device copies)."""
