@@ -178,7 +178,7 @@ def multiply(out: Array, a: Array, b: Array, choice: Choice) -> None:
     ``(..., M, K)`` and ``b`` of ``(..., K, N)`` views whose batch axes broadcast to ``batch``,
     all on one device; ``K > 0`` and ``out`` is not empty."""
     if choice.library == "numpy":
-        _library_call(out.device, choice, lambda: np.matmul(a.numpy(), b.numpy(), out=out.numpy()))
+        _library_call(out.device, choice, lambda: np.matmul(a._host(), b._host(), out=out._host()))
     elif choice.library in ("cuBLAS", "rocBLAS", "cupy"):
         _cupy(out, a, b, choice)
     elif choice.library == "CLBlast":
