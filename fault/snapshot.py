@@ -5,7 +5,10 @@ What a snapshot keeps, per value of the state dict:
 
 - ``hetero.Array``: a host NumPy copy; restored into the same array when it is still on the
   target device (no allocation, which matters after an out-of-memory error), else as a new
-  array on the target device.
+  array on the target device. A view (``w[0]``, ``w.T``) keeps its base's whole buffer (one
+  copy per base, shared with the base's own entry when the base is in the state too) and its
+  layout; restored, it is a view of the restored base again, so views and bases still share
+  memory after a move to another device.
 - torch ``nn.Module``: its ``state_dict`` copied to the CPU; restored by giving the module fresh
   storage on the target's torch device (``to_empty``: the failed device's memory is never read)
   and ``load_state_dict`` (parameters keep their identity, so optimizers holding them stay valid). torch ``Optimizer``: its ``state_dict`` with tensors on the CPU;
@@ -37,6 +40,7 @@ import copy
 import dataclasses
 import itertools
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, TypeVar
@@ -83,7 +87,7 @@ class UnsnapshottableError(ArgumentError):
 class Captured:
     """One value of the state, in host memory. ``kind`` says how it is restored."""
 
-    #: "array" | "ndarray" | "module" | "optimizer" | "tensor" | "stateful" | "generator" | "loader" | "dict"
+    #: "array" | "view" | "ndarray" | "module" | "optimizer" | "tensor" | "stateful" | "generator" | "loader" | "dict"
     #: | "list" | "object"
     kind: str
     data: Any
@@ -111,12 +115,26 @@ def check(state: Mapping[str, Any]) -> None:
         _within(key, _check, value)
 
 
+class _Bases(threading.local):
+    """The host copies of the arrays (view bases) one take() or restore() has met, by id()."""
+
+    taking: dict[int, np.ndarray] | None = None  # id(base array) -> its host copy
+    restoring: dict[int, Array] | None = None  # id(host copy) -> the array restored from it
+
+
+_bases = _Bases()
+
+
 def take(state: Mapping[str, Any], step: int) -> Snapshot:
     """Copy every value of ``state`` to host memory. Raises the device's own error when a device
     cannot be read (the guard then falls back to the previous snapshot), and
     :class:`UnsnapshottableError` for a value that cannot be copied."""
     start = time.perf_counter()
-    values = {key: _within(key, capture, value) for key, value in state.items()}
+    _bases.taking = {}
+    try:
+        values = {key: _within(key, capture, value) for key, value in state.items()}
+    finally:
+        _bases.taking = None
     return Snapshot(step, values, sum(v.nbytes for v in values.values()), time.perf_counter() - start)
 
 
@@ -127,8 +145,12 @@ def restore(snapshot: Snapshot, state: MutableMapping[str, Any], device: Device)
     restore (:func:`hetero.fault.snapshot_rng.restore`)."""
     order = sorted(snapshot.values, key=lambda key: _RESTORE_RANK.get(snapshot.values[key].kind, 0))
     moved: dict[int, Any] = {}  # id(old parameter) -> its replacement, where torch made new ones
-    for key in order:
-        state[key] = put_back(snapshot.values[key], state.get(key), device, moved)
+    _bases.restoring = {}
+    try:
+        for key in order:
+            state[key] = put_back(snapshot.values[key], state.get(key), device, moved)
+    finally:
+        _bases.restoring = None
 
 
 # -- one value -----------------------------------------------------------------------------
@@ -157,10 +179,14 @@ def kind_of(value: Any) -> str:
 def capture(value: Any) -> Captured:
     kind = kind_of(value)
     if kind == "array":
-        host = value.numpy()  # a fresh host copy, except on host-memory devices (`cpu`): a view there
-        if value.device.runtime.host_memory:
-            host = host.copy()
-        return Captured("array", host, host.nbytes)
+        if value.base is not None:
+            root = value.base
+            shared = _bases.taking is not None and id(root) in _bases.taking
+            base = _host_copy(root)
+            return Captured("view", (base, value.shape, value.strides, value.offset), 0 if shared else base.nbytes)
+        shared = _bases.taking is not None and id(value) in _bases.taking
+        host = _host_copy(value)
+        return Captured("array", host, 0 if shared else host.nbytes)
     if kind == "ndarray":
         return Captured("ndarray", value.copy(), value.nbytes)
     if kind in _TORCH_KINDS:
@@ -181,15 +207,49 @@ def capture(value: Any) -> Captured:
     return Captured("object", _copy_object(value), 0)
 
 
+def _host_copy(array: Array) -> np.ndarray:
+    """A host copy of owner ``array`` (one per take(), shared by its views)."""
+    taken = _bases.taking
+    if taken is not None and id(array) in taken:
+        return taken[id(array)]
+    host = array._host()  # a fresh host copy, except on host-memory devices (`cpu`): a view there
+    if array.device.runtime.host_memory:
+        host = host.copy()
+    if taken is not None:
+        taken[id(array)] = host
+    return host
+
+
+def _put_back_array(data: np.ndarray, current: Any, device: Device) -> Array:
+    """Owner array from host copy ``data``: ``current`` refilled when it can hold it, else new;
+    once per restore() (its views' bases are the same array)."""
+    restored = _bases.restoring
+    if restored is not None and id(data) in restored:
+        return restored[id(data)]
+    if isinstance(current, Array) and current.base is None and current.device is device \
+            and current.shape == data.shape and current.dtype == data.dtype:
+        copyto(current, data)
+        result = current
+    else:
+        result = asarray(data, device=device, copy=True)
+    if restored is not None:
+        restored[id(data)] = result
+    return result
+
+
 def put_back(captured: Captured, current: Any, device: Device, moved: dict[int, Any] | None = None) -> Any:
     """The restored value: ``current`` refilled in place when possible, else a new object."""
     kind, data = captured.kind, captured.data
     if kind == "array":
-        if isinstance(current, Array) and current.device is device and current.shape == data.shape \
-                and current.dtype == data.dtype:
-            copyto(current, data)
+        return _put_back_array(data, current, device)
+    if kind == "view":
+        base, shape, strides, offset = data
+        same = isinstance(current, Array) and current.base is not None and current.shape == shape \
+            and current.strides == strides and current.offset == offset
+        root = _put_back_array(base, current.base if same else None, device)
+        if same and current.base is root:
             return current
-        return asarray(data, device=device, copy=True)
+        return root._view(shape, strides, offset)
     if kind == "ndarray":
         if isinstance(current, np.ndarray) and current.shape == data.shape and current.dtype == data.dtype \
                 and current.flags.writeable:

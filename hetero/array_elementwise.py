@@ -274,7 +274,9 @@ def evaluate(name: str, operands: tuple[Any, ...], builder: Any, out: Array | No
     arrays = [x for x in operands if type(x) is Array or isinstance(x, Array)]
     device = _device_of(name, arrays if out is None else [out, *arrays])
     try:
-        shape = np.broadcast_shapes(*(x.shape for x in arrays)) if len(arrays) > 1 else arrays[0].shape
+        shape = arrays[0].shape
+        if len(arrays) > 1 and any(x.shape != shape for x in arrays):
+            shape = np.broadcast_shapes(*(x.shape for x in arrays))
     except ValueError:
         shown = " and ".join(str(x.shape) for x in arrays)
         raise ArrayError(f"hetero.{name}: shapes {shown} do not broadcast together (the standard's rule: "

@@ -135,10 +135,12 @@ def realize(x: Array) -> None:
         if x._buf is None:
             _give_buffer(x)
         x._pending = None  # before the launch, which reads x's buffer
+        fusion_state.computed(x)
         try:
             _run(node, x)
         except BaseException:
             x._pending = node  # still recorded (its buffer kept): a later read computes it again
+            fusion_state.record(x)
             raise
 
 

@@ -19,8 +19,9 @@ from typing import Any
 
 from hetero.hooks import Hook
 
-#: Weak references to arrays whose value is recorded and not yet computed, oldest first.
-PENDING: list[weakref.ref[Any]] = []
+#: Arrays whose value is recorded and not yet computed, by id(), as weak references, oldest first
+#: (an array's entry goes when it is computed or dropped).
+PENDING: dict[int, weakref.ref[Any]] = {}
 LOCK = threading.RLock()
 #: ``realize(array)``: compute one recorded array's value into its own new buffer.
 REALIZE: Hook[Callable[[Any], None]] = Hook("realize", "computing a recorded (fused) array")
@@ -37,7 +38,7 @@ def flush() -> None:
         return
     with LOCK:
         while PENDING:
-            recorded = PENDING[:]
+            recorded = list(PENDING.values())
             PENDING.clear()
             realize = REALIZE.get()
             for ref in recorded:
@@ -55,28 +56,23 @@ def before_write(arrays: Iterable[Any]) -> None:
     if not written:
         return
     with LOCK:
-        due: list[Any] = []
-        kept: list[weakref.ref[Any]] = []
-        for ref in PENDING:
-            array = ref()
-            if array is None or array._pending is None:
-                continue
-            if written.isdisjoint(array._pending.reads):
-                kept.append(ref)
-            else:
-                due.append(array)
-        PENDING[:] = kept
-        realize = REALIZE.get() if due else None
-        for array in due:
-            realize(array)  # type: ignore[misc]
+        due = [array for ref in list(PENDING.values()) if (array := ref()) is not None
+               and array._pending is not None and not written.isdisjoint(array._pending.reads)]
+        if due:
+            realize = REALIZE.get()
+            for array in due:
+                realize(array)
 
 
 def record(array: Any) -> None:
     """Note ``array`` as recorded (:func:`flush` computes it unless it is dropped first)."""
-    with LOCK:
-        if len(PENDING) >= 256:  # drop the references of arrays that died unneeded
-            PENDING[:] = [ref for ref in PENDING if ref() is not None]
-        PENDING.append(weakref.ref(array))
+    key = id(array)
+    PENDING[key] = weakref.ref(array, lambda _: PENDING.pop(key, None))
 
 
-__all__ = ["ENABLED", "LOCK", "PENDING", "REALIZE", "before_write", "flush", "record"]
+def computed(array: Any) -> None:
+    """``array``'s recorded value is being computed: it is no longer pending."""
+    PENDING.pop(id(array), None)
+
+
+__all__ = ["ENABLED", "LOCK", "PENDING", "REALIZE", "before_write", "computed", "flush", "record"]

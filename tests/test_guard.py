@@ -5,6 +5,7 @@ when it runs on a chosen device at a chosen step, or from ``hetero.fault.inject`
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -329,3 +330,55 @@ def test_snapshot_is_a_copy_on_every_device(device: hetero.Device) -> None:
     snapshot.restore(taken, restored, device)
     hetero.copyto(arr, np.full(8, -2, np.float32))
     np.testing.assert_array_equal(taken.values["w"].data, np.arange(8))  # nor does the restored array share it
+
+
+def test_views_in_the_state_stay_views_of_their_base_across_a_move(device_pair: tuple[hetero.Device, hetero.Device]) -> None:
+    a, b = device_pair
+    w = hetero.asarray(np.arange(12, dtype=np.float32).reshape(3, 4), device=a, copy=True)
+    state: dict[str, Any] = {"w": w, "row": w[1], "col": w[:, ::-2], "orphan": hetero.zeros((2, 2), device=a).T[0]}
+    taken = snapshot.take(state, 0)
+    assert taken.nbytes == w.nbytes + 4 * 4  # one copy of w for w and its two views; the orphan's 2x2 base
+    w[...] = -1.0
+    snapshot.restore(taken, state, b)
+    if a is b:
+        assert state["w"] is w and state["row"].base is w  # refilled in place
+    assert state["row"].base is state["w"] and state["col"].base is state["w"] and state["w"].device is b
+    np.testing.assert_array_equal(state["col"].numpy(), np.arange(12).reshape(3, 4)[:, ::-2])
+    state["row"][...] = 100.0  # still a view: the base sees the write
+    assert (state["w"].numpy()[1] == 100).all()
+    np.testing.assert_array_equal(state["orphan"].numpy(), [0, 0])
+
+
+def test_a_guarded_step_of_array_operations_on_views_replays_after_a_fault() -> None:
+    """Array operations (fused elementwise chains into views, a reduction) launch through the path
+    injection sees; the replay on another device ends equal to the fault-free run."""
+    if len(DEVICES) < 2:
+        pytest.skip("needs two devices")
+    a, b = DEVICES[0], DEVICES[1]
+
+    def run(inject_rule: str | None) -> dict[str, Any]:
+        w = hetero.asarray(np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8), device=a, copy=True)
+        state: dict[str, Any] = {"w": w, "head": w[0], "sums": []}
+
+        def step(k: int) -> None:
+            w, head = state["w"], state["head"]
+            head *= 0.5                        # through the view: the base changes
+            w[1:] -= 0.1 * (w[:-1] * w[:-1] - float(k))  # a fused chain into a view (overlap: read first)
+            state["sums"].append(float(hetero.sum(w * 2.0)))
+
+        context = hetero.fault.inject(inject_rule) if inject_rule else contextlib.nullcontext()
+        with context:
+            run_loop_plain(state, 8, step, snapshot_every=3, devices=[a, b])
+        return state
+
+    faulted, clean = run(f"{a}:launch:nth=9:lost"), run(None)
+    assert faulted["w"].device.name == b and faulted["head"].base is faulted["w"]
+    np.testing.assert_allclose(faulted["w"].numpy(), clean["w"].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(faulted["sums"], clean["sums"], rtol=1e-6)
+
+
+def run_loop_plain(state: dict[str, Any], steps: int, step_fn: Callable[[int], Any], **options: Any) -> Guard:
+    with hetero.guard(state, **options) as g:
+        for step in range(steps):
+            g.run(step_fn, step)
+    return g
