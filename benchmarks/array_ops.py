@@ -1,7 +1,9 @@
-"""Array operations against their references; the ``matmul`` section: ``hetero.matmul`` of
-n x n float32 matrices on each device's BLAS and on hetero's tiled kernel, side by side in one run.
+"""Array operations against their references, side by side in one run: the elementwise
+sections of :mod:`benchmarks.array_elementwise` (fused ``a*b + c*d``, ``x + y``, ``x.sum()``,
+per-operation overhead), then ``matmul``: ``hetero.matmul`` of n x n float32 matrices on each
+device's BLAS and on hetero's tiled kernel.
 
-    python -m benchmarks.array_ops [--quick] [--size N] [--devices cpu oneapi:0 opencl:0] [--repeats N]
+    python -m benchmarks.array_ops [--quick] [--size N] [--elements N] [--devices cpu oneapi:0 opencl:0] [--repeats N]
 
 On ``cpu`` the sides are ``hetero.matmul`` (NumPy's BLAS on the arrays' host memory, through
 hetero's launch accounting) and ``numpy.matmul`` on the same data, each making a new result: goal (reported, never
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 
 import hetero
+from benchmarks import array_elementwise
 from benchmarks.harness import Progress, command_line, compare, format_seconds, write_results
 from benchmarks.kernel_bench import DEFAULT_DEVICES, choose_devices, describe, load_average, print_footer, same
 
@@ -110,7 +113,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--size", type=int, help=f"matrix size (default {FULL_SIZE})")
     parser.add_argument("--devices", nargs="+", metavar="DEVICE", default=list(DEFAULT_DEVICES),
                         help=f"devices to run on (default: {' '.join(DEFAULT_DEVICES)}, those present)")
-    parser.add_argument("--repeats", type=int, help="samples per side (default 5, --quick 3)")
+    parser.add_argument("--repeats", type=int, help="matmul samples per side (default 5, --quick 3)")
+    parser.add_argument("--elements", type=int, help="elementwise array length (default 64 Mi, --quick 4 Mi)")
     args = parser.parse_args(argv)
     if args.size is not None and args.size <= 0:
         parser.error(f"--size must be positive, got {args.size}")
@@ -124,7 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     warmup = 1
     devices, missing = choose_devices(args.devices)
     load_before = load_average()
-    progress = Progress(len(devices))
+    progress = Progress(2 * len(devices))
+    elements = args.elements or (array_elementwise.QUICK_ELEMENTS if args.quick else array_elementwise.FULL_ELEMENTS)
+    elementwise = array_elementwise.run(devices, elements, 7 if args.quick else 11, progress)
     rows = []
     for device in devices:
         progress.step(f"matmul on {device.name}, n = {n}")
@@ -140,8 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "note": "a shared 2-core VM under other work: figures vary with its load"},
         "devices": [describe(d) for d in devices],
         "missing_devices": missing,
+        "elementwise": {"elements": elements, **elementwise},
         "matmul": {"summary": summary, "rows": rows},
     }, command_line("benchmarks.array_ops", sys.argv[1:] if argv is None else argv))
+    array_elementwise.print_rows(elementwise["rows"], elementwise["summary"])
     print_table(rows)
     for goal in summary:
         if goal["status"] != "information":
