@@ -1,7 +1,14 @@
-"""Kernels on the ``cpu`` device: generated Python modules compiled by Numba.
+"""Kernels on the ``cpu`` device: generated Python modules compiled by Numba, run on threads.
 
 The module is written into hetero's cache (atomically) and imported from there, so
 Numba's own cache (``__pycache__`` beside it) makes a new process skip compilation.
+
+A launch's work-groups are split into one chunk per thread (``NUMBA_NUM_THREADS``, the
+machine's cores unless set); the calling thread runs the first chunk and a pool of threads
+the others at once, each calling the kernel's ``nogil`` entry (:mod:`hetero.compiler.emit_cpu`)
+for its range, and the launch returns when all have finished. A launch of one chunk (up to
+4096 work-items of a plain kernel) runs on the calling thread alone. Before a kernel's first
+launch on several threads, a call that runs no work-group compiles it.
 """
 
 from __future__ import annotations
@@ -11,8 +18,10 @@ import importlib.util
 import re
 import sys
 import tempfile
+import dataclasses
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +42,23 @@ def _write_atomically(path: Path, data: bytes) -> None:
     atomic_write(path, data)
 
 
+@dataclasses.dataclass(eq=False)
+class Entry:
+    """A loaded kernel: its Numba entry (a range of work-groups) and its work-group count."""
+
+    run: Any  # numba dispatcher: run(first, last, gs0, gs1, gs2, ls0, ls1, ls2, *params)
+    count: Callable[..., int]  # count(gs0, gs1, gs2, ls0, ls1, ls2) -> work-groups
+    warm: bool = False  # compiled (by an empty call) before its first launch on several threads
+
+
 def load(source: Any, artifact: bytes | None, path: Path, target: str) -> tuple[Any, bytes | None]:
-    """Import the generated module at ``path`` and return its entry function."""
+    """Import the generated module at ``path`` and return its :class:`Entry`."""
     data = artifact if artifact is not None else source.text.encode()
     module_path = path.with_suffix(".py")
     name = "hetero_cpu_kernel_" + hashlib.sha1(str(module_path).encode()).hexdigest()[:16]
     with _lock:
         if name in sys.modules:
-            return getattr(sys.modules[name], source.entry), None
+            return entry_of(sys.modules[name], source.entry), None
         try:
             _write_atomically(module_path, data)
         except OSError:
@@ -56,7 +74,32 @@ def load(source: Any, artifact: bytes | None, path: Path, target: str) -> tuple[
             raise KernelBuildError(f"generated CPU module failed to load: {exc}", source=data.decode(),
                                    target=target, log=repr(exc)) from exc
         sys.modules[name] = module
-    return getattr(module, source.entry), (None if artifact is not None else data)
+    return entry_of(module, source.entry), (None if artifact is not None else data)
+
+
+def entry_of(module: Any, name: str) -> Entry:
+    """The :class:`Entry` of kernel ``name`` in generated module ``module``."""
+    return Entry(getattr(module, name), getattr(module, name + "_count"))
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def threads() -> int:
+    """How many threads a launch runs on (Numba's setting: the cores, or NUMBA_NUM_THREADS)."""
+    import numba
+
+    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+
+
+def _workers() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=max(1, threads() - 1), thread_name_prefix="hetero-cpu")
+    return _pool
 
 
 def kernel_arg(buffer: np.ndarray, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
@@ -83,12 +126,29 @@ def launch(kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...
         if len(_padded) >= 4096:  # launch sizes that change every call must not grow this forever
             _padded.clear()
         sizes = _padded[key] = _sizes(global_size, local_size)
+    total = kernel.count(*sizes)
+    chunks = min(total, threads())
     try:
-        kernel(*sizes, *args)
+        if chunks <= 1:
+            kernel.run(0, total, *sizes, *args)
+            return
+        if not kernel.warm:  # compiled here, by a call that runs no work-group, not by several threads at once
+            kernel.run(0, 0, *sizes, *args)
+            kernel.warm = True
+        pending: list[Future[Any]] = [
+            _workers().submit(kernel.run, total * c // chunks, total * (c + 1) // chunks, *sizes, *args)
+            for c in range(1, chunks)]
+        try:
+            kernel.run(0, total // chunks, *sizes, *args)
+        finally:
+            errors = [f.exception() for f in pending]  # waits for every chunk, failed or not
+        first = next((e for e in errors if e is not None), None)
+        if first is not None:
+            raise first
     except Exception as exc:
-        if _built_for(kernel, sizes, args):
+        if _built_for(kernel.run, (0, total, *sizes), args):
             raise
-        raise _build_error(kernel, exc) from exc
+        raise _build_error(kernel.run, exc) from exc
 
 
 def _built_for(kernel: Any, sizes: tuple[int, ...], args: Sequence[Any]) -> bool:

@@ -1,15 +1,20 @@
-"""The CPU emitter: a kernel becomes a Python module that Numba compiles with
-``parallel=True``; one thread runs whole work-groups ("work-group loops", as PoCL does).
+"""The CPU emitter: a kernel becomes a Python module of Numba functions (``nogil``); one thread
+runs whole work-groups ("work-group loops", as PoCL does).
 
-The entry ``hetero_<kernel>(gs0, gs1, gs2, ls0, ls1, ls2, *params)`` takes the global and
-local size per axis (int64; unused axes 1), then the parameters in order: arrays as NumPy
-arrays of their real shape (f16 arrays as uint16 views, C-contiguous or not), scalars as
-NumPy scalars (an f16 scalar as np.float32, which the ABI says: Numba has no float16
-scalars).
+The entry ``hetero_<kernel>(first, last, gs0, gs1, gs2, ls0, ls1, ls2, *params)`` runs
+work-groups ``first`` to ``last - 1`` of a launch of that global and local size per axis
+(int64; unused axes 1), then the parameters in order: arrays as NumPy arrays of their real
+shape (f16 arrays as uint16 views, C-contiguous or not), scalars as NumPy scalars (an f16
+scalar as np.float32, which the ABI says: Numba has no float16 scalars). The plain-Python
+``hetero_<kernel>_count(gs0, gs1, gs2, ls0, ls1, ls2)`` says how many work-groups a launch
+has.
 
-Work-groups are split into one chunk per thread and run with ``numba.prange``; a chunk
+The backend (:mod:`hetero.backends.cpu_kernels`) splits a launch's work-groups into one chunk
+per thread and runs the chunks on its threads at once (the entry releases the GIL); a chunk
 runs its groups one after another, and each barrier region of a group runs for every
-work-item before the next starts (see :mod:`.cpu_regions`). Items whose global id reaches
+work-item before the next starts (see :mod:`.cpu_regions`). Threads are Python's, not a
+``numba.prange`` loop: a ``parallel=True`` function costs Numba four times as long to compile
+as the kernel itself, for a loop that only hands out chunks. Items whose global id reaches
 the global size do not run, so any global size works; ``local_size`` stays the requested
 size in a partial last group. A kernel that never observes its work-groups (no barrier,
 local array, local id, group id, local size or group count) runs in blocks along axis 0
@@ -48,7 +53,6 @@ from .emit_base import EmittedSource, Emitter, default_abi, entry_name
 from .target import Target
 
 _NJIT = 'numba.njit(cache=True, nogil=True, error_model="numpy")'
-_NJIT_PARALLEL = 'numba.njit(parallel=True, cache=True, nogil=True, error_model="numpy")'
 #: Work-items per block along axis 0 for kernels that never observe their work-groups.
 FLAT_BLOCK = 4096
 _GROUP_BUILTINS = frozenset({"local_id", "group_id", "local_size", "num_groups"})
@@ -84,8 +88,6 @@ class _Module:
             head.append(f"from hetero.compiler.cpu_libm import {', '.join(libm)}")
         if support:
             head.append(f"from hetero.compiler.cpu_support import {', '.join(support)}")
-        # a constant to Numba: numba.get_num_threads() would make the entry uncacheable
-        head += ["", "THREADS = numba.config.NUMBA_NUM_THREADS"]
         return "\n".join(head) + "\n\n\n" + "\n\n\n".join(blocks) + "\n"
 
     def device_function(self, fn: ir.Function) -> str:
@@ -102,12 +104,8 @@ class _Module:
         return "\n".join(lines)
 
     def kernel_functions(self) -> list[str]:
-        """The function running a range of work-groups, and the parallel entry calling it.
-
-        The groups run in a plain njit function called from the prange loop, not in the
-        loop's body: Numba hoists array reads it believes loop-invariant out of a prange
-        body, which is wrong for arrays that atomics or other work-groups write.
-        """
+        """The function running a range of work-groups, the entry calling it, and the count of
+        work-groups a launch has."""
         fn, copied = _with_param_copies(self.kernel)
         for param in fn.params:
             if isinstance(param.type, ArrayType) and param.type.dtype.name not in STORAGE:
@@ -129,18 +127,19 @@ class _Module:
             if isinstance(p.type, ScalarType) and p.type.name == "f16"
         ]
         entry_text = "\n".join([
-            f"@{_NJIT_PARALLEL}",
-            f"def {entry}(gs0, gs1, gs2, ls0, ls1, ls2{params}):",
+            f"@{_NJIT}",
+            f"def {entry}(first, last, gs0, gs1, gs2, ls0, ls1, ls2{params}):",
             *halves,
             *launch,
-            "    chunks = min(total, THREADS)",
-            "    if chunks <= 1:  # one chunk: no thread pool",
-            f"        {call.format('0, total')}",
-            "    else:",
-            "        for chunk in numba.prange(chunks):",
-            f"            {call.format('total * chunk // chunks, total * (chunk + 1) // chunks')}",
+            f"    {call.format('first, last')}",
         ])  # fmt: skip
-        return [run_groups, entry_text]
+        count_text = "\n".join([
+            f"def {entry}_count(gs0, gs1, gs2, ls0, ls1, ls2):",
+            f'    """The work-groups of a launch of {entry} (plain Python: the backend splits them)."""',
+            *launch,
+            "    return total",
+        ])  # fmt: skip
+        return [run_groups, entry_text, count_text]
 
     def flat_layout(self, fn: ir.Function, plan: Plan, groups: str, params: str) -> _Layout:
         """Blocks of FLAT_BLOCK items along axis 0, per row of axes 1 and 2."""

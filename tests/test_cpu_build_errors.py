@@ -54,8 +54,12 @@ import numba
 
 
 @numba.njit
-def hetero_broken(gs0, gs1, gs2, ls0, ls1, ls2, p_x):
+def hetero_broken(first, last, gs0, gs1, gs2, ls0, ls1, ls2, p_x):
     p_x[0] = "not a number"
+
+
+def hetero_broken_count(gs0, gs1, gs2, ls0, ls1, ls2):
+    return 1
 '''
 
 

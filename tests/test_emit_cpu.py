@@ -16,6 +16,7 @@ import pytest
 
 numba = pytest.importorskip("numba")
 
+from hetero.backends import cpu_kernels
 from hetero.compiler import cpu_support, ir
 from hetero.compiler.emit_cpu import EMITTER
 from hetero.compiler.target import Target
@@ -118,14 +119,13 @@ def compile_kernel(fn: ir.Function, tmp_dir: Path) -> Any:
         module = importlib.util.module_from_spec(spec)
         sys.modules[path.stem] = module
         spec.loader.exec_module(module)
-        _MODULES[key] = getattr(module, source.entry)
+        _MODULES[key] = cpu_kernels.entry_of(module, source.entry)
     return _MODULES[key]
 
 
 def launch(fn: ir.Function, tmp_dir: Path, global_size: tuple[int, ...], local_size: tuple[int, ...], *args: Any) -> None:
-    gs = (*global_size, 1, 1)[:3]
-    ls = (*local_size, 1, 1)[:3]
-    compile_kernel(fn, tmp_dir)(*map(np.int64, gs), *map(np.int64, ls), *args)
+    """A launch as the cpu backend makes it (work-groups split over its threads once compiled)."""
+    cpu_kernels.launch(compile_kernel(fn, tmp_dir), global_size, local_size, args)
 
 
 @pytest.fixture(scope="module")
