@@ -86,11 +86,17 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
+_threads: int | None = None
+
+
 def threads() -> int:
     """How many threads a launch runs on (Numba's setting: the cores, or NUMBA_NUM_THREADS)."""
-    import numba
+    global _threads
+    if _threads is None:
+        import numba
 
-    return max(1, int(numba.config.NUMBA_NUM_THREADS))
+        _threads = max(1, int(getattr(numba.config, "NUMBA_NUM_THREADS")))
+    return _threads
 
 
 def _workers() -> ThreadPoolExecutor:
