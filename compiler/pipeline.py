@@ -22,10 +22,12 @@ This module knows targets and runtimes only through :class:`hetero.target.Target
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from hetero.plugin import DeviceRuntime
@@ -67,9 +69,23 @@ def compile_key(stage: str, made_from: str, *, dialect: str, arch: str, toolchai
         raise ValueError("compile_key: a record key needs the kernel signature it was emitted for")
     parts = {"stage": stage, "signature": signature, "features": ",".join(sorted(features)),
              "aliasing": "restrict" if restrict else "may-alias", "tool": tool, "kind": kind}
-    if stage == RECORD:
+    if stage == RECORD:  # the source emitted for it depends on the code generator too
+        parts["codegen"] = codegen_digest()
         return CacheKey(made_from, dialect, arch, toolchain, tuple(options), extra=tuple(parts.items()))
     return CacheKey.from_ir(made_from, dialect=dialect, target=arch, toolchain=toolchain, options=options, **parts)
+
+
+@functools.cache
+def codegen_digest() -> str:
+    """The sha256 (16 hex digits) of the compiler package's own source files. A record of the
+    source emitted for a kernel is reused only by the code generator that wrote it, even
+    within one hetero version (a development build): a changed emitter re-emits, and the new
+    source text keys new artifacts. Read once per process (about 2 ms)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 # -- the stages both paths share ------------------------------------------------------------

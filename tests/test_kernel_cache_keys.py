@@ -155,3 +155,23 @@ def test_factory_kernels_in_separate_processes_share_a_cache_but_not_code(tmp_pa
         want = [getattr(math, op)(1.0), getattr(math, op)(4.0)]
         for name, got in json.loads(out).items():
             assert got == pytest.approx(want, rel=1e-5, abs=1e-6), f"{name} ran another kernel's code for math.{op}"
+
+
+def test_a_record_from_another_code_generator_is_emitted_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within one hetero version (a development build), a changed emitter must not reuse the
+    source an older one recorded: the record key carries a digest of the compiler's own code."""
+    from hetero.compiler import ir, pipeline, strided_copy
+    from hetero.compiler.cache import Cache, DiskStorage
+    from hetero.compiler.stats import stats
+
+    device = hetero.device("cpu")
+    function: ir.Function = strided_copy.build(1, strided_copy.ELEMENT_BY_WIDTH[4])
+    cache = Cache(DiskStorage(tmp_path))
+    target = device.runtime.kernel_target()
+    pipeline.compile_function(function, device.runtime, target, cache=cache)
+    before = stats.emitted
+    pipeline.compile_function(function, device.runtime, target, cache=cache)
+    assert stats.emitted == before, "the same code generator reuses its record"
+    monkeypatch.setattr(pipeline, "codegen_digest", lambda: "0" * 16)
+    pipeline.compile_function(function, device.runtime, target, cache=cache)
+    assert stats.emitted == before + 1, "another code generator's record is not reused"
