@@ -157,7 +157,7 @@ def kind_of(value: Any) -> str:
 def capture(value: Any) -> Captured:
     kind = kind_of(value)
     if kind == "array":
-        host = value.numpy()  # a fresh host copy, except on host-memory devices (`cpu`): a view there
+        host = value._host()  # a fresh host copy, except on host-memory devices (`cpu`): a view there, not escaped
         if value.device.runtime.host_memory:
             host = host.copy()
         return Captured("array", host, host.nbytes)
