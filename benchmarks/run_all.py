@@ -10,8 +10,9 @@ import sys
 from collections.abc import Callable, Sequence
 
 from benchmarks import (
-    array_ops, compile_bundle, compile_time, copy_bandwidth, guard_overhead, guard_recovery, import_time, injection_overhead,
-    launch_overhead, launcher_overhead, placement, recovery_vs_torchrun, sgemm, split, stream_triad, torch_guard,
+    array_ops, compile_bundle, compile_time, copy_bandwidth, digits_arrays, guard_overhead, guard_recovery, import_time,
+    injection_overhead, launch_overhead, launcher_overhead, placement, recovery_vs_torchrun, sgemm, split, stream_triad,
+    torch_guard,
 )
 
 BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
@@ -21,6 +22,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "stream_triad": stream_triad.main,
     "sgemm": sgemm.main,
     "array_ops": array_ops.main,
+    "digits_arrays": digits_arrays.main,
     "compile_time": compile_time.main,
     "compile_bundle": compile_bundle.main,
     "placement": placement.main,

@@ -35,8 +35,8 @@ from digits_model import Trainer, initial_weights, load_digits, to_device
 import hetero
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(argv: list[str] | None = None, description: str | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description or __doc__.splitlines()[0])
     parser.add_argument("--device", help="where to start (default: the --inject rule's device, else hetero.device())")
     parser.add_argument("--steps", type=int, default=600, help="SGD steps (default 600)")
     parser.add_argument("--seed", type=int, default=0, help="data split, initial weights and batches (default 0)")
@@ -81,14 +81,16 @@ def initial_state(args: argparse.Namespace, device: hetero.Device) -> tuple[dict
     return to_device(initial_weights(args.seed, args.hidden), device), 0
 
 
-def train(args: argparse.Namespace) -> dict[str, Any]:
+def train(args: argparse.Namespace, trainer_class: type[Trainer] = Trainer) -> dict[str, Any]:
+    """The training loop, around ``trainer_class``'s steps (examples/train_digits_arrays.py passes
+    the array version)."""
     if args.inject:
         print("fault drill: a device quarantined for the injected fault stays quarantined in this process only "
               "(your quarantine store is untouched)")
     data = load_digits(args.seed)
     device = starting_device(args)
     state, first = initial_state(args, device)
-    trainer = Trainer(data, state, seed=args.seed, lr=args.lr, batch=args.batch)
+    trainer = trainer_class(data, state, seed=args.seed, lr=args.lr, batch=args.batch)
     log_every = args.log_every or max(1, args.steps // 10)
     guard = (contextlib.nullcontext(None) if args.no_guard
              else hetero.guard(state, snapshot_every=args.snapshot_every, device=device, start_step=first))
@@ -131,17 +133,17 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def main(argv: list[str] | None = None, trainer_class: type[Trainer] = Trainer, description: str | None = None) -> int:
+    args = parse_args(argv, description)
     try:
-        summary = train(args)
+        summary = train(args, trainer_class)
     except hetero.RecoveryFailedError as exc:
         print(f"training stopped: {exc}", file=sys.stderr)
         raise
     if args.compare and args.inject:
         print(f"\nthe same run without the fault, on {summary['start_device']}:")
         clean = train(argparse.Namespace(**{**vars(args), "inject": None, "device": summary["start_device"],
-                                            "log_every": args.steps}))
+                                            "log_every": args.steps}), trainer_class)
         difference = abs(summary["accuracy"] - clean["accuracy"]) * 100
         summary["fault_free_accuracy"] = clean["accuracy"]
         print(f"with the fault {summary['accuracy'] * 100:.2f}% (on {summary['start_device']} then "

@@ -112,7 +112,7 @@ def _encode(value: Any, where: str, write: PayloadWriter, depth: int = 1) -> dic
     if isinstance(value, _JSON_SCALARS):
         return {"type": "json", "value": value}
     if isinstance(value, Array):
-        host = _contiguous(value.numpy())
+        host = _contiguous(value._host())  # hetero's own read: on cpu it must not mark the array shared with NumPy
         info = value.device.info
         return {"type": "array", "file": write(where, host), "dtype": host.dtype.str, "shape": list(host.shape),
                 "device": info.name, "backend": info.backend, "kind": str(info.kind)}

@@ -140,6 +140,25 @@ def test_memory_shared_with_torch_turns_recording_off(device: hetero.Device) -> 
     np.testing.assert_array_equal(recorded._host(), A * np.float32(3))
 
 
+@pytest.mark.parametrize("reader", ["guard_snapshot", "checkpoint_save"])
+def test_hetero_reading_an_array_for_the_host_leaves_fusion_on(device: hetero.Device, reader: str,
+                                                                tmp_path: Any) -> None:
+    """A guard snapshot or a checkpoint of an array copies it to the host; on cpu that must not
+    count as sharing its memory with NumPy, or every step after the first snapshot would stop
+    fusing (one more launch per chain that reads a weight, and fault rules' nth= counts off)."""
+    from hetero.fault import snapshot
+
+    a = _made(A, device)
+    if reader == "guard_snapshot":
+        snapshot.take({"a": a}, 0)
+    else:
+        hetero.checkpoint.save({"a": a}, 1, directory=tmp_path)
+    before = _launches(device)
+    recorded = a * 2.0 + 1.0
+    assert recorded._pending is not None and _launches(device) == before
+    np.testing.assert_array_equal(recorded._host(), A * np.float32(2) + np.float32(1))
+
+
 # -- bounds, errors, switches --------------------------------------------------------------
 def test_a_long_chain_is_cut_into_bounded_kernels(device: hetero.Device) -> None:
     a = _made(A[:2, :2], device)

@@ -116,6 +116,7 @@ def test_a_hetero_run_drill_keeps_its_quarantine_within_the_run(tmp_path: Path) 
 
 EXAMPLE_DRILLS = {
     "train_digits.py": ["--inject", f"{DEVICES[0]}:launch:nth=20:lost", "--steps", "12"],
+    "train_digits_arrays.py": ["--inject", f"{DEVICES[0]}:launch:nth=30:lost", "--steps", "12"],  # 22 launches a step
     "train_digits_torch.py": ["--inject", "cpu:alloc:nth=5:lost", "--steps", "10"],
 }
 
