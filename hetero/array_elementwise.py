@@ -286,17 +286,21 @@ def evaluate(name: str, operands: tuple[Any, ...], builder: Any, out: Array | No
     if _fusion.ENABLED and (out is None or any(x._pending is not None for x in arrays)):
         return cast(Array, FUSE.call(plan, operands, tuple(shape), device, out))
     scalars = [scalar_value(x, kind) for x, kind in zip(operands, plan.scalars, strict=True) if kind is not None]
+    fresh = out is None
     if out is None:
         out = empty(shape, plan.result, device=device)
-    launch(plan, arrays, scalars, tuple(shape), out)
+    launch(plan, arrays, scalars, tuple(shape), out, fresh)
     return out
 
 
-def launch(plan: Plan, arrays: list[Array], scalars: list[Any], shape: tuple[int, ...], out: Array) -> None:
+def launch(plan: Plan, arrays: list[Array], scalars: list[Any], shape: tuple[int, ...], out: Array,
+           fresh: bool = False) -> None:
     """``plan``'s kernel over ``arrays`` (its array leaves, in slot order, broadcast to
     ``shape``) and ``scalars`` (its scalar leaves' values, as passed) into ``out``. An array
-    overlapping ``out`` other than element for element is read from a copy first."""
-    arrays = [x.copy() if _overlaps(x, out, shape) else x for x in arrays]
+    overlapping ``out`` other than element for element is read from a copy first (``fresh``:
+    ``out`` is a new buffer, which nothing overlaps)."""
+    if not fresh:
+        arrays = [x.copy() if _overlaps(x, out, shape) else x for x in arrays]
     if out.size == 0:
         return
     merged_shape: tuple[int, ...]

@@ -73,34 +73,47 @@ def fuse(plan: Plan, operands: tuple[Any, ...], shape: tuple[int, ...], device: 
         _byte_size(shape, plan.result)  # too large a result is refused at the operation, not later
         if not all(shape):
             return empty(shape, plan.result, device=device)
-    node = _node(plan, operands, shape, device)
+    node, escaped = _node(plan, operands, shape, device)
     if out is None:
         result = Array(None, device, shape, plan.result)
         result._pending = node
-        if any(_escaped(x) for x in _leaf_arrays(node)):
+        if escaped:
             realize(result)  # memory shared outside hetero may change unseen: compute now
         else:
             fusion_state.record(result)
         return result
-    _run(node, out)
+    _run(node, out, fresh=False)
     return out
 
 
-def _node(plan: Plan, operands: tuple[Any, ...], shape: tuple[int, ...], device: Device) -> Lazy:
+def _node(plan: Plan, operands: tuple[Any, ...], shape: tuple[int, ...], device: Device) -> tuple[Lazy, bool]:
+    """The node of ``plan`` on ``operands``, and whether an operand's memory is shared outside
+    hetero. Only the computed operands need that check: a recorded operand is alive, so had a
+    leaf of its chain escaped since it was recorded, the escape would have computed it."""
     parts: list[Any] = []
+    ops, arrays, escaped = 1, 0, False
     for x, kind in zip(operands, plan.scalars, strict=True):
-        parts.append(scalar_value(x, kind) if kind is not None else x._pending if x._pending is not None else x)
-    ops = 1 + sum(p.ops for p in parts if type(p) is Lazy)
-    arrays = sum(p.arrays if type(p) is Lazy else 1 for p, kind in zip(parts, plan.scalars, strict=True) if kind is None)
+        if kind is not None:
+            parts.append(scalar_value(x, kind))
+        elif x._pending is not None:
+            parts.append(x._pending)
+            ops += x._pending.ops
+            arrays += x._pending.arrays
+        else:
+            parts.append(x)
+            arrays += 1
+            escaped = escaped or (x._base if x._base is not None else x)._escaped
     if ops > MAX_OPS or arrays > MAX_ARRAYS:  # too long a chain: the recorded operands are computed first
         parts = [_computed(x, p) for x, p in zip(operands, parts, strict=True)]
-        ops = 1
-        arrays = sum(1 for kind in plan.scalars if kind is None)
-    reads: frozenset[int] = frozenset()
+        ops, arrays = 1, sum(1 for kind in plan.scalars if kind is None)
+    reads: set[int] = set()
     for p, kind in zip(parts, plan.scalars, strict=True):
         if kind is None:
-            reads |= p.reads if type(p) is Lazy else {id(p._buf)}
-    return Lazy(plan, tuple(parts), shape, device, ops, arrays, reads)
+            if type(p) is Lazy:
+                reads |= p.reads
+            else:
+                reads.add(id(p._buf))
+    return Lazy(plan, tuple(parts), shape, device, ops, arrays, frozenset(reads)), escaped
 
 
 def _computed(operand: Any, part: Any) -> Any:
@@ -109,20 +122,6 @@ def _computed(operand: Any, part: Any) -> Any:
         operand._buffer  # noqa: B018  (reading it computes the recorded value)
         return operand
     return part
-
-
-def _escaped(x: Array) -> bool:
-    root = x._base if x._base is not None else x
-    return root._escaped
-
-
-def _leaf_arrays(node: Lazy) -> Iterator[Array]:
-    for p, kind in zip(node.operands, node.plan.scalars, strict=True):
-        if kind is None:
-            if type(p) is Lazy:
-                yield from _leaf_arrays(p)
-            else:
-                yield p
 
 
 def realize(x: Array) -> None:
@@ -137,18 +136,19 @@ def realize(x: Array) -> None:
         x._pending = None  # before the launch, which reads x's buffer
         fusion_state.computed(x)
         try:
-            _run(node, x)
+            _run(node, x, fresh=True)
         except BaseException:
             x._pending = node  # still recorded (its buffer kept): a later read computes it again
             fusion_state.record(x)
             raise
 
 
-def _run(node: Lazy, out: Array) -> None:
+def _run(node: Lazy, out: Array, fresh: bool) -> None:
     """The chain ``node`` as one kernel into ``out`` (the plan of a lone operation on computed
-    operands is that operation's own kernel, the one fusion off runs)."""
+    operands is that operation's own kernel, the one fusion off runs); ``fresh``: ``out`` is a
+    new buffer nothing else reads."""
     plan, arrays, scalars = _composed(node)
-    launch(plan, arrays, scalars, node.shape, out)
+    launch(plan, arrays, scalars, node.shape, out, fresh)
 
 
 def _composed(node: Lazy) -> tuple[Plan, list[Array], list[Any]]:

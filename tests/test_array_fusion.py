@@ -35,7 +35,7 @@ A = RNG.standard_normal((6, 5)).astype(np.float32)
 B = RNG.standard_normal((5,)).astype(np.float32)
 C = RNG.standard_normal((6, 1)).astype(np.float32)
 A[0, 0], A[1, 1], A[2, 2] = np.nan, -0.0, np.inf
-I = RNG.integers(-50, 50, (6, 5)).astype(np.int32)
+INTS = RNG.integers(-50, 50, (6, 5)).astype(np.int32)
 H = (A * 7).astype(np.float16)
 
 #: Chains over (a, b, c, i, h): broadcasting, strided views, scalars, mixed dtypes, comparisons,
@@ -52,7 +52,7 @@ CHAINS: dict[str, Callable[..., hetero.Array]] = {
 
 @pytest.mark.parametrize("chain", sorted(CHAINS))
 def test_a_fused_chain_gives_the_bits_fusion_off_gives(device: hetero.Device, chain: str) -> None:
-    arrays = [_made(x, device) for x in (A, B, C, I, H)]
+    arrays = [_made(x, device) for x in (A, B, C, INTS, H)]
     with hetero.fusion(False):
         expected = CHAINS[chain](*arrays)
         assert expected._pending is None
