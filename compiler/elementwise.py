@@ -93,11 +93,15 @@ def param_names(inputs: int, scalars: int, rank: int) -> list[str]:
     return names
 
 
-def build(tree: Node, out: ScalarType, rank: int, name: str) -> ir.Function:
+def build(tree: Node, out: ScalarType, rank: int, name: str, unit: bool = False) -> ir.Function:
     """The kernel computing ``tree`` into an ``out`` array, for views of ``rank`` dimensions.
-    Array leaves must have slots 0..k-1 and scalar leaves 0..m-1."""
+    Array leaves must have slots 0..k-1 and scalar leaves 0..m-1. ``unit``: every array steps
+    by one element (rank 1; the stride parameters stay, unread), so loads and stores are
+    unit-stride and a vendor compiler vectorises them."""
     if rank < 0:
         raise ValueError(f"elementwise kernel: rank must be >= 0, got {rank}")
+    if unit and rank != 1:
+        raise ValueError(f"elementwise kernel: a unit-stride kernel has rank 1, got {rank}")
     inputs, scalars = leaves(tree)
     if [leaf.slot for leaf in inputs] != list(range(len(inputs))) or \
             [leaf.slot for leaf in scalars] != list(range(len(scalars))):
@@ -125,7 +129,7 @@ def build(tree: Node, out: ScalarType, rank: int, name: str) -> ir.Function:
         else:
             body.append(ir.Assign(_LOC, index, var("rest")))
         for array in arrays:
-            step = ir.BinOp(i64, "*", var(index), var(f"{array}_stride_{k}"))
+            step = var(index) if unit else ir.BinOp(i64, "*", var(index), var(f"{array}_stride_{k}"))
             body.append(ir.Assign(_LOC, f"at_{array}", ir.BinOp(i64, "+", var(f"at_{array}"), step)))
     value = _lower(tree)
     if isinstance(tree, Apply) and tree.dtype == f16 and out != f16:  # a cast of an f16 result: rounded first,

@@ -228,15 +228,16 @@ def check_fp64(plan: Plan, device: Device) -> None:
             "first (hetero.asarray(x, dtype='float32')) or use a device with fp64")
 
 
-def _kernel(plan: Plan, rank: int, device: Device) -> GeneratedSpecialization:
-    key = (rank, device)
+def _kernel(plan: Plan, rank: int, device: Device, unit: bool = False) -> GeneratedSpecialization:
+    key = (rank, device, unit)
     kernel = plan.kernels.get(key)
     if kernel is None:
         with _lock:
             kernel = plan.kernels.get(key)
             if kernel is None:
                 check_fp64(plan, device)
-                function = elementwise.build(plan.tree, scalar_type(plan.result), rank, f"{plan.label}_r{rank}")
+                function = elementwise.build(plan.tree, scalar_type(plan.result), rank,
+                                             f"{plan.label}_r{rank}{'u' if unit else ''}", unit)
                 kernel = plan.kernels[key] = GeneratedSpecialization(function, device)
     return kernel
 
@@ -310,7 +311,8 @@ def launch(plan: Plan, arrays: list[Array], scalars: list[Any], shape: tuple[int
     else:
         layouts = [out.strides] + [_broadcast_strides(x, shape) for x in arrays]
         merged_shape, merged = _merged(shape, *layouts)
-    kernel = _kernel(plan, len(merged_shape), out.device)
+    unit = len(merged_shape) == 1 and all(strides == (1,) for strides in merged)  # the common case: unit-stride
+    kernel = _kernel(plan, len(merged_shape), out.device, unit)
     args: list[Any] = [_whole(out)] + [_whole(x) for x in arrays] + scalars + [out.size, *merged_shape]
     for x, strides in zip([out, *arrays], merged, strict=True):
         args.append(x.offset)
