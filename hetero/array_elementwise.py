@@ -79,7 +79,7 @@ class Plan:
     scalars: tuple[np.dtype[Any] | None, ...]  # per operand: the dtype a scalar takes (None: an array)
     fp64: bool
     label: str  # the kernel's name, less its rank: stable across processes (the disk cache keys on it)
-    kernels: dict[tuple[int, Device], GeneratedSpecialization] = dataclasses.field(default_factory=dict)
+    kernels: dict[tuple[int, Device, bool], GeneratedSpecialization] = dataclasses.field(default_factory=dict)
 
 
 _lock = threading.RLock()
