@@ -22,7 +22,7 @@ import numpy as np
 from hetero import dtypes
 from hetero.array import Array, _byte_size, _from_host, arange, empty, full
 from hetero.array_cast import astype
-from hetero.array_elementwise import apply
+from hetero.array_elementwise import apply, same_device
 from hetero.array_views import broadcast_to, reshape
 from hetero.device import Device
 from hetero.errors import ArrayError
@@ -116,7 +116,7 @@ def meshgrid(*arrays: Array, indexing: str = "xy") -> list[Array]:
                              "hetero.reshape(x, (-1,))")
     if not arrays:
         return []
-    _same_device("meshgrid", list(arrays))
+    same_device("meshgrid", list(arrays))
     kind = result_type(*arrays)
     sizes = [a.shape[0] for a in arrays]
     axes = list(range(len(arrays)))
@@ -131,15 +131,6 @@ def meshgrid(*arrays: Array, indexing: str = "xy") -> list[Array]:
         alone[axis] = a.shape[0]
         grids.append(broadcast_to(reshape(astype(a, kind, copy=False), alone), shape))
     return grids
-
-
-def _same_device(name: str, arrays: list[Array]) -> Device:
-    first = arrays[0].device
-    for other in arrays[1:]:
-        if other.device is not first:
-            raise ArrayError(f"hetero.{name}: arrays are on different devices, {first.name} and {other.device.name}; "
-                             f"move them to one first, e.g. x.to('{first.name}')")
-    return first
 
 
 def _triangle(name: str, x: Array, k: int, keep: str) -> Array:

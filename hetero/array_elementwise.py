@@ -257,7 +257,9 @@ def _whole(x: Array) -> Array:
     return Array(root.buffer, root.device, (root.size,), root.dtype)
 
 
-def _device_of(name: str, arrays: list[Array]) -> Device:
+def same_device(name: str, arrays: list[Array]) -> Device:
+    """The one device of ``arrays`` (the operands of ``hetero.<name>``); an ArrayError naming two
+    devices and the remedy when they are on more than one."""
     device = arrays[0].device
     for other in arrays[1:]:
         if other.device is not device:
@@ -273,7 +275,7 @@ def evaluate(name: str, operands: tuple[Any, ...], builder: Any, out: Array | No
     recorded operations its operands are."""
     plan = _plan(name, operands, builder)
     arrays = [x for x in operands if type(x) is Array or isinstance(x, Array)]
-    device = _device_of(name, arrays if out is None else [out, *arrays])
+    device = same_device(name, arrays if out is None else [out, *arrays])
     try:
         shape = arrays[0].shape
         if len(arrays) > 1 and any(x.shape != shape for x in arrays):
@@ -421,4 +423,4 @@ def clip(x: Array, lower: Any = None, upper: Any = None) -> Array:
 
 ELEMENTWISE.register(apply)
 
-__all__ = ["OPS", "Plan", "apply", "check_fp64", "clip", "evaluate", "launch", "plan_dtypes", "scalar_value"]
+__all__ = ["OPS", "Plan", "apply", "check_fp64", "clip", "evaluate", "launch", "plan_dtypes", "same_device", "scalar_value"]

@@ -22,7 +22,7 @@ import numpy as np
 
 from hetero.array import Array, empty
 from hetero.array_cast import astype
-from hetero.array_creation import _same_device
+from hetero.array_elementwise import same_device
 from hetero.array_views import broadcast_to, expand_dims, reshape
 from hetero.errors import ArrayError
 from hetero.promotion import result_type
@@ -48,7 +48,7 @@ def _arrays(name: str, arrays: Any) -> list[Array]:
         if not isinstance(a, Array):
             raise ArrayError(f"hetero.{name} takes hetero arrays, not {type(a).__name__}; make one first: "
                              "hetero.asarray(value, device=...)")
-    _same_device(name, list(arrays))
+    same_device(name, list(arrays))
     return list(arrays)
 
 
