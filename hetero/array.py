@@ -38,6 +38,7 @@ import numbers
 import operator
 import threading
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any, cast
 
 import numpy as np
@@ -58,6 +59,7 @@ from hetero.scheduler import context as _tasks
 from hetero.scheduler.usage import LEDGER
 from hetero.types import ArrayType, scalar_type
 
+_API_VERSIONS = ("2024.12", "2023.12", "2022.12", "2021.12")
 _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
 # Byte offsets are signed 64-bit in every runtime (ptrdiff_t on the host, cl_long/ssize_t
 # in kernels): an array past this could not be indexed, so it is refused before allocating.
@@ -247,6 +249,20 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         if target is self._device:
             return self
         return self._copy_as(self.shape, target)
+
+    def to_device(self, device: str | Device, /, *, stream: Any = None) -> Array:
+        """The array API's name for :meth:`to` (``stream`` is accepted for the standard's sake:
+        copies are ordered on the devices' own queues, and the result is ready when used)."""
+        return self.to(device)
+
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> ModuleType:
+        """hetero's array API namespace, :mod:`hetero.xp` (revision 2024.12; 2023.12 and 2022.12
+        programs run on it too)."""
+        if api_version is not None and api_version not in _API_VERSIONS:
+            raise ValueError(f"hetero implements the array API {', '.join(_API_VERSIONS)}, not {api_version!r}")
+        import hetero.xp
+
+        return hetero.xp
 
     def copy(self) -> Array:
         """A new C-contiguous array with the same data on the same device."""

@@ -96,6 +96,24 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def broadcast_arrays(*arrays: Array) -> list[Array]:
+    """The arrays broadcast against each other: read-only views of one shape (the standard's
+    ``broadcast_arrays``)."""
+    shape = broadcast_shapes(*(a.shape for a in arrays))
+    return [broadcast_to(a, shape) for a in arrays]
+
+
+def unstack(x: Array, /, *, axis: int = 0) -> tuple[Array, ...]:
+    """The views of ``x`` along ``axis``, one per index (the standard's ``unstack``; a 0-d array
+    has no axis to split)."""
+    if x.ndim == 0:
+        raise ArrayError("unstack needs an array of at least one dimension; a 0-d array has no axis to split")
+    a = _axis(axis, x.ndim)
+    shape = x.shape[:a] + x.shape[a + 1:]
+    strides = x.strides[:a] + x.strides[a + 1:]
+    return tuple(x._view(shape, strides, x.offset + i * x.strides[a]) for i in range(x.shape[a]))
+
+
 def expand_dims(x: Array, axis: int | Sequence[int] = 0) -> Array:
     """``x`` with new axes of length 1 at ``axis`` (positions in the result): a view."""
     ndim = x.ndim + (len(axis) if isinstance(axis, Sequence) else 1)

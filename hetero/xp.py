@@ -1,0 +1,140 @@
+"""hetero's Python array API namespace (the standard's 2024.12 revision): ``hetero.xp``.
+
+``x.__array_namespace__()`` returns this module for every hetero array, so array-API consumers
+(scikit-learn with ``array_api_dispatch=True``, SciPy with ``SCIPY_ARRAY_API=1``,
+array-api-compat) run on any hetero device, NVIDIA, AMD, Intel or OpenCL CPU alike::
+
+    import hetero.xp as xp
+    x = xp.asarray([[1.0, 2.0], [3.0, 4.0]], device="oneapi:0")
+    xp.linalg.vector_norm(x, axis=1)
+
+``hetero`` itself holds the same functions beside the device and kernel API; this module holds
+the standard's names only (plus ``float16``, which hetero arrays also have), with the standard's
+signatures. What the standard leaves to the library, decided once (see :mod:`hetero.xp_info`):
+the default floating dtype is float32 on every device, the default integer and index dtype int64,
+the default device :func:`hetero.device`'s (``HETERO_DEVICE``). ``copy=None`` shares memory where
+it can, ``copy=False`` raises where a copy is needed, ``copy=True`` always copies.
+
+Complex dtypes are not there yet: ``conj`` and ``real`` of real arrays return copies and ``imag``
+zeros, as the standard says for real input.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math as _math
+from typing import Any
+
+import numpy as _np
+
+from hetero import dtypes as _dtypes
+from hetero.array import Array
+from hetero.array import arange, asarray, empty, full, ones, zeros
+from hetero.array import _dlpack_owner, _from_dlpack_object
+from hetero.array_cast import astype
+from hetero.array_creation import empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like
+from hetero.array_functions import (  # noqa: A004 (the standard's names)
+    abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_invert, bitwise_left_shift,
+    bitwise_or, bitwise_right_shift, bitwise_xor, ceil, clip, copysign, cos, cosh, divide, equal, exp, expm1, floor,
+    floor_divide, greater, greater_equal, hypot, isfinite, isinf, isnan, less, less_equal, log, log1p, log2, log10,
+    logaddexp, logical_and, logical_not, logical_or, logical_xor, maximum, minimum, multiply, negative, nextafter,
+    not_equal, positive, pow, reciprocal, remainder, round, sign, signbit, sin, sinh, sqrt, square, subtract, tan,
+    tanh, trunc, where,
+)
+from hetero.array_manipulation import concat, repeat, roll, stack, tile
+from hetero.array_matmul import matmul, matrix_transpose, tensordot, vecdot
+from hetero.array_reductions import (  # noqa: A004 (the standard's names)
+    all, any, argmax, argmin, cumulative_prod, cumulative_sum, max, mean, min, prod, std, sum, var,
+)
+from hetero.array_views import broadcast_arrays, broadcast_to, expand_dims, flip, moveaxis, permute_dims, reshape
+from hetero.array_views import squeeze, unstack
+from hetero.device import Device
+from hetero.errors import ArrayError
+from hetero.promotion import can_cast, result_type
+from hetero.xp_dtypes import finfo, iinfo, isdtype
+from hetero.xp_info import __array_namespace_info__
+
+__array_api_version__ = "2024.12"
+
+bool = _dtypes.bool_  # noqa: A001 (the standard's name)
+int8, int16, int32, int64 = _dtypes.int8, _dtypes.int16, _dtypes.int32, _dtypes.int64
+uint8, uint16, uint32, uint64 = _dtypes.uint8, _dtypes.uint16, _dtypes.uint32, _dtypes.uint64
+float16, float32, float64 = _dtypes.float16, _dtypes.float32, _dtypes.float64
+# The standard's complex dtypes, named so that programs (and the conformance suite) can ask for them;
+# hetero arrays do not hold them yet: making one raises hetero.UnsupportedDtypeError.
+complex64 = _np.dtype(_np.complex64)
+complex128 = _np.dtype(_np.complex128)
+
+e = _math.e
+pi = _math.pi
+inf = _math.inf
+nan = _math.nan
+newaxis = None
+
+
+def from_dlpack(x: Any, /, *, device: str | Device | None = None, copy: builtins.bool | None = None) -> Array:
+    """An array over a DLPack-capable object (torch, CuPy, NumPy): zero-copy on its own device,
+    a copy where ``device`` names another one or ``copy=True``; ``copy=False`` raises where a copy
+    is needed (``BufferError``, as the standard says)."""
+    if not hasattr(x, "__dlpack_device__"):
+        raise TypeError(f"from_dlpack takes an object with __dlpack__ and __dlpack_device__, not {type(x).__name__}")
+    target = _dlpack_owner(x) if device is None else _resolve(device)
+    try:
+        return _from_dlpack_object(x, target, None, copy)
+    except ArrayError as exc:
+        if copy is False:
+            raise BufferError(str(exc)) from exc
+        raise
+
+
+def _resolve(device: str | Device) -> Device:
+    from hetero.registry import device as find
+
+    return find(device)
+
+
+def conj(x: Array, /) -> Array:
+    """The complex conjugate: for the real arrays hetero holds, a copy of ``x``."""
+    return _real_input("conj", x).copy()
+
+
+def real(x: Array, /) -> Array:
+    """The real part: for the real arrays hetero holds, a copy of ``x``."""
+    return _real_input("real", x).copy()
+
+
+def imag(x: Array, /) -> Array:
+    """The imaginary part: for the real arrays hetero holds, zeros of ``x``'s shape and dtype."""
+    return zeros_like(_real_input("imag", x))
+
+
+def _real_input(name: str, x: Any) -> Array:
+    if not isinstance(x, Array):
+        raise TypeError(f"hetero.xp.{name} takes a hetero array, not {type(x).__name__}")
+    if x.dtype.kind not in "iuf":
+        raise TypeError(f"hetero.xp.{name} takes a numeric array, got {x.dtype}")
+    return x
+
+
+__all__ = [
+    "__array_api_version__", "__array_namespace_info__", "Array",
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64",
+    "complex64", "complex128",
+    "e", "pi", "inf", "nan", "newaxis",
+    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace", "meshgrid",
+    "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
+    "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
+    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
+    "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip", "conj", "copysign",
+    "cos", "cosh", "divide", "equal", "exp", "expm1", "floor", "floor_divide", "greater", "greater_equal", "hypot",
+    "imag", "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log1p", "log2", "log10", "logaddexp",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
+    "nextafter", "not_equal", "positive", "pow", "real", "reciprocal", "remainder", "round", "sign", "signbit", "sin",
+    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc",
+    "matmul", "matrix_transpose", "tensordot", "vecdot",
+    "broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis", "permute_dims", "repeat",
+    "reshape", "roll", "squeeze", "stack", "tile", "unstack",
+    "argmax", "argmin", "where",
+    "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
+    "all", "any",
+]
