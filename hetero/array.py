@@ -355,11 +355,12 @@ def _byte_size(dims: tuple[int, ...], kind: np.dtype[Any]) -> int:
 
 
 def empty(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str | Device | None = None) -> Array:
-    """An uninitialised array (float32 unless ``dtype`` says otherwise) on ``device``: its bytes
-    are whatever the memory held (a pooled buffer's last owner's data), never promised to be zero."""
+    """An uninitialised array (float32, the default float, unless ``dtype`` says otherwise; None too)
+    on ``device``: its bytes are whatever the memory held (a pooled buffer's last owner's data),
+    never promised to be zero."""
     target = resolve_device(device)
     dims = _shape(shape)
-    kind = dtypes.as_dtype(dtype)
+    kind = dtypes.float32 if dtype is None else dtypes.as_dtype(dtype)
     nbytes = _byte_size(dims, kind)
     task = _tasks.allocation_task()  # the scheduler task this is accounted to (None: no bookkeeping)
     if task is not None and nbytes:  # inside a scheduler task: quota checked before the vendor allocator, released on free
@@ -443,11 +444,13 @@ def _fill_scalar(value: Any, kind: np.dtype[Any]) -> Any:
 
 
 def zeros(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str | Device | None = None) -> Array:
-    return full(shape, 0, dtype, device)
+    """Zeros of ``dtype`` (float32, the default float, when it is None)."""
+    return full(shape, 0, dtypes.float32 if dtype is None else dtype, device)
 
 
 def ones(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str | Device | None = None) -> Array:
-    return full(shape, 1, dtype, device)
+    """Ones of ``dtype`` (float32, the default float, when it is None)."""
+    return full(shape, 1, dtypes.float32 if dtype is None else dtype, device)
 
 
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any = None, device: str | Device | None = None) -> Array:

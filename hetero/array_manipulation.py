@@ -170,7 +170,7 @@ def repeat(x: Array, repeats: int | Sequence[int] | Array, /, *, axis: int | Non
     return out
 
 
-def roll(x: Array, shift: int | Sequence[int], /, *, axis: int | Sequence[int] | None = None) -> Array:
+def roll(x: Array, /, shift: int | Sequence[int], *, axis: int | Sequence[int] | None = None) -> Array:
     """``x`` with its elements shifted by ``shift`` along ``axis`` (each shift with each axis, as
     NumPy broadcasts them; shifts of one axis add), those pushed past the end coming back at the
     start; flattened and shaped back when ``axis`` is None."""

@@ -2,8 +2,8 @@
 ``isdtype`` (2024.12). ``result_type`` and ``can_cast`` are :mod:`hetero.promotion`'s.
 
 hetero's dtype objects are NumPy's (``hetero.float32 is numpy.dtype("float32")``), so they
-compare equal to NumPy's and hash; the standard's kinds are their NumPy kinds. Complex dtypes
-do not exist in hetero yet: ``isdtype(d, "complex floating")`` is False for every dtype hetero has.
+compare equal to NumPy's and hash; the standard's kinds are their NumPy kinds. ``finfo`` of a
+complex dtype describes its real and imaginary parts (``finfo(complex64).dtype`` is float32).
 """
 
 from __future__ import annotations
@@ -56,13 +56,13 @@ def _dtype(type: Any, what: str) -> np.dtype[Any]:  # noqa: A002 (the standard's
 
 
 def finfo(type: Any, /) -> FInfo:  # noqa: A002 (the standard's parameter name)
-    """Limits of a floating-point dtype, or of an array's dtype."""
+    """Limits of a floating-point dtype (real or complex), or of an array's dtype."""
     kind = _dtype(type, "finfo")
-    if kind.kind != "f":
+    if kind.kind not in "fc":
         raise ArrayError(f"finfo takes a floating-point dtype, got {kind}; for integers use iinfo")
-    info = np.finfo(kind)
+    info = np.finfo(kind)  # of a complex dtype: its parts' (float32 for complex64), as the standard says
     return FInfo(bits=int(info.bits), eps=float(info.eps), max=float(info.max), min=float(info.min),
-                 smallest_normal=float(info.smallest_normal), dtype=kind)
+                 smallest_normal=float(info.smallest_normal), dtype=np.dtype(info.dtype))
 
 
 def iinfo(type: Any, /) -> IInfo:  # noqa: A002 (the standard's parameter name)

@@ -3,8 +3,9 @@
 Decided once, for every device:
 
 - the default floating-point dtype is **float32** on every device (not only where fp64 is
-  missing), so one program gives the same dtypes on every vendor; float64 is there wherever the
-  device has fp64 (``dtypes(device=d)`` lists what each device holds);
+  missing), so one program gives the same dtypes on every vendor, and the default complex dtype
+  complex64; float64 and complex128 are there wherever the device has fp64 (``dtypes(device=d)``
+  lists what each device holds);
 - the default integral dtype and the index dtype are **int64**;
 - the default device is :func:`hetero.device` with no argument: ``HETERO_DEVICE`` or the
   config's ``device``, else the scheduler's choice (``"auto"``);
@@ -25,11 +26,12 @@ from hetero.registry import device as _device
 from hetero.registry import devices as _devices
 from hetero.xp_dtypes import KINDS
 
-_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")
+_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
+          "complex64", "complex128")
 
 
 def _holds(device: Device, kind: np.dtype[Any]) -> bool:
-    return kind != dtypes.float64 or device.fp64
+    return kind.itemsize // (2 if kind.kind == "c" else 1) < 8 or device.fp64
 
 
 class Info:
@@ -57,7 +59,8 @@ class Info:
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, np.dtype[Any]]:
         self._resolve(device)  # an unknown device is an error here too
-        return {"real floating": dtypes.float32, "integral": dtypes.int64, "indexing": dtypes.int64}
+        return {"real floating": dtypes.float32, "complex floating": np.dtype(np.complex64), "integral": dtypes.int64,
+                "indexing": dtypes.int64}
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, np.dtype[Any]]:
         where = self._resolve(device)

@@ -23,8 +23,8 @@ def test_arrays_name_the_namespace(device: hetero.Device) -> None:
 
 def test_default_dtypes_are_the_same_on_every_device(device: hetero.Device) -> None:
     info = xp.__array_namespace_info__()
-    assert info.default_dtypes(device=device) == {"real floating": xp.float32, "integral": xp.int64,
-                                                  "indexing": xp.int64}
+    assert info.default_dtypes(device=device) == {"real floating": xp.float32, "complex floating": xp.complex64,
+                                                  "integral": xp.int64, "indexing": xp.int64}
     assert xp.asarray(1.5, device=device).dtype == xp.float32
     assert xp.asarray(3, device=device).dtype == xp.int64
     assert xp.arange(3, device=device).dtype == xp.int64
@@ -35,7 +35,8 @@ def test_default_dtypes_are_the_same_on_every_device(device: hetero.Device) -> N
 def test_dtypes_follow_what_the_device_holds(device: hetero.Device) -> None:
     info = xp.__array_namespace_info__()
     held = info.dtypes(device=device)
-    assert ("float64" in held) == device.fp64
+    assert ("float64" in held) == ("complex128" in held) == device.fp64
+    assert "complex64" in held
     assert set(info.dtypes(device=device, kind="integral")) == {f"{s}int{b}" for s in ("", "u") for b in (8, 16, 32, 64)}
     assert set(info.dtypes(device=device, kind=("bool", xp.float32))) == {"bool", "float32"}
     with pytest.raises(ValueError, match="unknown kind"):
@@ -124,3 +125,13 @@ def test_from_dlpack_with_device_and_copy(device: hetero.Device) -> None:
     np.testing.assert_array_equal(moved.numpy(), host)
     with pytest.raises(TypeError, match="__dlpack__"):
         xp.from_dlpack([1, 2])
+
+
+@pytest.mark.parametrize("make", [xp.empty, xp.zeros, xp.ones])
+def test_dtype_none_is_the_default_float(device: hetero.Device, make: object) -> None:
+    assert make((2,), dtype=None, device=device).dtype == xp.float32  # type: ignore[operator]
+
+
+def test_roll_takes_shift_by_keyword(device: hetero.Device) -> None:
+    x = xp.asarray([1, 2, 3], device=device)
+    assert xp.roll(x, shift=1).numpy().tolist() == [3, 1, 2]
