@@ -102,6 +102,7 @@ if TYPE_CHECKING:
 
     fault: ModuleType  # hetero.fault / hetero.scheduler live in the fault/ and scheduler/ folders
     scheduler: ModuleType
+    from hetero import xp
     from hetero.array_cast import astype
     from hetero.array_creation import empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like
     from hetero.array_fusion import fusion
@@ -127,6 +128,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "checkpoint": ("hetero.checkpoint", None),
     "fault": ("hetero.fault", None),
     "scheduler": ("hetero.scheduler", None),
+    "xp": ("hetero.xp", None),  # the array API namespace (x.__array_namespace__())
     # reductions and scans (hetero.array_reductions) load the compiler: on first use too
     "sum": ("hetero.array_reductions", "sum"),
     "prod": ("hetero.array_reductions", "prod"),
@@ -195,7 +197,7 @@ __all__ = [
     "load_bundle", "local_size", "math", "num_groups", "u8", "u16", "u32", "u64",
     "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "BundleBuildError", "BundleError", "Config",
     "ConfigError", "ContextCorruptedError", "DeviceDegradedError", "DeviceLostError", "QuotaExceeded",
-    "RecoveryFailedError", "Stream", "checkpoint", "fault", "fusion", "guard", "heartbeat", "resumable", "scheduler", "use_device",
+    "RecoveryFailedError", "Stream", "checkpoint", "fault", "fusion", "guard", "heartbeat", "resumable", "scheduler", "use_device", "xp",
     "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health",
     "HealthState", "HeteroError", "Kind", "PluginError", "ToolchainNotFoundError", "UnsupportedDtypeError",
     "__version__", "arange", "asarray", "broadcast_to", "expand_dims", "flip", "moveaxis", "permute_dims", "reshape",
