@@ -73,20 +73,27 @@ def _has_fp64(device: Device) -> bool:
     return "fp64" in target.features if target is not None else bool(device.info.fp64)
 
 
-def float_dtype(function: str, arrays: Sequence[Array]) -> np.dtype[Any]:
-    """The floating dtype ``function`` (``"linalg.inv"``) computes in for these operands: their
-    promoted dtype; an integer or bool operand, or float64 on a device without fp64, is an
-    :class:`UnsupportedDtypeError` naming the remedy."""
-    for x in arrays:
-        if x.dtype.kind != "f":
-            raise UnsupportedDtypeError(f"hetero.{function} takes floating-point arrays, got {x.dtype}; convert first, "
-                                        "e.g. hetero.astype(x, hetero.float32)")
-    result = np.result_type(*(x.dtype for x in arrays))
-    if result == dtypes.float64 and not _has_fp64(arrays[0].device):
-        raise UnsupportedDtypeError(f"hetero.{function} of float64 needs fp64, which {arrays[0].device.name} lacks; "
+def check_float(function: str, dtype: np.dtype[Any], device: Device) -> None:
+    """Refuse (:class:`UnsupportedDtypeError`, naming the remedy) a ``dtype`` that is not floating
+    point, or float64 on a device without fp64."""
+    if dtype.kind != "f":
+        raise UnsupportedDtypeError(f"hetero.{function} takes floating-point arrays, got {dtype}; convert first, "
+                                    "e.g. hetero.astype(x, hetero.float32)")
+    if dtype == dtypes.float64 and not _has_fp64(device):
+        raise UnsupportedDtypeError(f"hetero.{function} of float64 needs fp64, which {device.name} lacks; "
                                     "convert to float32 first (hetero.astype(x, hetero.float32)) or use a device "
                                     "with fp64")
-    return np.dtype(result)
+
+
+def float_dtype(function: str, arrays: Sequence[Array]) -> np.dtype[Any]:
+    """The floating dtype ``function`` (``"linalg.inv"``) computes in for these operands: their
+    promoted dtype, refused by :func:`check_float` for an integer or bool operand or for float64 on a
+    device without fp64."""
+    for x in arrays:
+        check_float(function, x.dtype, x.device)
+    result = np.dtype(np.result_type(*(x.dtype for x in arrays)))
+    check_float(function, result, arrays[0].device)
+    return result
 
 
 def _cupy_view(cupy: Any, x: Array) -> Any:
@@ -156,4 +163,4 @@ def _to_cupy_arrays(cupy: Any, found: Any, device: Device, results: Sequence[np.
     return tuple(out)
 
 
-__all__ = ["Choice", "call", "choose", "float_dtype"]
+__all__ = ["Choice", "call", "check_float", "choose", "float_dtype"]
