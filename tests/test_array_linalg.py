@@ -284,3 +284,63 @@ def test_which_library_runs_lapack(backend: str, library: str, on_device: bool) 
     choice = linalg.lapack_library(fake)  # type: ignore[arg-type]
     assert (choice.library, choice.on_device) == (library, on_device)
     assert bool(linalg.host_functions(fake)) is not on_device  # type: ignore[arg-type]
+
+
+class _Pointer:
+    """A fake CuPy memory pointer: host bytes at an offset (``pointer + nbytes`` as CuPy's)."""
+
+    def __init__(self, memory: np.ndarray, offset: int = 0) -> None:
+        self.memory, self.offset = memory, offset
+
+    def __add__(self, nbytes: int) -> _Pointer:
+        return _Pointer(self.memory, self.offset + nbytes)
+
+
+def _fake_cupy_device(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
+    """A ``cuda`` device whose runtime's ``cupy`` is NumPy over host bytes: the CuPy path of
+    hetero.array_lapack (views of device buffers, results copied into new arrays) without a GPU."""
+
+    def ndarray(shape: tuple[int, ...], dtype: np.dtype, memptr: _Pointer, strides: tuple[int, ...]) -> np.ndarray:
+        return np.ndarray(shape, dtype, buffer=memptr.memory, offset=memptr.offset, strides=strides)
+
+    names = ("asarray", "ascontiguousarray", "broadcast_to", "linalg", "matmul", "swapaxes", "where", "zeros")
+    cupy = types.SimpleNamespace(ndarray=ndarray, **{name: getattr(np, name) for name in names})
+    calls: list[str] = []
+    runtime = types.SimpleNamespace(host_memory=False, cupy=cupy,
+                                    call_library=lambda name, run: (calls.append(name), run())[1])
+    device = types.SimpleNamespace(backend="cuda", name="cuda:fake", runtime=runtime, calls=calls)
+
+    def empty(shape: tuple[int, ...], dtype: np.dtype, device: types.SimpleNamespace) -> hetero.Array:
+        return hetero.Array(_Pointer(np.zeros(math.prod(shape) * dtype.itemsize, np.uint8)), device, shape, dtype)
+
+    monkeypatch.setattr(array_lapack, "empty", empty)
+    return device
+
+
+def _on_fake(device: types.SimpleNamespace, host: np.ndarray) -> hetero.Array:
+    data = np.ascontiguousarray(host)
+    return hetero.Array(_Pointer(data.reshape(-1).view(np.uint8)), device, data.shape, data.dtype)  # type: ignore[arg-type]
+
+
+def _read(x: hetero.Array) -> np.ndarray:
+    return np.ndarray(x.shape, x.dtype, buffer=x.buffer.memory, offset=x.buffer.offset + x.offset * x.dtype.itemsize,
+                      strides=x.byte_strides)
+
+
+def test_the_cupy_path_reads_device_buffers_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    device = _fake_cupy_device(monkeypatch)
+    a = _f32(2, 5, 5) + 4 * np.eye(5, dtype=np.float32)
+    x = _on_fake(device, a)
+    np.testing.assert_allclose(_read(linalg.inv(x)), np.linalg.inv(a), **TOL)
+    view = x.mT[:, 1:, 1:]  # a strided view at an offset: read through its strides
+    np.testing.assert_allclose(_read(linalg.det(view)), np.linalg.det(np.swapaxes(a, -1, -2)[:, 1:, 1:]), rtol=1e-4)
+    b = _f32(5)
+    np.testing.assert_allclose(_read(linalg.solve(x, _on_fake(device, b))), np.linalg.solve(a, b), **TOL)
+    s = _spd(5, 5)
+    np.testing.assert_allclose(_read(linalg.cholesky(_on_fake(device, s), upper=True)),
+                               np.linalg.cholesky(s, upper=True), **TOL)
+    u, sv, vh = linalg.svd(_on_fake(device, a[0, :, :3]), full_matrices=False)
+    np.testing.assert_allclose((_read(u) * _read(sv)) @ _read(vh), a[0, :, :3], **TOL)
+    np.testing.assert_allclose(_read(linalg.pinv(x)), np.linalg.pinv(a), rtol=1e-3, atol=1e-3)
+    assert _read(linalg.matrix_rank(x)).tolist() == [5, 5]
+    assert device.calls[0] == "cuSOLVER linalg.inv" and len(device.calls) == 7
