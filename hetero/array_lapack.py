@@ -148,7 +148,7 @@ def _as_tuple(found: Any) -> tuple[Any, ...]:
 def _to_host_arrays(found: Any, device: Device, results: Sequence[np.dtype[Any]]) -> tuple[Array, ...]:
     out = []
     for value, dtype in zip(_as_tuple(found), results, strict=True):
-        out.append(_from_host(np.ascontiguousarray(np.asarray(value, dtype=dtype)), device, copy=True))
+        out.append(_from_host(np.asarray(value, dtype=dtype), device, copy=True))  # (0-d stays 0-d)
     return tuple(out)
 
 

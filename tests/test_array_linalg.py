@@ -64,9 +64,12 @@ def test_inverse_determinant_and_solve_match_numpy(device: hetero.Device, quiet:
         got = linalg.inv(x)
         assert got.shape == a.shape and got.dtype == np.float32 and got.device is device
         np.testing.assert_allclose(got.numpy(), np.linalg.inv(a), **TOL)
-        np.testing.assert_allclose(linalg.det(x).numpy(), np.linalg.det(a), rtol=1e-4)
+        determinant = linalg.det(x)
+        assert determinant.shape == shape[:-2]
+        np.testing.assert_allclose(determinant.numpy(), np.linalg.det(a), rtol=1e-4)
         sign, logabsdet = linalg.slogdet(x)
         want = np.linalg.slogdet(a)
+        assert sign.shape == logabsdet.shape == shape[:-2]
         np.testing.assert_array_equal(sign.numpy(), want.sign)
         np.testing.assert_allclose(logabsdet.numpy(), want.logabsdet, **TOL)
         assert type(linalg.slogdet(x))._fields == ("sign", "logabsdet")
@@ -170,6 +173,8 @@ def test_singular_value_norms(device: hetero.Device, quiet: None) -> None:
     for ord in (2, -2, "nuc"):
         for keepdims in (False, True):
             got = linalg.matrix_norm(_on(device, a), ord=ord, keepdims=keepdims)
+            assert got.shape == ((2, 1, 1) if keepdims else (2,))
+            assert linalg.matrix_norm(_on(device, a[0]), ord=ord).shape == ()
             np.testing.assert_allclose(got.numpy(), np.linalg.matrix_norm(a, ord=ord, keepdims=keepdims), **TOL)
 
 
