@@ -25,6 +25,7 @@ import threading
 from hetero.config import get_config
 from hetero.device import Device
 from hetero.errors import ArrayError
+from hetero.registry import device as resolve_device
 
 log = logging.getLogger("hetero.array")
 
@@ -43,9 +44,11 @@ _counts: collections.Counter[tuple[str, str]] = collections.Counter()
 _warned: set[tuple[str, str]] = set()
 
 
-def host_functions(device: Device) -> tuple[str, ...]:
-    """The functions (``"linalg.inv"``, ...) that run on the host when given arrays on ``device``."""
-    return () if device.backend in LAPACK_LIBRARIES else LAPACK_FUNCTIONS
+def host_functions(device: str | Device) -> tuple[str, ...]:
+    """The functions (``"linalg.inv"``, ...) that run on the host when given arrays on ``device``
+    (a :class:`hetero.Device` or its name, ``"oneapi:0"``); ``()`` where the device has its own LAPACK."""
+    backend = resolve_device(device).backend if isinstance(device, str) else device.backend
+    return () if backend in LAPACK_LIBRARIES else LAPACK_FUNCTIONS
 
 
 def counts() -> dict[tuple[str, str], int]:

@@ -258,6 +258,7 @@ def test_host_fallback_warns_once_per_function_and_device(device: hetero.Device,
     assert array_host_fallback.counts() == {("linalg.inv", device.name): 3, ("linalg.det", device.name): 1}
     assert {"linalg.inv", "linalg.svd", "linalg.solve"} <= set(linalg.host_functions(device))
     assert "linalg.trace" not in linalg.host_functions(device)
+    assert linalg.host_functions(device.name) == linalg.host_functions(device)
 
 
 def test_host_fallback_allow_and_error(opencl_device_fixture: hetero.Device, fallback_mode: object,
