@@ -19,7 +19,15 @@ HETERO_HEALTH_INTERVAL health_interval seconds between health polls of the monit
 HETERO_QUOTA           quota           memory quota of this process per device (see below)
 HETERO_COST_SAMPLING   cost_sampling   time every k-th kernel launch for the cost model (0: off)
 HETERO_BLAS            blas            ``off``: ``hetero.matmul`` runs hetero's own kernel, never a vendor BLAS
+HETERO_HOST_FALLBACK   host_fallback   ``warn`` (default), ``allow`` or ``error``: LAPACK/FFT on the host (below)
 ====================== =============== ==================================================
+
+``host_fallback`` says what happens when a ``linalg`` or ``fft`` function has no vendor library on
+the array's device (OpenCL devices have no LAPACK or FFT hetero binds) and would run on the host
+through NumPy, its operands downloaded and its results uploaded (:mod:`hetero.array_host_fallback`):
+``warn`` runs it and logs one WARNING per function and device (logger ``hetero.array``),
+``allow`` runs it without the warning, ``error`` refuses with :class:`hetero.ArrayError`. Every
+fallback is counted either way (``hetero.array_host_fallback.counts()``).
 
 The compile cache's bounds (least recently used entries go first; see
 :mod:`hetero.compiler.cache`):
@@ -140,6 +148,7 @@ class Config:
     quota: Mapping[str, int] = dataclasses.field(default_factory=dict)  # device/backend/"*" -> bytes; empty: none
     cost_sampling: int = 0  # time every k-th launch; 0: off
     blas: bool = True  # vendor BLAS for matmul where there is one (hetero.array_blas); False: the tiled kernel
+    host_fallback: str = "warn"  # linalg/fft with no vendor library on the device: "warn", "allow" or "error"
     cache_max_size: int = CACHE_MAX_SIZE  # bytes of the disk cache
     cache_max_entries: int = CACHE_MAX_ENTRIES
     cache_memory_max_size: int = CACHE_MEMORY_MAX_SIZE  # bytes of the in-process layer
@@ -170,6 +179,7 @@ _ENV = {
     "HETERO_QUOTA": "quota",
     "HETERO_COST_SAMPLING": "cost_sampling",
     "HETERO_BLAS": "blas",
+    "HETERO_HOST_FALLBACK": "host_fallback",
     "HETERO_CACHE_MAX_SIZE": "cache_max_size",
     "HETERO_CACHE_MAX_ENTRIES": "cache_max_entries",
     "HETERO_CACHE_MEMORY_MAX_SIZE": "cache_memory_max_size",
@@ -177,6 +187,7 @@ _ENV = {
 }
 _FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 POLICIES = ("first-fit", "binpack", "spread", "fastest", "priority")
+HOST_FALLBACK_MODES = ("warn", "allow", "error")
 
 
 def config_file(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -304,6 +315,13 @@ def _parse(key: str, value: Any, origin: str) -> Any:
             raise ConfigError(f"{origin}: 'policy' is {value!r}; valid policies: {', '.join(POLICIES)}"
                               + did_you_mean(policy, POLICIES))
         return policy
+    if key == "host_fallback":
+        mode = str(value).strip().lower()
+        if mode not in HOST_FALLBACK_MODES:
+            raise ConfigError(f"{origin}: 'host_fallback' is {value!r}; valid modes: {', '.join(HOST_FALLBACK_MODES)} "
+                              "(warn: run on the host and log it once, allow: run on the host quietly, error: refuse)"
+                              + did_you_mean(mode, HOST_FALLBACK_MODES))
+        return mode
     if key == "health_interval":
         try:
             seconds = float(value)

@@ -1,0 +1,89 @@
+"""Array functions that run on the host for want of a vendor library on the device, never silently.
+
+``hetero.linalg``'s decompositions and solvers call the device's LAPACK: NumPy's on ``cpu`` (the
+array's own host memory), cuSOLVER / rocSOLVER through CuPy on ``cuda`` / ``rocm``. OpenCL
+devices (``oneapi``, ``opencl``) have no LAPACK hetero binds, so there the operands are
+downloaded, NumPy computes, and the results are uploaded: a *host fallback*. Each one is
+
+- counted, per function and device: :func:`counts` (``{("linalg.inv", "oneapi:0"): 3}``);
+- announced: the first time a function falls back on a device, one WARNING on the
+  ``hetero.array`` logger names the function, the device and how to silence or forbid it;
+- governed by the ``host_fallback`` setting (``HETERO_HOST_FALLBACK``, :mod:`hetero.config`):
+  ``warn`` (default) as above, ``allow`` without the warning (still counted), ``error`` refuses
+  with :class:`hetero.ArrayError` naming the function, the device and the setting.
+
+:func:`host_functions` says, per device, which functions take this path (what an array
+namespace's ``capabilities()`` reports).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+
+from hetero.config import get_config
+from hetero.device import Device
+from hetero.errors import ArrayError
+from hetero.registry import device as resolve_device
+
+log = logging.getLogger("hetero.array")
+
+#: Backends whose own library (NumPy on the host memory of ``cpu``, CuPy's cuSOLVER/rocSOLVER on
+#: ``cuda``/``rocm``) runs the LAPACK-backed functions on the device's memory: no fallback.
+LAPACK_LIBRARIES = {"cpu": "numpy", "cuda": "cuSOLVER", "rocm": "rocSOLVER"}
+
+#: The functions that need LAPACK: on a device without one they run on the host.
+#: (``linalg.matrix_norm`` only for ``ord`` 2, -2 and ``"nuc"``, which need singular values.)
+LAPACK_FUNCTIONS = ("linalg.cholesky", "linalg.det", "linalg.eigh", "linalg.eigvalsh", "linalg.inv",
+                    "linalg.matrix_norm", "linalg.matrix_rank", "linalg.pinv", "linalg.qr", "linalg.slogdet",
+                    "linalg.solve", "linalg.svd", "linalg.svdvals")
+
+_lock = threading.Lock()
+_counts: collections.Counter[tuple[str, str]] = collections.Counter()
+_warned: set[tuple[str, str]] = set()
+
+
+def host_functions(device: str | Device) -> tuple[str, ...]:
+    """The functions (``"linalg.inv"``, ...) that run on the host when given arrays on ``device``
+    (a :class:`hetero.Device` or its name, ``"oneapi:0"``); ``()`` where the device has its own LAPACK."""
+    backend = resolve_device(device).backend if isinstance(device, str) else device.backend
+    return () if backend in LAPACK_LIBRARIES else LAPACK_FUNCTIONS
+
+
+def counts() -> dict[tuple[str, str], int]:
+    """Host fallbacks so far in this process, per ``(function, device name)``."""
+    with _lock:
+        return dict(_counts)
+
+
+def reset() -> None:
+    """Forget the counts and which pairs were announced (the next fallback of each warns again)."""
+    with _lock:
+        _counts.clear()
+        _warned.clear()
+
+
+def note(function: str, device: Device) -> None:
+    """Record that ``function`` (``"linalg.inv"``) is about to run on the host for arrays on
+    ``device``: raises :class:`ArrayError` under ``host_fallback: error``, else counts it and, under
+    ``warn``, logs the first time for this pair."""
+    mode = get_config().host_fallback
+    if mode == "error":
+        raise ArrayError(f"hetero.{function}: {device.name} has no LAPACK library hetero can call, so it would run on "
+                         f"the host (download, NumPy, upload), and host_fallback is 'error' in the configuration; "
+                         f"set HETERO_HOST_FALLBACK=allow (or host_fallback: allow in hetero.yaml) to permit it, or "
+                         f"move the arrays to a device with one (cpu, cuda, rocm) with x.to(...)")
+    key = (function, device.name)
+    with _lock:
+        _counts[key] += 1
+        first = key not in _warned
+        _warned.add(key)
+    if first and mode == "warn":
+        log.warning("hetero.%s runs on the host for arrays on %s: the device has no LAPACK library hetero can call, "
+                    "so its operands are downloaded, NumPy computes and the results are uploaded (said once per "
+                    "function and device; every fallback is counted in hetero.array_host_fallback.counts()). "
+                    "Set HETERO_HOST_FALLBACK=allow to silence this, or =error to refuse", function, device.name)
+
+
+__all__ = ["LAPACK_FUNCTIONS", "LAPACK_LIBRARIES", "counts", "host_functions", "note", "reset"]
