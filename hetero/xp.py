@@ -33,6 +33,8 @@ from hetero.array import arange, asarray, empty, full, ones, zeros
 from hetero.array import _dlpack_owner, _from_dlpack_object
 from hetero.array_cast import astype
 from hetero.array_creation import empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like
+from hetero import array_fft as fft
+from hetero import array_linalg as linalg
 from hetero.array_functions import (  # noqa: A004 (the standard's names)
     abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_invert, bitwise_left_shift,
     bitwise_or, bitwise_right_shift, bitwise_xor, ceil, clip, copysign, cos, cosh, divide, equal, exp, expm1, floor,
@@ -137,4 +139,5 @@ __all__ = [
     "argmax", "argmin", "where",
     "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
     "all", "any",
+    "fft", "linalg",
 ]
