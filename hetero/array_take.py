@@ -35,11 +35,11 @@ from hetero.runtime_parts import runs_kernels
 
 
 class Term(NamedTuple):
-    """One index array of a gather: int64 ``index`` read at ``offset`` with ``strides`` per result
+    """One index array of a gather: int64 ``array`` read at ``offset`` with ``strides`` per result
     axis (0 where it is broadcast), indexing an axis of length ``dim`` that steps ``step`` elements
     (``axis`` names it in errors)."""
 
-    index: Array
+    array: Array
     offset: int
     strides: tuple[int, ...]
     dim: int
@@ -114,7 +114,7 @@ def _launch(spec: gather_ir.Gather, dst: Array, dst_offset: int, dst_strides: tu
     width = dst.dtype.itemsize
     element = np.dtype(f"u{width}")
     args: list[Any] = [_whole(dst, element), _whole(src, element), err]
-    args += [_whole(t.index, dtypes.int64) for t in terms]
+    args += [_whole(t.array, dtypes.int64) for t in terms]
     args += [math.prod(shape), *shape, dst_offset, *dst_strides, src_offset, *src_strides]
     for t in terms:
         args += [t.offset, *t.strides, t.dim, t.step]
