@@ -54,12 +54,12 @@ def index_layout(shape: tuple[int, ...], strides: tuple[int, ...], offset: int, 
 
 def _integer(part: Any, size: int, axis: int) -> int:
     if isinstance(part, bool) or type(part).__name__ == "bool_":
-        raise IndexError("boolean indices are not supported (only basic indexing: ints, slices, None, ...)")
+        raise IndexError("a boolean is a mask, not a basic index: index the hetero.Array itself (x[True])")
     try:
         index = operator.index(part)
     except TypeError:
         raise IndexError(f"only integers, slices (`:`), ellipsis (`...`) and None are valid indices, got "
-                         f"{type(part).__name__}; integer-array and boolean indexing are not supported") from None
+                         f"{type(part).__name__}; integer arrays and boolean masks index through hetero.Array") from None
     if not -size <= index < size:
         raise IndexError(f"index {index} is out of bounds for axis {axis} with size {size}")
     return index + size if index < 0 else index
