@@ -17,6 +17,8 @@ the scatter of the same kernel, ``value`` (a scalar, a NumPy array or a hetero a
 to ``x``'s dtype and broadcast to the indexed shape. Host reads, each one wait for the device:
 each mask's true count (the result's shape depends on it, :func:`hetero.array_search.nonzero`),
 and the kernel's record of an out-of-range index, raised as an IndexError naming the value.
+The common ``x[mask] = value`` (one hetero mask over leading axes, a value that broadcasts over
+the rest) reads nothing back: it is one elementwise ``where(mask, value, x)`` written into ``x``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from hetero import dtypes
 from hetero.array import Array, asarray, full
 from hetero.array_cast import astype
 from hetero.array_copy import _check_writeable
+from hetero.array_elementwise import apply
 from hetero.array_hooks import ADVANCED_GET, ADVANCED_SET
 from hetero.array_search import nonzero
 from hetero.array_take import Term, broadcast_strides, checked, gather, index_array, scatter
@@ -180,8 +183,10 @@ def setitem(x: Array, key: Any, value: Any) -> None:
     """``x[key] = value`` for a key with integer arrays or masks: a scatter into ``x``."""
     x = checked(x, "advanced index assignment")
     _check_writeable(x)
-    layout = _layout(x, key)
     values = _values(value, x)
+    if _masked_select(x, key, values):
+        return
+    layout = _layout(x, key)
     try:
         fits = broadcast_shapes(values.shape, layout.shape) == layout.shape
     except (ValueError, ArrayError):
@@ -190,6 +195,25 @@ def setitem(x: Array, key: Any, value: Any) -> None:
         raise ValueError(f"could not broadcast a value of shape {values.shape} into the indexed shape {layout.shape}")
     if math.prod(layout.shape):
         scatter(x, layout.shape, layout.strides, layout.offset, layout.terms, values)
+
+
+def _masked_select(x: Array, key: Any, values: Array) -> bool:
+    """``x[mask] = values`` as one elementwise ``where(mask, values, x)`` into ``x``, when the key is
+    one hetero mask over ``x``'s leading axes and ``values`` broadcasts to the rest of them: no
+    compaction, no host read. Whether it applied."""
+    mask = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    if not isinstance(mask, Array) or mask.dtype != dtypes.bool_ or mask.device is not x.device:
+        return False
+    rest = x.shape[mask.ndim:]
+    if not 0 < mask.ndim <= x.ndim or mask.shape != x.shape[:mask.ndim] or values.ndim > len(rest):
+        return False
+    try:
+        if broadcast_shapes(values.shape, rest) != rest:
+            return False
+    except ArrayError:
+        return False
+    apply("where", reshape(mask, mask.shape + (1,) * len(rest)), values, x, out=x)
+    return True
 
 
 def _values(value: Any, x: Array) -> Array:

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hetero
+from hetero.launch_counts import launch_counts
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -152,3 +153,18 @@ def test_bad_keys_raise_what_numpy_raises(device: hetero.Device) -> None:
         x[[0, 1]] = hetero.zeros((3, 4, 5), device=device)
     with pytest.raises(IndexError, match="out of bounds"):
         x[[7]] = 1.0
+
+
+def test_mask_assignment_of_a_scalar_is_one_kernel(device: hetero.Device) -> None:
+    host = np.arange(12.0, dtype="float32").reshape(3, 4)
+    x = hetero.asarray(host, device=device)
+    mask = x > 5
+    mask.numpy()  # computed before counting
+    before = launch_counts().get(device.name, 0)
+    x[mask] = 0.0  # where(mask, 0, x) into x: no compaction, no count read back
+    x[mask[:, 0]] = hetero.asarray(np.float32(9), device=device)  # a row mask, a 0-d value
+    x.numpy()
+    assert launch_counts()[device.name] == before + 2
+    host[host > 5] = 0.0
+    host[(np.arange(12.0).reshape(3, 4) > 5)[:, 0]] = 9
+    np.testing.assert_array_equal(x.numpy(), host)
