@@ -5,12 +5,13 @@
 Each is one generated kernel on the arrays' device (:mod:`hetero.compiler.gather`), launched as
 a ``@hetero.kernel`` is, that reads ``x`` through its strides (any view) and the index arrays
 through theirs (broadcast ones too). Index arrays of any integer dtype are converted to int64
-on the device first. A negative index counts from the end, as in NumPy. The standard leaves
-out-of-range indices undefined; hetero never reads or writes outside an array: the kernel
-skips such an element and records it, and the host reads that record back once per launch (a
-wait for the device) and raises an IndexError naming the value, the axis and its size. A
-scatter that raises has written the in-range elements already. Where a scatter's indices
-repeat, which value lands is unspecified (the standard's rule).
+on the device first (a uint64 one is checked to fit first: one more host read). A negative
+index counts from the end, as in NumPy. The standard leaves out-of-range indices undefined;
+hetero never reads or writes outside an array: the kernel skips such an element and records
+it, and the host reads that record back once per launch (a wait for the device) and raises an
+IndexError naming the value, the axis and its size. A scatter that raises has written the
+in-range elements already. Where a scatter's indices repeat, which value lands is unspecified
+(the standard's rule).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from hetero import dtypes
 from hetero.array import Array, asarray, empty, zeros
 from hetero.array_cast import astype
 from hetero.array_copy import GeneratedSpecialization
+from hetero.array_reductions import max as _max
 from hetero.compiler import gather as gather_ir
 from hetero.compiler.strided_copy import ELEMENT_BY_WIDTH
 from hetero.device import Device
@@ -89,8 +91,12 @@ def index_array(indices: Any, device: Device, what: str) -> Array:
         if indices.device is not device:
             raise ArrayError(f"{what}: the indices are on {indices.device.name} and the array on {device.name}; move "
                              f"them first: indices.to({device.name!r})")
+        if indices.dtype == dtypes.uint64 and indices.size:  # past int64's range it would wrap negative
+            _fits_int64(int(_max(indices)._host()), what)
         return indices if indices.dtype == dtypes.int64 else astype(indices, dtypes.int64)
     host = np.asarray(indices)
+    if host.dtype == np.uint64 and host.size:
+        _fits_int64(int(host.max()), what)
     if host.dtype.kind not in "iu" and not (host.size == 0 and host.dtype.kind == "f"):  # [] is float64
         raise IndexError(f"{what}: index arrays must have an integer dtype, got {host.dtype}")
     try:
@@ -98,6 +104,11 @@ def index_array(indices: Any, device: Device, what: str) -> Array:
     except (TypeError, ValueError, OverflowError):
         raise IndexError(f"{what}: indices must be integers, got {indices!r}") from None
     return asarray(host, device=device)
+
+
+def _fits_int64(largest: int, what: str) -> None:
+    if largest > np.iinfo(np.int64).max:
+        raise IndexError(f"{what}: index {largest} is out of bounds for any array (indices are int64 on the device)")
 
 
 def broadcast_strides(x: Array, shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -60,6 +60,10 @@ def test_out_of_range_indices_raise_with_the_value(device: hetero.Device) -> Non
         take(x, [-4], axis=0)
     with pytest.raises(IndexError, match="out of bounds for axis 1 with size 4"):
         take_along_axis(x, np.array([[9]]), axis=1)
+    huge = np.array([2**64 - 1], "uint64")  # would wrap to -1 as int64: refused, not read as the last element
+    with pytest.raises(IndexError, match="18446744073709551615 is out of bounds"):
+        take(x, hetero.asarray(huge, device=device), axis=0)
+    np.testing.assert_array_equal(take(x, np.array([2, 0], "uint64"), axis=0).numpy(), x.numpy()[[2, 0]])
 
 
 def test_bad_arguments_say_what_to_do(device: hetero.Device) -> None:
