@@ -77,7 +77,7 @@ def checked(x: Any, what: str) -> Array:
 
 def _whole(x: Array, dtype: np.dtype[Any]) -> Array:
     """The whole buffer under ``x`` as a 1-D array of ``dtype`` (kernels index it with the layout)."""
-    root = x.base if x.base is not None else x
+    root = _root(x)
     return Array(root.buffer, root.device, (root.nbytes // dtype.itemsize,), dtype)
 
 
@@ -155,8 +155,15 @@ def scatter(x: Array, shape: tuple[int, ...], strides: tuple[int, ...], offset: 
         return
     if values.buffer is x.buffer:  # overlapping: read everything first
         values = values.copy()
+    # indices read from x itself (x[x[:2]] = v) are read before any write: from a copy of the
+    # buffer they lie in, so their offsets and strides stay as they are
+    terms = [t._replace(array=_root(t.array).copy()) if t.array.buffer is x.buffer else t for t in terms]
     spec = gather_ir.Gather(len(shape), len(terms), _element(x), scatter=True)
     _launch(spec, x, offset, strides, values, values.offset, broadcast_strides(values, shape), shape, terms)
+
+
+def _root(x: Array) -> Array:
+    return x.base if x.base is not None else x
 
 
 def _element(x: Array) -> Any:

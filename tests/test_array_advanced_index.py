@@ -168,3 +168,11 @@ def test_mask_assignment_of_a_scalar_is_one_kernel(device: hetero.Device) -> Non
     host[host > 5] = 0.0
     host[(np.arange(12.0).reshape(3, 4) > 5)[:, 0]] = 9
     np.testing.assert_array_equal(x.numpy(), host)
+
+
+def test_indices_read_from_the_array_written_are_read_first(device: hetero.Device) -> None:
+    host = np.array([1, 0, 7, 7, 7, 7], dtype="int64")
+    x = hetero.asarray(host, device=device)
+    x[x[:2]] = hetero.asarray(np.array([4, 5]), device=device)  # the first write lands on the second index
+    host[host[:2].copy()] = [4, 5]
+    np.testing.assert_array_equal(x.numpy(), host)
