@@ -48,7 +48,7 @@ from hetero import array_views as _views
 from hetero.array_operators import OperatorMethods
 from hetero import dtypes
 from hetero import fusion_state as _fusion
-from hetero.array_hooks import ASSIGN, CAST, COPY_INTO, VIEW_TO_NUMPY
+from hetero.array_hooks import ADVANCED_GET, ADVANCED_SET, ASSIGN, CAST, COPY_INTO, VIEW_TO_NUMPY
 from hetero.array_index import index_layout
 from hetero.array_reduction_methods import ReductionMethods
 from hetero.device import Device
@@ -64,6 +64,12 @@ _EMPTY = b""  # the buffer of every zero-byte array: runtimes never see it
 # Byte offsets are signed 64-bit in every runtime (ptrdiff_t on the host, cl_long/ssize_t
 # in kernels): an array past this could not be indexed, so it is refused before allocating.
 MAX_BYTES = 2**63 - 1
+
+
+def _advanced(key: Any) -> bool:
+    """Whether an index key holds an integer array or a mask (NumPy's advanced indexing)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(part, (Array, np.ndarray, list, bool, np.bool_)) for part in parts)
 
 
 class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
@@ -168,11 +174,18 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
 
     # -- indexing and views ------------------------------------------------------------
     def __getitem__(self, key: Any) -> Array:
-        """Basic indexing (ints, slices, ``None``, ``...``): a view (see :mod:`hetero.array_index`)."""
+        """Basic indexing (ints, slices, ``None``, ``...``): a view (see :mod:`hetero.array_index`);
+        a key with integer arrays or boolean masks: a new array (:mod:`hetero.array_advanced_index`)."""
+        if _advanced(key):
+            return cast(Array, ADVANCED_GET.call(self, key))
         return self._view(*index_layout(self.shape, self.strides, self.offset, key))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        """Write ``value`` (a scalar, NumPy array or hetero array, broadcast to the view) into ``self[key]``."""
+        """Write ``value`` (a scalar, NumPy array or hetero array, broadcast to the view) into ``self[key]``;
+        a key with integer arrays or masks scatters (:mod:`hetero.array_advanced_index`)."""
+        if _advanced(key):
+            ADVANCED_SET.call(self, key, value)
+            return
         ASSIGN.call(self[key], value)
 
     @property

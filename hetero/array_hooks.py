@@ -31,3 +31,10 @@ CAST: Hook[Callable[..., Any]] = Hook("astype", "a conversion to another dtype")
 REDUCTION: Hook[Callable[..., Any]] = Hook("reduction", "a reduction or scan of an array")
 #: ``matmul(x1, x2, inplace=False)``: ``x1 @ x2`` (``x1 @= x2`` with ``inplace``), :mod:`hetero.array_matmul`.
 MATMUL: Hook[Callable[..., Any]] = Hook("matmul", "a matrix product of arrays")
+#: ``getitem(x, key)`` / ``setitem(x, key, value)``: ``x[key]`` and ``x[key] = value`` for keys holding
+#: integer arrays or boolean masks (a gather and a scatter, :mod:`hetero.array_advanced_index`).
+ADVANCED_GET: Hook[Callable[..., Any]] = Hook("advanced_getitem", "indexing by integer arrays or masks")
+ADVANCED_SET: Hook[Callable[..., None]] = Hook("advanced_setitem", "assignment by integer arrays or masks")
+# hetero/__init__.py names the other hooks' providers; these two name theirs here.
+ADVANCED_GET.provided_by("hetero.array_advanced_index")
+ADVANCED_SET.provided_by("hetero.array_advanced_index")

@@ -2,8 +2,9 @@
 
 A key is an int (negative counts from the end), a slice (any step, negative too), ``None``
 (a new axis of length 1), ``Ellipsis``, or a tuple of these. The result is a view: a new
-shape, strides and element offset over the same buffer (:func:`index_layout`). Integer
-arrays and boolean masks (NumPy's advanced indexing) are refused with an IndexError.
+shape, strides and element offset over the same buffer (:func:`index_layout`). Keys with
+integer arrays or boolean masks (NumPy's advanced indexing) never reach here:
+:class:`hetero.Array` sends them to :mod:`hetero.array_advanced_index`.
 """
 
 from __future__ import annotations
@@ -53,12 +54,12 @@ def index_layout(shape: tuple[int, ...], strides: tuple[int, ...], offset: int, 
 
 def _integer(part: Any, size: int, axis: int) -> int:
     if isinstance(part, bool) or type(part).__name__ == "bool_":
-        raise IndexError("boolean indices are not supported (only basic indexing: ints, slices, None, ...)")
+        raise IndexError("a boolean is a mask, not a basic index: index the hetero.Array itself (x[True])")
     try:
         index = operator.index(part)
     except TypeError:
         raise IndexError(f"only integers, slices (`:`), ellipsis (`...`) and None are valid indices, got "
-                         f"{type(part).__name__}; integer-array and boolean indexing are not supported") from None
+                         f"{type(part).__name__}; integer arrays and boolean masks index through hetero.Array") from None
     if not -size <= index < size:
         raise IndexError(f"index {index} is out of bounds for axis {axis} with size {size}")
     return index + size if index < 0 else index
