@@ -43,11 +43,14 @@ from hetero.array_functions import (  # noqa: A004 (the standard's names)
     not_equal, positive, pow, reciprocal, remainder, round, sign, signbit, sin, sinh, sqrt, square, subtract, tan,
     tanh, trunc, where,
 )
+from hetero.array_diff import diff
 from hetero.array_manipulation import concat, repeat, roll, stack, tile
 from hetero.array_matmul import matmul, matrix_transpose, tensordot, vecdot
 from hetero.array_reductions import (  # noqa: A004 (the standard's names)
     all, any, argmax, argmin, cumulative_prod, cumulative_sum, max, mean, min, prod, std, sum, var,
 )
+from hetero.array_search import count_nonzero, nonzero
+from hetero.array_take import take, take_along_axis
 from hetero.array_views import broadcast_arrays, broadcast_to, expand_dims, flip, moveaxis, permute_dims, reshape
 from hetero.array_views import squeeze, unstack
 from hetero.device import Device
@@ -136,8 +139,9 @@ __all__ = [
     "matmul", "matrix_transpose", "tensordot", "vecdot",
     "broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis", "permute_dims", "repeat",
     "reshape", "roll", "squeeze", "stack", "tile", "unstack",
-    "argmax", "argmin", "where",
+    "argmax", "argmin", "count_nonzero", "nonzero", "where",
+    "take", "take_along_axis",
     "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
-    "all", "any",
+    "all", "any", "diff",
     "fft", "linalg",
 ]
