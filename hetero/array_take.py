@@ -9,8 +9,8 @@ on the device first (a uint64 one is checked to fit first: one more host read). 
 index counts from the end, as in NumPy. The standard leaves out-of-range indices undefined;
 hetero never reads or writes outside an array: the kernel skips such an element and records
 it, and the host reads that record back once per launch (a wait for the device) and raises an
-IndexError naming the value, the axis and its size. A scatter that raises has written the
-in-range elements already. Where a scatter's indices repeat, which value lands is unspecified
+IndexError naming the value, the axis and its size. A scatter checks its indices first (a min
+and a max reduction per index array), so one that raises has written nothing. Where a scatter's indices repeat, which value lands is unspecified
 (the standard's rule).
 """
 
@@ -29,6 +29,7 @@ from hetero.array import Array, asarray, empty, zeros
 from hetero.array_cast import astype
 from hetero.array_copy import GeneratedSpecialization
 from hetero.array_reductions import max as _max
+from hetero.array_reductions import min as _min
 from hetero.compiler import gather as gather_ir
 from hetero.compiler.strided_copy import ELEMENT_BY_WIDTH
 from hetero.device import Device
@@ -158,8 +159,21 @@ def scatter(x: Array, shape: tuple[int, ...], strides: tuple[int, ...], offset: 
     # indices read from x itself (x[x[:2]] = v) are read before any write: from a copy of the
     # buffer they lie in, so their offsets and strides stay as they are
     terms = [t._replace(array=_root(t.array).copy()) if t.array.buffer is x.buffer else t for t in terms]
+    _check_in_range(terms, shape)  # before any write: a refused scatter leaves x as it was
     spec = gather_ir.Gather(len(shape), len(terms), _element(x), scatter=True)
     _launch(spec, x, offset, strides, values, values.offset, broadcast_strides(values, shape), shape, terms)
+
+
+def _check_in_range(terms: Sequence[Term], shape: tuple[int, ...]) -> None:
+    """IndexError naming the first index of ``terms`` (as read over ``shape``) outside its axis:
+    two reductions (and two host reads) per index array, the price of a scatter that writes all
+    or nothing."""
+    for t in terms:
+        read = t.array._view(shape, t.strides, t.offset)  # the indices the scatter reads, as it reads them
+        for value in (int(_min(read)), int(_max(read))):
+            if not -t.dim <= value < t.dim:
+                raise IndexError(f"index {value} is out of bounds for axis {t.axis} with size {t.dim}; indices must "
+                                 f"lie in [{-t.dim}, {t.dim}) (nothing was written)")
 
 
 def _root(x: Array) -> Array:

@@ -176,3 +176,15 @@ def test_indices_read_from_the_array_written_are_read_first(device: hetero.Devic
     x[x[:2]] = hetero.asarray(np.array([4, 5]), device=device)  # the first write lands on the second index
     host[host[:2].copy()] = [4, 5]
     np.testing.assert_array_equal(x.numpy(), host)
+
+
+@pytest.mark.parametrize("bad", [[0, 10], [-11, 1], [[1], [10]]])
+def test_a_scatter_with_an_index_out_of_range_writes_nothing(device: hetero.Device, bad: list) -> None:
+    # bad input loses nothing: the in-range indices of a refused scatter are not written either
+    x = hetero.asarray(np.arange(10, dtype=np.float32), device=device)
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[bad] = 7.0
+    np.testing.assert_array_equal(x.numpy(), np.arange(10, dtype=np.float32))
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[hetero.asarray(bad, device=device)] = hetero.asarray(np.full(np.shape(bad), 5.0, np.float32), device=device)
+    np.testing.assert_array_equal(x.numpy(), np.arange(10, dtype=np.float32))
