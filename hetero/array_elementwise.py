@@ -250,11 +250,12 @@ def _broadcast_strides(x: Array, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _whole(x: Array) -> Array:
-    """The whole buffer under ``x`` as a 1-D array of its dtype (what the kernel indexes)."""
+    """The whole buffer under ``x`` as a 1-D array of its dtype (what the kernel indexes; a
+    component view of a complex array, :mod:`hetero.array_components`, sees its buffer as floats)."""
     root = x.base if x.base is not None else x
-    if root.ndim == 1 and root._layout == 1:
+    if root.ndim == 1 and root._layout == 1 and root.dtype == x.dtype:
         return root
-    return Array(root.buffer, root.device, (root.size,), root.dtype)
+    return Array(root.buffer, root.device, (root.nbytes // x.dtype.itemsize,), x.dtype)
 
 
 def same_device(name: str, arrays: list[Array]) -> Device:
