@@ -31,3 +31,15 @@ CAST: Hook[Callable[..., Any]] = Hook("astype", "a conversion to another dtype")
 REDUCTION: Hook[Callable[..., Any]] = Hook("reduction", "a reduction or scan of an array")
 #: ``matmul(x1, x2, inplace=False)``: ``x1 @ x2`` (``x1 @= x2`` with ``inplace``), :mod:`hetero.array_matmul`.
 MATMUL: Hook[Callable[..., Any]] = Hook("matmul", "a matrix product of arrays")
+#: ``apply_complex(op, *operands, out=None)``: an elementwise operation with a complex operand,
+#: composed from real ones on the component views (:mod:`hetero.array_complex`).
+COMPLEX_ELEMENTWISE: Hook[Callable[..., Any]] = Hook("complex_elementwise", "an elementwise operation on complex numbers")
+#: ``astype_complex(x, dtype)``: ``x`` converted to a complex dtype (:mod:`hetero.array_complex`).
+COMPLEX_CAST: Hook[Callable[..., Any]] = Hook("complex_astype", "a conversion to a complex dtype")
+#: ``complex_reduction(name, x, *args, **kwargs)``: a reduction of a complex array (:mod:`hetero.array_complex_reductions`).
+COMPLEX_REDUCTION: Hook[Callable[..., Any]] = Hook("complex_reduction", "a reduction of a complex array")
+# Named here, not in hetero/__init__ beside the other providers, so that every hetero.array_*
+# module finds them however it was imported (the package's roof may name them too).
+COMPLEX_ELEMENTWISE.provided_by("hetero.array_complex")
+COMPLEX_CAST.provided_by("hetero.array_complex")
+COMPLEX_REDUCTION.provided_by("hetero.array_complex_reductions")
