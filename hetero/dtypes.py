@@ -3,7 +3,8 @@
 Arrays hold contiguous data of bool, int8–int64, uint8–uint64, float16/32/64 and
 complex64/128 (stored as NumPy stores them: interleaved float32 or float64 (real, imag)
 pairs; kernels see them only through float component views, :mod:`hetero.array_components`).
-Anything else (object, strings, datetimes) is refused with the list of what is supported. This module imports nothing else of the project but errors.
+Anything else (object, strings, datetimes) is refused with the list of what is supported.
+This module imports nothing else of the project but errors.
 """
 
 from __future__ import annotations
