@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from hetero.array import Array
 from hetero.array_components import is_complex, part_dtype
 from hetero.array_complex import Pair, Real, divide, multiply, split
 from hetero.errors import UnsupportedDtypeError
@@ -112,7 +113,8 @@ def power(base: Any, exponent: Any) -> tuple[Pair, tuple[int, ...], np.dtype[Any
     r = Real(part)
     shape, device = _shape_and_device("pow", (base, exponent))
     a, w = split(base, part), split(exponent, part)
-    if w[1] in (None, 0.0) and isinstance(w[0], float) and w[0] in (0.0, 1.0, 2.0, -1.0):
+    if not isinstance(w[0], Array) and not isinstance(w[1], Array) and w[1] in (None, 0.0) \
+            and w[0] in (0.0, 1.0, 2.0, -1.0):
         if w[0] == 0.0:
             return (1.0, 0.0), shape, dtype, device
         if w[0] == 1.0:

@@ -17,7 +17,7 @@ from hetero import dtypes
 from hetero.array import Array
 from hetero.errors import UnsupportedDtypeError
 
-_PART = {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}
+_PART: dict[np.dtype[Any], np.dtype[Any]] = {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}
 _WHOLE = {part: whole for whole, part in _PART.items()}
 
 
