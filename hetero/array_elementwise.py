@@ -358,7 +358,7 @@ def _overlaps(x: Array, out: Array, shape: tuple[int, ...]) -> bool:
 def apply(op: str, *operands: Any, out: Array | None = None) -> Array:
     """One operation of :data:`OPS` on ``operands`` (see the module docstring); with a complex
     operand, the composition of real operations of :mod:`hetero.array_complex`."""
-    if out is not None and out.dtype.kind == "c" or any(_is_complex(x) for x in operands):
+    if out is not None and out.dtype.kind == "c" or _any_complex(operands):
         return cast(Array, COMPLEX_ELEMENTWISE.call(op, *operands, out=out))
     arity = OPS[op][0]
     if len(operands) != arity:
@@ -368,6 +368,16 @@ def apply(op: str, *operands: Any, out: Array | None = None) -> Array:
     elif op == "pow" and arity == 2:
         _check_integer_power(operands)
     return evaluate(op, operands, _builders[op], out)
+
+
+def _any_complex(operands: tuple[Any, ...]) -> bool:
+    for x in operands:  # a plain loop: this runs before every elementwise operation
+        if type(x) is Array:
+            if x.dtype.kind == "c":
+                return True
+        elif _is_complex(x):
+            return True
+    return False
 
 
 def _is_complex(x: Any) -> bool:

@@ -39,7 +39,7 @@ from hetero import array_accumulate as rules
 from hetero import dtypes
 from hetero.array import Array, empty, full
 from hetero.array_copy import GeneratedSpecialization, _merged
-from hetero.array_hooks import COMPLEX_REDUCTION, REDUCTION
+from hetero.array_hooks import CAST, COMPLEX_REDUCTION, REDUCTION
 from hetero.array_views import _axes, moveaxis, permute_dims
 from hetero.compiler import reduction, scan
 from hetero.device import Device
@@ -187,6 +187,8 @@ def _reduce(x: Array, what: str, op: str, axis: int | Sequence[int] | None, keep
 def sum(x: Array, /, *, axis: int | Sequence[int] | None = None, dtype: Any = None, keepdims: bool = False) -> Array:  # noqa: A001
     """The sum over ``axis`` (all axes by default); dtype rules in :mod:`hetero.array_accumulate`."""
     x = _checked(x, "sum")
+    if dtype is not None and x.dtype.kind != "c" and dtypes.as_dtype(dtype).kind == "c":
+        x = cast(Array, CAST.call(x, dtype))  # a real array summed as complex: its parts, the imaginary 0
     if x.dtype.kind == "c":  # each part summed: hetero.array_complex_reductions
         return cast(Array, COMPLEX_REDUCTION.call("sum", x, axis=axis, dtype=dtype, keepdims=keepdims))
     out = rules.sum_dtype(x.dtype, dtype)
