@@ -266,12 +266,12 @@ def apply_complex(op: str, *operands: Any, out: Array | None = None) -> Array:
 
 def _finish(op: str, made: tuple[Pair, tuple[int, ...], np.dtype[Any], Any], out: Array | None) -> Array:
     pair, shape, dtype, device = made
+    if out is not None and (out.dtype != dtype or out.shape != shape):
+        raise UnsupportedDtypeError(f"in-place hetero.{op} into a {out.dtype}{list(out.shape)} array: the result is "
+                                    f"{dtype}{list(shape)}, which it cannot hold; write y = x <op> value instead")
     result = make(pair, shape, dtype, device)
     if out is None:
         return result
-    if out.dtype != dtype or out.shape != shape:
-        raise UnsupportedDtypeError(f"in-place hetero.{op} into a {out.dtype}{list(out.shape)} array: the result is "
-                                    f"{dtype}{list(shape)}, which it cannot hold; write y = x <op> value instead")
     copy_into(out, result)  # computed apart first: the formulas read both parts of the operands
     return out
 
