@@ -522,9 +522,17 @@ def asarray(obj: Any, dtype: Any = None, device: str | Device | None = None, cop
             kind = _python_dtype(host)
     if kind is not None and kind != host.dtype:
         _refuse_copy(copy, f"converting {host.dtype} to {kind}")
+        _refuse_dropping_imag(host.dtype, kind)
         host = host.astype(kind)
         copy = True
     return _from_host(host, target, copy)
+
+
+def _refuse_dropping_imag(source: np.dtype[Any], target: np.dtype[Any]) -> None:
+    # NumPy drops the imaginary part with only a warning: a silent wrong answer here
+    if source.kind == "c" and target.kind != "c":
+        raise TypeError(f"converting complex values ({source}) to {target} would drop their imaginary parts; "
+                        f"take the real parts first (np.real(value)), or use a complex dtype")
 
 
 def _refuse_copy(copy: bool | None, why: str) -> None:
@@ -567,6 +575,8 @@ def _from_dlpack_object(obj: Any, target: Device, kind: np.dtype[Any] | None, co
         _refuse_copy(copy, why)
         if source.runtime.host_memory or hasattr(native, "get"):
             host = native.get() if hasattr(native, "get") else np.asarray(native)
+            if kind is not None:
+                _refuse_dropping_imag(np.dtype(host.dtype), kind)
             return _from_host(np.asarray(host, dtype=kind) if kind is not None else host, target, copy=True)
         raise ArrayError(f"cannot copy {type(obj).__name__} from {source.name}; move it to the host first")
     dtypes.as_dtype(native.dtype)

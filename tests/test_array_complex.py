@@ -100,6 +100,8 @@ def test_complex_values_never_silently_lose_their_imaginary_part(device: hetero.
         hetero.asarray(np.array([1j]), device=device).astype("float32")
     with pytest.raises(hetero.ArrayError, match="complex"):
         hetero.full(2, 1j, dtype="float32", device=device)
+    with pytest.raises(TypeError, match="imaginary"):
+        hetero.asarray([1 + 1j, 2], dtype="float32", device=device)
 
 
 def test_dlpack_on_host_memory() -> None:
