@@ -296,3 +296,15 @@ def test_kernels_see_component_views_only(device: hetero.Device) -> None:
     np.testing.assert_array_equal(parts.numpy(), [[1, 2], [3, -4]])
     with pytest.raises(hetero.UnsupportedDtypeError, match="component"):
         hetero.Array[np.complex64]
+
+
+def test_manipulation_and_creation_functions_move_complex_values(device: hetero.Device) -> None:
+    from hetero import array_creation, array_manipulation
+
+    host = np.array([1 + 2j, 3 - 1j], np.complex128)
+    z = _on(host, device)
+    np.testing.assert_array_equal(array_manipulation.concat([z, z[::-1]]).numpy(), np.concatenate([host, host[::-1]]))
+    np.testing.assert_array_equal(array_manipulation.stack([z, z]).numpy(), np.stack([host, host]))
+    np.testing.assert_array_equal(array_manipulation.roll(z, 1).numpy(), np.roll(host, 1))
+    np.testing.assert_array_equal(array_creation.eye(2, dtype="complex64", device=device).numpy(), np.eye(2, dtype=np.complex64))
+    np.testing.assert_array_equal(array_creation.full_like(z, 1j).numpy(), np.full(2, 1j))
