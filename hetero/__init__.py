@@ -21,7 +21,7 @@ from hetero.promotion import ScalarOverflowError, can_cast, result_type
 from hetero.config import Config, get_config, reload_config
 from hetero.device import Device, DeviceInfo, Health, HealthState, Kind
 from hetero.dtypes import (
-    bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    bool_, complex64, complex128, float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
 from hetero.errors import (
     CompileError,
@@ -85,6 +85,11 @@ _array_hooks.ELEMENTWISE.provided_by("hetero.array_elementwise")
 _array_hooks.FUSE.provided_by("hetero.array_fusion")
 _fusion_state.REALIZE.provided_by("hetero.array_fusion")
 _array_hooks.MATMUL.provided_by("hetero.array_matmul")
+_array_hooks.ADVANCED_GET.provided_by("hetero.array_advanced_index")
+_array_hooks.ADVANCED_SET.provided_by("hetero.array_advanced_index")
+_array_hooks.COMPLEX_ELEMENTWISE.provided_by("hetero.array_complex")
+_array_hooks.COMPLEX_CAST.provided_by("hetero.array_complex")
+_array_hooks.COMPLEX_REDUCTION.provided_by("hetero.array_complex_reductions")
 _QUOTAS_CHANGED.provided_by("hetero.torch_memory")
 _TORCH_RULES_CHANGED.provided_by("hetero.fault.injection_torch")
 _TORCH_RULES_CONFIGURED.provided_by("hetero.fault.injection_torch")
@@ -206,7 +211,7 @@ __all__ = [
     "astype", "empty_like", "eye", "full_like", "linspace", "meshgrid", "ones_like", "tril", "triu", "zeros_like",
     "concat", "repeat", "roll", "stack", "tile",
     "matmul", "vecdot", "tensordot", "matrix_transpose", "explain_op",
-    "backend_statuses", "bool_", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
+    "backend_statuses", "bool_", "complex64", "complex128", "copyto", "device", "devices", "dtypes", "empty", "float16", "float32", "float64",
     "from_dlpack", "full", "get_config", "int8", "int16", "int32", "int64", "ones", "register_backend",
     "reload_config", "synchronize", "torch_device", "uint8", "uint16", "uint32", "uint64", "zeros",
 ]

@@ -450,6 +450,14 @@ def _fill_scalar(value: Any, kind: np.dtype[Any]) -> Any:
             raise ArrayError(f"fill_value {value!r} does not fit in {kind} (range {info.min}..{info.max}); "
                              f"use a wider dtype such as int64, or a value in range")
         return kind.type(number)
+    if kind.kind == "c":
+        try:
+            return kind.type(complex(value))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ArrayError(f"cannot fill a {kind} array with fill_value {value!r}: {exc}") from None
+    if isinstance(value, (complex, np.complexfloating)):
+        raise ArrayError(f"cannot fill a {kind} array with the complex value {value!r}: a real dtype has no imaginary "
+                         "part; use a complex dtype (hetero.complex64) or pass value.real")
     try:
         return kind.type(float(value))
     except (TypeError, ValueError, OverflowError) as exc:
@@ -494,9 +502,12 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
 
 
 def _python_dtype(host: np.ndarray) -> np.dtype[Any]:
-    # Python floats become float32 (not NumPy's float64): see the module docstring.
+    # Python floats become float32 (not NumPy's float64), Python complex numbers complex64
+    # (the standard's default complex dtype pairs with the default float): see the module docstring.
     if host.dtype == np.float64:
         return dtypes.float32
+    if host.dtype == np.complex128:
+        return dtypes.complex64
     return dtypes.as_dtype(host.dtype)
 
 
@@ -509,8 +520,8 @@ def asarray(obj: Any, dtype: Any = None, device: str | Device | None = None, cop
     ``copy=False`` raises where it cannot; ``copy=True`` always copies.
 
     Without ``dtype``, Python bools, ints and floats (alone or in nested sequences, mixed as
-    NumPy mixes them) give bool, int64 and float32 (the standard's defaults; float32 is hetero's
-    default float); NumPy scalars and arrays keep their dtype. A hetero array given another
+    NumPy mixes them) give bool, int64, float32 and complex64 (the standard's defaults; float32 is
+    hetero's default float, complex64 its complex partner); NumPy scalars and arrays keep their dtype. A hetero array given another
     ``dtype`` is converted on its device by the generated cast kernel (:func:`hetero.astype`).
     """
     kind = dtypes.as_dtype(dtype) if dtype is not None else None
@@ -543,9 +554,17 @@ def asarray(obj: Any, dtype: Any = None, device: str | Device | None = None, cop
             kind = _python_dtype(host)
     if kind is not None and kind != host.dtype:
         _refuse_copy(copy, f"converting {host.dtype} to {kind}")
+        _refuse_dropping_imag(host.dtype, kind)
         host = host.astype(kind)
         copy = True
     return _from_host(host, target, copy)
+
+
+def _refuse_dropping_imag(source: np.dtype[Any], target: np.dtype[Any]) -> None:
+    # NumPy drops the imaginary part with only a warning: a silent wrong answer here
+    if source.kind == "c" and target.kind != "c":
+        raise TypeError(f"converting complex values ({source}) to {target} would drop their imaginary parts; "
+                        f"take the real parts first (np.real(value)), or use a complex dtype")
 
 
 def _refuse_copy(copy: bool | None, why: str) -> None:
@@ -588,6 +607,8 @@ def _from_dlpack_object(obj: Any, target: Device, kind: np.dtype[Any] | None, co
         _refuse_copy(copy, why)
         if source.runtime.host_memory or hasattr(native, "get"):
             host = native.get() if hasattr(native, "get") else np.asarray(native)
+            if kind is not None:
+                _refuse_dropping_imag(np.dtype(host.dtype), kind)
             return _from_host(np.asarray(host, dtype=kind) if kind is not None else host, target, copy=True)
         raise ArrayError(f"cannot copy {type(obj).__name__} from {source.name}; move it to the host first")
     dtypes.as_dtype(native.dtype)

@@ -9,21 +9,25 @@ answer to the platform (it warns "invalid value encountered in cast"), hetero de
 same on every device: NaN becomes 0, and a float past the integer's range (an infinity
 included) saturates to the integer's minimum or maximum. float64 to float16 rounds once, as
 NumPy does (not through float32, which could round a value near a halfway point twice).
+
+To a complex dtype, each part goes through that kernel (a real array's imaginary part is 0:
+:func:`hetero.array_complex.astype_complex`); from complex to a real dtype is a TypeError
+(NumPy drops the imaginary part with a warning; the standard leaves it undefined).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from hetero import dtypes
 from hetero.array import Array
 from hetero.array_elementwise import evaluate
-from hetero.array_hooks import CAST
+from hetero.array_hooks import CAST, COMPLEX_CAST
 from hetero.compiler import elementwise
 from hetero.device import Device
-from hetero.errors import ArrayError
+from hetero.errors import ArrayError, UnsupportedDtypeError
 from hetero.registry import device as resolve_device
 from hetero.types import scalar_type
 
@@ -51,7 +55,14 @@ def astype(x: Array, dtype: Any, /, *, copy: bool = True, device: str | Device |
         if device is not None and resolve_device(device) is not x.device:
             return x.to(device)  # a new array already
         return x.copy() if copy else x
-    result = evaluate(f"astype_{target}", (x,), _builder(target))
+    if target.kind == "c":  # the real and imaginary parts, each by the cast kernel
+        result = cast(Array, COMPLEX_CAST.call(x, target))
+    elif x.dtype.kind == "c":
+        raise UnsupportedDtypeError(f"astype from {x.dtype} to {target} would drop the imaginary part (the array API "
+                                    f"standard leaves it undefined); take the part you mean first: "
+                                    f"hetero.xp.real(x).astype({target.name!r}), or abs(x)")
+    else:
+        result = evaluate(f"astype_{target}", (x,), _builder(target))
     return result if device is None else result.to(device)
 
 

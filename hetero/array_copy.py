@@ -23,6 +23,7 @@ import numpy as np
 
 from hetero import fusion_state as _fusion
 from hetero.array import Array, _fill_scalar, _transfer, asarray, empty
+from hetero.array_components import components
 from hetero.array_hooks import ASSIGN, COPY_INTO, STAGED_LAUNCH, VIEW_TO_NUMPY
 from hetero.array_views import broadcast_to
 from hetero.compiler import ir, pipeline, strided_copy
@@ -111,6 +112,9 @@ def launch_copy(dst: Array, src: Array) -> None:
     if dst.size == 0:
         return
     width = dst.dtype.itemsize
+    if width not in strided_copy.ELEMENT_BY_WIDTH and dst.dtype.kind == "c":  # complex128: its float64 pairs
+        launch_copy(components(dst), components(src))
+        return
     shape, (dst_strides, src_strides) = _merged(dst.shape, dst.strides, src.strides)
     kernel = _copy_kernel(len(shape), width, dst.device)
     args = [_flat(dst, width), _flat(src, width), dst.size, *shape, dst.offset, *dst_strides, src.offset, *src_strides]
@@ -152,6 +156,7 @@ def assign(dst: Array, value: Any) -> None:
     """``dst[...] = value``: a Python or NumPy scalar, a NumPy array or a hetero array (any device),
     broadcast to ``dst``'s shape and converted to its dtype (as NumPy's assignment does)."""
     _check_writeable(dst)
+    _check_not_dropping_imag(dst, value)
     if isinstance(value, Array):
         if value.dtype != dst.dtype:
             value = _on(value._host().astype(dst.dtype), dst.device)
@@ -173,6 +178,16 @@ def assign(dst: Array, value: Any) -> None:
     except ValueError:
         raise ArrayError(f"cannot broadcast a value of shape {host.shape} to the view's shape {dst.shape}") from None
     _write_host(dst, host)
+
+
+def _check_not_dropping_imag(dst: Array, value: Any) -> None:
+    """A complex value written into a real array is a TypeError: NumPy drops the imaginary part
+    with only a warning, a silent wrong answer here."""
+    kind = getattr(value, "dtype", None)
+    complex_value = isinstance(value, complex) or (kind is not None and np.dtype(kind).kind == "c")
+    if complex_value and dst.dtype.kind != "c":
+        raise TypeError(f"cannot write a complex value into a {dst.dtype} array: its imaginary part would be lost; "
+                        "write hetero.xp.real(value) (value.real for NumPy), or make the array complex")
 
 
 def _on(host: np.ndarray, device: Device) -> Array:
@@ -209,7 +224,7 @@ def view_to_numpy(view: Array) -> np.ndarray:
     runtime = view.device.runtime
     itemsize = view.dtype.itemsize
     if runtime.host_memory:
-        flat = cast(np.ndarray, runtime.native_view(root.buffer, (root.size,), view.dtype))
+        flat = cast(np.ndarray, runtime.native_view(root.buffer, (root.nbytes // itemsize,), view.dtype))
         strided = np.lib.stride_tricks.as_strided(flat[view.offset:], view.shape, view.byte_strides,
                                                   writeable=all(s or n == 1 for n, s in zip(view.shape, view.strides, strict=True)))
         return strided

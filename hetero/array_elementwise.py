@@ -35,7 +35,7 @@ from hetero import dtypes
 from hetero import fusion_state as _fusion
 from hetero.array import Array, empty
 from hetero.array_copy import GeneratedSpecialization, _check_writeable, _merged
-from hetero.array_hooks import ELEMENTWISE, FUSE
+from hetero.array_hooks import COMPLEX_ELEMENTWISE, ELEMENTWISE, FUSE
 from hetero.compiler import elementwise, elementwise_ops
 from hetero.device import Device
 from hetero.errors import ArrayError, UnsupportedDtypeError
@@ -250,11 +250,12 @@ def _broadcast_strides(x: Array, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _whole(x: Array) -> Array:
-    """The whole buffer under ``x`` as a 1-D array of its dtype (what the kernel indexes)."""
+    """The whole buffer under ``x`` as a 1-D array of its dtype (what the kernel indexes; a
+    component view of a complex array, :mod:`hetero.array_components`, sees its buffer as floats)."""
     root = x.base if x.base is not None else x
-    if root.ndim == 1 and root._layout == 1:
+    if root.ndim == 1 and root._layout == 1 and root.dtype == x.dtype:
         return root
-    return Array(root.buffer, root.device, (root.size,), root.dtype)
+    return Array(root.buffer, root.device, (root.nbytes // x.dtype.itemsize,), x.dtype)
 
 
 def same_device(name: str, arrays: list[Array]) -> Device:
@@ -355,7 +356,10 @@ def _overlaps(x: Array, out: Array, shape: tuple[int, ...]) -> bool:
 
 
 def apply(op: str, *operands: Any, out: Array | None = None) -> Array:
-    """One operation of :data:`OPS` on ``operands`` (see the module docstring)."""
+    """One operation of :data:`OPS` on ``operands`` (see the module docstring); with a complex
+    operand, the composition of real operations of :mod:`hetero.array_complex`."""
+    if out is not None and out.dtype.kind == "c" or _any_complex(operands):
+        return cast(Array, COMPLEX_ELEMENTWISE.call(op, *operands, out=out))
     arity = OPS[op][0]
     if len(operands) != arity:
         raise TypeError(f"hetero.{op} takes {arity} operand{'s' if arity > 1 else ''}, got {len(operands)}")
@@ -364,6 +368,20 @@ def apply(op: str, *operands: Any, out: Array | None = None) -> Array:
     elif op == "pow" and arity == 2:
         _check_integer_power(operands)
     return evaluate(op, operands, _builders[op], out)
+
+
+def _any_complex(operands: tuple[Any, ...]) -> bool:
+    for x in operands:  # a plain loop: this runs before every elementwise operation
+        if type(x) is Array:
+            if x.dtype.kind == "c":
+                return True
+        elif _is_complex(x):
+            return True
+    return False
+
+
+def _is_complex(x: Any) -> bool:
+    return type(x) is complex or isinstance(x, np.complexfloating) or (isinstance(x, Array) and x.dtype.kind == "c")
 
 
 def _check_integer_power(operands: tuple[Any, ...]) -> None:
@@ -406,6 +424,9 @@ def clip(x: Array, lower: Any = None, upper: Any = None) -> Array:
     """``minimum(maximum(x, lower), upper)`` as one kernel (a two-node tree); a bound of None
     is left out. The result has the promoted dtype of ``x`` and the bounds; NaN propagates."""
     bounds = [b for b in (lower, upper) if b is not None]
+    if any(_is_complex(v) for v in (x, *bounds)):
+        raise UnsupportedDtypeError("hetero.clip is not defined for complex numbers (the array API standard defines "
+                                    "it for real-valued input only); clip hetero.xp.real(x) and hetero.xp.imag(x)")
     if not bounds:
         return apply("positive", x) if x.dtype.kind != "b" else x.copy()
     ops = [op for op, b in (("maximum", lower), ("minimum", upper)) if b is not None]

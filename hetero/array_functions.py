@@ -5,8 +5,9 @@ Each is one generated kernel (:mod:`hetero.array_elementwise`); operands are het
 :mod:`hetero.promotion`'s type promotion. Semantics are NumPy 2's on every device, the
 special values included (:mod:`hetero.compiler.elementwise_ops`): ``round`` rounds halfway
 cases to even, integer ``floor_divide`` and ``remainder`` by zero give 0, ``maximum`` and
-``minimum`` propagate NaN. ``where`` is the one operation of three operands. Complex numbers
-are not supported.
+``minimum`` propagate NaN. ``where`` is the one operation of three operands. Complex operands
+are computed by :mod:`hetero.array_complex` from real operations on their parts; functions the
+standard defines for real input only raise a TypeError for them.
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ MATMUL: Hook[Callable[..., Any]] = Hook("matmul", "a matrix product of arrays")
 #: integer arrays or boolean masks (a gather and a scatter, :mod:`hetero.array_advanced_index`).
 ADVANCED_GET: Hook[Callable[..., Any]] = Hook("advanced_getitem", "indexing by integer arrays or masks")
 ADVANCED_SET: Hook[Callable[..., None]] = Hook("advanced_setitem", "assignment by integer arrays or masks")
-# hetero/__init__.py names the other hooks' providers; these two name theirs here.
-ADVANCED_GET.provided_by("hetero.array_advanced_index")
-ADVANCED_SET.provided_by("hetero.array_advanced_index")
+#: ``apply_complex(op, *operands, out=None)``: an elementwise operation with a complex operand,
+#: composed from real ones on the component views (:mod:`hetero.array_complex`).
+COMPLEX_ELEMENTWISE: Hook[Callable[..., Any]] = Hook("complex_elementwise", "an elementwise operation on complex numbers")
+#: ``astype_complex(x, dtype)``: ``x`` converted to a complex dtype (:mod:`hetero.array_complex`).
+COMPLEX_CAST: Hook[Callable[..., Any]] = Hook("complex_astype", "a conversion to a complex dtype")
+#: ``complex_reduction(name, x, *args, **kwargs)``: a reduction of a complex array (:mod:`hetero.array_complex_reductions`).
+COMPLEX_REDUCTION: Hook[Callable[..., Any]] = Hook("complex_reduction", "a reduction of a complex array")

@@ -46,6 +46,9 @@ def _checked(x: Any, name: str, what: str) -> Array:
     if x.ndim == 0:
         raise ArrayError(f"hetero.{what}: {name} is 0-d; it needs arrays of at least one dimension "
                          "(multiply by a scalar with *)")
+    if x.dtype.kind == "c":  # no BLAS path or generated product kernel computes complex products yet
+        raise UnsupportedDtypeError(f"hetero.{what} of complex arrays ({name} is {x.dtype}) is not supported yet; "
+                                    "compute it on the host: np.matmul(x1.numpy(), x2.numpy())")
     return x
 
 

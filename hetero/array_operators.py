@@ -12,6 +12,7 @@ array operand or a NumPy ufunc applied to a hetero array is a TypeError (convert
 ``x == y`` and ``x != y`` return bool arrays, as the standard says. Arrays stay hashable
 *by identity* (``__hash__`` is ``object.__hash__``): the project keys weak dictionaries on
 them, and identity is what a dict or set finds first. ``bool(x)``, ``int(x)``, ``float(x)``
+(and ``complex(x)``; ``int`` and ``float`` of a complex array are a TypeError, as the standard says)
 need a one-element array (any other size is a ValueError, as in NumPy), so ``if x == y:``
 on a larger array is an error, never a silent answer; ``operator.index(x)`` (``x`` as a list
 index or slice bound) takes a 0-d integer array only, as NumPy (a TypeError otherwise).
@@ -32,7 +33,7 @@ def _operand(value: Any) -> bool:
     if isinstance(value, np.ndarray):
         raise TypeError(f"a hetero.Array and a NumPy array of shape {value.shape} cannot be operands together; "
                         "move the NumPy array to the device first: hetero.asarray(host, device=x.device)")
-    return isinstance(value, (bool, int, float, np.generic, OperatorMethods))
+    return isinstance(value, (bool, int, float, complex, np.generic, OperatorMethods))
 
 
 def _binary(op: str) -> tuple[Any, Any, Any]:
@@ -112,10 +113,21 @@ class OperatorMethods:
         return bool(self._one("bool"))
 
     def __int__(self) -> int:
+        self._real_only("int")
         return int(self._one("int"))
 
     def __float__(self) -> float:
+        self._real_only("float")
         return float(self._one("float"))
+
+    def __complex__(self) -> complex:
+        return complex(self._one("complex"))
+
+    def _real_only(self, what: str) -> None:
+        # The standard: int() and float() of a complex array are a TypeError (NumPy drops the imaginary part)
+        if getattr(self, "dtype").kind == "c":
+            raise TypeError(f"{what}() of a complex hetero.Array would drop its imaginary part; use complex(x), "
+                            f"or {what}(hetero.real(x))")
 
     def __index__(self) -> int:
         # NumPy's rule: a 0-d integer array only (bool is not an integer here, nor is [3])

@@ -31,7 +31,7 @@ import math
 import operator
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from hetero import array_accumulate as rules
 from hetero import dtypes
 from hetero.array import Array, empty, full
 from hetero.array_copy import GeneratedSpecialization, _merged
-from hetero.array_hooks import REDUCTION
+from hetero.array_hooks import CAST, COMPLEX_REDUCTION, REDUCTION
 from hetero.array_views import _axes, moveaxis, permute_dims
 from hetero.compiler import reduction, scan
 from hetero.device import Device
@@ -76,6 +76,8 @@ def _checked(x: Any, what: str) -> Array:
     if not runs_kernels(x.device.runtime):
         raise ArrayError(f"{what}() runs a generated kernel, and {x.device.name} runs no hetero kernels; "
                          "move the array to a device that does with x.to(...)")
+    if x.dtype.kind == "c" and what not in ("sum", "mean"):
+        COMPLEX_REDUCTION.call(what, x)  # a TypeError naming what to do instead
     return x
 
 
@@ -185,6 +187,10 @@ def _reduce(x: Array, what: str, op: str, axis: int | Sequence[int] | None, keep
 def sum(x: Array, /, *, axis: int | Sequence[int] | None = None, dtype: Any = None, keepdims: bool = False) -> Array:  # noqa: A001
     """The sum over ``axis`` (all axes by default); dtype rules in :mod:`hetero.array_accumulate`."""
     x = _checked(x, "sum")
+    if dtype is not None and x.dtype.kind != "c" and dtypes.as_dtype(dtype).kind == "c":
+        x = cast(Array, CAST.call(x, dtype))  # a real array summed as complex: its parts, the imaginary 0
+    if x.dtype.kind == "c":  # each part summed: hetero.array_complex_reductions
+        return cast(Array, COMPLEX_REDUCTION.call("sum", x, axis=axis, dtype=dtype, keepdims=keepdims))
     out = rules.sum_dtype(x.dtype, dtype)
     return _reduce(x, "sum", "sum", axis, keepdims, out, rules.accumulator(out), 0)
 
@@ -241,6 +247,8 @@ def argmin(x: Array, /, *, axis: int | None = None, keepdims: bool = False) -> A
 def mean(x: Array, /, *, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
     """The arithmetic mean over ``axis`` (floating input only); NaN for an empty segment."""
     x = _checked(x, "mean")
+    if x.dtype.kind == "c":
+        return cast(Array, COMPLEX_REDUCTION.call("mean", x, axis=axis, keepdims=keepdims))
     out = rules.float_dtype(x.dtype, "mean")
     axes = _reduced_axes(x, axis)
     count = math.prod(x.shape[a] for a in axes)

@@ -1,8 +1,10 @@
 """The element types hetero arrays hold, and how user spellings map onto them.
 
-Arrays hold contiguous data of bool, int8–int64, uint8–uint64 and float16/32/64.
-Anything else (complex, object, strings, datetimes) is refused with the list of
-what is supported. This module imports nothing else of the project but errors.
+Arrays hold contiguous data of bool, int8–int64, uint8–uint64, float16/32/64 and
+complex64/128 (stored as NumPy stores them: interleaved float32 or float64 (real, imag)
+pairs; kernels see them only through float component views, :mod:`hetero.array_components`).
+Anything else (object, strings, datetimes) is refused with the list of what is supported.
+This module imports nothing else of the project but errors.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ uint64 = np.dtype(np.uint64)
 float16 = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
 
 SUPPORTED: tuple[np.dtype[Any], ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
+    complex64, complex128,
 )
 _SUPPORTED_SET = frozenset(SUPPORTED)
 _NAMES = ", ".join(str(d) for d in SUPPORTED)

@@ -10,7 +10,8 @@ NumPy 2's :func:`numpy.result_type` decides (``int64`` with ``uint64`` is ``floa
 Python scalars are *weak* (NEP 50): they take the dtype of the array they meet when it is
 of their kind or above (``float32_array + 1.0`` is float32, ``int8_array + True`` int8,
 ``float16_array + 2`` float16). A Python int with a bool array gives int64, a Python float
-with an integer or bool array float64, as NumPy 2. An integer the array's dtype cannot
+with an integer or bool array float64, as NumPy 2; a Python complex beside a float32 or float16
+array complex64, beside float64, an integer or bool array complex128. An integer the array's dtype cannot
 hold (``uint8_array + 300``) is a :class:`ScalarOverflowError`, as NumPy 2 raises
 ``OverflowError``; a float beyond a float dtype's range becomes an infinity, as in NumPy.
 """
@@ -25,7 +26,7 @@ import numpy as np
 from hetero import dtypes
 from hetero.errors import ArrayError
 
-_KINDS = {"b": 0, "i": 1, "u": 1, "f": 2}
+_KINDS = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
 _cache: dict[tuple[np.dtype[Any], np.dtype[Any]], np.dtype[Any]] = {}
 
 
@@ -73,10 +74,10 @@ def can_cast(from_: Any, to: Any) -> bool:
 
 
 def _is_python_scalar(value: Any) -> bool:
-    return isinstance(value, (bool, int, float)) and not isinstance(value, np.generic)
+    return isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic)
 
 
-def scalar_dtype(value: bool | int | float, other: np.dtype[Any]) -> np.dtype[Any]:
+def scalar_dtype(value: bool | int | float | complex, other: np.dtype[Any]) -> np.dtype[Any]:
     """The dtype a Python scalar takes beside an array of dtype ``other`` (see the module
     docstring); an int that dtype cannot hold is a :class:`ScalarOverflowError`."""
     if isinstance(value, bool):
@@ -95,12 +96,17 @@ def scalar_dtype(value: bool | int | float, other: np.dtype[Any]) -> np.dtype[An
                                       f"wider dtype first: hetero.asarray(x, dtype='int64')")
         return kind
     if isinstance(value, float):
-        return other if other.kind == "f" else dtypes.float64
-    raise ArrayError(f"{type(value).__name__} is not a Python bool, int or float")
+        return other if other.kind in "fc" else dtypes.float64
+    if isinstance(value, complex):
+        if other.kind == "c":
+            return other
+        # weak, as NumPy 2: float32 (and float16) arrays give complex64, float64, ints and bool complex128
+        return dtypes.complex128 if other == dtypes.float64 or other.kind != "f" else dtypes.complex64
+    raise ArrayError(f"{type(value).__name__} is not a Python bool, int, float or complex")
 
 
 def kind_rank(dtype: np.dtype[Any]) -> int:
-    """0 for bool, 1 for integers, 2 for floats."""
+    """0 for bool, 1 for integers, 2 for real floats, 3 for complex."""
     return _KINDS[dtype.kind]
 
 

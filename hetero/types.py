@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from hetero.dtypes import as_dtype
+from hetero.errors import UnsupportedDtypeError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,4 +96,9 @@ def scalar_type(spec: Any) -> ScalarType:
         return BY_NAME[spec]
     if spec is bool:
         return bool_t
-    return _BY_DTYPE[as_dtype(spec)]
+    dtype = as_dtype(spec)
+    if dtype.kind == "c":
+        raise UnsupportedDtypeError(
+            f"{dtype} is not a kernel scalar type: kernels see complex arrays as float arrays of (real, imag) "
+            "pairs; pass hetero.array_components.components(x) (shape x.shape + (2,)) to a kernel instead")
+    return _BY_DTYPE[dtype]

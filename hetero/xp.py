@@ -15,8 +15,8 @@ the default floating dtype is float32 on every device, the default integer and i
 the default device :func:`hetero.device`'s (``HETERO_DEVICE``). ``copy=None`` shares memory where
 it can, ``copy=False`` raises where a copy is needed, ``copy=True`` always copies.
 
-Complex dtypes are not there yet: ``conj`` and ``real`` of real arrays return copies and ``imag``
-zeros, as the standard says for real input.
+Complex arrays (complex64, complex128 where the device has fp64) are stored as NumPy stores them
+and computed on their real and imaginary parts (:mod:`hetero.array_complex`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import builtins
 import math as _math
 from typing import Any
 
-import numpy as _np
 
 from hetero import dtypes as _dtypes
 from hetero.array import Array
@@ -33,6 +32,7 @@ from hetero.array import arange, asarray, empty, full, ones, zeros
 from hetero.array import _dlpack_owner, _from_dlpack_object
 from hetero.array_cast import astype
 from hetero.array_creation import empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like
+from hetero import array_complex as _complex
 from hetero import array_fft as fft
 from hetero import array_linalg as linalg
 from hetero.array_functions import (  # noqa: A004 (the standard's names)
@@ -65,10 +65,7 @@ bool = _dtypes.bool_  # noqa: A001 (the standard's name)
 int8, int16, int32, int64 = _dtypes.int8, _dtypes.int16, _dtypes.int32, _dtypes.int64
 uint8, uint16, uint32, uint64 = _dtypes.uint8, _dtypes.uint16, _dtypes.uint32, _dtypes.uint64
 float16, float32, float64 = _dtypes.float16, _dtypes.float32, _dtypes.float64
-# The standard's complex dtypes, named so that programs (and the conformance suite) can ask for them;
-# hetero arrays do not hold them yet: making one raises hetero.UnsupportedDtypeError.
-complex64 = _np.dtype(_np.complex64)
-complex128 = _np.dtype(_np.complex128)
+complex64, complex128 = _dtypes.complex64, _dtypes.complex128
 
 e = _math.e
 pi = _math.pi
@@ -99,26 +96,18 @@ def _resolve(device: str | Device) -> Device:
 
 
 def conj(x: Array, /) -> Array:
-    """The complex conjugate: for the real arrays hetero holds, a copy of ``x``."""
-    return _real_input("conj", x).copy()
+    """The complex conjugate (a copy of a real ``x``)."""
+    return _complex.conj(x)
 
 
 def real(x: Array, /) -> Array:
-    """The real part: for the real arrays hetero holds, a copy of ``x``."""
-    return _real_input("real", x).copy()
+    """The real parts of ``x``: a view of a complex ``x``, as NumPy's; a real ``x`` itself."""
+    return _complex.real(x)
 
 
 def imag(x: Array, /) -> Array:
-    """The imaginary part: for the real arrays hetero holds, zeros of ``x``'s shape and dtype."""
-    return zeros_like(_real_input("imag", x))
-
-
-def _real_input(name: str, x: Any) -> Array:
-    if not isinstance(x, Array):
-        raise TypeError(f"hetero.xp.{name} takes a hetero array, not {type(x).__name__}")
-    if x.dtype.kind not in "iuf":
-        raise TypeError(f"hetero.xp.{name} takes a numeric array, got {x.dtype}")
-    return x
+    """The imaginary parts of ``x``: a view of a complex ``x``; zeros of a real one."""
+    return _complex.imag(x)
 
 
 __all__ = [
