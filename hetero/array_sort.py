@@ -108,7 +108,7 @@ def sorted_pairs(rows: Array, descending: bool) -> tuple[Array, Array, int]:
 
 def _rows(x: Array, axis: int, what: str) -> tuple[Array, int]:
     """``x`` with ``axis`` moved last, as a contiguous 2-D array of rows, and the normalised axis."""
-    if isinstance(axis, bool):
+    if isinstance(axis, bool) or not hasattr(type(axis), "__index__"):
         raise TypeError(f"{what}(): axis must be an int, got {axis!r}")
     axis = operator.index(axis)
     if not -x.ndim <= axis < x.ndim:
@@ -137,16 +137,27 @@ def _sort(x: Any, what: str, axis: int, descending: bool, stable: bool, indices:
         result = zeros(rows.shape, dtypes.int64, device=x.device) if indices else rows.copy()
     else:
         _, index, log_p = sorted_pairs(rows, descending)
-        source = scalar_type(rows.dtype)
-        stage = "indices" if indices else "gather"
-        spec = kernels.Sort(stage, key_type(rows.dtype), scalar_type(index.dtype), source, descending)
         result = empty((count * n,), out_dtype, device=x.device)
-        args: list[Any] = [result] if indices else [result, rows.reshape(count * n)]
+        if indices:
+            args: list[Any] = [result]
+            source = i64
+        else:
+            args = [_bits(result), _bits(rows if rows.base is None else rows.copy())]
+            source = scalar_type(args[0].dtype)
+        spec = kernels.Sort("indices" if indices else "gather", key_type(rows.dtype), scalar_type(index.dtype),
+                            source, descending)
         _kernel(spec, x.device).run((count * n,), [*args, index, n, count * n, log_p])
     result = result.reshape(moved_shape)
     if axis == x.ndim - 1:
         return result
     return moveaxis(result, -1, axis).copy()
+
+
+def _bits(owner: Array) -> Array:
+    """A 1-D view of the C-contiguous owner ``owner``, float16 as its uint16 bits: the gather moves
+    elements unchanged (OpenCL runtimes that load half through float would quieten NaN payloads)."""
+    kind = np.dtype(np.uint16) if owner.dtype == dtypes.float16 else owner.dtype
+    return Array(owner.buffer, owner.device, (owner.size,), kind)
 
 
 def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
