@@ -13,15 +13,17 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import numpy as np
+
 from hetero import dtypes
 from hetero.array import Array, empty
 from hetero.array_copy import GeneratedSpecialization
-from hetero.array_sort import checked, key_type
+from hetero.array_sort import checked
 from hetero.compiler import search as kernels
 from hetero.device import Device
 from hetero.errors import ArrayError
 from hetero.promotion import promote
-from hetero.types import scalar_type
+from hetero.types import ScalarType, f32, scalar_type, u8
 
 _lock = threading.RLock()
 _kernels: dict[tuple[kernels.Search, Device], GeneratedSpecialization] = {}
@@ -36,6 +38,15 @@ def _kernel(spec: kernels.Search, device: Device) -> GeneratedSpecialization:
             if entry is None:
                 entry = _kernels[key] = GeneratedSpecialization(kernels.build(spec), device)
     return entry
+
+
+def key_type(dtype: np.dtype[Any]) -> ScalarType:
+    """The type the search compares elements of ``dtype`` in (exactly: float16 as float32, bool as uint8)."""
+    if dtype == dtypes.float16:
+        return f32
+    if dtype == dtypes.bool_:
+        return u8
+    return scalar_type(dtype)
 
 
 def _owner(x: Array) -> Array:

@@ -20,16 +20,13 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-import numpy as np
-
 from hetero import dtypes
 from hetero.array import Array, empty
 from hetero.array_copy import GeneratedSpecialization
 from hetero.array_reductions import cumulative_sum
-from hetero.array_sort import checked, key_type, sorted_pairs
+from hetero.array_sort import bits, checked, sorted_rows
 from hetero.compiler import unique as kernels
 from hetero.device import Device
-from hetero.types import scalar_type
 
 
 class UniqueAllResult(NamedTuple):
@@ -64,12 +61,6 @@ def _kernel(spec: kernels.Unique, device: Device) -> GeneratedSpecialization:
     return entry
 
 
-def _bits(owner: Array) -> Array:
-    """A 1-D view of a C-contiguous owner, float16 as its uint16 bits (moved unchanged)."""
-    kind = np.dtype(np.uint16) if owner.dtype == dtypes.float16 else owner.dtype
-    return Array(owner.buffer, owner.device, (owner.size,), kind)
-
-
 def _unique(x: Array, what: str) -> UniqueAllResult:
     x = checked(x, what)
     device = x.device
@@ -79,24 +70,21 @@ def _unique(x: Array, what: str) -> UniqueAllResult:
         return UniqueAllResult(empty((0,), x.dtype, device=device), nothing, empty(x.shape, dtypes.int64, device=device),
                                empty((0,), dtypes.int64, device=device))
     flat = x.reshape(n)
-    if flat.base is not None:  # the scatter reads the elements through a plain 1-D owner
-        flat = flat.copy()
-    keys, index, _ = sorted_pairs(flat.reshape((1, n)), descending=False)
-    key, index_type = key_type(x.dtype), scalar_type(index.dtype)
-    source = scalar_type(_bits(flat).dtype)
+    done = sorted_rows(flat.reshape((1, n)), descending=False)
+    work = [done.keys] if done.index is None else [done.keys, done.index]
 
     def spec(stage: str) -> kernels.Unique:
-        return kernels.Unique(stage, key, index_type, source)
+        return kernels.Unique(stage, done.spec.kind, done.spec.source, done.spec.index)
 
     flags = empty((n,), dtypes.int64, device=device)
-    _kernel(spec("marks"), device).run((n,), [flags, keys, n])
+    _kernel(spec("marks"), device).run((n,), [flags, done.keys, n])
     ids = cumulative_sum(flags)
     count = int(ids[n - 1:].numpy()[0])  # the one read back: the result's size
     values = empty((count,), x.dtype, device=device)
     first = empty((count,), dtypes.int64, device=device)
     starts = empty((count,), dtypes.int64, device=device)
     inverse = empty((n,), dtypes.int64, device=device)
-    _kernel(spec("scatter"), device).run((n,), [_bits(values), first, starts, inverse, _bits(flat), index, flags, ids, n])
+    _kernel(spec("scatter"), device).run((n,), [bits(values), first, starts, inverse, bits(flat), *work, flags, ids, n])
     counts = empty((count,), dtypes.int64, device=device)
     _kernel(spec("counts"), device).run((count,), [counts, starts, count, n])
     return UniqueAllResult(values, first, inverse.reshape(x.shape), counts)

@@ -16,6 +16,7 @@ order. ``argsort`` returns int64 (the default index dtype). A 0-d array sorts to
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 import threading
@@ -32,7 +33,7 @@ from hetero.device import Device
 from hetero.errors import ArrayError, UnsupportedDtypeError
 from hetero.kernels import device_target
 from hetero.runtime_parts import runs_kernels
-from hetero.types import ScalarType, f32, i32, i64, scalar_type, u8
+from hetero.types import i32, i64, scalar_type
 
 _lock = threading.RLock()
 _kernels: dict[tuple[kernels.Sort, Device], GeneratedSpecialization] = {}
@@ -66,44 +67,66 @@ def checked(x: Any, what: str) -> Array:
     return x
 
 
-def key_type(dtype: np.dtype[Any]) -> ScalarType:
-    """The type a sort compares elements of ``dtype`` in (exactly: float16 as float32, bool as uint8)."""
-    if dtype == dtypes.float16:
-        return f32
-    if dtype == dtypes.bool_:
-        return u8
-    return scalar_type(dtype)
+def bits(x: Array) -> Array:
+    """The elements of ``x`` (C-contiguous from the start of its buffer, else copied so) as a 1-D
+    array of the unsigned type of their width: the sort kernels move elements as their bits."""
+    if not (x.is_contiguous and x.offset == 0):
+        x = x.copy()
+    root = x.base if x.base is not None else x
+    kind = np.dtype(f"u{x.dtype.itemsize}")
+    return Array(root.buffer, x.device, (x.size,), kind, (1,), 0, root)
 
 
-def sorted_pairs(rows: Array, descending: bool) -> tuple[Array, Array, int]:
-    """The work buffers of sorting each row of the contiguous 2-D ``rows`` (at least one row of
-    at least two elements): keys and indices, rows padded to ``2**log_p`` slots, and ``log_p``.
-    Slot ``i < n`` of row ``r`` of the index buffer is the position in row ``r`` of its ``i``-th element."""
+@dataclasses.dataclass(frozen=True)
+class SortedRows:
+    """The work buffers of a sort: ``keys`` (u64, rows of ``2**log_p`` slots), ``index`` (None
+    when the indices are packed into the keys' low bits) and the spec of their kernels."""
+
+    keys: Array
+    index: Array | None
+    log_p: int
+    spec: kernels.Sort
+
+
+def layout(dtype: np.dtype[Any], n: int, descending: bool, stage: str = "block") -> kernels.Sort:
+    """The kernel spec of sorting rows of ``n`` elements of ``dtype``: packed for up to 32-bit
+    elements (rows shorter than 2**31), pairs of u64 key and i32/i64 index else."""
+    source = scalar_type(np.dtype(f"u{dtype.itemsize}"))
+    if dtype.itemsize <= 4 and n < 2**31:
+        index = None
+    else:
+        index = i32 if n < 2**31 - 1 else i64
+    return kernels.Sort(stage, source, dtype.kind, index, descending)
+
+
+def sorted_rows(rows: Array, descending: bool) -> SortedRows:
+    """Sort each row of the 2-D ``rows`` (at least one row) on the device, as (key, index)
+    pairs: slot ``i < n`` of row ``r`` holds the ``i``-th element of row ``r`` in sorted order."""
     count, n = rows.shape
     device = rows.device
     log_p = (n - 1).bit_length()
     total = count << log_p
-    index_type = i32 if n < 2**31 - 1 else i64
-    key = key_type(rows.dtype)
-    source = scalar_type(rows.dtype)
-
-    def spec(stage: str) -> kernels.Sort:
-        return kernels.Sort(stage, key, index_type, source, descending)
-
-    keys = empty((total,), key.dtype, device=device)
-    index = empty((total,), index_type.dtype, device=device)
+    spec = layout(rows.dtype, n, descending)
+    keys = empty((total,), dtypes.uint64, device=device)
+    work: list[Any] = [keys]
+    index = None
+    if spec.index is not None:
+        index = empty((total,), spec.index.dtype, device=device)
+        work.append(index)
     B, W = kernels.BLOCK, kernels.GROUP
     blocks = -(-total // B)
-    flat = rows.reshape(count * n)
-    _kernel(spec("block"), device).run((blocks * W,), [keys, index, flat, n, total, log_p,
-                                                       min(log_p, kernels.LOG_BLOCK)], (W,))
+    _kernel(spec, device).run((blocks * W,), [*work, bits(rows), n, total, log_p, min(log_p, kernels.LOG_BLOCK)], (W,))
     if log_p > kernels.LOG_BLOCK:
-        merge, local = _kernel(spec("global"), device), _kernel(spec("local"), device)
+        local = _kernel(dataclasses.replace(spec, stage="local"), device)
         for s in range(kernels.LOG_BLOCK + 1, log_p + 1):
-            for sh in range(s - 1, kernels.LOG_BLOCK - 1, -1):
-                merge.run((total // 2,), [keys, index, n, log_p, s, sh])
-            local.run((blocks * W,), [keys, index, n, total, log_p, s], (W,))
-    return keys, index, log_p
+            sh = s - 1
+            while sh >= kernels.LOG_BLOCK:  # the steps at distances 2**sh >= BLOCK, up to MAX_FUSED a launch
+                fused = min(kernels.MAX_FUSED, sh - kernels.LOG_BLOCK + 1)
+                merge = _kernel(dataclasses.replace(spec, stage="global", fused=fused), device)
+                merge.run((total >> fused,), [*work, n, log_p, s, sh])
+                sh -= fused
+            local.run((blocks * W,), [*work, n, total, log_p, s], (W,))
+    return SortedRows(keys, index, log_p, spec)
 
 
 def _rows(x: Array, axis: int, what: str) -> tuple[Array, int]:
@@ -136,28 +159,17 @@ def _sort(x: Any, what: str, axis: int, descending: bool, stable: bool, indices:
     if n == 1:
         result = zeros(rows.shape, dtypes.int64, device=x.device) if indices else rows.copy()
     else:
-        _, index, log_p = sorted_pairs(rows, descending)
+        done = sorted_rows(rows, descending)
+        work = [done.keys] if done.index is None else [done.keys, done.index]
         result = empty((count * n,), out_dtype, device=x.device)
-        if indices:
-            args: list[Any] = [result]
-            source = i64
-        else:
-            args = [_bits(result), _bits(rows if rows.base is None else rows.copy())]
-            source = scalar_type(args[0].dtype)
-        spec = kernels.Sort("indices" if indices else "gather", key_type(rows.dtype), scalar_type(index.dtype),
-                            source, descending)
-        _kernel(spec, x.device).run((count * n,), [*args, index, n, count * n, log_p])
+        stage = "indices" if indices else "gather"
+        args: list[Any] = [result] if indices else [bits(result), bits(rows)]
+        _kernel(dataclasses.replace(done.spec, stage=stage), x.device).run(
+            (count * n,), [*args, *work, n, count * n, done.log_p])
     result = result.reshape(moved_shape)
     if axis == x.ndim - 1:
         return result
     return moveaxis(result, -1, axis).copy()
-
-
-def _bits(owner: Array) -> Array:
-    """A 1-D view of the C-contiguous owner ``owner``, float16 as its uint16 bits: the gather moves
-    elements unchanged (OpenCL runtimes that load half through float would quieten NaN payloads)."""
-    kind = np.dtype(np.uint16) if owner.dtype == dtypes.float16 else owner.dtype
-    return Array(owner.buffer, owner.device, (owner.size,), kind)
 
 
 def sort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Array:
@@ -171,4 +183,4 @@ def argsort(x: Array, /, *, axis: int = -1, descending: bool = False, stable: bo
     return _sort(x, "argsort", axis, descending, stable, indices=True)
 
 
-__all__ = ["argsort", "checked", "key_type", "sort", "sorted_pairs"]
+__all__ = ["SortedRows", "argsort", "bits", "checked", "layout", "sort", "sorted_rows"]
