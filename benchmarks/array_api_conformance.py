@@ -78,10 +78,17 @@ def run_device(suite: Path, device: str, max_examples: int, tests: Sequence[str]
                "--json-report-omit", "collectors", "log", "streams", "traceback", "warnings", "keywords",
                "-W", "ignore::pytest.PytestUnknownMarkWarning", "--tb=no", "-rN"]
     start = time.monotonic()
-    done = subprocess.run(command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tail: list[str] = []
+    with subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, bufsize=1) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # pytest's progress (dots and percentages), as it comes
+            sys.stdout.write(f"  [{device}] {line}" if line.strip() else line)
+            sys.stdout.flush()
+            tail = (tail + [line])[-60:]
     seconds = time.monotonic() - start
     if not report.exists():
-        raise RuntimeError(f"the suite did not run on {device} (pytest exit {done.returncode}):\n{done.stdout[-4000:]}")
+        raise RuntimeError(f"the suite did not run on {device} (pytest exit {proc.returncode}):\n{''.join(tail)}")
     data = json.loads(report.read_text())
     counts = Counter(test["outcome"] for test in data.get("tests", []))
     collected = int(data.get("summary", {}).get("collected", sum(counts.values())))

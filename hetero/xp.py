@@ -50,6 +50,9 @@ from hetero.array_reductions import (  # noqa: A004 (the standard's names)
     all, any, argmax, argmin, cumulative_prod, cumulative_sum, max, mean, min, prod, std, sum, var,
 )
 from hetero.array_search import count_nonzero, nonzero
+from hetero.array_searchsorted import searchsorted
+from hetero.array_sets import unique_all, unique_counts, unique_inverse, unique_values
+from hetero.array_sort import argsort, sort
 from hetero.array_take import take, take_along_axis
 from hetero.array_views import broadcast_arrays, broadcast_to, expand_dims, flip, moveaxis, permute_dims, reshape
 from hetero.array_views import squeeze, unstack
@@ -128,7 +131,8 @@ __all__ = [
     "matmul", "matrix_transpose", "tensordot", "vecdot",
     "broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis", "permute_dims", "repeat",
     "reshape", "roll", "squeeze", "stack", "tile", "unstack",
-    "argmax", "argmin", "count_nonzero", "nonzero", "where",
+    "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where",
+    "argsort", "sort", "unique_all", "unique_counts", "unique_inverse", "unique_values",
     "take", "take_along_axis",
     "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
     "all", "any", "diff",
