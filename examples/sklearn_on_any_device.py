@@ -64,7 +64,7 @@ def cases() -> list[Case]:
                                             power_iteration_normalizer="QR"), "transform", False,
              rtol=5e-2, atol=5e-2, sign_free=True),
         Case("LinearDiscriminantAnalysis", LinearDiscriminantAnalysis, "predict", True, rtol=0, atol=0),
-        Case("Ridge", lambda: Ridge(alpha=1.0), "predict", True, rtol=1e-3, atol=1e-3),
+        Case("Ridge", lambda: Ridge(alpha=1.0, solver="svd"), "predict", True, rtol=1e-3, atol=1e-3),
         Case("GaussianNB", GaussianNB, "predict", True, rtol=0, atol=0),
     ]
 
@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               or c.name in args.estimators]
     names = args.devices or [d.name for d in hetero.devices()]
     data, target = digits()
-    reference = {case.name: run(case, data, target) for case in chosen}
+    reference = {case.name: (run(case, data, target), run(case, data, target))[1] for case in chosen}  # warm, as below
     rows: list[list[str]] = []
     failures = 0
     for name in names:

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("HETERO_CACHE_DIR", tempfile.mkdtemp(prefix="hetero-test-cache-"))
+# scikit-learn's array API dispatch (tests/test_sklearn_xp.py) needs this before SciPy is first imported
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 import hetero  # noqa: E402  (after the cache dir is set)
 
