@@ -32,6 +32,7 @@ import numpy as np
 from hetero import dtypes
 from hetero.array import Array, empty, zeros
 from hetero.array_blas import Choice, choose, multiply
+from hetero.array_components import imag_part, is_complex, real_part
 from hetero.array_hooks import ASSIGN, MATMUL
 from hetero.array_views import matrix_transpose, moveaxis, permute_dims, reshape
 from hetero.device import Device
@@ -39,17 +40,53 @@ from hetero.errors import ArrayError, UnsupportedDtypeError
 from hetero.promotion import promote
 
 
-def _checked(x: Any, name: str, what: str) -> Array:
+def _checked(x: Any, name: str, what: str, scalars: bool = False) -> Array:
     if not isinstance(x, Array):
         raise ArrayError(f"hetero.{what}: {name} must be a hetero.Array, got {type(x).__name__}; make one with "
                          "hetero.asarray(value, device=...)")
-    if x.ndim == 0:
+    if x.ndim == 0 and not scalars:
         raise ArrayError(f"hetero.{what}: {name} is 0-d; it needs arrays of at least one dimension "
                          "(multiply by a scalar with *)")
-    if x.dtype.kind == "c":  # no BLAS path or generated product kernel computes complex products yet
-        raise UnsupportedDtypeError(f"hetero.{what} of complex arrays ({name} is {x.dtype}) is not supported yet; "
-                                    "compute it on the host: np.matmul(x1.numpy(), x2.numpy())")
+    if x.dtype.kind == "c":  # the products run on the real parts (_complex_product); no kernel sees complex
+        raise UnsupportedDtypeError(f"hetero.{what}: complex {name} reached a real product")
     return x
+
+
+def _any_complex(x1: Any, x2: Any) -> bool:
+    return any(isinstance(x, Array) and is_complex(x.dtype) for x in (x1, x2))
+
+
+def _parts(x: Array) -> tuple[Array, Array | None]:
+    """``x``'s real and imaginary parts as float views (None for the imaginary part of a real ``x``)."""
+    return (real_part(x), imag_part(x)) if is_complex(x.dtype) else (x, None)
+
+
+def _complex_product(x1: Array, x2: Array, product: Any, conjugate_first: bool = False) -> Array:
+    """``product(x1, x2)`` of a bilinear real ``product`` (matmul) where an operand is complex:
+    (a + bi)(c + di) = (ac - bd) + (ad + bc)i, each term a real product of the parts' views
+    (four products at most; with ``conjugate_first``, b's sign flips: conj(x1) x2)."""
+    for name, x in (("x1", x1), ("x2", x2)):
+        if not isinstance(x, Array):
+            raise ArrayError(f"hetero.matmul: {name} must be a hetero.Array, got {type(x).__name__}")
+    (a, b), (c, d) = _parts(x1), _parts(x2)
+    real = product(a, c)
+    imag: Array | None = None
+    if b is not None and d is not None:
+        bd = product(b, d)
+        real = real + bd if conjugate_first else real - bd
+    if d is not None:
+        imag = product(a, d)
+    if b is not None:
+        bc = product(b, c)
+        imag = (-bc if conjugate_first else bc) if imag is None else (imag - bc if conjugate_first else imag + bc)
+    kind = np.result_type(x1.dtype, x2.dtype)
+    out = empty(real.shape, kind, device=real.device)
+    ASSIGN.call(real_part(out), real)
+    if imag is not None:
+        ASSIGN.call(imag_part(out), imag)
+    else:
+        ASSIGN.call(imag_part(out), 0)
+    return out
 
 
 def _device(x1: Array, x2: Array, what: str) -> Device:
@@ -110,7 +147,10 @@ def _plan(x1: Any, x2: Any, what: str = "matmul") -> _Plan:
 
 
 def matmul(x1: Array, x2: Array, /) -> Array:
-    """``x1 @ x2`` by the standard's rules (see the module docstring)."""
+    """``x1 @ x2`` by the standard's rules (see the module docstring); complex operands as real
+    products of their parts' views."""
+    if _any_complex(x1, x2):
+        return _complex_product(x1, x2, matmul)
     plan = _plan(x1, x2)
     K = plan.a.shape[-1]
     if K == 0 and all(plan.full):
@@ -134,7 +174,9 @@ def _inplace(x1: Array, x2: Array) -> Array:
 
 def vecdot(x1: Array, x2: Array, /, *, axis: int = -1) -> Array:
     """The dot product of ``x1`` and ``x2`` along ``axis`` (of equal length), the other axes
-    broadcast (real dtypes: no conjugation is needed); a batch of 1 x K by K x 1 matmuls."""
+    broadcast (``x1`` conjugated when complex, as the standard says); a batch of 1 x K by K x 1 matmuls."""
+    if _any_complex(x1, x2):
+        return _complex_product(x1, x2, lambda a, b: vecdot(a, b, axis=axis), conjugate_first=True)
     x1, x2 = _checked(x1, "x1", "vecdot"), _checked(x2, "x2", "vecdot")
     ndim = max(x1.ndim, x2.ndim)
     index = operator.index(axis)
@@ -168,8 +210,11 @@ def _axes_pair(axes: int | Sequence[Sequence[int]], x1: Array, x2: Array) -> tup
 
 def tensordot(x1: Array, x2: Array, /, *, axes: int | Sequence[Sequence[int]] = 2) -> Array:
     """The sum of products over ``axes`` (the last ``axes`` of ``x1`` with the first of ``x2``,
-    or two sequences of axes): one matmul of the operands reshaped to matrices."""
-    x1, x2 = _checked(x1, "x1", "tensordot"), _checked(x2, "x2", "tensordot")
+    or two sequences of axes): one matmul of the operands reshaped to matrices (0-d operands
+    too, as matrices of one element)."""
+    if _any_complex(x1, x2):
+        return _complex_product(x1, x2, lambda a, b: tensordot(a, b, axes=axes))
+    x1, x2 = _checked(x1, "x1", "tensordot", scalars=True), _checked(x2, "x2", "tensordot", scalars=True)
     first, second = _axes_pair(axes, x1, x2)
     for p, q in zip(first, second, strict=True):
         if x1.shape[p] != x2.shape[q]:

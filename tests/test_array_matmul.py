@@ -242,3 +242,32 @@ def test_the_blas_switch_is_a_config_flag() -> None:
     assert hetero.config.load_config({}).blas is True
     with pytest.raises(hetero.ConfigError, match="'blas' must be"):
         hetero.config.load_config({"HETERO_BLAS": "sometimes"})
+
+
+def _complex(shape: tuple[int, ...], seed: int, dtype: str = "complex64") -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+@pytest.mark.parametrize(("s1", "s2"), [((3, 4), (4, 5)), ((2, 3, 4), (4, 2)), ((4,), (4, 3)), ((4,), (4,))])
+def test_complex_matmul_matches_numpy(device: hetero.Device, s1: tuple[int, ...], s2: tuple[int, ...]) -> None:
+    a, b = _complex(s1, 1), _complex(s2, 2)
+    got = hetero.matmul(hetero.asarray(a, device=device), hetero.asarray(b, device=device))
+    assert got.dtype == np.complex64 and got.shape == np.matmul(a, b).shape
+    np.testing.assert_allclose(got.numpy(), np.matmul(a, b), rtol=1e-5, atol=1e-5)
+    real = np.arange(np.prod(s2), dtype=np.float32).reshape(s2)
+    mixed = hetero.matmul(hetero.asarray(a, device=device), hetero.asarray(real, device=device))
+    np.testing.assert_allclose(mixed.numpy(), np.matmul(a, real), rtol=1e-5, atol=1e-4)
+
+
+def test_complex_vecdot_conjugates_the_first_operand(device: hetero.Device) -> None:
+    a, b = _complex((3, 5), 3), _complex((5,), 4)
+    got = hetero.vecdot(hetero.asarray(a, device=device), hetero.asarray(b, device=device))
+    np.testing.assert_allclose(got.numpy(), np.sum(np.conj(a) * b, axis=-1), rtol=1e-5, atol=1e-5)
+
+
+def test_tensordot_of_0d_arrays_is_their_product(device: hetero.Device) -> None:
+    x1 = hetero.asarray(np.float32(3.0), device=device)
+    x2 = hetero.asarray(np.arange(4, dtype=np.float32), device=device)
+    assert hetero.tensordot(x1, x1, axes=0).numpy() == np.float32(9.0)
+    np.testing.assert_array_equal(hetero.tensordot(x1, x2, axes=((), ())).numpy(), np.tensordot(3.0, np.arange(4.0), 0))
