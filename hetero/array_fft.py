@@ -31,6 +31,7 @@ from hetero import array_functions as fn
 from hetero import dtypes
 from hetero.array import Array, arange
 from hetero.array_cast import astype
+from hetero.array_host_fallback import FFT_LIBRARIES
 from hetero.array_lapack import call, check_float
 from hetero.array_manipulation import roll
 from hetero.device import Device
@@ -190,7 +191,7 @@ def _axes_and_sizes(function: str, x: Array, s: Any, axes: Any) -> tuple[list[in
 
 def _one_axis(function: str, x: Array, compute: Callable[..., Any], work: np.dtype[Any],
               result: np.dtype[Any]) -> Array:
-    return call(f"fft.{function}", [x], compute, work, [result])[0]
+    return call(f"fft.{function}", [x], compute, work, [result], FFT_LIBRARIES)[0]
 
 
 def fft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:

@@ -33,6 +33,9 @@ log = logging.getLogger("hetero.array")
 #: ``cuda``/``rocm``) runs the LAPACK-backed functions on the device's memory: no fallback.
 LAPACK_LIBRARIES = {"cpu": "numpy", "cuda": "cuSOLVER", "rocm": "rocSOLVER"}
 
+#: The same for the ``fft`` transforms: NumPy's pocketfft, CuPy's cuFFT / hipFFT.
+FFT_LIBRARIES = {"cpu": "numpy", "cuda": "cuFFT", "rocm": "hipFFT"}
+
 #: The functions that need LAPACK: on a device without one they run on the host.
 #: (``linalg.matrix_norm`` only for ``ord`` 2, -2 and ``"nuc"``, which need singular values.)
 LAPACK_FUNCTIONS = ("linalg.cholesky", "linalg.det", "linalg.eigh", "linalg.eigvalsh", "linalg.inv",
@@ -54,7 +57,7 @@ def host_functions(device: str | Device) -> tuple[str, ...]:
     ``device`` (a :class:`hetero.Device` or its name, ``"oneapi:0"``); ``()`` where the device has its
     own LAPACK and FFT libraries."""
     backend = resolve_device(device).backend if isinstance(device, str) else device.backend
-    return () if backend in LAPACK_LIBRARIES else LAPACK_FUNCTIONS + FFT_FUNCTIONS
+    return (() if backend in LAPACK_LIBRARIES else LAPACK_FUNCTIONS) + (() if backend in FFT_LIBRARIES else FFT_FUNCTIONS)
 
 
 def counts() -> dict[tuple[str, str], int]:
@@ -93,4 +96,4 @@ def note(function: str, device: Device) -> None:
                     "Set HETERO_HOST_FALLBACK=allow to silence this, or =error to refuse", function, device.name)
 
 
-__all__ = ["FFT_FUNCTIONS", "LAPACK_FUNCTIONS", "LAPACK_LIBRARIES", "counts", "host_functions", "note", "reset"]
+__all__ = ["FFT_FUNCTIONS", "FFT_LIBRARIES", "LAPACK_FUNCTIONS", "LAPACK_LIBRARIES", "counts", "host_functions", "note", "reset"]

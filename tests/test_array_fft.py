@@ -5,6 +5,7 @@ announced once, and clear refusals."""
 from __future__ import annotations
 
 import logging
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 import hetero
 from hetero import array_fft as fft
-from hetero import array_host_fallback
+from hetero import array_host_fallback, array_lapack
 
 
 def test_sample_frequencies_match_numpy(device: hetero.Device) -> None:
@@ -183,3 +184,14 @@ def test_transforms_refuse_bad_arguments(device: hetero.Device, quiet: None) -> 
         fft.irfft(hetero.asarray(np.ones((3, 1), np.complex64), device=device))
     with pytest.raises(hetero.ArrayError, match="hetero.Array"):
         fft.fft(np.ones(4, np.complex64))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("backend", "library", "on_device"), [
+    ("cpu", "numpy", True), ("cuda", "cuFFT", True), ("rocm", "hipFFT", True),
+    ("oneapi", "numpy (host fallback)", False), ("opencl", "numpy (host fallback)", False)])
+def test_which_library_runs_the_transforms(backend: str, library: str, on_device: bool) -> None:
+    fake = types.SimpleNamespace(backend=backend, name=f"{backend}:0")
+    choice = array_lapack.choose(fake, array_host_fallback.FFT_LIBRARIES)  # type: ignore[arg-type]
+    assert (choice.library, choice.on_device) == (library, on_device)
+    listed = set(array_host_fallback.host_functions(fake))  # type: ignore[arg-type]
+    assert set(array_host_fallback.FFT_FUNCTIONS) <= listed if not on_device else not listed
