@@ -6,24 +6,33 @@ generated kernels from an index ``arange``: float32 by default, hetero's default
 or the ``dtype`` given) and ``fftshift``, ``ifftshift`` (a roll by half of each axis, one strided
 copy per block on the device: :func:`hetero.array_manipulation.roll`).
 
-What does not yet: the transforms ``fft ifft fftn ifftn rfft irfft rfftn irfftn hfft ihfft``. Each
-takes or returns complex arrays, and hetero arrays have no complex dtypes yet
-(:mod:`hetero.dtypes`), so each raises :class:`hetero.UnsupportedDtypeError` saying so and how to
-compute it meanwhile (NumPy on the host, or CuPy's cuFFT on the array's buffer through DLPack).
+The transforms ``fft ifft fftn ifftn rfft irfft rfftn irfftn hfft ihfft`` run where
+:mod:`hetero.array_lapack`'s table says: NumPy's pocketfft on ``cpu`` (on the array's host
+memory), CuPy's cuFFT / hipFFT on ``cuda`` / ``rocm`` (on the device buffer), and on OpenCL devices
+(no FFT library hetero binds) NumPy on the host: a counted, announced, configurable host fallback
+(:mod:`hetero.array_host_fallback`, functions named ``"fft.fft"`` ...). Dtypes follow the standard:
+complex64 stays complex64 and complex128 complex128 (which needs fp64); ``rfft``, ``rfftn`` and
+``ihfft`` take real floating input (float32 and float16 give complex64, float64 complex128);
+``irfft``, ``irfftn`` and ``hfft`` give the real dtype of their complex input. The complex
+transforms also take real floating input, as its complex partner (as NumPy does). ``norm`` is
+``"backward"`` (default), ``"ortho"`` or ``"forward"``; anything else is a ValueError.
 """
 
 from __future__ import annotations
 
 import numbers
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from hetero import array_functions as fn
 from hetero import dtypes
 from hetero.array import Array, arange
 from hetero.array_cast import astype
-from hetero.array_lapack import check_float
+from hetero.array_host_fallback import FFT_LIBRARIES
+from hetero.array_lapack import call, check_float
 from hetero.array_manipulation import roll
 from hetero.device import Device
 from hetero.errors import ArrayError, UnsupportedDtypeError
@@ -98,66 +107,196 @@ def ifftshift(x: Array, /, *, axes: int | Sequence[int] | None = None) -> Array:
     return _shift("ifftshift", x, axes, -1)
 
 
-def _complex(function: str, x: Any) -> UnsupportedDtypeError:
-    shown = f"{x.dtype}{list(x.shape)} on {x.device.name}" if isinstance(x, Array) else type(x).__name__
-    return UnsupportedDtypeError(
-        f"hetero.fft.{function} needs complex arrays (as input or result), and hetero arrays have no complex dtypes "
-        f"yet (given {shown}); meanwhile compute it with NumPy on the host (numpy.fft.{function}(x.numpy())) or, for "
-        f"arrays on cuda/rocm, with CuPy's cuFFT on the same memory (cupy.fft.{function}(cupy.from_dlpack(x)))")
+_NORMS = ("backward", "ortho", "forward")
+_REAL_OF: dict[np.dtype[Any], np.dtype[Any]] = {dtypes.complex64: dtypes.float32, dtypes.complex128: dtypes.float64}
+_COMPLEX_OF: dict[np.dtype[Any], np.dtype[Any]] = {
+    dtypes.float16: dtypes.complex64, dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128}
+
+
+def _input(function: str, x: Any, norm: Any) -> Array:
+    if not isinstance(x, Array):
+        raise ArrayError(f"hetero.fft.{function} takes a hetero.Array, got {type(x).__name__}; make one with "
+                         "hetero.asarray(value, device=...)")
+    if norm not in _NORMS:
+        raise ValueError(f"hetero.fft.{function}: norm must be one of 'backward', 'ortho', 'forward', got {norm!r}")
+    if x.ndim == 0:
+        raise ArrayError(f"hetero.fft.{function} takes an array with at least one axis, got a 0-d array; "
+                         "reshape it first (hetero.reshape(x, (1,)))")
+    return x
+
+
+def _complex_dtype(function: str, x: Array) -> np.dtype[Any]:
+    """The complex dtype ``function`` computes in for ``x``: its own, or the complex partner of a
+    real floating one (float16 and float32 give complex64)."""
+    if x.dtype in _REAL_OF:
+        check_float(f"fft.{function}", _REAL_OF[x.dtype], x.device)  # complex128 needs fp64
+        return x.dtype
+    if x.dtype in _COMPLEX_OF:
+        return _COMPLEX_OF[x.dtype]
+    raise UnsupportedDtypeError(f"hetero.fft.{function} takes floating-point arrays (complex ones, or real ones "
+                                f"taken as complex), got {x.dtype}; convert first, e.g. hetero.astype(x, hetero.complex64)")
+
+
+def _real_dtype(function: str, x: Array) -> np.dtype[Any]:
+    """The real floating dtype ``function`` (rfft, rfftn, ihfft) computes in for ``x`` (float32 for float16)."""
+    if x.dtype in _REAL_OF:
+        raise UnsupportedDtypeError(f"hetero.fft.{function} takes real floating-point input, got {x.dtype}; pass the "
+                                    "real parts (hetero.real(x)), or use hetero.fft.fft / ifft for complex input")
+    check_float(f"fft.{function}", x.dtype, x.device)
+    return dtypes.float32 if x.dtype == dtypes.float16 else x.dtype
+
+
+def _axis(function: str, x: Array, axis: Any) -> int:
+    try:
+        a = operator.index(axis)
+    except TypeError:
+        raise ArrayError(f"hetero.fft.{function}: axis must be an int, got {axis!r}") from None
+    if not -x.ndim <= a < x.ndim:
+        raise ArrayError(f"hetero.fft.{function}: axis {a} is out of range for shape {x.shape}")
+    return a % x.ndim
+
+
+def _points(function: str, n: Any, default: int) -> int:
+    """The transform length: ``n``, or ``default`` (from the input's shape) when ``n`` is None or -1."""
+    if n is None or (not isinstance(n, bool) and isinstance(n, int) and n == -1):
+        if default < 1:
+            raise ArrayError(f"hetero.fft.{function}: the transform axis gives {default} points; pass n (at least 1)")
+        return default
+    return _length(function, n)
+
+
+def _axes_and_sizes(function: str, x: Array, s: Any, axes: Any) -> tuple[list[int], list[int | None]]:
+    """The standard's ``s`` and ``axes``: all axes when both are None, the last ``len(s)`` when only
+    ``s`` is given; ``s`` entries of -1 (or absent ``s``) leave an axis at its input size (None)."""
+    if s is not None and not isinstance(s, Sequence):
+        raise ArrayError(f"hetero.fft.{function}: s must be None or a sequence of ints, got {s!r}")
+    if axes is not None and not isinstance(axes, Sequence):
+        raise ArrayError(f"hetero.fft.{function}: axes must be None or a sequence of ints, got {axes!r}")
+    if axes is None:
+        chosen = list(range(x.ndim)) if s is None else list(range(x.ndim - len(s), x.ndim))
+        if s is not None and len(s) > x.ndim:
+            raise ArrayError(f"hetero.fft.{function}: s has {len(s)} entries, more than the {x.ndim} axes of {x.shape}")
+    else:
+        chosen = [_axis(function, x, a) for a in axes]
+    if len(set(chosen)) != len(chosen):
+        raise ArrayError(f"hetero.fft.{function}: axes must be unique, got {axes!r}")
+    if s is not None and len(s) != len(chosen):
+        raise ArrayError(f"hetero.fft.{function}: s and axes must have the same length, got s={s!r}, axes={axes!r}")
+    sizes: list[int | None] = [None] * len(chosen)
+    for i, value in enumerate(s or ()):
+        if not (not isinstance(value, bool) and isinstance(value, int) and value == -1):
+            sizes[i] = _length(function, value)
+    return chosen, sizes
+
+
+def _one_axis(function: str, x: Array, compute: Callable[..., Any], work: np.dtype[Any],
+              result: np.dtype[Any]) -> Array:
+    return call(f"fft.{function}", [x], compute, work, [result], FFT_LIBRARIES)[0]
 
 
 def fft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
-    """The 1-D discrete Fourier transform: not yet supported (complex dtypes), see the module docstring."""
-    raise _complex("fft", x)
+    """The 1-D discrete Fourier transform along ``axis``, cropped or zero-padded to ``n`` points;
+    ``norm`` scales the forward transform by 1 (``backward``), 1/sqrt(n) (``ortho``) or 1/n (``forward``)."""
+    x = _input("fft", x, norm)
+    a, kind = _axis("fft", x, axis), _complex_dtype("fft", x)
+    count = _points("fft", n, x.shape[a])
+    return _one_axis("fft", x, lambda xp, v: xp.fft.fft(v, n=count, axis=a, norm=norm), kind, kind)
 
 
 def ifft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
-    """The 1-D inverse transform: not yet supported (complex dtypes)."""
-    raise _complex("ifft", x)
+    """The 1-D inverse discrete Fourier transform (``backward`` scales it by 1/n)."""
+    x = _input("ifft", x, norm)
+    a, kind = _axis("ifft", x, axis), _complex_dtype("ifft", x)
+    count = _points("ifft", n, x.shape[a])
+    return _one_axis("ifft", x, lambda xp, v: xp.fft.ifft(v, n=count, axis=a, norm=norm), kind, kind)
+
+
+def _n_dim(function: str, x: Array, s: Any, axes: Any, norm: str, work: np.dtype[Any], result: np.dtype[Any],
+           last_default: Callable[[int], int] | None = None) -> Array:
+    chosen, sizes = _axes_and_sizes(function, x, s, axes)
+    lengths = [x.shape[a] if size is None else size for a, size in zip(chosen, sizes, strict=True)]
+    if last_default is not None and chosen and sizes[-1] is None:
+        lengths[-1] = last_default(x.shape[chosen[-1]])
+    for a, count in zip(chosen, lengths, strict=True):
+        if count < 1:
+            raise ArrayError(f"hetero.fft.{function}: axis {a} gives {count} points; pass s (entries at least 1)")
+    if not chosen:
+        raise ArrayError(f"hetero.fft.{function}: axes is empty, there is nothing to transform; "
+                         "pass at least one axis (or None for all)")
+
+    def compute(xp: Any, v: Any) -> Any:
+        return getattr(xp.fft, function)(v, s=lengths, axes=chosen, norm=norm)
+
+    return _one_axis(function, x, compute, work, result)
 
 
 def fftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
          norm: str = "backward") -> Array:
-    """The n-D transform: not yet supported (complex dtypes)."""
-    raise _complex("fftn", x)
+    """The n-D discrete Fourier transform over ``axes`` (all by default, or the last ``len(s)``),
+    each cropped or zero-padded to its entry of ``s`` (-1: the input's size)."""
+    x = _input("fftn", x, norm)
+    kind = _complex_dtype("fftn", x)
+    return _n_dim("fftn", x, s, axes, norm, kind, kind)
 
 
 def ifftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: str = "backward") -> Array:
-    """The n-D inverse transform: not yet supported (complex dtypes)."""
-    raise _complex("ifftn", x)
+    """The n-D inverse discrete Fourier transform, ``axes`` and ``s`` as in :func:`fftn`."""
+    x = _input("ifftn", x, norm)
+    kind = _complex_dtype("ifftn", x)
+    return _n_dim("ifftn", x, s, axes, norm, kind, kind)
 
 
 def rfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
-    """The 1-D transform of real input (a complex result): not yet supported."""
-    raise _complex("rfft", x)
+    """The 1-D transform of real input: the ``n//2 + 1`` non-negative frequency terms, complex64 for
+    float32 (and float16) input, complex128 for float64."""
+    x = _input("rfft", x, norm)
+    a, work = _axis("rfft", x, axis), _real_dtype("rfft", x)
+    count = _points("rfft", n, x.shape[a])
+    return _one_axis("rfft", x, lambda xp, v: xp.fft.rfft(v, n=count, axis=a, norm=norm), work, _COMPLEX_OF[work])
 
 
 def irfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
-    """The inverse of :func:`rfft` (complex input): not yet supported."""
-    raise _complex("irfft", x)
+    """The inverse of :func:`rfft`: ``n`` real points (by default ``2*(m-1)`` for ``m`` input points)
+    from the non-negative frequency terms; float32 for complex64 input, float64 for complex128."""
+    x = _input("irfft", x, norm)
+    a, kind = _axis("irfft", x, axis), _complex_dtype("irfft", x)
+    count = _points("irfft", n, 2 * (x.shape[a] - 1))
+    return _one_axis("irfft", x, lambda xp, v: xp.fft.irfft(v, n=count, axis=a, norm=norm), kind, _REAL_OF[kind])
 
 
 def rfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: str = "backward") -> Array:
-    """The n-D transform of real input (a complex result): not yet supported."""
-    raise _complex("rfftn", x)
+    """The n-D transform of real input: the last axis in ``axes`` keeps ``s[-1]//2 + 1`` terms."""
+    x = _input("rfftn", x, norm)
+    work = _real_dtype("rfftn", x)
+    return _n_dim("rfftn", x, s, axes, norm, work, _COMPLEX_OF[work])
 
 
 def irfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
            norm: str = "backward") -> Array:
-    """The inverse of :func:`rfftn` (complex input): not yet supported."""
-    raise _complex("irfftn", x)
+    """The inverse of :func:`rfftn`: real output, the last axis in ``axes`` of ``s[-1]`` points
+    (by default ``2*(m-1)``)."""
+    x = _input("irfftn", x, norm)
+    kind = _complex_dtype("irfftn", x)
+    return _n_dim("irfftn", x, s, axes, norm, kind, _REAL_OF[kind], last_default=lambda m: 2 * (m - 1))
 
 
 def hfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
-    """The transform of a Hermitian-symmetric signal (complex input): not yet supported."""
-    raise _complex("hfft", x)
+    """The transform of a Hermitian-symmetric signal given by its first half: ``n`` real points (by
+    default ``2*(m-1)``); float32 for complex64 input, float64 for complex128."""
+    x = _input("hfft", x, norm)
+    a, kind = _axis("hfft", x, axis), _complex_dtype("hfft", x)
+    count = _points("hfft", n, 2 * (x.shape[a] - 1))
+    return _one_axis("hfft", x, lambda xp, v: xp.fft.hfft(v, n=count, axis=a, norm=norm), kind, _REAL_OF[kind])
 
 
 def ihfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
-    """The inverse of :func:`hfft` (a complex result): not yet supported."""
-    raise _complex("ihfft", x)
+    """The inverse of :func:`hfft` for real input: the ``n//2 + 1`` non-negative frequency terms."""
+    x = _input("ihfft", x, norm)
+    a, work = _axis("ihfft", x, axis), _real_dtype("ihfft", x)
+    count = _points("ihfft", n, x.shape[a])
+    return _one_axis("ihfft", x, lambda xp, v: xp.fft.ihfft(v, n=count, axis=a, norm=norm), work, _COMPLEX_OF[work])
 
 
 __all__ = ["fft", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifftn", "ifftshift", "ihfft", "irfft", "irfftn",

@@ -33,11 +33,19 @@ log = logging.getLogger("hetero.array")
 #: ``cuda``/``rocm``) runs the LAPACK-backed functions on the device's memory: no fallback.
 LAPACK_LIBRARIES = {"cpu": "numpy", "cuda": "cuSOLVER", "rocm": "rocSOLVER"}
 
+#: The same for the ``fft`` transforms: NumPy's pocketfft, CuPy's cuFFT / hipFFT.
+FFT_LIBRARIES = {"cpu": "numpy", "cuda": "cuFFT", "rocm": "hipFFT"}
+
 #: The functions that need LAPACK: on a device without one they run on the host.
 #: (``linalg.matrix_norm`` only for ``ord`` 2, -2 and ``"nuc"``, which need singular values.)
 LAPACK_FUNCTIONS = ("linalg.cholesky", "linalg.det", "linalg.eigh", "linalg.eigvalsh", "linalg.inv",
                     "linalg.matrix_norm", "linalg.matrix_rank", "linalg.pinv", "linalg.qr", "linalg.slogdet",
                     "linalg.solve", "linalg.svd", "linalg.svdvals")
+
+#: The ``fft`` transforms (:mod:`hetero.array_fft`): NumPy's pocketfft on ``cpu``, cuFFT / hipFFT through
+#: CuPy on ``cuda`` / ``rocm``, the host elsewhere (the same backends as LAPACK's).
+FFT_FUNCTIONS = ("fft.fft", "fft.fftn", "fft.hfft", "fft.ifft", "fft.ifftn", "fft.ihfft", "fft.irfft", "fft.irfftn",
+                 "fft.rfft", "fft.rfftn")
 
 _lock = threading.Lock()
 _counts: collections.Counter[tuple[str, str]] = collections.Counter()
@@ -45,10 +53,11 @@ _warned: set[tuple[str, str]] = set()
 
 
 def host_functions(device: str | Device) -> tuple[str, ...]:
-    """The functions (``"linalg.inv"``, ...) that run on the host when given arrays on ``device``
-    (a :class:`hetero.Device` or its name, ``"oneapi:0"``); ``()`` where the device has its own LAPACK."""
+    """The functions (``"linalg.inv"``, ``"fft.fft"``, ...) that run on the host when given arrays on
+    ``device`` (a :class:`hetero.Device` or its name, ``"oneapi:0"``); ``()`` where the device has its
+    own LAPACK and FFT libraries."""
     backend = resolve_device(device).backend if isinstance(device, str) else device.backend
-    return () if backend in LAPACK_LIBRARIES else LAPACK_FUNCTIONS
+    return (() if backend in LAPACK_LIBRARIES else LAPACK_FUNCTIONS) + (() if backend in FFT_LIBRARIES else FFT_FUNCTIONS)
 
 
 def counts() -> dict[tuple[str, str], int]:
@@ -70,8 +79,8 @@ def note(function: str, device: Device) -> None:
     ``warn``, logs the first time for this pair."""
     mode = get_config().host_fallback
     if mode == "error":
-        raise ArrayError(f"hetero.{function}: {device.name} has no LAPACK library hetero can call, so it would run on "
-                         f"the host (download, NumPy, upload), and host_fallback is 'error' in the configuration; "
+        raise ArrayError(f"hetero.{function}: {device.name} has no library hetero can call for it (LAPACK, FFT), so it would "
+                         f"run on the host (download, NumPy, upload), and host_fallback is 'error' in the configuration; "
                          f"set HETERO_HOST_FALLBACK=allow (or host_fallback: allow in hetero.yaml) to permit it, or "
                          f"move the arrays to a device with one (cpu, cuda, rocm) with x.to(...)")
     key = (function, device.name)
@@ -80,10 +89,11 @@ def note(function: str, device: Device) -> None:
         first = key not in _warned
         _warned.add(key)
     if first and mode == "warn":
-        log.warning("hetero.%s runs on the host for arrays on %s: the device has no LAPACK library hetero can call, "
-                    "so its operands are downloaded, NumPy computes and the results are uploaded (said once per "
+        log.warning("hetero.%s runs on the host for arrays on %s: the device has no library "
+                    "hetero can call for it (LAPACK, FFT), so its operands are downloaded, NumPy computes and the "
+                    "results are uploaded (said once per "
                     "function and device; every fallback is counted in hetero.array_host_fallback.counts()). "
                     "Set HETERO_HOST_FALLBACK=allow to silence this, or =error to refuse", function, device.name)
 
 
-__all__ = ["LAPACK_FUNCTIONS", "LAPACK_LIBRARIES", "counts", "host_functions", "note", "reset"]
+__all__ = ["FFT_FUNCTIONS", "FFT_LIBRARIES", "LAPACK_FUNCTIONS", "LAPACK_LIBRARIES", "counts", "host_functions", "note", "reset"]

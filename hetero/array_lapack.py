@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,9 +60,10 @@ class Choice:
         return self.library if self.on_device else f"{self.library}: the device has no LAPACK hetero calls"
 
 
-def choose(device: Device) -> Choice:
-    """The library that runs LAPACK-backed ``linalg`` functions for arrays on ``device``."""
-    library = LAPACK_LIBRARIES.get(device.backend)
+def choose(device: Device, libraries: Mapping[str, str] = LAPACK_LIBRARIES) -> Choice:
+    """The library that runs LAPACK-backed ``linalg`` functions for arrays on ``device`` (or, given
+    another backend-to-library table such as ``FFT_LIBRARIES``, that table's functions)."""
+    library = libraries.get(device.backend)
     if library is None:
         return Choice("numpy (host fallback)", on_device=False)
     return Choice(library, on_device=True)
@@ -102,14 +103,15 @@ def _cupy_view(cupy: Any, x: Array) -> Any:
 
 
 def call(function: str, arrays: Sequence[Array], compute: Callable[..., Any], work: np.dtype[Any],
-         results: Sequence[np.dtype[Any]]) -> tuple[Array, ...]:
+         results: Sequence[np.dtype[Any]], libraries: Mapping[str, str] = LAPACK_LIBRARIES) -> tuple[Array, ...]:
     """``compute(xp, *operands)`` for ``arrays`` (on one device) with NumPy or CuPy as ``xp``,
     each operand converted to ``work`` (float32 for float16); its result (a native array or a
-    tuple of them) comes back as hetero arrays of ``results`` dtypes on the arrays' device. When
+    tuple of them) comes back as hetero arrays of ``results`` dtypes on the arrays' device (the
+    library named per backend by ``libraries``, LAPACK's by default). When
     ``arrays[0]`` is empty, ``compute`` gets zeros of the operands' shapes on the host."""
     device = same_device(function, list(arrays))
     inner = dtypes.float32 if work == dtypes.float16 else work
-    choice = choose(device)
+    choice = choose(device, libraries)
     try:
         if arrays[0].size == 0:  # nothing to read: the result's shape and constants only
             return _to_host_arrays(compute(np, *(np.zeros(x.shape, inner) for x in arrays)), device, results)

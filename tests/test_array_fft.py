@@ -1,14 +1,20 @@
-"""The fft extension (hetero.array_fft) on every device: sample frequencies and shifts against
-NumPy; the transforms, which need complex dtypes hetero does not have yet, refuse clearly."""
+"""The fft extension (hetero.array_fft) on every device: sample frequencies, shifts and the ten
+transforms against NumPy (values, dtypes, shapes, n/axis/s/axes/norm), the OpenCL host fallback
+announced once, and clear refusals."""
 
 from __future__ import annotations
+
+import logging
+import types
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 
 import hetero
 from hetero import array_fft as fft
-from hetero import array_host_fallback
+from hetero import array_host_fallback, array_lapack
 
 
 def test_sample_frequencies_match_numpy(device: hetero.Device) -> None:
@@ -46,8 +52,146 @@ def test_bad_arguments(device: hetero.Device) -> None:
         fft.fftshift(hetero.asarray(np.zeros(3, np.float32), device=device), axes=1)
 
 
-@pytest.mark.parametrize("name", ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft"])
-def test_transforms_say_complex_dtypes_are_missing(name: str) -> None:
-    x = hetero.asarray(np.ones(8, np.float32), device="cpu")
-    with pytest.raises(hetero.UnsupportedDtypeError, match=rf"fft\.{name} needs complex.*numpy\.fft\.{name}"):
-        getattr(fft, name)(x)
+@pytest.fixture
+def quiet(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``host_fallback: allow`` for one test (OpenCL devices compute the transforms on the host)."""
+    monkeypatch.setenv("HETERO_HOST_FALLBACK", "allow")
+    hetero.reload_config()
+    array_host_fallback.reset()
+    yield
+    monkeypatch.undo()
+    hetero.reload_config()
+
+
+_RNG = np.random.default_rng(5)
+
+
+def _signal(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    real = _RNG.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        return (real + 1j * _RNG.standard_normal(shape)).astype(dtype)
+    return real.astype(dtype)
+
+
+def _close(got: hetero.Array, want: np.ndarray, dtype: Any) -> None:
+    assert got.dtype == np.dtype(dtype), (got.dtype, dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    scale = max(float(np.abs(want).max(initial=0.0)), 1.0)
+    tolerance = 1e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-10
+    np.testing.assert_allclose(got.numpy(), want, rtol=0, atol=tolerance * scale)
+
+
+_ONE_AXIS = [  # (name, input dtype, result dtype)
+    ("fft", np.complex64, np.complex64), ("ifft", np.complex64, np.complex64),
+    ("rfft", np.float32, np.complex64), ("irfft", np.complex64, np.float32),
+    ("hfft", np.complex64, np.float32), ("ihfft", np.float32, np.complex64)]
+
+
+@pytest.mark.parametrize(("name", "given", "result"), _ONE_AXIS)
+def test_one_axis_transforms_match_numpy(device: hetero.Device, quiet: None, name: str, given: Any, result: Any) -> None:
+    a = _signal((3, 10), given)
+    x = hetero.asarray(a, device=device)
+    ours, numpys = getattr(fft, name), getattr(np.fft, name)
+    for kwargs in ({}, {"n": 7}, {"n": 16}, {"axis": 0}, {"axis": 0, "n": 5}, {"norm": "ortho"}, {"norm": "forward"},
+                   {"axis": -2, "n": 4, "norm": "ortho"}):
+        got = ours(x, **kwargs)
+        assert got.device is device
+        _close(got, numpys(a, **kwargs), result)
+    if device.fp64:  # complex128 / float64 keep their precision
+        wide = a.astype(np.complex128 if np.dtype(given).kind == "c" else np.float64)
+        _close(ours(hetero.asarray(wide, device=device), n=6), numpys(wide, n=6), np.result_type(result, np.float64))
+
+
+@pytest.mark.parametrize(("name", "given", "result"), [
+    ("fftn", np.complex64, np.complex64), ("ifftn", np.complex64, np.complex64),
+    ("rfftn", np.float32, np.complex64), ("irfftn", np.complex64, np.float32)])
+def test_n_dimensional_transforms_match_numpy(device: hetero.Device, quiet: None, name: str, given: Any,
+                                              result: Any) -> None:
+    a = _signal((4, 5, 6), given)
+    x = hetero.asarray(a, device=device)
+    ours, numpys = getattr(fft, name), getattr(np.fft, name)
+    for kwargs in ({}, {"axes": (0, 2)}, {"axes": [2, 0]}, {"s": (3, 8)}, {"s": (2, 3, 4), "axes": (1, 0, 2)},
+                   {"axes": (1,), "norm": "ortho"}, {"norm": "forward"}):
+        reference = dict(kwargs)
+        if "s" in kwargs and "axes" not in kwargs:  # the standard's default: the last len(s) axes
+            reference["axes"] = tuple(range(a.ndim - len(kwargs["s"]), a.ndim))
+        _close(ours(x, **kwargs), numpys(a, **reference), result)
+    # -1 in s: the input's size on that axis (for irfftn's last axis, 2*(m-1))
+    _close(ours(x, s=(-1, 3), axes=(0, 2)), numpys(a, s=(4, 3), axes=(0, 2)), result)
+    last = 2 * (6 - 1) if name == "irfftn" else 6
+    _close(ours(x, s=(3, -1), axes=(0, 2)), numpys(a, s=(3, last), axes=(0, 2)), result)
+
+
+def test_round_trips_and_real_input(device: hetero.Device, quiet: None) -> None:
+    a = _signal((2, 9), np.float32)
+    x = hetero.asarray(a, device=device)
+    _close(fft.irfft(fft.rfft(x), n=9), a, np.float32)
+    _close(fft.ifft(fft.fft(x)), a.astype(np.complex64), np.complex64)  # real input taken as complex
+    _close(fft.fft(hetero.asarray(a.astype(np.float16), device=device)), np.fft.fft(a.astype(np.float16)), np.complex64)
+    _close(fft.irfftn(fft.rfftn(x), s=(2, 9)), a, np.float32)
+    _close(fft.hfft(fft.ihfft(x), n=9), a, np.float32)
+
+
+def test_opencl_devices_compute_on_the_host_warning_once(device: hetero.Device, monkeypatch: pytest.MonkeyPatch,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("HETERO_HOST_FALLBACK", "warn")
+    hetero.reload_config()
+    array_host_fallback.reset()
+    x = hetero.asarray(_signal((8,), np.complex64), device=device)
+    try:
+        with caplog.at_level(logging.WARNING, logger="hetero.array"):
+            for _ in range(3):
+                fft.fft(x)
+            fft.ifft(x)
+        warnings = [r.getMessage() for r in caplog.records if r.name == "hetero.array"]
+        if device.backend in ("cpu", "cuda", "rocm"):  # NumPy on host memory, or cuFFT / hipFFT
+            assert warnings == [] and array_host_fallback.counts() == {}
+            assert array_host_fallback.host_functions(device) == ()
+            return
+        assert len(warnings) == 2, warnings
+        assert "fft.fft" in warnings[0] and device.name in warnings[0] and "HETERO_HOST_FALLBACK" in warnings[0]
+        assert array_host_fallback.counts() == {("fft.fft", device.name): 3, ("fft.ifft", device.name): 1}
+        assert set(array_host_fallback.FFT_FUNCTIONS) <= set(array_host_fallback.host_functions(device))
+        monkeypatch.setenv("HETERO_HOST_FALLBACK", "error")
+        hetero.reload_config()
+        with pytest.raises(hetero.ArrayError, match=rf"fft\.rfftn.*{device.name}.*HETERO_HOST_FALLBACK"):
+            fft.rfftn(hetero.asarray(np.ones((2, 2), np.float32), device=device))
+    finally:
+        monkeypatch.undo()
+        hetero.reload_config()
+
+
+def test_transforms_refuse_bad_arguments(device: hetero.Device, quiet: None) -> None:
+    c = hetero.asarray(_signal((4, 6), np.complex64), device=device)
+    r = hetero.asarray(_signal((4, 6), np.float32), device=device)
+    with pytest.raises(ValueError, match="norm must be one of"):
+        fft.fft(c, norm="sideways")
+    with pytest.raises(ValueError, match="norm must be one of"):
+        fft.rfftn(r, norm=None)  # type: ignore[arg-type]
+    with pytest.raises(hetero.ArrayError, match="at least 1"):
+        fft.fft(c, n=0)
+    with pytest.raises(hetero.ArrayError, match="out of range"):
+        fft.ifft(c, axis=2)
+    with pytest.raises(hetero.UnsupportedDtypeError, match="real floating.*hetero.real"):
+        fft.rfft(c)
+    with pytest.raises(hetero.UnsupportedDtypeError, match="floating-point.*astype"):
+        fft.fft(hetero.asarray(np.arange(4, dtype=np.int32), device=device))
+    with pytest.raises(hetero.ArrayError, match="same length"):
+        fft.fftn(c, s=(3,), axes=(0, 1))
+    with pytest.raises(hetero.ArrayError, match="unique"):
+        fft.fftn(c, axes=(0, 0))
+    with pytest.raises(hetero.ArrayError, match="pass n"):
+        fft.irfft(hetero.asarray(np.ones((3, 1), np.complex64), device=device))
+    with pytest.raises(hetero.ArrayError, match="hetero.Array"):
+        fft.fft(np.ones(4, np.complex64))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("backend", "library", "on_device"), [
+    ("cpu", "numpy", True), ("cuda", "cuFFT", True), ("rocm", "hipFFT", True),
+    ("oneapi", "numpy (host fallback)", False), ("opencl", "numpy (host fallback)", False)])
+def test_which_library_runs_the_transforms(backend: str, library: str, on_device: bool) -> None:
+    fake = types.SimpleNamespace(backend=backend, name=f"{backend}:0")
+    choice = array_lapack.choose(fake, array_host_fallback.FFT_LIBRARIES)  # type: ignore[arg-type]
+    assert (choice.library, choice.on_device) == (library, on_device)
+    listed = set(array_host_fallback.host_functions(fake))  # type: ignore[arg-type]
+    assert set(array_host_fallback.FFT_FUNCTIONS) <= listed if not on_device else not listed
