@@ -136,6 +136,8 @@ def _order(function: str, ord: Any) -> float:
 def vector_norm(x: Array, /, *, axis: int | Sequence[int] | None = None, keepdims: bool = False,
                 ord: float = 2) -> Array:  # noqa: A002  (the standard's name)
     """The ``ord``-norm of the vectors along ``axis`` (all axes by default; see the module docstring)."""
+    if isinstance(x, Array) and x.dtype.kind == "c":  # the norm of complex vectors: of their magnitudes
+        x = fn.abs(x)
     x = _floating("linalg.vector_norm", x)
     p = _order("linalg.vector_norm", ord)
     axes = _norm_axes(x, axis)
@@ -162,8 +164,10 @@ def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: int | float | str |
     """The ``ord``-norm of each matrix: ``"fro"`` (default), ``"nuc"``, 1, -1, 2, -2, inf, -inf (NumPy's
     definitions); shape ``x.shape[:-2]``, or ``(..., 1, 1)`` with ``keepdims``."""
     x = matrices("linalg.matrix_norm", x)
-    _floating("linalg.matrix_norm", x)
     order = "fro" if ord is None else ord
+    if x.dtype.kind == "c" and order not in ("nuc", 2, -2):  # of the magnitudes: real-valued, as the standard says
+        x = fn.abs(x)
+    _floating("linalg.matrix_norm", x)
     if isinstance(order, bool) or order not in _MATRIX_ORDERS:
         raise ArrayError(f"hetero.linalg.matrix_norm: ord must be one of 'fro', 'nuc', 1, -1, 2, -2, inf, -inf; "
                          f"got {ord!r}")

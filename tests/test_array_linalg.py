@@ -350,3 +350,28 @@ def test_the_cupy_path_reads_device_buffers_in_place(monkeypatch: pytest.MonkeyP
     np.testing.assert_allclose(_read(linalg.pinv(x)), np.linalg.pinv(a), rtol=1e-3, atol=1e-3)
     assert _read(linalg.matrix_rank(x)).tolist() == [5, 5]
     assert device.calls[0] == "cuSOLVER linalg.inv" and len(device.calls) == 7
+
+
+@pytest.mark.parametrize("ord", [2, 1, math.inf, -math.inf, 0, 3])
+def test_vector_norm_of_complex_is_real_valued(device: hetero.Device, ord: float) -> None:
+    rng = np.random.default_rng(5)
+    z = (rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))).astype(np.complex64)
+    got = linalg.vector_norm(hetero.asarray(z, device=device), axis=1, ord=ord)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got.numpy(), np.linalg.norm(z, axis=1, ord=ord), rtol=1e-5)
+
+
+@pytest.mark.parametrize("ord", ["fro", 1, math.inf, -1])
+def test_matrix_norm_of_complex_is_real_valued(device: hetero.Device, ord: object) -> None:
+    rng = np.random.default_rng(6)
+    z = (rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3))).astype(np.complex64)
+    got = linalg.matrix_norm(hetero.asarray(z, device=device), ord=ord)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got.numpy(), np.linalg.norm(z, axis=(-2, -1), ord=ord), rtol=1e-5)
+
+
+def test_lapack_functions_refuse_complex_clearly(device: hetero.Device) -> None:
+    z = hetero.asarray(np.eye(3, dtype=np.complex64), device=device)
+    for call in (linalg.inv, linalg.svdvals, linalg.eigvalsh, linalg.pinv):
+        with pytest.raises(hetero.UnsupportedDtypeError, match="floating-point"):
+            call(z)
