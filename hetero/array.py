@@ -48,7 +48,7 @@ from hetero import array_views as _views
 from hetero.array_operators import OperatorMethods
 from hetero import dtypes
 from hetero import fusion_state as _fusion
-from hetero.array_hooks import ADVANCED_GET, ADVANCED_SET, ASSIGN, CAST, COPY_INTO, VIEW_TO_NUMPY
+from hetero.array_hooks import ADVANCED_GET, ADVANCED_SET, ASSIGN, CAST, COPY_INTO, NAMESPACE, VIEW_TO_NUMPY
 from hetero.array_index import index_layout
 from hetero.array_reduction_methods import ReductionMethods
 from hetero.device import Device
@@ -273,9 +273,7 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         programs run on it too)."""
         if api_version is not None and api_version not in _API_VERSIONS:
             raise ValueError(f"hetero implements the array API {', '.join(_API_VERSIONS)}, not {api_version!r}")
-        import hetero.xp
-
-        return hetero.xp
+        return cast(ModuleType, NAMESPACE.call())
 
     def copy(self) -> Array:
         """A new C-contiguous array with the same data on the same device."""

@@ -42,3 +42,9 @@ COMPLEX_ELEMENTWISE: Hook[Callable[..., Any]] = Hook("complex_elementwise", "an 
 COMPLEX_CAST: Hook[Callable[..., Any]] = Hook("complex_astype", "a conversion to a complex dtype")
 #: ``complex_reduction(name, x, *args, **kwargs)``: a reduction of a complex array (:mod:`hetero.array_complex_reductions`).
 COMPLEX_REDUCTION: Hook[Callable[..., Any]] = Hook("complex_reduction", "a reduction of a complex array")
+#: ``namespace()``: the array API namespace module every array names (:mod:`hetero.xp`).
+NAMESPACE: Hook[Callable[[], Any]] = Hook("array_namespace", "the array API namespace")
+#: ``unary(r, op, a)`` / ``power(base, exponent)``: the complex functions beyond arithmetic
+#: (:mod:`hetero.array_complex_math`), for :mod:`hetero.array_complex`.
+COMPLEX_UNARY: Hook[Callable[..., Any]] = Hook("complex_unary", "a complex elementary function")
+COMPLEX_POWER: Hook[Callable[..., Any]] = Hook("complex_power", "a complex power")

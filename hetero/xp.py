@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import builtins
 import math as _math
+import sys
+from types import ModuleType
 from typing import Any
 
 
@@ -35,6 +37,7 @@ from hetero.array_creation import empty_like, eye, full_like, linspace, meshgrid
 from hetero import array_complex as _complex
 from hetero import array_fft as fft
 from hetero import array_linalg as linalg
+from hetero.array_hooks import NAMESPACE
 from hetero.array_functions import (  # noqa: A004 (the standard's names)
     abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_invert, bitwise_left_shift,
     bitwise_or, bitwise_right_shift, bitwise_xor, ceil, clip, copysign, cos, cosh, divide, equal, exp, expm1, floor,
@@ -138,3 +141,10 @@ __all__ = [
     "all", "any", "diff",
     "fft", "linalg",
 ]
+
+
+def _namespace() -> ModuleType:
+    return sys.modules[__name__]
+
+
+NAMESPACE.register(_namespace)
