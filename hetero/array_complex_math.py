@@ -55,6 +55,19 @@ def _exp(r: Real, ar: Any, ai: Any) -> Pair:
     return re, im
 
 
+def _expm1_special(r: Real, ar: Any, ai: Any, re: Any, im: Any) -> Pair:
+    """expm1's special cases over the general formula: the real axis exact (expm1(±0 + 0j) = +0 + 0j,
+    expm1(inf + 0j) = inf + 0j), and -1 + 0j / inf + NaN j for a = ∓inf with a non-finite b."""
+    real = r("equal", ai, 0.0)
+    re = r("where", real, r("where", r("equal", ar, 0.0), 0.0, r("expm1", ar)), re)
+    im = r("where", real, ai, im)
+    wild = r("logical_not", r("isfinite", ai))
+    below, above = r("logical_and", wild, r("equal", ar, -math.inf)), r("logical_and", wild, r("equal", ar, math.inf))
+    re = r("where", below, -1.0, r("where", above, math.inf, re))
+    im = r("where", below, r("copysign", 0.0, ai), r("where", above, math.nan, im))
+    return re, im
+
+
 def _log(r: Real, ar: Any, ai: Any) -> Pair:
     return r("log", r("hypot", ar, ai)), r("atan2", ai, ar)
 
@@ -70,7 +83,8 @@ def _tanh(r: Real, ar: Any, ai: Any) -> Pair:
     large = r("logical_and", r("greater", r("abs", ar), _TANH_SATURATES),
               r("logical_or", r("isinf", ar), r("isfinite", ai)))
     re = r("where", large, r("copysign", 1.0, ar), re)
-    sign = r("where", r("isfinite", ai), r("sin", twice_b), ai)  # the sign of a NaN from sin(inf) varies by device
+    # the standard: tanh(±inf + bj) = ±1 + copysign(0, b) j (and the sign of sin(inf)'s NaN varies by device)
+    sign = r("where", r("logical_and", r("isfinite", ai), r("isfinite", ar)), r("sin", twice_b), ai)
     im = r("where", large, r("copysign", 0.0, sign), im)
     return _real_axis(r, "tanh", ar, ai, re, im)
 
@@ -127,7 +141,7 @@ def unary(r: Real, op: str, a: Pair) -> Pair:
     if op == "expm1":  # expm1(a) cos b - 2 sin²(b/2) + i e^a sin b
         half = r("sin", r("multiply", ai, 0.5))
         re = r("subtract", r("multiply", r("expm1", ar), r("cos", ai)), r("multiply", r("multiply", half, half), 2.0))
-        return re, r("multiply", r("exp", ar), r("sin", ai))
+        return _expm1_special(r, ar, ai, re, r("multiply", r("exp", ar), r("sin", ai)))
     if op in ("sinh", "cosh", "tanh"):
         return _hyperbolic(r, op, ar, ai)
     # sin z = -i sinh(iz), cos z = cosh(iz), tan z = -i tanh(iz), with iz = -b + ai
