@@ -252,12 +252,13 @@ def _float_suffix(t: ScalarType) -> str:
 
 def floordiv(d: CDialect, name: str, t: ScalarType) -> str:
     """Python's ``a // b``: integers floor (see :func:`_integer_division_guard` for a zero
-    divisor); floats follow NumPy's ``npy_divmod``."""
+    divisor); floats follow NumPy's ``npy_divmod``, except that an infinite operand over a finite one
+    is ``a / b`` as the array API standard says (``inf // 2`` is inf, ``-1 // inf`` is -0)."""
     ctype, head = d.c_type(t), d.helper_head
     if t.is_float:
         f = _float_suffix(t)
         return f"""{head} {ctype} {name}({ctype} a, {ctype} b) {{
-    if (b == 0.0{f}) {{
+    if (b == 0.0{f} || ((a - a == 0.0{f}) != (b - b == 0.0{f}) && a == a && b == b)) {{
         return a / b;
     }}
     {ctype} mod = {d.math("fmod", t)}(a, b);

@@ -181,6 +181,8 @@ class FunctionPrinter:
             text = f"{self.helper('ipow')}({left}, {right}, {const(1, t)})"
         elif e.op == "//" and t.name == "i64":
             text = f"{self.helper('floordiv64')}({left}, {right})"
+        elif e.op == "//" and t.is_float:
+            text = f"{self.helper('floordivf')}({left}, {right})"
         elif e.op in ("<<", ">>"):
             if e.right.type != e.left.type:
                 right = f"{VALUE[e.left.type.name]}({right})"

@@ -169,6 +169,15 @@ def floordiv64(a: Any, b: Any) -> Any:
 
 
 @_jit
+def floordivf(a: Any, b: Any) -> Any:
+    """Float ``a // b`` (Python's, with NumPy's ``// 0``), but an infinite operand over a finite one is
+    ``a / b`` as the array API standard says: ``inf // 2`` is inf (not NaN), ``-1 // inf`` is -0 (not -1)."""
+    if (a - a == 0) != (b - b == 0) and a == a and b == b:
+        return a / b
+    return a // b
+
+
+@_jit
 def fmin(a: Any, b: Any) -> Any:
     """C's fmin: the smaller, ignoring one NaN argument."""
     if math.isnan(a):

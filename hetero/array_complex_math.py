@@ -47,6 +47,24 @@ def _exp(r: Real, ar: Any, ai: Any) -> Pair:
     real_only = r("equal", ai, 0.0)  # exp(a + 0j) = exp(a) + 0j, also for a = inf
     re = r("where", real_only, scale, r("multiply", scale, r("cos", ai)))
     im = r("where", real_only, ai, r("multiply", scale, r("sin", ai)))
+    # a non-finite b: exp(+inf + (inf or NaN) j) = inf + NaN j, exp(-inf + (inf or NaN) j) = 0 + 0j
+    wild = r("logical_not", r("isfinite", ai))
+    below, above = r("logical_and", wild, r("equal", ar, -math.inf)), r("logical_and", wild, r("equal", ar, math.inf))
+    re = r("where", below, 0.0, r("where", above, math.inf, re))
+    im = r("where", below, r("copysign", 0.0, ai), r("where", above, math.nan, im))
+    return re, im
+
+
+def _expm1_special(r: Real, ar: Any, ai: Any, re: Any, im: Any) -> Pair:
+    """expm1's special cases over the general formula: the real axis exact (expm1(±0 + 0j) = +0 + 0j,
+    expm1(inf + 0j) = inf + 0j), and -1 + 0j / inf + NaN j for a = ∓inf with a non-finite b."""
+    real = r("equal", ai, 0.0)
+    re = r("where", real, r("where", r("equal", ar, 0.0), 0.0, r("expm1", ar)), re)
+    im = r("where", real, ai, im)
+    wild = r("logical_not", r("isfinite", ai))
+    below, above = r("logical_and", wild, r("equal", ar, -math.inf)), r("logical_and", wild, r("equal", ar, math.inf))
+    re = r("where", below, -1.0, r("where", above, math.inf, re))
+    im = r("where", below, r("copysign", 0.0, ai), r("where", above, math.nan, im))
     return re, im
 
 
@@ -60,18 +78,42 @@ def _tanh(r: Real, ar: Any, ai: Any) -> Pair:
     denominator = r("add", r("cosh", twice_a), r("cos", twice_b))
     re = r("divide", r("sinh", twice_a), denominator)
     im = r("divide", r("sin", twice_b), denominator)
-    large = r("greater", r("abs", ar), _TANH_SATURATES)
+    # ±1 ± 0j for a large |a| with a finite b, and for an infinite a whatever b is (a finite a with an
+    # infinite or NaN b stays NaN + NaN j)
+    large = r("logical_and", r("greater", r("abs", ar), _TANH_SATURATES),
+              r("logical_or", r("isinf", ar), r("isfinite", ai)))
     re = r("where", large, r("copysign", 1.0, ar), re)
-    im = r("where", large, r("copysign", 0.0, r("sin", twice_b)), im)
+    # the standard: tanh(±inf + bj) = ±1 + copysign(0, b) j (and the sign of sin(inf)'s NaN varies by device)
+    sign = r("where", r("logical_and", r("isfinite", ai), r("isfinite", ar)), r("sin", twice_b), ai)
+    im = r("where", large, r("copysign", 0.0, sign), im)
+    return _real_axis(r, "tanh", ar, ai, re, im)
+
+
+def _real_axis(r: Real, op: str, ar: Any, ai: Any, re: Any, im: Any) -> Pair:
+    """The C99 special cases of sinh, cosh and tanh on the real axis and for ±0 or ±inf real parts with a
+    non-finite imaginary part, over the general formula's ``re``, ``im``."""
+    real = r("equal", ai, 0.0)  # op(a ± 0j) = op(a) + (±0) j (cosh: the sign of a times that of b)
+    re = r("where", real, r(op, ar), re)
+    im = r("where", real, r("multiply", r("copysign", 0.0, ar), ai) if op == "cosh" else ai, im)
+    wild = r("logical_not", r("isfinite", ai))
+    zero = r("logical_and", wild, r("equal", ar, 0.0))  # ±0 + (inf or NaN) j: ±0 + NaN j; cosh: NaN + 0j
+    re = r("where", zero, math.nan if op == "cosh" else ar, re)
+    im = r("where", zero, 0.0 if op == "cosh" else math.nan, im)
+    if op != "tanh":  # ±inf + (inf or NaN) j: ±inf + NaN j (cosh: +inf)
+        infinite = r("logical_and", wild, r("isinf", ar))
+        re = r("where", infinite, math.inf if op == "cosh" else ar, re)
+        im = r("where", infinite, math.nan, im)
     return re, im
 
 
 def _hyperbolic(r: Real, op: str, ar: Any, ai: Any) -> Pair:
     if op == "sinh":  # sinh a cos b + i cosh a sin b
-        return (r("multiply", r("sinh", ar), r("cos", ai)), r("multiply", r("cosh", ar), r("sin", ai)))
-    if op == "cosh":  # cosh a cos b + i sinh a sin b
-        return (r("multiply", r("cosh", ar), r("cos", ai)), r("multiply", r("sinh", ar), r("sin", ai)))
-    return _tanh(r, ar, ai)
+        pair = (r("multiply", r("sinh", ar), r("cos", ai)), r("multiply", r("cosh", ar), r("sin", ai)))
+    elif op == "cosh":  # cosh a cos b + i sinh a sin b
+        pair = (r("multiply", r("cosh", ar), r("cos", ai)), r("multiply", r("sinh", ar), r("sin", ai)))
+    else:
+        return _tanh(r, ar, ai)
+    return _real_axis(r, op, ar, ai, *pair)
 
 
 def unary(r: Real, op: str, a: Pair) -> Pair:
@@ -89,11 +131,17 @@ def unary(r: Real, op: str, a: Pair) -> Pair:
         return r("multiply", re, scale), r("multiply", im, scale)
     if op == "log1p":  # log|1 + z| = log1p(2a + a² + b²) / 2, computed without forming 1 + a
         inside = r("add", r("multiply", ar, r("add", ar, 2.0)), r("multiply", ai, ai))
-        return r("multiply", r("log1p", inside), 0.5), r("atan2", ai, r("add", ar, 1.0))
+        re = r("multiply", r("log1p", inside), 0.5)
+        # a large |z| (where the squares overflow): log|1 + z| directly; an infinite part: +inf
+        limit = math.sqrt(float(np.finfo(r.dtype).max)) / 4.0
+        large = r("logical_or", r("greater", r("abs", ar), limit), r("greater", r("abs", ai), limit))
+        re = r("where", large, r("log", r("hypot", r("add", ar, 1.0), ai)), re)
+        re = r("where", r("logical_or", r("isinf", ar), r("isinf", ai)), math.inf, re)
+        return re, r("atan2", ai, r("add", ar, 1.0))
     if op == "expm1":  # expm1(a) cos b - 2 sin²(b/2) + i e^a sin b
         half = r("sin", r("multiply", ai, 0.5))
         re = r("subtract", r("multiply", r("expm1", ar), r("cos", ai)), r("multiply", r("multiply", half, half), 2.0))
-        return re, r("multiply", r("exp", ar), r("sin", ai))
+        return _expm1_special(r, ar, ai, re, r("multiply", r("exp", ar), r("sin", ai)))
     if op in ("sinh", "cosh", "tanh"):
         return _hyperbolic(r, op, ar, ai)
     # sin z = -i sinh(iz), cos z = cosh(iz), tan z = -i tanh(iz), with iz = -b + ai
