@@ -29,7 +29,7 @@ from hetero.array_cast import astype as _real_astype
 from hetero.array_components import complex_dtype, components, is_complex, part_dtype
 from hetero.array_copy import assign, copy_into
 from hetero.array_elementwise import OPS, apply, same_device
-from hetero.array_hooks import COMPLEX_CAST, COMPLEX_ELEMENTWISE
+from hetero.array_hooks import COMPLEX_CAST, COMPLEX_ELEMENTWISE, COMPLEX_POWER, COMPLEX_UNARY
 from hetero.array_views import broadcast_to
 from hetero.errors import UnsupportedDtypeError
 from hetero.promotion import result_type
@@ -198,13 +198,7 @@ def _unary(r: Real, op: str, a: Pair) -> Pair:
         zero = r("equal", magnitude, 0.0)
         return (r("where", zero, 0.0, r("divide", ar, magnitude)),
                 r("where", zero, 0.0, r("divide", r.zero(ai), magnitude)))
-    if op in _COMPLEX_INVERSE:
-        from hetero import array_complex_inverse
-
-        return array_complex_inverse.unary(r, op, a)
-    from hetero import array_complex_math
-
-    return array_complex_math.unary(r, op, a)
+    return COMPLEX_UNARY.call(r, op, a)  # hetero.array_complex_math (the inverse functions through it)
 
 
 _ARITHMETIC = ("add", "subtract", "multiply", "divide")
@@ -237,9 +231,7 @@ def apply_complex(op: str, *operands: Any, out: Array | None = None) -> Array:
     if op == "where":
         return _where(*operands)
     if op == "pow":
-        from hetero import array_complex_math
-
-        return _finish(op, array_complex_math.power(*operands), out)
+        return _finish(op, COMPLEX_POWER.call(*operands), out)
     if op not in _ARITHMETIC + _UNARY + _REAL_VALUED + _PREDICATE + _COMPLEX_MATH + _COMPLEX_INVERSE:
         if op in OPS or op in ("conj", "real", "imag"):
             raise UnsupportedDtypeError(f"hetero.{op} is not defined for complex numbers (the array API standard "

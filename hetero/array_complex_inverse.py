@@ -21,10 +21,22 @@ import numpy as np
 from hetero.array_complex import Pair, Real, multiply
 
 
-def _sqrt(r: Real, re: Any, im: Any) -> Pair:
-    from hetero.array_complex_math import _sqrt as sqrt
+def principal_sqrt(r: Real, ar: Any, ai: Any) -> Pair:
+    """The principal square root of ``ar + ai j`` (the standard's special cases included)."""
+    # t = sqrt((|a| + |z|) / 2); for a >= 0: (t, b / 2t), else (|b| / 2t, copysign(t, b))
+    t = r("sqrt", r("multiply", r("add", r("abs", ar), r("hypot", ar, ai)), 0.5))
+    half = r("divide", ai, r("multiply", t, 2.0))
+    positive = r("logical_not", r("signbit", ar))
+    re = r("where", positive, t, r("abs", half))
+    im = r("where", positive, half, r("copysign", t, ai))
+    zero = r("equal", t, 0.0)  # z = 0: (0, b), the sign of b kept
+    infinite = r("isinf", ai)  # a ± inf j: inf ± inf j, even for a NaN
+    re = r("where", infinite, math.inf, r("where", zero, 0.0, re))
+    im = r("where", infinite, ai, r("where", zero, ai, im))
+    return re, im
 
-    return sqrt(r, re, im)
+
+_sqrt = principal_sqrt
 
 
 def _roots(r: Real, ar: Any, ai: Any) -> tuple[Pair, Pair]:

@@ -19,27 +19,16 @@ from typing import Any
 import numpy as np
 
 from hetero.array import Array
+from hetero.array_hooks import COMPLEX_POWER, COMPLEX_UNARY
 from hetero.array_components import is_complex, part_dtype
-from hetero.array_complex import Pair, Real, divide, multiply, split
+from hetero import array_complex_inverse
+from hetero.array_complex import Pair, Real, _shape_and_device, divide, multiply, split
+from hetero.array_complex_inverse import principal_sqrt as _sqrt
 from hetero.errors import UnsupportedDtypeError
 from hetero.promotion import result_type
 
 #: Past this |real part| tanh is ±1 to within float64's precision (1 - tanh(22) < 2**-63).
 _TANH_SATURATES = 22.0
-
-
-def _sqrt(r: Real, ar: Any, ai: Any) -> Pair:
-    # t = sqrt((|a| + |z|) / 2); for a >= 0: (t, b / 2t), else (|b| / 2t, copysign(t, b))
-    t = r("sqrt", r("multiply", r("add", r("abs", ar), r("hypot", ar, ai)), 0.5))
-    half = r("divide", ai, r("multiply", t, 2.0))
-    positive = r("logical_not", r("signbit", ar))
-    re = r("where", positive, t, r("abs", half))
-    im = r("where", positive, half, r("copysign", t, ai))
-    zero = r("equal", t, 0.0)  # z = 0: (0, b), the sign of b kept
-    infinite = r("isinf", ai)  # a ± inf j: inf ± inf j, even for a NaN
-    re = r("where", infinite, math.inf, r("where", zero, 0.0, re))
-    im = r("where", infinite, ai, r("where", zero, ai, im))
-    return re, im
 
 
 def _exp(r: Real, ar: Any, ai: Any) -> Pair:
@@ -119,6 +108,8 @@ def _hyperbolic(r: Real, op: str, ar: Any, ai: Any) -> Pair:
 def unary(r: Real, op: str, a: Pair) -> Pair:
     """``op`` of the complex value with parts ``a`` (its imaginary part may be None: zero)."""
     ar, ai = a[0], r.zero(a[1])
+    if op in ("acos", "acosh", "asin", "asinh", "atan", "atanh"):
+        return array_complex_inverse.unary(r, op, a)
     if op == "sqrt":
         return _sqrt(r, ar, ai)
     if op == "exp":
@@ -152,8 +143,6 @@ def unary(r: Real, op: str, a: Pair) -> Pair:
 def power(base: Any, exponent: Any) -> tuple[Pair, tuple[int, ...], np.dtype[Any], Any]:
     """``base ** exponent`` with a complex operand: ``exp(exponent * log(base))``, with exact
     small integer powers of a scalar exponent (0, 1, 2, -1), and ``0 ** w`` = 0 for ``real(w) > 0``."""
-    from hetero.array_complex import _shape_and_device
-
     dtype = result_type(base, exponent)
     if not is_complex(dtype):
         raise UnsupportedDtypeError(f"internal: complex pow of {dtype}")
@@ -179,3 +168,7 @@ def power(base: Any, exponent: Any) -> tuple[Pair, tuple[int, ...], np.dtype[Any
 
 
 __all__ = ["power", "unary"]
+
+
+COMPLEX_UNARY.register(unary)
+COMPLEX_POWER.register(power)
