@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("SCIPY_ARRAY_API", "1")  # before SciPy (scikit-learn imports it) is loaded
-os.environ.setdefault("HETERO_HOST_FALLBACK", "allow")
 
 import argparse  # noqa: E402 (SCIPY_ARRAY_API must be set first)
 import dataclasses  # noqa: E402
@@ -106,6 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--devices", nargs="+", default=None, help="devices (default: every device present)")
     parser.add_argument("--estimators", nargs="+", default=None, help="names of the cases to run (default: all)")
     args = parser.parse_args(argv)
+    if "HETERO_HOST_FALLBACK" not in os.environ:  # this script reports the host fallbacks itself, below
+        os.environ["HETERO_HOST_FALLBACK"] = "allow"
+        hetero.reload_config()
     chosen = [c for c in cases() if args.estimators is None or c.name.split("(")[0] in args.estimators
               or c.name in args.estimators]
     names = args.devices or [d.name for d in hetero.devices()]

@@ -34,7 +34,9 @@ def _example() -> ModuleType:
     return module
 
 
+_before = dict(os.environ)
 example = _example()
+_changed_by_loading = {k for k in set(_before) | set(os.environ) if _before.get(k) != os.environ.get(k)}
 CASES = {case.name: case for case in example.cases()}
 
 
@@ -61,6 +63,12 @@ def test_estimator_matches_numpy(device: hetero.Device, name: str, digits: tuple
     want, _ = example.run(case, data, target)
     got, _ = example.run(case, xp.asarray(data, device=device), xp.asarray(target, device=device))
     assert example.matches(case, got, want), f"{name} on {device.name} differs from NumPy"
+
+
+def test_loading_the_example_changes_no_setting() -> None:
+    # the example allows host fallbacks only when run as a script: at import it set
+    # HETERO_HOST_FALLBACK for the whole test session, and the fallback warnings went quiet
+    assert _changed_by_loading <= {"SCIPY_ARRAY_API"}, _changed_by_loading
 
 
 def test_results_stay_on_the_device(device: hetero.Device, digits: tuple[np.ndarray, np.ndarray]) -> None:
