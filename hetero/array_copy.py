@@ -16,8 +16,8 @@ views afterwards.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import Any, cast
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from hetero.runtime_parts import runs_kernels
 #: A strided view is downloaded whole-range and strided on the host when the range it covers
 #: is at most this many times its own size; else it is made contiguous on the device first.
 HOST_STRIDE_RATIO = 2
+S = TypeVar("S")  # a kernel family's spec: a hashable description its IR is built from
 
 
 class GeneratedSpecialization(Specialization):
@@ -69,6 +70,26 @@ class GeneratedSpecialization(Specialization):
         entry.check_sizes(global_size, local_size)
         entry.launch(global_size, local_size, args)
         next(entry.launches)
+
+
+class SpecializationCache(Generic[S]):
+    """Built kernels of one family, one per (spec, device): ``get`` builds a spec's IR with
+    ``build`` and compiles it the first time, once even when threads ask together."""
+
+    def __init__(self, build: Callable[[S], ir.Function]) -> None:
+        self._build = build
+        self._lock = threading.RLock()
+        self._entries: dict[tuple[S, Device], GeneratedSpecialization] = {}
+
+    def get(self, spec: S, device: Device) -> GeneratedSpecialization:
+        key = (spec, device)
+        entry = self._entries.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._entries.get(key)
+                if entry is None:
+                    entry = self._entries[key] = GeneratedSpecialization(self._build(spec), device)
+        return entry
 
 
 _lock = threading.RLock()

@@ -12,13 +12,12 @@ flags (:func:`hetero.sum`, int64, any axes); it reads nothing back.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 from hetero import dtypes
 from hetero.array import Array, empty
 from hetero.array_cast import astype
-from hetero.array_copy import GeneratedSpecialization
+from hetero.array_copy import GeneratedSpecialization, SpecializationCache
 from hetero.array_reductions import cumulative_sum
 from hetero.array_reductions import sum as _sum
 from hetero.array_take import checked
@@ -26,20 +25,11 @@ from hetero.array_views import reshape
 from hetero.compiler import compact
 from hetero.device import Device
 
-_lock = threading.RLock()
-_kernels: dict[tuple[int, Device], GeneratedSpecialization] = {}
+_kernels: SpecializationCache[int] = SpecializationCache(compact.build)
 
 
 def _kernel(rank: int, device: Device) -> GeneratedSpecialization:
-    key = (rank, device)
-    entry = _kernels.get(key)
-    if entry is None:
-        with _lock:
-            entry = _kernels.get(key)
-            if entry is None:
-                entry = GeneratedSpecialization(compact.build(rank), device)
-                _kernels[key] = entry
-    return entry
+    return _kernels.get(rank, device)
 
 
 def _flags(x: Array) -> Array:

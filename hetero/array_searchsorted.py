@@ -10,14 +10,13 @@ promoted dtype of ``x1`` and ``x2``. The result is int64, of ``x2``'s shape. The
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
 
 from hetero import dtypes
 from hetero.array import Array, empty
-from hetero.array_copy import GeneratedSpecialization
+from hetero.array_copy import GeneratedSpecialization, SpecializationCache
 from hetero.array_sort import checked
 from hetero.compiler import search as kernels
 from hetero.device import Device
@@ -25,19 +24,11 @@ from hetero.errors import ArrayError
 from hetero.promotion import promote
 from hetero.types import ScalarType, f32, scalar_type, u8
 
-_lock = threading.RLock()
-_kernels: dict[tuple[kernels.Search, Device], GeneratedSpecialization] = {}
+_kernels: SpecializationCache[kernels.Search] = SpecializationCache(kernels.build)
 
 
 def _kernel(spec: kernels.Search, device: Device) -> GeneratedSpecialization:
-    key = (spec, device)
-    entry = _kernels.get(key)
-    if entry is None:
-        with _lock:
-            entry = _kernels.get(key)
-            if entry is None:
-                entry = _kernels[key] = GeneratedSpecialization(kernels.build(spec), device)
-    return entry
+    return _kernels.get(spec, device)
 
 
 def key_type(dtype: np.dtype[Any]) -> ScalarType:

@@ -17,12 +17,11 @@ all index arrays are int64.
 
 from __future__ import annotations
 
-import threading
 from typing import NamedTuple
 
 from hetero import dtypes
 from hetero.array import Array, empty
-from hetero.array_copy import GeneratedSpecialization
+from hetero.array_copy import GeneratedSpecialization, SpecializationCache
 from hetero.array_reductions import cumulative_sum
 from hetero.array_sort import bits, checked, sorted_rows
 from hetero.compiler import unique as kernels
@@ -46,19 +45,11 @@ class UniqueInverseResult(NamedTuple):
     inverse_indices: Array
 
 
-_lock = threading.RLock()
-_kernels: dict[tuple[kernels.Unique, Device], GeneratedSpecialization] = {}
+_kernels: SpecializationCache[kernels.Unique] = SpecializationCache(kernels.build)
 
 
 def _kernel(spec: kernels.Unique, device: Device) -> GeneratedSpecialization:
-    key = (spec, device)
-    entry = _kernels.get(key)
-    if entry is None:
-        with _lock:
-            entry = _kernels.get(key)
-            if entry is None:
-                entry = _kernels[key] = GeneratedSpecialization(kernels.build(spec), device)
-    return entry
+    return _kernels.get(spec, device)
 
 
 def _unique(x: Array, what: str) -> UniqueAllResult:

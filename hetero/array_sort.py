@@ -19,14 +19,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-import threading
 from typing import Any
 
 import numpy as np
 
 from hetero import dtypes
 from hetero.array import Array, empty, zeros
-from hetero.array_copy import GeneratedSpecialization
+from hetero.array_copy import GeneratedSpecialization, SpecializationCache
 from hetero.array_views import moveaxis
 from hetero.compiler import sort as kernels
 from hetero.device import Device
@@ -35,19 +34,11 @@ from hetero.kernels import device_target
 from hetero.runtime_parts import runs_kernels
 from hetero.types import i32, i64, scalar_type
 
-_lock = threading.RLock()
-_kernels: dict[tuple[kernels.Sort, Device], GeneratedSpecialization] = {}
+_kernels: SpecializationCache[kernels.Sort] = SpecializationCache(kernels.build)
 
 
 def _kernel(spec: kernels.Sort, device: Device) -> GeneratedSpecialization:
-    key = (spec, device)
-    entry = _kernels.get(key)
-    if entry is None:
-        with _lock:
-            entry = _kernels.get(key)
-            if entry is None:
-                entry = _kernels[key] = GeneratedSpecialization(kernels.build(spec), device)
-    return entry
+    return _kernels.get(spec, device)
 
 
 def checked(x: Any, what: str) -> Array:

@@ -10,15 +10,14 @@ index counts from the end, as in NumPy. The standard leaves out-of-range indices
 hetero never reads or writes outside an array: the kernel skips such an element and records
 it, and the host reads that record back once per launch (a wait for the device) and raises an
 IndexError naming the value, the axis and its size. A scatter checks its indices first (a min
-and a max reduction per index array), so one that raises has written nothing. Where a scatter's indices repeat, which value lands is unspecified
-(the standard's rule).
+and a max reduction per index array), so one that raises has written nothing. Where a
+scatter's indices repeat, which value lands is unspecified (the standard's rule).
 """
 
 from __future__ import annotations
 
 import math
 import operator
-import threading
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -27,7 +26,7 @@ import numpy as np
 from hetero import dtypes
 from hetero.array import Array, asarray, empty, zeros
 from hetero.array_cast import astype
-from hetero.array_copy import GeneratedSpecialization
+from hetero.array_copy import GeneratedSpecialization, SpecializationCache
 from hetero.array_reductions import max as _max
 from hetero.array_reductions import min as _min
 from hetero.compiler import gather as gather_ir
@@ -50,20 +49,11 @@ class Term(NamedTuple):
     axis: int
 
 
-_lock = threading.RLock()
-_kernels: dict[tuple[gather_ir.Gather, Device], GeneratedSpecialization] = {}
+_kernels: SpecializationCache[gather_ir.Gather] = SpecializationCache(gather_ir.build)
 
 
 def _kernel(spec: gather_ir.Gather, device: Device) -> GeneratedSpecialization:
-    key = (spec, device)
-    entry = _kernels.get(key)
-    if entry is None:
-        with _lock:
-            entry = _kernels.get(key)
-            if entry is None:
-                entry = GeneratedSpecialization(gather_ir.build(spec), device)
-                _kernels[key] = entry
-    return entry
+    return _kernels.get(spec, device)
 
 
 def checked(x: Any, what: str) -> Array:
