@@ -67,6 +67,21 @@ def test_assign_spreads_over_candidates_and_names_the_remedy_when_none() -> None
         assign(1, "spread", [])
 
 
+def test_what_the_launcher_itself_holds_is_not_its_workers_load() -> None:
+    """The workers run in processes of their own: memory the launcher's process keeps on a
+    device (a probe buffer, a cached constant; in the test session, arrays earlier tests left)
+    must not send every worker elsewhere."""
+    from hetero.scheduler.usage import LEDGER
+
+    a, b = info("cpu"), info("opencl:0")
+    LEDGER.note_outside("opencl:0", 4096)
+    try:
+        assert [d.name for d in assign(3, "spread", [a, b])] == ["cpu", "opencl:0", "cpu"]
+        assert [d.name for d in assign(2, "binpack", [b, a])] == ["opencl:0", "opencl:0"]
+    finally:
+        LEDGER.forget_outside("opencl:0", 4096)
+
+
 def test_unhealthy_devices_are_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
     a, b, c = info("opencl:0"), info("opencl:1"), info("cpu")
     monkeypatch.setattr(launch_assign, "healthy", lambda device: device.name != "opencl:1")

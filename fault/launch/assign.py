@@ -28,6 +28,7 @@ from hetero.registry import backend_status, enabled_backends
 from hetero.registry import device as find_device
 from hetero.registry import devices as all_devices
 from hetero.scheduler.placement import assign as scheduler_assign
+from hetero.scheduler.request import Candidate
 from hetero.scheduler.failover import replacement as scheduler_replacement
 
 POLICIES = ("spread", "binpack")
@@ -122,7 +123,12 @@ def _assign(count: int, policy: str, candidates: Sequence[DeviceInfo]) -> list[D
     if not candidates:
         raise LaunchError("no usable device: every candidate is quarantined or unhealthy; "
                           "see 'hetero quarantine list', release one, or name others with --devices")
-    return list(scheduler_assign(count, policy, list(candidates)))
+    # Fresh views, not this process's usage: the workers run in processes of their own, so
+    # what the launcher itself holds on a device (a probe buffer, a cached constant) is not
+    # their load and must not tip ``spread`` (quarantine was filtered by usable(), health is
+    # asked by assign()).
+    fresh = [Candidate(info, order=order) for order, info in enumerate(candidates)]
+    return list(scheduler_assign(count, policy, fresh))
 
 
 def restart_device(failed: DeviceInfo, policy: str, candidates: Sequence[DeviceInfo],
