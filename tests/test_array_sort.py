@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hetero
+from hetero import array_sort
 from hetero.array_sort import argsort, sort
 
 SETTINGS = settings(max_examples=20, deadline=None, derandomize=True,
@@ -143,3 +144,17 @@ def test_bad_input_says_what_to_do(device: hetero.Device) -> None:
         sort(np.arange(3))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="axis"):
         sort(x, axis=1.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cpu_runs_numpys_sort_and_its_generated_kernels_give_the_same_order(
+        dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cpu`` sorts with NumPy (HOST_LIBRARY); the generated kernels, still what every other
+    device runs, must order it identically there too."""
+    cpu = hetero.device("cpu")
+    a = values((3, 700), dtype, seed=5)
+    for host_library in (True, False):
+        monkeypatch.setattr(array_sort, "HOST_LIBRARY", host_library)
+        for descending in (False, True):
+            check(a, cpu, axis=0, descending=descending)
+            check(a, cpu, axis=1, descending=descending)
