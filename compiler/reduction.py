@@ -21,6 +21,16 @@ differ only by the rounding of their arithmetic. No atomics are used.
 
 Only work-items that hold at least one element take part in the tree (no identity value is
 needed, so min/max need no infinities); the host never launches an empty segment.
+
+The ``columns`` stage serves the layout where neighbouring outputs are neighbours in memory
+and the reduced axes step over them (``x.sum(axis=0)`` of a C-ordered matrix): there a
+work-group per output reads one element per row of a long stride, and every output reads
+every cache line again. In ``columns``, work-item ``gid`` folds, in increasing order, the
+elements ``c*chunk .. (c+1)*chunk - 1`` (``chunk = ceil(seg_len / groups)``) of segment
+``m = gid % n_out`` (``c = gid // n_out``): neighbouring items read neighbouring elements of
+the same rows (coalesced on GPUs; on CPUs the rows a group reads stay in cache for its
+items). It writes partial ``m*groups + c`` (or, with ``groups == 1``, the final value of
+``m``), and the ``merge`` stage folds the partials as above. No barriers, no local memory.
 """
 
 from __future__ import annotations
@@ -55,6 +65,7 @@ class Reduction:
     inner: int
     merge: bool = False
     finish: str = ""
+    columns: bool = False
 
     @property
     def is_arg(self) -> bool:
@@ -62,7 +73,7 @@ class Reduction:
 
     @property
     def name(self) -> str:
-        stage = "merge" if self.merge else "first"
+        stage = "merge" if self.merge else ("cols" if self.columns else "first")
         tail = f"_{self.finish}" if self.finish else ""
         return (f"reduce_{self.op}_{self.source.name}_{self.acc.name}_{self.out.name}"
                 f"_o{self.outer}_i{self.inner}_{stage}{tail}")
@@ -177,16 +188,23 @@ def finish(spec: Reduction, value: ir.Expr) -> ir.Expr:
     return ir.Cast(spec.out, value)
 
 
-def build(spec: Reduction) -> ir.Function:
-    """The kernel of ``spec`` (see the module docstring)."""
-    if spec.op not in OPS or spec.finish not in FINISHES or spec.outer < 0 or spec.inner < 0:
-        raise ValueError(f"reduction: no kernel for {spec}")
-    rank = spec.outer + spec.inner
+def _params(spec: Reduction) -> tuple[ir.Param, ...]:
     arrays = {"dst": spec.out, "dst_value": spec.acc, "src": spec.source, "src_index": i64, "center": spec.acc}
     if spec.is_arg:
         arrays["dst"] = i64
-    params = tuple(ir.Param(name, ArrayType(arrays[name], 1) if name in arrays
-                            else (spec.acc if name == "divisor" else i64)) for name in spec.param_names())
+    return tuple(ir.Param(name, ArrayType(arrays[name], 1) if name in arrays
+                          else (spec.acc if name == "divisor" else i64)) for name in spec.param_names())
+
+
+def build(spec: Reduction) -> ir.Function:
+    """The kernel of ``spec`` (see the module docstring)."""
+    if spec.op not in OPS or spec.finish not in FINISHES or spec.outer < 0 or spec.inner < 0 \
+            or (spec.columns and spec.merge):
+        raise ValueError(f"reduction: no kernel for {spec}")
+    if spec.columns:
+        return _build_columns(spec)
+    rank = spec.outer + spec.inner
+    params = _params(spec)
     acc, W = spec.acc, GROUP
     locals_: dict[str, ScalarType] = {"g": i64, "m": i64, "c": i64, "t": i64, "base": i64, "j": i64, "p": i64,
                                       "acc": acc, "b": acc, **offset_locals("o", range(spec.outer)),
@@ -257,6 +275,57 @@ def build(spec: Reduction) -> ir.Function:
     local_arrays = (ir.LocalArray("tree", acc, (W,)),) + ((ir.LocalArray("tree_index", i64, (W,)),) if spec.is_arg else ())
     return ir.Function(spec.name, params, ir.VOID, locals_, local_arrays, tuple(body), True, _LOC,
                        features=frozenset({"barrier"}))
+
+
+def _build_columns(spec: Reduction) -> ir.Function:
+    """The ``columns`` stage (see the module docstring): one work-item per (output, chunk)."""
+    rank = spec.outer + spec.inner
+    acc = spec.acc
+    locals_: dict[str, ScalarType] = {"gid": i64, "m": i64, "c": i64, "chunk": i64, "start": i64, "stop": i64,
+                                      "base": i64, "j": i64, "p": i64, "acc": acc, "b": acc,
+                                      **offset_locals("o", range(spec.outer)), **offset_locals("q", range(spec.outer, rank))}
+    if spec.is_arg:
+        locals_.update({"idx": i64, "b_idx": i64})
+    gid, m, c, j, p = (_i64(n) for n in ("gid", "m", "c", "j", "p"))
+    n_out, groups, seg_len = _i64("n_out"), _i64("groups"), _i64("seg_len")
+
+    def position(at: ir.Expr) -> list[ir.Stmt]:
+        return [ir.Assign(_LOC, "p", _i64("base")), *offset_code("q", at, range(spec.outer, rank), "p")]
+
+    def take() -> list[ir.Stmt]:
+        value = read(spec, p)
+        if not spec.is_arg:
+            return [ir.Assign(_LOC, "acc", combine(spec, _var(acc, "acc"), value))]
+        return [ir.Assign(_LOC, "b", value), ir.Assign(_LOC, "b_idx", j),
+                ir.If(_LOC, better(spec, _var(acc, "acc"), _var(acc, "b"), _i64("idx"), _i64("b_idx")),
+                      (ir.Assign(_LOC, "acc", _var(acc, "b")), ir.Assign(_LOC, "idx", _i64("b_idx"))))]
+
+    slot = _bin("+", _bin("*", m, groups), c)
+    if spec.is_arg:
+        write: tuple[ir.Stmt, ...] = (ir.Store(_LOC, "dst_value", (slot,), _var(acc, "acc")),
+                                      ir.Store(_LOC, "dst", (slot,), _i64("idx")))
+    else:
+        write = (ir.Store(_LOC, "dst", (slot,), finish(spec, _var(acc, "acc"))),)
+    one = _const(i64, 1)
+    body: list[ir.Stmt] = [
+        ir.Assign(_LOC, "gid", ir.WorkItem(i64, "global_id", 0)),
+        ir.Assign(_LOC, "m", _bin("%", gid, n_out)),
+        ir.Assign(_LOC, "c", _bin("//", gid, n_out)),
+        ir.Assign(_LOC, "chunk", _bin("//", _bin("-", _bin("+", seg_len, groups), one), groups)),
+        ir.Assign(_LOC, "start", _bin("*", c, _i64("chunk"))),
+        ir.Assign(_LOC, "stop", _bin("min", _bin("+", _i64("start"), _i64("chunk")), seg_len)),
+        ir.If(_LOC, ir.Logical(bool_t, "and", ir.Compare(bool_t, "<", c, groups),
+                               ir.Compare(bool_t, "<", _i64("start"), _i64("stop"))), (
+            ir.Assign(_LOC, "base", _i64("src_offset")),
+            *offset_code("o", m, range(spec.outer), "base"),
+            *position(_i64("start")),
+            ir.Assign(_LOC, "acc", read(spec, p)),
+            *([ir.Assign(_LOC, "idx", _i64("start"))] if spec.is_arg else []),
+            ir.For(_LOC, "j", _bin("+", _i64("start"), one), _i64("stop"), one, (*position(j), *take())),
+            *write,
+        )),
+    ]
+    return ir.Function(spec.name, _params(spec), ir.VOID, locals_, (), tuple(body), True, _LOC)
 
 
 def accumulator_of_any() -> ScalarType:

@@ -12,7 +12,10 @@ Order and reproducibility: every output element is folded by work-groups of
 :data:`~hetero.compiler.reduction.GROUP` work-items in a fixed tree (see
 :mod:`hetero.compiler.reduction`); a long segment with few outputs is cut into at most
 :data:`MAX_PARTS` parts (one work-group each, their number fixed by the segment length), whose
-partials a second launch folds in order. No atomics: the same input on the same device gives
+partials a second launch folds in order. Where neighbouring outputs are neighbours in memory
+(``sum(axis=0)`` of a C-ordered matrix) a work-item folds a chunk of one output's segment in
+order instead (the ``columns`` stage), up to MAX_PARTS chunks of about :data:`COLUMN_CHUNK`
+elements, and the same second launch folds the chunks' partials. No atomics: the same input on the same device gives
 the same bits every time. The order differs from NumPy's pairwise sum, so float results
 differ from NumPy's (and across devices) by rounding only.
 
@@ -52,6 +55,8 @@ FEW_OUTPUTS = 64
 #: Elements per work-item a part aims at, and the most parts one segment is cut into.
 PER_ITEM = 16
 MAX_PARTS = 256
+#: Elements per work-item a chunk of the ``columns`` stage aims at (its parts: at most MAX_PARTS).
+COLUMN_CHUNK = 256
 
 _lock = threading.RLock()
 _kernels: dict[tuple[Any, Device], GeneratedSpecialization] = {}
@@ -126,6 +131,15 @@ def _parts(outputs: int, segment: int) -> int:
     return builtins.max(1, builtins.min(MAX_PARTS, -(-segment // (reduction.GROUP * PER_ITEM))))
 
 
+def _by_columns(outer_strides: tuple[int, ...], inner_strides: tuple[int, ...], outputs: int) -> bool:
+    """Whether neighbouring outputs are neighbours in memory and every reduced axis steps over
+    them (``sum(axis=0)`` of a C-ordered matrix): the ``columns`` stage's layout."""
+    if outputs < 2 or not outer_strides or not inner_strides:
+        return False
+    fastest = builtins.abs(outer_strides[-1])
+    return fastest <= 1 and builtins.min(builtins.abs(s) for s in inner_strides) > fastest
+
+
 def _fold(x: Array, op: str, axes: tuple[int, ...], out: np.dtype[Any], acc: ScalarType, *, finish: str = "",
           divisor: float = 0.0, center: Array | None = None) -> Array:
     """The 1-D array of ``x`` folded over ``axes`` by ``op``, one element per output (C order);
@@ -133,13 +147,18 @@ def _fold(x: Array, op: str, axes: tuple[int, ...], out: np.dtype[Any], acc: Sca
     outer_shape, outer_strides, inner_shape, inner_strides, outputs, segment = _layout(x, axes)
     device = x.device
     W = reduction.GROUP
-    parts = _parts(outputs, segment)
+    columns = _by_columns(outer_strides, inner_strides, outputs)
+    if columns:
+        parts = builtins.max(1, builtins.min(MAX_PARTS, segment // COLUMN_CHUNK))
+    else:
+        parts = _parts(outputs, segment)
     arg = op in ("argmin", "argmax")
     final = parts == 1
     spec = reduction.Reduction(op, scalar_type(x.dtype), acc, scalar_type(out) if final else acc,
-                               len(outer_shape), len(inner_shape), finish=finish if final else "")
+                               len(outer_shape), len(inner_shape), finish=finish if final else "", columns=columns)
     if arg:
-        spec = reduction.Reduction(op, scalar_type(x.dtype), acc, i64, len(outer_shape), len(inner_shape))
+        spec = reduction.Reduction(op, scalar_type(x.dtype), acc, i64, len(outer_shape), len(inner_shape),
+                                   columns=columns)
     dst = empty((outputs * parts,), dtypes.int64 if arg else _np(spec.out), device=device)
     args: list[Any] = [dst]
     values = empty((outputs * parts,), _np(acc), device=device) if arg else None
@@ -151,7 +170,10 @@ def _fold(x: Array, op: str, axes: tuple[int, ...], out: np.dtype[Any], acc: Sca
     scalar_divisor = divisor if final and finish else _zero(acc)
     args += [outputs, parts, segment, acc(scalar_divisor), *outer_shape, *inner_shape, x.offset,
              *outer_strides, *inner_strides]
-    _kernel(spec, device).run((outputs * parts * W,), args, (W,))
+    if columns:
+        _kernel(spec, device).run((-(-outputs * parts // W) * W,), args, (W,))
+    else:
+        _kernel(spec, device).run((outputs * parts * W,), args, (W,))
     if final:
         return dst
     merge = reduction.Reduction(op, acc, acc, i64 if arg else scalar_type(out), 1, 1, merge=True,

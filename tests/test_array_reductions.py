@@ -329,6 +329,9 @@ KERNELS: list[reduction.Reduction | scan.Scan] = [
     reduction.Reduction("all", f32, i32, bool_t, 0, 2), reduction.Reduction("argmax", f32, f32, i64, 1, 1),
     reduction.Reduction("argmin", i32, i32, i64, 1, 1, merge=True),
     reduction.Reduction("sumsq", f32, f32, f32, 1, 1, finish="sqrt"),
+    reduction.Reduction("sum", f32, f32, f32, 1, 1, columns=True),
+    reduction.Reduction("argmin", f64, f64, i64, 2, 2, columns=True),
+    reduction.Reduction("sumsq", f16, f32, f16, 1, 1, finish="divide", columns=True),
     scan.Scan("sum", i32, i64, i64, 1), scan.Scan("prod", f16, f32, f16, 0), scan.Scan("sum", f64, f64, f64, 2),
 ]
 
@@ -357,6 +360,8 @@ def test_bad_kernel_specs_are_refused() -> None:
         reduction.build(reduction.Reduction("median", f32, f32, f32, 0, 1))
     with pytest.raises(ValueError, match="no kernel"):
         scan.build(scan.Scan("max", f32, f32, f32, 0))
+    with pytest.raises(ValueError, match="no kernel"):
+        reduction.build(reduction.Reduction("sum", f32, f32, f32, 1, 1, merge=True, columns=True))
 
 
 def test_every_kernel_compiles_to_sm90_through_nvrtc() -> None:
@@ -407,3 +412,75 @@ def _documented_sum(values: np.ndarray) -> np.float32:
 def test_float_sums_follow_the_documented_order_bit_for_bit(device: hetero.Device) -> None:
     host = _values((30_001,), "float32", 11)
     assert hetero.sum(hetero.asarray(host, device=device)).numpy().tobytes() == _documented_sum(host).tobytes()
+
+
+# -- the ``columns`` stage: sum(axis=0) of a C-ordered matrix and its kin -------------------------
+def _documented_column_sums(matrix: np.ndarray) -> np.ndarray:
+    """float32 ``matrix.sum(axis=0)`` folded as the ``columns`` stage documents: chunks of rows
+    in order per column, then the merge stage's tree over each column's partials."""
+    from hetero.array_reductions import COLUMN_CHUNK, MAX_PARTS
+
+    rows, cols = matrix.shape
+    W = reduction.GROUP
+    parts = max(1, min(MAX_PARTS, rows // COLUMN_CHUNK))
+    chunk = -(-rows // parts)
+    out = np.empty(cols, np.float32)
+    for m in range(cols):
+        partials = []
+        for c in range(parts):
+            values = matrix[c * chunk:min((c + 1) * chunk, rows), m]
+            if values.size:
+                acc = values[0]
+                for v in values[1:]:
+                    acc = np.float32(acc + v)
+                partials.append(acc)
+        lanes: list[np.float32 | None] = []
+        for t in range(W):
+            acc = None
+            for j in range(t, len(partials), W):
+                acc = partials[j] if acc is None else np.float32(acc + partials[j])
+            lanes.append(acc)
+        step = W // 2
+        while step:
+            for t in range(step):
+                if lanes[t + step] is not None:
+                    lanes[t] = np.float32(lanes[t] + lanes[t + step])  # type: ignore[operator]
+            step //= 2
+        out[m] = lanes[0]
+    return out
+
+
+def test_column_sums_follow_the_documented_order_bit_for_bit(device: hetero.Device) -> None:
+    host = _values((3001, 5), "float32", 12)  # 11 chunks of 273 rows (the last shorter)
+    got = hetero.sum(hetero.asarray(host, device=device), axis=0).numpy()
+    assert got.tobytes() == _documented_column_sums(host).tobytes()
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "argmax", "argmin", "var", "std", "any", "all"])
+def test_column_layouts_match_numpy(device: hetero.Device, op: str) -> None:
+    """Layouts the ``columns`` stage takes: a tall matrix (several chunks), outputs not a multiple
+    of a work-group, two reduced axes, a flipped view, NaN and ties across chunk boundaries."""
+    kind = "bool" if op in ("any", "all") else ("int32" if op in ("argmax", "argmin") else "float32")
+    host = _values((1300, 3, 131), kind, 13, op)
+    if kind == "int32":
+        host = (host % 3).astype(np.int32)  # many ties, some across chunk boundaries
+    x = hetero.asarray(host, device=device)
+    for view, want in ((x, host), (x[::-1, :, ::-1], host[::-1, :, ::-1])):
+        for axis in (0, (0, 1)):
+            got = getattr(hetero, op)(view, axis=axis).numpy() if op not in ("argmax", "argmin") or axis == 0 \
+                else None
+            if got is None:
+                continue
+            expected = getattr(np, op)(want, axis=axis)
+            if kind == "float32":
+                np.testing.assert_allclose(got, expected, rtol=2e-5, atol=1e-5)
+            else:
+                np.testing.assert_array_equal(got, expected)
+    if kind == "float32" and op not in ("var", "std"):
+        poisoned = host.copy()
+        poisoned[700, 1, 5] = np.nan
+        got = getattr(hetero, op)(hetero.asarray(poisoned, device=device), axis=0).numpy()
+        expected = getattr(np, op)(poisoned, axis=0)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(expected) if op not in ("argmax", "argmin") else False)
+        if op in ("argmax", "argmin"):
+            assert got[1, 5] == 700  # NaN is above everything: the index of the first NaN
