@@ -74,27 +74,35 @@ def _has_fp64(device: Device) -> bool:
     return "fp64" in target.features if target is not None else bool(device.info.fp64)
 
 
-def check_float(function: str, dtype: np.dtype[Any], device: Device) -> None:
+def check_float(function: str, dtype: np.dtype[Any], device: Device, *, complex_ok: bool = False) -> None:
     """Refuse (:class:`UnsupportedDtypeError`, naming the remedy) a ``dtype`` that is not floating
-    point, or float64 on a device without fp64."""
-    if dtype.kind != "f":
-        raise UnsupportedDtypeError(f"hetero.{function} takes floating-point arrays, got {dtype}; convert first, "
+    point (or complex, where ``complex_ok``), or float64/complex128 on a device without fp64."""
+    if dtype.kind != "f" and not (complex_ok and dtype.kind == "c"):
+        kinds = "floating-point or complex" if complex_ok else "floating-point"
+        raise UnsupportedDtypeError(f"hetero.{function} takes {kinds} arrays, got {dtype}; convert first, "
                                     "e.g. hetero.astype(x, hetero.float32)")
-    if dtype == dtypes.float64 and not _has_fp64(device):
-        raise UnsupportedDtypeError(f"hetero.{function} of float64 needs fp64, which {device.name} lacks; "
-                                    "convert to float32 first (hetero.astype(x, hetero.float32)) or use a device "
+    if dtype in (dtypes.float64, dtypes.complex128) and not _has_fp64(device):
+        narrow = "complex64" if dtype.kind == "c" else "float32"
+        raise UnsupportedDtypeError(f"hetero.{function} of {dtype} needs fp64, which {device.name} lacks; "
+                                    f"convert to {narrow} first (hetero.astype(x, hetero.{narrow})) or use a device "
                                     "with fp64")
 
 
-def float_dtype(function: str, arrays: Sequence[Array]) -> np.dtype[Any]:
-    """The floating dtype ``function`` (``"linalg.inv"``) computes in for these operands: their
-    promoted dtype, refused by :func:`check_float` for an integer or bool operand or for float64 on a
-    device without fp64."""
+def float_dtype(function: str, arrays: Sequence[Array], *, complex_ok: bool = False) -> np.dtype[Any]:
+    """The floating (or, where ``complex_ok``, complex) dtype ``function`` (``"linalg.inv"``)
+    computes in for these operands: their promoted dtype, refused by :func:`check_float` for an
+    integer or bool operand or for 64-bit floats on a device without fp64."""
     for x in arrays:
-        check_float(function, x.dtype, x.device)
+        check_float(function, x.dtype, x.device, complex_ok=complex_ok)
     result = np.dtype(np.result_type(*(x.dtype for x in arrays)))
-    check_float(function, result, arrays[0].device)
+    check_float(function, result, arrays[0].device, complex_ok=complex_ok)
     return result
+
+
+def real_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The real dtype of ``dtype``'s values' magnitudes (float32 for complex64), ``dtype`` if real:
+    what eigenvalues of a Hermitian matrix, singular values and norms come back as."""
+    return np.dtype(np.finfo(dtype).dtype) if dtype.kind == "c" else dtype
 
 
 def _cupy_view(cupy: Any, x: Array) -> Any:

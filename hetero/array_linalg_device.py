@@ -167,7 +167,7 @@ def matrix_norm(x: Array, /, *, keepdims: bool = False, ord: int | float | str |
     order = "fro" if ord is None else ord
     if x.dtype.kind == "c" and order not in ("nuc", 2, -2):  # of the magnitudes: real-valued, as the standard says
         x = fn.abs(x)
-    _floating("linalg.matrix_norm", x)
+    float_dtype("linalg.matrix_norm", [x], complex_ok=True)  # complex only for the singular-value norms, here
     if isinstance(order, bool) or order not in _MATRIX_ORDERS:
         raise ArrayError(f"hetero.linalg.matrix_norm: ord must be one of 'fro', 'nuc', 1, -1, 2, -2, inf, -inf; "
                          f"got {ord!r}")

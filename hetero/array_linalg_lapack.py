@@ -3,9 +3,11 @@ pinv matrix_rank qr slogdet solve svd svdvals``, batched over the axes before th
 
 Each runs on the device's vendor library where it has one, else on the host with a counted,
 announced fallback: :mod:`hetero.array_lapack` has the table, :mod:`hetero.array_host_fallback`
-the rules. The operands must be floating point (an integer or bool one is an
+the rules. The operands must be floating point or complex (an integer or bool one is an
 :class:`hetero.UnsupportedDtypeError` naming the conversion), float16 is computed in float32 and
-rounded back, float64 needs a device with fp64. Results match NumPy's to rounding: eigenvalues
+rounded back, float64 and complex128 need a device with fp64. For complex input the values the
+standard defines as real come back real (eigenvalues of ``eigh``/``eigvalsh``, ``S`` of ``svd``,
+``svdvals``, ``logabsdet``, the singular-value norms); the rest keep the complex dtype. Results match NumPy's to rounding: eigenvalues
 ascending as LAPACK returns them; eigenvectors and singular vectors are unique only up to sign
 (compare through reconstruction, ``U * S @ Vh``).
 
@@ -25,7 +27,7 @@ import numpy as np
 from hetero import dtypes
 from hetero.array import Array, empty
 from hetero.array_elementwise import same_device
-from hetero.array_lapack import call, float_dtype
+from hetero.array_lapack import call, float_dtype, real_dtype
 from hetero.errors import ArrayError
 
 
@@ -62,10 +64,12 @@ def matrices(function: str, x: Any, *, square: bool = False) -> Array:
     return x
 
 
-def _one(function: str, x: Array, compute: Any, square: bool = True, count: int = 1) -> tuple[Array, ...]:
+def _one(function: str, x: Array, compute: Any, square: bool = True, count: int = 1,
+         real: tuple[int, ...] = ()) -> tuple[Array, ...]:
+    """``compute`` of the matrices ``x``: ``count`` results of ``x``'s dtype, those at ``real`` of its real dtype."""
     x = matrices(function, x, square=square)
-    dtype = float_dtype(function, [x])
-    return call(function, [x], compute, dtype, [dtype] * count)
+    dtype = float_dtype(function, [x], complex_ok=True)
+    return call(function, [x], compute, dtype, [real_dtype(dtype) if k in real else dtype for k in range(count)])
 
 
 def cholesky(x: Array, /, *, upper: bool = False) -> Array:
@@ -86,13 +90,13 @@ def det(x: Array, /) -> Array:
 
 def eigh(x: Array, /) -> EighResult:
     """Eigenvalues (ascending) and eigenvectors (columns) of each symmetric matrix (its lower triangle is read)."""
-    values, vectors = _one("linalg.eigh", x, lambda xp, a: tuple(xp.linalg.eigh(a)), count=2)
+    values, vectors = _one("linalg.eigh", x, lambda xp, a: tuple(xp.linalg.eigh(a)), count=2, real=(0,))
     return EighResult(values, vectors)
 
 
 def eigvalsh(x: Array, /) -> Array:
     """The eigenvalues (ascending) of each symmetric matrix."""
-    return _one("linalg.eigvalsh", x, lambda xp, a: xp.linalg.eigvalsh(a))[0]
+    return _one("linalg.eigvalsh", x, lambda xp, a: xp.linalg.eigvalsh(a), real=(0,))[0]
 
 
 def inv(x: Array, /) -> Array:
@@ -112,7 +116,7 @@ def qr(x: Array, /, *, mode: str = "reduced") -> QRResult:
 def slogdet(x: Array, /) -> SlogdetResult:
     """The sign (1, -1, or 0 for a singular matrix) and the natural log of the absolute value of each
     square matrix's determinant (``-inf`` for a singular one)."""
-    sign, logabsdet = _one("linalg.slogdet", x, lambda xp, a: tuple(xp.linalg.slogdet(a)), count=2)
+    sign, logabsdet = _one("linalg.slogdet", x, lambda xp, a: tuple(xp.linalg.slogdet(a)), count=2, real=(1,))
     return SlogdetResult(sign, logabsdet)
 
 
@@ -133,7 +137,7 @@ def solve(x1: Array, x2: Array, /) -> Array:
         batch = tuple(np.broadcast_shapes(a.shape[:-2], () if vector else x2.shape[:-2]))
     except ValueError:
         raise ArrayError(f"hetero.linalg.solve: the batch axes of x1 {a.shape} and x2 {x2.shape} do not broadcast") from None
-    dtype = float_dtype("linalg.solve", [a, x2])
+    dtype = float_dtype("linalg.solve", [a, x2], complex_ok=True)
     shape = (*batch, M) if vector else (*batch, M, x2.shape[-1])
     if 0 in shape:
         return empty(shape, dtype, device=same_device("linalg.solve", [a, x2]))
@@ -152,13 +156,14 @@ def svd(x: Array, /, *, full_matrices: bool = True) -> SVDResult:
     """``U``, ``S`` (descending) and ``Vh`` with ``x = U * S[..., None, :] @ Vh`` for each M x N matrix;
     ``U`` M x M and ``Vh`` N x N with ``full_matrices``, else M x K and K x N (K = min(M, N))."""
     full = bool(full_matrices)
-    u, s, vh = _one("linalg.svd", x, lambda xp, a: tuple(xp.linalg.svd(a, full_matrices=full)), square=False, count=3)
+    u, s, vh = _one("linalg.svd", x, lambda xp, a: tuple(xp.linalg.svd(a, full_matrices=full)), square=False, count=3,
+                     real=(1,))
     return SVDResult(u, s, vh)
 
 
 def svdvals(x: Array, /) -> Array:
     """The singular values (descending) of each matrix, shape ``(..., min(M, N))``."""
-    return _one("linalg.svdvals", x, lambda xp, a: xp.linalg.svd(a, compute_uv=False), square=False)[0]
+    return _one("linalg.svdvals", x, lambda xp, a: xp.linalg.svd(a, compute_uv=False), square=False, real=(0,))[0]
 
 
 def singular_value_norm(x: Array, order: Any) -> Array:
@@ -172,8 +177,8 @@ def singular_value_norm(x: Array, order: Any) -> Array:
     if order != "nuc" and 0 in x.shape[-2:]:
         raise ArrayError(f"hetero.linalg.matrix_norm: ord={order} of matrices with no elements (shape {x.shape}) is "
                          "undefined (no singular values)")
-    dtype = float_dtype("linalg.matrix_norm", [x])
-    return call("linalg.matrix_norm", [x], compute, dtype, [dtype])[0]
+    dtype = float_dtype("linalg.matrix_norm", [x], complex_ok=True)
+    return call("linalg.matrix_norm", [x], compute, dtype, [real_dtype(dtype)])[0]
 
 
 def _rtol(function: str, rtol: Any, x: Array) -> tuple[list[Array], float | None]:
@@ -203,7 +208,7 @@ def matrix_rank(x: Array, /, *, rtol: float | Array | None = None) -> Array:
     """The rank of each matrix (int64): how many singular values exceed ``rtol`` times the largest."""
     x = matrices("linalg.matrix_rank", x)
     extra, value = _rtol("linalg.matrix_rank", rtol, x)
-    dtype = float_dtype("linalg.matrix_rank", [x])
+    dtype = float_dtype("linalg.matrix_rank", [x], complex_ok=True)
     shape = x.shape
 
     def compute(xp: Any, a: Any, *tol: Any) -> Any:
@@ -220,7 +225,7 @@ def pinv(x: Array, /, *, rtol: float | Array | None = None) -> Array:
     values at most ``rtol`` times the largest treated as zero."""
     x = matrices("linalg.pinv", x)
     extra, value = _rtol("linalg.pinv", rtol, x)
-    dtype = float_dtype("linalg.pinv", [x])
+    dtype = float_dtype("linalg.pinv", [x], complex_ok=True)
     shape = x.shape
 
     def compute(xp: Any, a: Any, *tol: Any) -> Any:
@@ -229,7 +234,10 @@ def pinv(x: Array, /, *, rtol: float | Array | None = None) -> Array:
         u, s, vh = xp.linalg.svd(a, full_matrices=False)
         large = s > _cutoff(xp, s, shape, value, tol[0] if tol else None)
         inverse = xp.where(large, 1 / xp.where(large, s, 1), 0).astype(s.dtype)
-        return xp.matmul(xp.swapaxes(vh, -1, -2) * inverse[..., None, :], xp.swapaxes(u, -1, -2))
+        v, uh = xp.swapaxes(vh, -1, -2), xp.swapaxes(u, -1, -2)
+        if v.dtype.kind == "c":  # the conjugate transposes
+            v, uh = v.conj(), uh.conj()
+        return xp.matmul(v * inverse[..., None, :], uh)
 
     return call("linalg.pinv", [x, *extra], compute, dtype, [dtype])[0]
 

@@ -370,8 +370,46 @@ def test_matrix_norm_of_complex_is_real_valued(device: hetero.Device, ord: objec
     np.testing.assert_allclose(got.numpy(), np.linalg.norm(z, axis=(-2, -1), ord=ord), rtol=1e-5)
 
 
-def test_lapack_functions_refuse_complex_clearly(device: hetero.Device) -> None:
-    z = hetero.asarray(np.eye(3, dtype=np.complex64), device=device)
-    for call in (linalg.inv, linalg.svdvals, linalg.eigvalsh, linalg.pinv):
-        with pytest.raises(hetero.UnsupportedDtypeError, match="floating-point"):
-            call(z)
+def _complex(*shape: int, seed: int = 8) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
+def test_lapack_functions_take_complex_and_return_the_standards_real_values(device: hetero.Device, quiet: None) -> None:
+    """Complex input (it was refused): complex results, except what the standard defines as real
+    (eigenvalues of a Hermitian matrix, singular values, logabsdet, the singular-value norms)."""
+    a = _complex(2, 4, 4)
+    h = (a @ np.conj(np.swapaxes(a, -1, -2)) + 4 * np.eye(4)).astype(np.complex64)  # Hermitian positive definite
+    x, hx = _on(device, a), _on(device, h)
+    cases = {
+        "inv": (linalg.inv(x), np.linalg.inv(a)), "det": (linalg.det(x), np.linalg.det(a)),
+        "pinv": (linalg.pinv(x), np.linalg.pinv(a)), "solve": (linalg.solve(x, hx), np.linalg.solve(a, h)),
+        "cholesky": (linalg.cholesky(hx), np.linalg.cholesky(h)), "eigvalsh": (linalg.eigvalsh(hx), np.linalg.eigvalsh(h)),
+        "svdvals": (linalg.svdvals(x), np.linalg.svd(a, compute_uv=False)),
+        "logabsdet": (linalg.slogdet(x).logabsdet, np.linalg.slogdet(a)[1]),
+        "sign": (linalg.slogdet(x).sign, np.linalg.slogdet(a)[0]),
+        "norm 2": (linalg.matrix_norm(x, ord=2), np.linalg.norm(a, ord=2, axis=(-2, -1))),
+        "norm nuc": (linalg.matrix_norm(x, ord="nuc"), np.linalg.norm(a, ord="nuc", axis=(-2, -1))),
+    }
+    for name, (got, want) in cases.items():
+        assert got.dtype == want.dtype, name
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-3, atol=1e-4, err_msg=name)
+    assert linalg.matrix_rank(x).numpy().tolist() == [4, 4]
+    values, vectors = linalg.eigh(hx)
+    assert (values.dtype, vectors.dtype) == (np.float32, np.complex64)
+    v = vectors.numpy()
+    np.testing.assert_allclose(h @ v, v * values.numpy()[..., None, :], rtol=1e-3, atol=1e-3)
+    u, s, vh = linalg.svd(x, full_matrices=False)
+    assert (u.dtype, s.dtype, vh.dtype) == (np.complex64, np.float32, np.complex64)
+    np.testing.assert_allclose((u.numpy() * s.numpy()[..., None, :]) @ vh.numpy(), a, rtol=1e-3, atol=1e-4)
+    q, r = linalg.qr(x)
+    np.testing.assert_allclose(q.numpy() @ r.numpy(), a, rtol=1e-3, atol=1e-4)
+
+
+def test_lapack_functions_refuse_integers_and_complex128_without_fp64(device: hetero.Device) -> None:
+    ints = hetero.asarray(np.eye(3, dtype=np.int32), device=device)
+    with pytest.raises(hetero.UnsupportedDtypeError, match="floating-point or complex"):
+        linalg.inv(ints)
+    if not device.info.fp64:
+        with pytest.raises(hetero.UnsupportedDtypeError, match="complex128 needs fp64.*complex64"):
+            linalg.inv(hetero.asarray(np.eye(3, dtype=np.complex128), device=device))
