@@ -307,6 +307,14 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         return view if view is not None else np.empty(self.shape, self.dtype)
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None) -> Any:
+        if dl_device is not None and tuple(dl_device) == (1, 0) and not self._device.runtime.host_memory \
+                and self._device.runtime.dlpack_device != (1, 0):
+            # the consumer asks for host memory (kDLCPU): the standard lets a producer copy there
+            if copy is False:
+                raise BufferError(f"DLPack export of an array on {self._device.name} to the host (dl_device=(1, 0)) "
+                                  "needs a copy, and copy=False forbids it; pass copy=None or copy=True")
+            host = self.numpy()
+            return host.__dlpack__(max_version=max_version) if max_version is not None else host.__dlpack__()
         native = self._native("DLPack export")
         kwargs = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device), ("copy", copy)) if v is not None}
         return native.__dlpack__(**kwargs)

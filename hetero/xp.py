@@ -86,6 +86,8 @@ def from_dlpack(x: Any, /, *, device: str | Device | None = None, copy: builtins
     is needed (``BufferError``, as the standard says)."""
     if not hasattr(x, "__dlpack_device__"):
         raise TypeError(f"from_dlpack takes an object with __dlpack__ and __dlpack_device__, not {type(x).__name__}")
+    if isinstance(x, Array):  # hetero's own: no capsule (OpenCL devices have none), the same rules
+        return _from_hetero(x, x.device if device is None else _resolve(device), copy)
     target = _dlpack_owner(x) if device is None else _resolve(device)
     try:
         return _from_dlpack_object(x, target, None, copy)
@@ -93,6 +95,18 @@ def from_dlpack(x: Any, /, *, device: str | Device | None = None, copy: builtins
         if copy is False:
             raise BufferError(str(exc)) from exc
         raise
+
+
+def _from_hetero(x: Array, target: Device, copy: builtins.bool | None) -> Array:
+    """:func:`from_dlpack` of a hetero array: a view sharing its memory on its own device (``copy``
+    None or False), a copy where ``copy=True`` or ``target`` is another device (BufferError for
+    ``copy=False`` then)."""
+    if target is not x.device:
+        if copy is False:
+            raise BufferError(f"from_dlpack(copy=False) cannot move an array from {x.device.name} to {target.name} "
+                              "without a copy; pass copy=None or copy=True")
+        return x.to_device(target)
+    return x.copy() if copy else x[...]
 
 
 def _resolve(device: str | Device) -> Device:

@@ -127,6 +127,45 @@ def test_from_dlpack_with_device_and_copy(device: hetero.Device) -> None:
         xp.from_dlpack([1, 2])
 
 
+def test_from_dlpack_of_a_hetero_array_on_any_device(device: hetero.Device) -> None:
+    """hetero's own arrays need no capsule (OpenCL devices export none): shared on their own
+    device, copied when asked or moved, BufferError for copy=False across devices."""
+    x = xp.asarray(np.arange(4, dtype=np.float32), device=device)
+    shared = xp.from_dlpack(x)
+    assert shared.device is device
+    shared[0] = 7.0
+    assert float(x[0]) == 7.0  # the same memory
+    copied = xp.from_dlpack(x, copy=True)
+    copied[1] = -1.0
+    assert float(x[1]) == 1.0
+    other = hetero.device("cpu") if device.name != "cpu" else next(d for d in hetero.devices() if d.name != "cpu")
+    moved = xp.from_dlpack(x, device=other)
+    assert moved.device is other
+    np.testing.assert_array_equal(moved.numpy(), [7.0, 1.0, 2.0, 3.0])
+    with pytest.raises(BufferError, match="copy=False"):
+        xp.from_dlpack(x, device=other, copy=False)
+
+
+def test_dlpack_export_to_the_host_copies_where_the_memory_is_not_the_hosts(device: hetero.Device) -> None:
+    x = xp.asarray(np.arange(3, dtype=np.int32), device=device)
+
+    class Capsule:  # hands NumPy the capsule hetero made for dl_device=(kDLCPU, 0)
+        def __init__(self, capsule: object) -> None:
+            self.capsule = capsule
+
+        def __dlpack__(self, **_: object) -> object:
+            return self.capsule
+
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return (1, 0)
+
+    for kwargs in ({"dl_device": (1, 0)}, {"dl_device": (1, 0), "copy": True, "max_version": (1, 0)}):
+        np.testing.assert_array_equal(np.from_dlpack(Capsule(x.__dlpack__(**kwargs))), [0, 1, 2])
+    if not device.runtime.host_memory:
+        with pytest.raises(BufferError, match="copy=False forbids"):
+            x.__dlpack__(dl_device=(1, 0), copy=False)
+
+
 @pytest.mark.parametrize("make", [xp.empty, xp.zeros, xp.ones])
 def test_dtype_none_is_the_default_float(device: hetero.Device, make: object) -> None:
     assert make((2,), dtype=None, device=device).dtype == xp.float32  # type: ignore[operator]
