@@ -81,6 +81,7 @@ def _write(path: Path) -> None:
         "pid": os.getpid(),
         "device": _device_name(),
         "launches": _launches(),
+        "host_fallbacks": _host_fallbacks(),
         "torch_device": worker_torch_device(),
     }
     try:
@@ -94,6 +95,14 @@ def _write(path: Path) -> None:
             print(f"hetero: cannot write heartbeat file {path}: {exc} "
                   f"(check that {ENV_HEARTBEAT_FILE}'s directory is writable)", file=sys.stderr)
     _last_write = time.monotonic()
+
+
+def _host_fallbacks() -> int | None:
+    # Functions computed on the host for want of a device library (ground-floor counter, as launches).
+    try:
+        return sum(launch_counts.host_fallbacks().values())
+    except Exception:  # noqa: BLE001 - a counter bug must not break the heartbeat
+        return None
 
 
 def _device_name() -> str | None:

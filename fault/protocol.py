@@ -11,8 +11,9 @@ visibility variable and torch.distributed's ``RANK``/``LOCAL_RANK``/``WORLD_SIZE
 - ``HETERO_RUN_DIR``: a directory private to this run (fault reports, heartbeats).
 - ``HETERO_WORKER``: the worker's rank, as a string.
 - ``HETERO_HEARTBEAT_FILE``: the file :func:`hetero.heartbeat` rewrites (JSON, see
-  :data:`HEARTBEAT_FIELDS`); the launcher reads its contents' ``time`` (and the file's mtime), and
-  ``torch_device``: where torch runs for the worker's device (null until that is known).
+  :data:`HEARTBEAT_FIELDS`); the launcher reads its contents' ``time`` (and the file's mtime),
+  ``launches`` and ``host_fallbacks`` (counts for its metrics), and ``torch_device``: where torch
+  runs for the worker's device (null until that is known).
 - ``HETERO_FAULT_REPORT``: where a worker that meets a fatal device error writes a JSON
   report (:data:`FAULT_REPORT_FIELDS`) before exiting with :data:`FAULT_EXIT_CODE`.
 - ``HETERO_CHECKPOINT_DIR``: where :mod:`hetero.checkpoint` saves by default.
@@ -62,4 +63,4 @@ FAULT_REPORT_FIELDS = (
 )
 
 #: Keys of the heartbeat JSON object.
-HEARTBEAT_FIELDS = ("time", "step", "pid", "device", "launches", "torch_device")
+HEARTBEAT_FIELDS = ("time", "step", "pid", "device", "launches", "host_fallbacks", "torch_device")

@@ -5,7 +5,9 @@ array's own host memory), cuSOLVER / rocSOLVER through CuPy on ``cuda`` / ``rocm
 devices (``oneapi``, ``opencl``) have no LAPACK hetero binds, so there the operands are
 downloaded, NumPy computes, and the results are uploaded: a *host fallback*. Each one is
 
-- counted, per function and device: :func:`counts` (``{("linalg.inv", "oneapi:0"): 3}``);
+- counted, per function and device: :func:`counts` (``{("linalg.inv", "oneapi:0"): 3}``), and per
+  device in the telemetry (:func:`hetero.launch_counts.host_fallbacks`): a worker's heartbeats
+  carry it to ``hetero-run``, whose metrics have ``hetero_host_fallbacks_total{device}``;
 - announced: the first time a function falls back on a device, one WARNING on the
   ``hetero.array`` logger names the function, the device and how to silence or forbid it;
 - governed by the ``host_fallback`` setting (``HETERO_HOST_FALLBACK``, :mod:`hetero.config`):
@@ -25,6 +27,7 @@ import threading
 from hetero.config import get_config
 from hetero.device import Device
 from hetero.errors import ArrayError
+from hetero.launch_counts import fell_back, forget_host_fallbacks
 from hetero.registry import device as resolve_device
 
 log = logging.getLogger("hetero.array")
@@ -71,6 +74,7 @@ def reset() -> None:
     with _lock:
         _counts.clear()
         _warned.clear()
+    forget_host_fallbacks()
 
 
 def note(function: str, device: Device) -> None:
@@ -88,6 +92,7 @@ def note(function: str, device: Device) -> None:
         _counts[key] += 1
         first = key not in _warned
         _warned.add(key)
+    fell_back(device.name)
     if first and mode == "warn":
         log.warning("hetero.%s runs on the host for arrays on %s: the device has no library "
                     "hetero can call for it (LAPACK, FFT), so its operands are downloaded, NumPy computes and the "

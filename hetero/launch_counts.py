@@ -1,5 +1,6 @@
-"""How many kernel launches each device has had in this process, and how many host writes into
-its memory (uploads and copies through :func:`hetero.copyto`).
+"""How many kernel launches each device has had in this process, how many host writes into
+its memory (uploads and copies through :func:`hetero.copyto`), and how many operations on its
+arrays ran on the host for want of a library there (host fallbacks, :mod:`hetero.array_host_fallback`).
 
 On the ground floor, so that a heartbeat (the fault floor) reads what the kernel layer counts
 without importing it (importing the compiler for a heartbeat would cost more than the step it
@@ -17,6 +18,8 @@ _COUNTERS: dict[str, itertools.count[int]] = {}
 _READS: dict[str, int] = {}  # how many times launch_counts() has advanced each counter itself
 _READS_LOCK = threading.Lock()
 _WRITES: dict[str, int] = {}  # device name -> writes into its memory (hetero.array counts them)
+_FALLBACKS: dict[str, int] = {}  # device name -> host fallbacks of functions on its arrays
+_FALLBACKS_LOCK = threading.Lock()
 
 
 def counter(device_name: str) -> itertools.count[int]:
@@ -52,3 +55,22 @@ def write_count(device_name: str) -> int:
     """Writes into the memory of ``device_name`` so far (see :func:`wrote`); the guard compares two
     readings to see whether state on that device may have changed between steps."""
     return _WRITES.get(device_name, 0)
+
+
+def fell_back(device_name: str) -> None:
+    """Count one host fallback (a function on this device's arrays computed on the host)."""
+    with _FALLBACKS_LOCK:
+        _FALLBACKS[device_name] = _FALLBACKS.get(device_name, 0) + 1
+
+
+def host_fallbacks() -> dict[str, int]:
+    """Host fallbacks per device name so far (devices with none are absent); heartbeats carry the
+    total to ``hetero-run``, whose metrics count them per device."""
+    with _FALLBACKS_LOCK:
+        return dict(_FALLBACKS)
+
+
+def forget_host_fallbacks() -> None:
+    """Clear :func:`host_fallbacks` (:func:`hetero.array_host_fallback.reset` calls it)."""
+    with _FALLBACKS_LOCK:
+        _FALLBACKS.clear()

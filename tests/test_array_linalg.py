@@ -248,14 +248,17 @@ def test_host_fallback_warns_once_per_function_and_device(device: hetero.Device,
             linalg.inv(x)
         linalg.det(x)
     warnings = [r.getMessage() for r in caplog.records if r.name == "hetero.array"]
+    from hetero.launch_counts import host_fallbacks
+
     if device.backend in ("cpu", "cuda", "rocm"):  # the device's own LAPACK: no fallback
-        assert warnings == [] and array_host_fallback.counts() == {}
+        assert warnings == [] and array_host_fallback.counts() == {} and host_fallbacks() == {}
         assert linalg.host_functions(device) == ()
         return
     assert len(warnings) == 2, warnings
     assert "linalg.inv" in warnings[0] and device.name in warnings[0] and "HETERO_HOST_FALLBACK=allow" in warnings[0]
     assert "linalg.det" in warnings[1]
     assert array_host_fallback.counts() == {("linalg.inv", device.name): 3, ("linalg.det", device.name): 1}
+    assert host_fallbacks() == {device.name: 4}  # the telemetry heartbeats carry to hetero-run's metrics
     assert {"linalg.inv", "linalg.svd", "linalg.solve"} <= set(linalg.host_functions(device))
     assert "linalg.trace" not in linalg.host_functions(device)
     assert linalg.host_functions(device.name) == linalg.host_functions(device)

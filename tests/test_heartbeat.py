@@ -124,6 +124,21 @@ def test_launches_come_from_the_kernel_layer_only_when_loaded(beat_file: Path, m
     assert _read(beat_file)["launches"] is None
 
 
+def test_host_fallbacks_come_from_the_ground_floor_counter(beat_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hetero import launch_counts
+
+    monkeypatch.setattr(launch_counts, "_FALLBACKS", {})
+    hb.flush()
+    assert _read(beat_file)["host_fallbacks"] == 0
+    for name in ("oneapi:0", "oneapi:0", "opencl:0"):
+        launch_counts.fell_back(name)
+    hb.flush()
+    assert _read(beat_file)["host_fallbacks"] == 3
+    monkeypatch.setattr(launch_counts, "host_fallbacks", lambda: 1 / 0)
+    hb.flush()
+    assert _read(beat_file)["host_fallbacks"] is None
+
+
 def test_an_unwritable_heartbeat_file_does_not_break_the_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               clock: FakeClock, capsys: pytest.CaptureFixture[str]) -> None:
     blocker = tmp_path / "a-file"

@@ -4,6 +4,7 @@ time-lost accounting, metrics exposition, command-line errors."""
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,11 +133,42 @@ def test_prometheus_metrics_have_the_documented_names() -> None:
     metrics.observe_recovery(1.5)
     metrics.set_goodput(0.75)
     metrics.add_launches("cpu", 40)
+    metrics.add_host_fallbacks("oneapi:0", 3)
     text = metrics.exposition().decode()
     for line in ("hetero_worker_restarts_total 1.0", 'hetero_faults_total{class="device-lost",device="oneapi:0"} 1.0',
                  'hetero_device_quarantined{device="oneapi:0"} 1.0', "hetero_recovery_seconds_count 1.0",
-                 "hetero_goodput_ratio 0.75", 'hetero_kernel_launches_total{device="cpu"} 40.0'):
+                 "hetero_goodput_ratio 0.75", 'hetero_kernel_launches_total{device="cpu"} 40.0',
+                 'hetero_host_fallbacks_total{device="oneapi:0"} 3.0'):
         assert line in text
+
+
+def test_heartbeats_carry_launches_and_host_fallbacks_into_the_metrics(tmp_path: Path) -> None:
+    from hetero.fault.launch.config import LaunchConfig
+    from hetero.fault.launch.metrics import Metrics
+    from hetero.fault.launch.supervisor import Supervisor
+    from hetero.fault.launch.worker_handle import Worker
+
+    class Recording(Metrics):
+        def __init__(self) -> None:
+            self.seen: list[tuple[str, str, int]] = []
+
+        def add_launches(self, device: str, count: int) -> None:
+            self.seen.append(("launches", device, count))
+
+        def add_host_fallbacks(self, device: str, count: int) -> None:
+            self.seen.append(("host_fallbacks", device, count))
+
+    metrics = Recording()
+    script = tmp_path / "x.py"
+    script.write_text("")
+    supervisor = Supervisor(LaunchConfig((str(script),), tmp_path / "run", tmp_path / "ckpt", None), metrics)
+    worker = Worker(0, info("oneapi:0"), tmp_path / "ckpt", heartbeat_file=tmp_path / "beat.json")
+    for mtime, (launches, fallbacks) in enumerate(((10, 2), (15, 2), (15, 5))):
+        worker.heartbeat_file.write_text(json.dumps({"step": mtime, "launches": launches, "host_fallbacks": fallbacks}))
+        os.utime(worker.heartbeat_file, ns=(mtime * 10**9, mtime * 10**9))
+        supervisor._read_heartbeat(worker, float(mtime))
+    assert metrics.seen == [("launches", "oneapi:0", 10), ("host_fallbacks", "oneapi:0", 2),
+                            ("launches", "oneapi:0", 5), ("host_fallbacks", "oneapi:0", 3)]
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -16,6 +16,8 @@ hetero_device_quarantined{device}  gauge     1 while the device is quarantined
 hetero_recovery_seconds            histogram failure seen -> first heartbeat after the restart
 hetero_goodput_ratio               gauge     useful step time / wall time (see events)
 hetero_kernel_launches_total{device} counter kernel launches workers reported in heartbeats
+hetero_host_fallbacks_total{device} counter functions workers computed on the host for want of
+                                             a library on their device (linalg, fft on OpenCL)
 ================================== ========= =================================================
 """
 
@@ -47,6 +49,9 @@ class Metrics:
     def add_launches(self, device: str, count: int) -> None:
         pass
 
+    def add_host_fallbacks(self, device: str, count: int) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
@@ -70,6 +75,9 @@ class PrometheusMetrics(Metrics):
         self.goodput = Gauge("hetero_goodput_ratio", "Useful step time / wall time", registry=self.registry)
         self.launches = Counter("hetero_kernel_launches", "Kernel launches reported by workers",
                                 ["device"], registry=self.registry)
+        self.host_fallbacks = Counter("hetero_host_fallbacks",
+                                      "Functions workers computed on the host for want of a device library",
+                                      ["device"], registry=self.registry)
         self._server: Any = None
 
     def inc_restarts(self) -> None:
@@ -89,6 +97,9 @@ class PrometheusMetrics(Metrics):
 
     def add_launches(self, device: str, count: int) -> None:
         self.launches.labels(device).inc(count)
+
+    def add_host_fallbacks(self, device: str, count: int) -> None:
+        self.host_fallbacks.labels(device).inc(count)
 
     def exposition(self) -> bytes:
         """The text format a scrape returns (for tests and ``--metrics-port`` users alike)."""

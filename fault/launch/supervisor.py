@@ -174,6 +174,10 @@ class Supervisor:
         if isinstance(launches, int) and launches > worker.launches:
             self.metrics.add_launches(worker.device.name, launches - worker.launches)
             worker.launches = launches
+        fallbacks = record.get("host_fallbacks")
+        if isinstance(fallbacks, int) and fallbacks > worker.host_fallbacks:
+            self.metrics.add_host_fallbacks(worker.device.name, fallbacks - worker.host_fallbacks)
+            worker.host_fallbacks = fallbacks
         torch_device = record.get("torch_device")
         if isinstance(torch_device, str) and torch_device != worker.torch_device:
             worker.torch_device = torch_device  # where the worker's torch really runs (hetero.torch_device)

@@ -81,6 +81,7 @@ class Worker:
     fault_report: Path | None = None
     last_mtime: int = -1
     launches: int = 0  # the latest launch count this incarnation reported
+    host_fallbacks: int = 0  # the latest host-fallback count this incarnation reported
     torch_device: str | None = None  # where torch runs for this incarnation, as its heartbeat says
     failed_at: float | None = None  # monotonic time the previous incarnation was seen failing
     lost_since: float | None = None  # last progress of the previous incarnation that was kept
@@ -129,6 +130,7 @@ class Worker:
         self.progress = Progress()
         self.last_mtime = -1
         self.launches = 0
+        self.host_fallbacks = 0
         self.torch_device = None
         proc = standby.activate(list(command), env) if standby is not None else None
         self.proc = proc or subprocess.Popen(list(argv), env=env, start_new_session=True)
