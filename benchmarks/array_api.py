@@ -5,7 +5,8 @@
   devices (where pyopencl builds it); goal (reported, never enforced) hetero >= the peer;
 - scikit-learn's ``PCA(svd_solver="covariance_eigh").fit`` on 200k x 64 float32 (``--quick``:
   20k) with hetero arrays on each device against the same fit on NumPy, and where the time goes
-  (a profile of the hetero fit, grouped by module);
+  (the fit's main steps, mean, centring, covariance product and eigh, each timed on its own
+  beside NumPy's);
 - ``linalg.solve`` and ``linalg.eigh`` of 1024 x 1024 float32 (``--quick``: 256) on each device
   against NumPy: on the device's LAPACK where one exists, else on the host, with the round trip
   (download + upload of the operands and results) shown beside it.
@@ -19,9 +20,7 @@ Every hetero result is checked against NumPy once before timing. Writes
 from __future__ import annotations
 
 import argparse
-import cProfile
 import os
-import pstats
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -95,7 +94,7 @@ def _radix_sides(device: hetero.Device, host: np.ndarray, sides: dict[str, Calla
         from pyopencl.algorithm import RadixSort
     except ImportError as exc:
         return {}, f"pyopencl.algorithm unavailable: {exc}"
-    context, queue, _ = opencl(device)
+    _, context, queue = opencl(device)
     bits = host.view(np.uint32)
     keys = np.where(bits >> 31, ~bits, bits | np.uint32(0x80000000)).astype(np.uint32)
     try:
@@ -128,29 +127,26 @@ def _pca_fit(data: Any) -> Any:
         return PCA(n_components=16, svd_solver="covariance_eigh").fit(data)
 
 
-def _where_time_goes(fn: Callable[[], object], top: int = 8) -> list[dict[str, Any]]:
-    """One profiled call of ``fn``, its own time grouped by module (hetero.array_matmul, sklearn...)."""
-    profile = cProfile.Profile()
-    profile.enable()
-    fn()
-    profile.disable()
-    stats = pstats.Stats(profile)
-    by_module: dict[str, float] = {}
-    for (filename, _, _), (_, _, own, _, _) in stats.stats.items():  # type: ignore[attr-defined]
-        module = _module_of(filename)
-        by_module[module] = by_module.get(module, 0.0) + own
-    total = sum(by_module.values()) or 1.0
-    ranked = sorted(by_module.items(), key=lambda kv: -kv[1])[:top]
-    return [{"module": m, "seconds": round(s, 4), "share": round(s / total, 3)} for m, s in ranked]
-
-
-def _module_of(filename: str) -> str:
-    path = filename.replace(os.sep, "/")
-    for marker in ("/hetero/", "/compiler/", "/backends/", "/sklearn/", "/numpy/", "/scipy/", "/pyopencl/", "/numba/"):
-        if marker in path:
-            tail = path.split(marker, 1)[1]
-            return marker.strip("/") + "." + tail.removesuffix(".py").replace("/", ".")
-    return "python" if path.startswith("<") or "/lib/python" in path else path.rsplit("/", 1)[-1]
+def _steps(device: hetero.Device, x: Any, repeats: int) -> list[dict[str, Any]]:
+    """Where a ``covariance_eigh`` fit spends its time: its main array operations, each timed on
+    its own to completion (on an OpenCL queue a profile would show only the waits), with NumPy's
+    time for the same step beside it."""
+    host = x.numpy()
+    mean, host_mean = xp.mean(x, axis=0), host.mean(axis=0)
+    centered, host_centered = x - mean, host - host_mean
+    covariance = centered.T @ centered / (x.shape[0] - 1)
+    host_covariance = host_centered.T @ host_centered / (host.shape[0] - 1)
+    steps = {
+        "mean(x, axis=0)": (lambda: _ready(xp.mean(x, axis=0)), lambda: host.mean(axis=0)),
+        "x - mean": (lambda: _ready(x - mean), lambda: host - host_mean),
+        "xc.T @ xc": (lambda: _ready(centered.T @ centered), lambda: host_centered.T @ host_centered),
+        "linalg.eigh(64 x 64)": (lambda: _ready(xp.linalg.eigh(covariance)), lambda: np.linalg.eigh(host_covariance)),
+    }
+    out = []
+    for name, (ours, theirs) in steps.items():
+        timings = compare({"hetero": ours, "numpy": theirs}, repeats=repeats, warmup=1)
+        out.append({"step": name, "hetero_s": timings["hetero"]["median_s"], "numpy_s": timings["numpy"]["median_s"]})
+    return out
 
 
 def pca_section(device: hetero.Device, rows: int, repeats: int) -> dict[str, Any]:
@@ -166,7 +162,7 @@ def pca_section(device: hetero.Device, rows: int, repeats: int) -> dict[str, Any
                       repeats=repeats, warmup=1)
     return {"shape": [rows, 64], "dtype": "float32", "seconds": {k: t["median_s"] for k, t in timings.items()},
             "ratio_vs_numpy": round(_ratio(timings, "hetero", "numpy"), 3),
-            "where_the_time_goes": _where_time_goes(lambda: _ready(_pca_fit(x).components_))}
+            "where_the_time_goes": _steps(device, x, repeats)}
 
 
 def linalg_section(device: hetero.Device, n: int, repeats: int) -> dict[str, Any]:
@@ -237,7 +233,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _summary(section: dict[str, Any]) -> str:
     ratios = section.get("ratio_vs_peer") or section.get("ratio_vs_numpy")
     seconds = ", ".join(f"{k} {1e3 * v:.1f} ms" for k, v in section["seconds"].items())
-    return f"{seconds}; ratio (peer time / hetero time) {ratios} {section.get('note', '')}".strip()
+    steps = "".join(f"\n    {s['step']}: hetero {1e3 * s['hetero_s']:.1f} ms, numpy {1e3 * s['numpy_s']:.1f} ms"
+                    for s in section.get("where_the_time_goes", ()))
+    return f"{seconds}; ratio (peer time / hetero time) {ratios} {section.get('note', '')}".strip() + steps
 
 
 if __name__ == "__main__":
