@@ -94,6 +94,7 @@ class Task:
     def usage(self, device: str | Device | None = None) -> Any:
         """Accounted bytes on ``device`` (name or Device), or a dict of all devices."""
         with LEDGER.changed:
+            LEDGER.settle()
             if device is None:
                 return dict(self.used)
             return self.used.get(device if isinstance(device, str) else device.info.name, 0)

@@ -6,10 +6,18 @@ Allocations made inside a scheduler task are accounted to it (quotas, holds). Th
 outside any task are only counted per device (:meth:`Ledger.outside`): placement sees
 them, quotas do not, and counting them does not make cached decisions stale. One lock guards everything; waiters (queued
 low-priority placements) sleep on the same condition and wake when a task ends.
+
+Frees arrive from finalizers (``Array.__del__``, ``weakref.finalize``), which the garbage
+collector may run on any thread at any allocation, including one made while this thread is
+inside the ledger's lock: taking the lock there would deadlock. So :meth:`Ledger.refund` and
+:meth:`Ledger.forget_outside` take no lock: they queue the free (``deque.append`` is atomic)
+and apply it at once when the lock is free; else whoever holds it, or the next reader,
+applies it (every locked method settles the queue first and last).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import threading
 from typing import TYPE_CHECKING
@@ -43,6 +51,8 @@ class Ledger:
         self._holds: dict[str, dict[Task, None]] = {}  # device name -> active tasks holding it (ordered)
         self._outside: dict[str, int] = {}  # device name -> bytes hetero allocated outside any task
         self._outside_lock = threading.Lock()  # not ``changed``: outside allocations wake no waiter
+        self._refunds: collections.deque[tuple[Task, str, int]] = collections.deque()  # queued by finalizers
+        self._forgotten: collections.deque[tuple[str, int]] = collections.deque()
         #: Bumped on every change: cached placement decisions compare it to know they are stale.
         self.generation = 0
 
@@ -50,6 +60,7 @@ class Ledger:
     def charge(self, task: Task, device: str, nbytes: int, limit: int | None) -> None:
         """Account ``nbytes`` on ``device`` to ``task``, or raise QuotaExceeded (nothing changes then)."""
         with self.changed:
+            self.settle()
             used = task.used.get(device, 0)
             if limit is not None and used + nbytes > limit:
                 raise QuotaExceeded(device, task.name, limit, used, nbytes)
@@ -59,10 +70,26 @@ class Ledger:
                 self._holds.setdefault(device, {})[task] = None
                 task.held.add(device)
             self.generation += 1
+            self.settle()
 
     def refund(self, task: Task, device: str, nbytes: int) -> None:
-        """Give back what :meth:`charge` took (the array was freed, or the allocation failed)."""
-        with self.changed:
+        """Give back what :meth:`charge` took (the array was freed, or the allocation failed).
+        Safe from a finalizer: queued, applied now if the lock is free (see the module docstring)."""
+        self._refunds.append((task, device, nbytes))
+        if self.changed.acquire(blocking=False):
+            try:
+                self.settle()
+            finally:
+                self.changed.release()
+
+    def settle(self) -> None:
+        """Apply the queued refunds (call with :attr:`changed` held); waiters wake if there were any."""
+        settled = False
+        while True:
+            try:
+                task, device, nbytes = self._refunds.popleft()
+            except IndexError:
+                break
             left = task.used.get(device, 0) - nbytes
             if left > 0:
                 task.used[device] = left
@@ -73,17 +100,38 @@ class Ledger:
                 self._used[device] = total
             else:
                 self._used.pop(device, None)
+            settled = True
+        if settled:
             self.generation += 1
             self.changed.notify_all()
+
+    def _settled_generation(self) -> int:
+        self.settle()
+        return self.generation
 
     def note_outside(self, device: str, nbytes: int) -> None:
         """``nbytes`` allocated on ``device`` outside any task (until :meth:`forget_outside`)."""
         with self._outside_lock:
+            self._settle_outside()
             self._outside[device] = self._outside.get(device, 0) + nbytes
             self.generation += 1  # load-based placements re-decide (first-fit's cached ones do not)
+            self._settle_outside()
 
     def forget_outside(self, device: str, nbytes: int) -> None:
-        with self._outside_lock:
+        """The end of :meth:`note_outside`'s allocation. Safe from a finalizer, as :meth:`refund`."""
+        self._forgotten.append((device, nbytes))
+        if self._outside_lock.acquire(blocking=False):
+            try:
+                self._settle_outside()
+            finally:
+                self._outside_lock.release()
+
+    def _settle_outside(self) -> None:
+        while True:
+            try:
+                device, nbytes = self._forgotten.popleft()
+            except IndexError:
+                return
             left = self._outside.get(device, 0) - nbytes
             if left > 0:
                 self._outside[device] = left
@@ -93,12 +141,18 @@ class Ledger:
 
     def outside(self, device: str) -> int:
         """Bytes hetero holds on ``device`` for allocations made outside any task."""
+        if self._forgotten and self._outside_lock.acquire(blocking=False):
+            try:
+                self._settle_outside()
+            finally:
+                self._outside_lock.release()
         return self._outside.get(device, 0)
 
     # -- holds -----------------------------------------------------------------------
     def hold(self, task: Task, device: str) -> None:
         """``task`` (active) now holds ``device``: it counts among its tasks and priority holders."""
         with self.changed:
+            self.settle()
             if not task.active or task in self._holds.get(device, ()):
                 return
             self._holds.setdefault(device, {})[task] = None
@@ -108,6 +162,7 @@ class Ledger:
     def release_holds(self, task: Task) -> None:
         """``task`` ended: it holds nothing any more (its accounted bytes stay until freed)."""
         with self.changed:
+            self.settle()
             for device in task.held:
                 holders = self._holds.get(device)
                 if holders is not None:
@@ -120,6 +175,7 @@ class Ledger:
 
     def holders(self, device: str) -> list[Task]:
         with self.changed:
+            self.settle()
             return list(self._holds.get(device, ()))
 
     # -- reading ---------------------------------------------------------------------
@@ -127,6 +183,7 @@ class Ledger:
         """``device``'s usage, its holders leaving out ``exclude`` (the task asking: its own
         holds must not push it off the device it is on; its bytes count like anyone's)."""
         with self.changed:
+            self.settle()
             return self._load(device, exclude)
 
     def _load(self, device: str, exclude: Task | None = None) -> DeviceLoad:
@@ -142,16 +199,19 @@ class Ledger:
     def snapshot(self) -> dict[str, DeviceLoad]:
         """Every device with usage or holders, by name (others are free)."""
         with self.changed:
+            self.settle()
             return {name: self._load(name) for name in {*self._used, *self._holds}}
 
     def used(self, device: str) -> int:
         with self.changed:
+            self.settle()
             return self._used.get(device, 0)
 
     def wait(self, generation: int, timeout: float | None) -> bool:
         """Sleep until usage changes from ``generation`` (or ``timeout`` seconds pass); True if it changed."""
         with self.changed:
-            return self.changed.wait_for(lambda: self.generation != generation, timeout)
+            self.settle()
+            return self.changed.wait_for(lambda: self._settled_generation() != generation, timeout)
 
 
 LEDGER = Ledger()

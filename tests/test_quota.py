@@ -297,3 +297,53 @@ def test_a_process_task_covers_every_thread_that_entered_none(spy: Device) -> No
     assert context_module.allocation_task == quota_module.CURRENT_TASK.get  # the bare read again
     kept.clear()
     assert worker.usage() == {}
+
+
+# -- frees from finalizers (the garbage collector) --------------------------------------------------
+class _FreesOnWrite(dict):  # type: ignore[type-arg]
+    """A counter dict whose first write runs ``free`` (as a garbage collection run in the middle of
+    a ledger update would run an array's finalizer, on the same thread)."""
+
+    def __init__(self, free: Any) -> None:
+        super().__init__()
+        self.free: Any = free
+
+    def __setitem__(self, key: str, value: int) -> None:
+        super().__setitem__(key, value)
+        free, self.free = self.free, None
+        if free is not None:
+            free()
+
+
+def _finishes(work: Any) -> bool:
+    """Whether ``work`` returns within 5 s (on a daemon thread: a deadlock leaves only that thread stuck)."""
+    done = threading.Event()
+
+    def run() -> None:
+        work()
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return done.wait(5)
+
+
+def test_a_finalizer_freeing_inside_a_ledger_update_neither_deadlocks_nor_loses_the_free() -> None:
+    from hetero.scheduler.usage import Ledger
+
+    ledger = Ledger()
+    ledger.note_outside("cpu", 100)
+    counts = _FreesOnWrite(None)
+    counts["cpu"] = 100
+    counts.free = lambda: ledger.forget_outside("cpu", 30)
+    ledger._outside = counts
+    assert _finishes(lambda: ledger.note_outside("cpu", 50))
+    assert ledger.outside("cpu") == 120
+
+    task = Task("gc")
+    ledger.charge(task, "cpu", 40, None)
+    used = _FreesOnWrite(None)
+    used["cpu"] = 40
+    used.free = lambda: ledger.refund(task, "cpu", 40)
+    task.used = used
+    assert _finishes(lambda: ledger.charge(task, "cpu", 8, None))
+    assert ledger.used("cpu") == 8 and task.used == {"cpu": 8}
