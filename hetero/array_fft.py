@@ -7,10 +7,11 @@ or the ``dtype`` given) and ``fftshift``, ``ifftshift`` (a roll by half of each 
 copy per block on the device: :func:`hetero.array_manipulation.roll`).
 
 The transforms ``fft ifft fftn ifftn rfft irfft rfftn irfftn hfft ihfft`` run where
-:mod:`hetero.array_lapack`'s table says: NumPy's pocketfft on ``cpu`` (on the array's host
-memory), CuPy's cuFFT / hipFFT on ``cuda`` / ``rocm`` (on the device buffer), and on OpenCL devices
-(no FFT library hetero binds) NumPy on the host: a counted, announced, configurable host fallback
-(:mod:`hetero.array_host_fallback`, functions named ``"fft.fft"`` ...). Dtypes follow the standard:
+:func:`hetero.array_host_fallback.fft_library` says: NumPy's pocketfft on ``cpu`` (on the array's
+host memory), CuPy's cuFFT / hipFFT on ``cuda`` / ``rocm`` (on the device buffer), VkFFT on OpenCL
+devices where ``pyvkfft`` is installed (:mod:`hetero.array_fft_vkfft`, on the device buffer; up to
+three axes a transform), and otherwise NumPy on the host: a counted, announced, configurable host
+fallback (:mod:`hetero.array_host_fallback`, functions named ``"fft.fft"`` ...). Dtypes follow the standard:
 complex64 stays complex64 and complex128 complex128 (which needs fp64); ``rfft``, ``rfftn`` and
 ``ihfft`` take real floating input (float32 and float16 give complex64, float64 complex128);
 ``irfft``, ``irfftn`` and ``hfft`` give the real dtype of their complex input. The complex
@@ -20,6 +21,7 @@ transforms also take real floating input, as its complex partner (as NumPy does)
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import operator
 from collections.abc import Callable, Sequence
@@ -27,10 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from hetero import array_fft_vkfft as vkfft
 from hetero import array_functions as fn
 from hetero import dtypes
 from hetero.array import Array, arange
 from hetero.array_cast import astype
+from hetero.array_complex import conj
 from hetero.array_host_fallback import FFT_LIBRARIES
 from hetero.array_lapack import call, check_float
 from hetero.array_manipulation import roll
@@ -189,8 +193,32 @@ def _axes_and_sizes(function: str, x: Array, s: Any, axes: Any) -> tuple[list[in
     return chosen, sizes
 
 
+_SWAPPED = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """A transform as VkFFT runs it (:func:`hetero.array_fft_vkfft.transform`): ``kind`` over
+    ``axes`` of ``lengths`` points, ``inverse`` or not, ``norm``; the Hermitian transforms
+    conjugate their input (``hfft``) or output (``ihfft``) around a real one."""
+
+    axes: tuple[int, ...]
+    lengths: tuple[int, ...]
+    kind: str
+    inverse: bool
+    norm: str
+    conjugate_input: bool = False
+    conjugate_output: bool = False
+
+
 def _one_axis(function: str, x: Array, compute: Callable[..., Any], work: np.dtype[Any],
-              result: np.dtype[Any]) -> Array:
+              result: np.dtype[Any], plan: _Plan) -> Array:
+    """``function`` of ``x``: VkFFT on an OpenCL device that has it, else the table's library (or the host)."""
+    if x.size and len(plan.axes) <= vkfft.MAX_AXES and vkfft.serves(x.device):
+        source = conj(x) if plan.conjugate_input else x
+        out = vkfft.transform(f"fft.{function}", source, plan.axes, plan.lengths, plan.kind, plan.inverse,
+                              plan.norm, work, result)
+        return conj(out) if plan.conjugate_output else out
     return call(f"fft.{function}", [x], compute, work, [result], FFT_LIBRARIES)[0]
 
 
@@ -200,7 +228,8 @@ def fft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backw
     x = _input("fft", x, norm)
     a, kind = _axis("fft", x, axis), _complex_dtype("fft", x)
     count = _points("fft", n, x.shape[a])
-    return _one_axis("fft", x, lambda xp, v: xp.fft.fft(v, n=count, axis=a, norm=norm), kind, kind)
+    return _one_axis("fft", x, lambda xp, v: xp.fft.fft(v, n=count, axis=a, norm=norm), kind, kind,
+                     _Plan((a,), (count,), "c2c", False, norm))
 
 
 def ifft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
@@ -208,11 +237,12 @@ def ifft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "back
     x = _input("ifft", x, norm)
     a, kind = _axis("ifft", x, axis), _complex_dtype("ifft", x)
     count = _points("ifft", n, x.shape[a])
-    return _one_axis("ifft", x, lambda xp, v: xp.fft.ifft(v, n=count, axis=a, norm=norm), kind, kind)
+    return _one_axis("ifft", x, lambda xp, v: xp.fft.ifft(v, n=count, axis=a, norm=norm), kind, kind,
+                     _Plan((a,), (count,), "c2c", True, norm))
 
 
 def _n_dim(function: str, x: Array, s: Any, axes: Any, norm: str, work: np.dtype[Any], result: np.dtype[Any],
-           last_default: Callable[[int], int] | None = None) -> Array:
+           kind: str, inverse: bool, last_default: Callable[[int], int] | None = None) -> Array:
     chosen, sizes = _axes_and_sizes(function, x, s, axes)
     lengths = [x.shape[a] if size is None else size for a, size in zip(chosen, sizes, strict=True)]
     if last_default is not None and chosen and sizes[-1] is None:
@@ -227,7 +257,7 @@ def _n_dim(function: str, x: Array, s: Any, axes: Any, norm: str, work: np.dtype
     def compute(xp: Any, v: Any) -> Any:
         return getattr(xp.fft, function)(v, s=lengths, axes=chosen, norm=norm)
 
-    return _one_axis(function, x, compute, work, result)
+    return _one_axis(function, x, compute, work, result, _Plan(tuple(chosen), tuple(lengths), kind, inverse, norm))
 
 
 def fftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
@@ -236,7 +266,7 @@ def fftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | N
     each cropped or zero-padded to its entry of ``s`` (-1: the input's size)."""
     x = _input("fftn", x, norm)
     kind = _complex_dtype("fftn", x)
-    return _n_dim("fftn", x, s, axes, norm, kind, kind)
+    return _n_dim("fftn", x, s, axes, norm, kind, kind, "c2c", False)
 
 
 def ifftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
@@ -244,7 +274,7 @@ def ifftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | 
     """The n-D inverse discrete Fourier transform, ``axes`` and ``s`` as in :func:`fftn`."""
     x = _input("ifftn", x, norm)
     kind = _complex_dtype("ifftn", x)
-    return _n_dim("ifftn", x, s, axes, norm, kind, kind)
+    return _n_dim("ifftn", x, s, axes, norm, kind, kind, "c2c", True)
 
 
 def rfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
@@ -253,7 +283,8 @@ def rfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "back
     x = _input("rfft", x, norm)
     a, work = _axis("rfft", x, axis), _real_dtype("rfft", x)
     count = _points("rfft", n, x.shape[a])
-    return _one_axis("rfft", x, lambda xp, v: xp.fft.rfft(v, n=count, axis=a, norm=norm), work, _COMPLEX_OF[work])
+    return _one_axis("rfft", x, lambda xp, v: xp.fft.rfft(v, n=count, axis=a, norm=norm), work, _COMPLEX_OF[work],
+                     _Plan((a,), (count,), "r2c", False, norm))
 
 
 def irfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
@@ -262,7 +293,8 @@ def irfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "bac
     x = _input("irfft", x, norm)
     a, kind = _axis("irfft", x, axis), _complex_dtype("irfft", x)
     count = _points("irfft", n, 2 * (x.shape[a] - 1))
-    return _one_axis("irfft", x, lambda xp, v: xp.fft.irfft(v, n=count, axis=a, norm=norm), kind, _REAL_OF[kind])
+    return _one_axis("irfft", x, lambda xp, v: xp.fft.irfft(v, n=count, axis=a, norm=norm), kind, _REAL_OF[kind],
+                     _Plan((a,), (count,), "c2r", True, norm))
 
 
 def rfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
@@ -270,7 +302,7 @@ def rfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | 
     """The n-D transform of real input: the last axis in ``axes`` keeps ``s[-1]//2 + 1`` terms."""
     x = _input("rfftn", x, norm)
     work = _real_dtype("rfftn", x)
-    return _n_dim("rfftn", x, s, axes, norm, work, _COMPLEX_OF[work])
+    return _n_dim("rfftn", x, s, axes, norm, work, _COMPLEX_OF[work], "r2c", False)
 
 
 def irfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
@@ -279,7 +311,7 @@ def irfftn(x: Array, /, *, s: Sequence[int] | None = None, axes: Sequence[int] |
     (by default ``2*(m-1)``)."""
     x = _input("irfftn", x, norm)
     kind = _complex_dtype("irfftn", x)
-    return _n_dim("irfftn", x, s, axes, norm, kind, _REAL_OF[kind], last_default=lambda m: 2 * (m - 1))
+    return _n_dim("irfftn", x, s, axes, norm, kind, _REAL_OF[kind], "c2r", True, last_default=lambda m: 2 * (m - 1))
 
 
 def hfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
@@ -288,7 +320,8 @@ def hfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "back
     x = _input("hfft", x, norm)
     a, kind = _axis("hfft", x, axis), _complex_dtype("hfft", x)
     count = _points("hfft", n, 2 * (x.shape[a] - 1))
-    return _one_axis("hfft", x, lambda xp, v: xp.fft.hfft(v, n=count, axis=a, norm=norm), kind, _REAL_OF[kind])
+    return _one_axis("hfft", x, lambda xp, v: xp.fft.hfft(v, n=count, axis=a, norm=norm), kind, _REAL_OF[kind],
+                     _Plan((a,), (count,), "c2r", True, _SWAPPED[norm], conjugate_input=True))
 
 
 def ihfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Array:
@@ -296,7 +329,8 @@ def ihfft(x: Array, /, *, n: int | None = None, axis: int = -1, norm: str = "bac
     x = _input("ihfft", x, norm)
     a, work = _axis("ihfft", x, axis), _real_dtype("ihfft", x)
     count = _points("ihfft", n, x.shape[a])
-    return _one_axis("ihfft", x, lambda xp, v: xp.fft.ihfft(v, n=count, axis=a, norm=norm), work, _COMPLEX_OF[work])
+    return _one_axis("ihfft", x, lambda xp, v: xp.fft.ihfft(v, n=count, axis=a, norm=norm), work, _COMPLEX_OF[work],
+                     _Plan((a,), (count,), "r2c", False, _SWAPPED[norm], conjugate_output=True))
 
 
 __all__ = ["fft", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifftn", "ifftshift", "ihfft", "irfft", "irfftn",

@@ -3,7 +3,9 @@
 ``hetero.linalg``'s decompositions and solvers call the device's LAPACK: NumPy's on ``cpu`` (the
 array's own host memory), cuSOLVER / rocSOLVER through CuPy on ``cuda`` / ``rocm``. OpenCL
 devices (``oneapi``, ``opencl``) have no LAPACK hetero binds, so there the operands are
-downloaded, NumPy computes, and the results are uploaded: a *host fallback*. Each one is
+downloaded, NumPy computes, and the results are uploaded: a *host fallback*. The ``fft``
+transforms likewise, except that on OpenCL devices VkFFT runs them where ``pyvkfft`` is
+installed (:func:`fft_library`). Each fallback is
 
 - counted, per function and device: :func:`counts` (``{("linalg.inv", "oneapi:0"): 3}``), and per
   device in the telemetry (:func:`hetero.launch_counts.host_fallbacks`): a worker's heartbeats
@@ -50,9 +52,35 @@ LAPACK_FUNCTIONS = ("linalg.cholesky", "linalg.det", "linalg.eigh", "linalg.eigv
 FFT_FUNCTIONS = ("fft.fft", "fft.fftn", "fft.hfft", "fft.ifft", "fft.ifftn", "fft.ihfft", "fft.irfft", "fft.irfftn",
                  "fft.rfft", "fft.rfftn")
 
+#: OpenCL backends, whose ``fft`` transforms VkFFT runs (:mod:`hetero.array_fft_vkfft`) where
+#: ``pyvkfft`` imports.
+VKFFT_BACKENDS = ("oneapi", "opencl")
+_vkfft_missing: list[str | None] = []  # [reason] once looked up: None when pyvkfft imports
+
 _lock = threading.Lock()
 _counts: collections.Counter[tuple[str, str]] = collections.Counter()
 _warned: set[tuple[str, str]] = set()
+
+
+def vkfft_missing() -> str | None:
+    """Why VkFFT cannot run the ``fft`` transforms on OpenCL devices here (``pyvkfft`` absent or
+    broken: the remedy included), or None when it can."""
+    if not _vkfft_missing:
+        try:
+            import pyvkfft.opencl  # noqa: F401  (builds nothing: plans are made per transform)
+        except Exception as exc:  # noqa: BLE001  (an ImportError, or a library that fails to load)
+            _vkfft_missing.append(f"pyvkfft is not usable here ({type(exc).__name__}: {exc}); pip install pyvkfft, "
+                                  "which builds against the OpenCL headers (apt-get install ocl-icd-opencl-dev)")
+        else:
+            _vkfft_missing.append(None)
+    return _vkfft_missing[0]
+
+
+def fft_library(backend: str) -> str | None:
+    """The library that runs the ``fft`` transforms on ``backend``'s devices, None for the host."""
+    if backend in FFT_LIBRARIES:
+        return FFT_LIBRARIES[backend]
+    return "VkFFT" if backend in VKFFT_BACKENDS and vkfft_missing() is None else None
 
 
 def host_functions(device: str | Device) -> tuple[str, ...]:
@@ -60,7 +88,7 @@ def host_functions(device: str | Device) -> tuple[str, ...]:
     ``device`` (a :class:`hetero.Device` or its name, ``"oneapi:0"``); ``()`` where the device has its
     own LAPACK and FFT libraries."""
     backend = resolve_device(device).backend if isinstance(device, str) else device.backend
-    return (() if backend in LAPACK_LIBRARIES else LAPACK_FUNCTIONS) + (() if backend in FFT_LIBRARIES else FFT_FUNCTIONS)
+    return (() if backend in LAPACK_LIBRARIES else LAPACK_FUNCTIONS) + (() if fft_library(backend) else FFT_FUNCTIONS)
 
 
 def counts() -> dict[tuple[str, str], int]:
@@ -101,4 +129,5 @@ def note(function: str, device: Device) -> None:
                     "Set HETERO_HOST_FALLBACK=allow to silence this, or =error to refuse", function, device.name)
 
 
-__all__ = ["FFT_FUNCTIONS", "FFT_LIBRARIES", "LAPACK_FUNCTIONS", "LAPACK_LIBRARIES", "counts", "host_functions", "note", "reset"]
+__all__ = ["FFT_FUNCTIONS", "FFT_LIBRARIES", "LAPACK_FUNCTIONS", "LAPACK_LIBRARIES", "VKFFT_BACKENDS", "counts", "fft_library",
+           "host_functions", "note", "reset", "vkfft_missing"]

@@ -14,6 +14,7 @@ import pytest
 
 import hetero
 from hetero import array_fft as fft
+from hetero import array_fft_vkfft as vkfft
 from hetero import array_host_fallback, array_lapack
 
 
@@ -88,7 +89,8 @@ _ONE_AXIS = [  # (name, input dtype, result dtype)
 
 
 @pytest.mark.parametrize(("name", "given", "result"), _ONE_AXIS)
-def test_one_axis_transforms_match_numpy(device: hetero.Device, quiet: None, name: str, given: Any, result: Any) -> None:
+def test_one_axis_transforms_match_numpy(device: hetero.Device, quiet: None, fft_path: str, name: str, given: Any,
+                                        result: Any) -> None:
     a = _signal((3, 10), given)
     x = hetero.asarray(a, device=device)
     ours, numpys = getattr(fft, name), getattr(np.fft, name)
@@ -105,7 +107,7 @@ def test_one_axis_transforms_match_numpy(device: hetero.Device, quiet: None, nam
 @pytest.mark.parametrize(("name", "given", "result"), [
     ("fftn", np.complex64, np.complex64), ("ifftn", np.complex64, np.complex64),
     ("rfftn", np.float32, np.complex64), ("irfftn", np.complex64, np.float32)])
-def test_n_dimensional_transforms_match_numpy(device: hetero.Device, quiet: None, name: str, given: Any,
+def test_n_dimensional_transforms_match_numpy(device: hetero.Device, quiet: None, fft_path: str, name: str, given: Any,
                                               result: Any) -> None:
     a = _signal((4, 5, 6), given)
     x = hetero.asarray(a, device=device)
@@ -122,7 +124,7 @@ def test_n_dimensional_transforms_match_numpy(device: hetero.Device, quiet: None
     _close(ours(x, s=(3, -1), axes=(0, 2)), numpys(a, s=(3, last), axes=(0, 2)), result)
 
 
-def test_round_trips_and_real_input(device: hetero.Device, quiet: None) -> None:
+def test_round_trips_and_real_input(device: hetero.Device, quiet: None, fft_path: str) -> None:
     a = _signal((2, 9), np.float32)
     x = hetero.asarray(a, device=device)
     _close(fft.irfft(fft.rfft(x), n=9), a, np.float32)
@@ -132,8 +134,26 @@ def test_round_trips_and_real_input(device: hetero.Device, quiet: None) -> None:
     _close(fft.hfft(fft.ihfft(x), n=9), a, np.float32)
 
 
+def _without_vkfft(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a machine without pyvkfft: the OpenCL devices' transforms fall back to the host."""
+    monkeypatch.setattr(array_host_fallback, "_vkfft_missing", ["pyvkfft is not installed (a test says so)"])
+
+
+@pytest.fixture(params=["device library", "host"])
+def fft_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test on each path the device's transforms can take: its library (VkFFT on OpenCL
+    where pyvkfft is installed) and the host fallback (skipped where that is the same path)."""
+    if request.param == "host":
+        device = request.getfixturevalue("device")
+        if not vkfft.serves(device):
+            pytest.skip(f"{device.name}'s transforms take one path here")
+        _without_vkfft(monkeypatch)
+    return str(request.param)
+
+
 def test_opencl_devices_compute_on_the_host_warning_once(device: hetero.Device, monkeypatch: pytest.MonkeyPatch,
                                                          caplog: pytest.LogCaptureFixture) -> None:
+    _without_vkfft(monkeypatch)
     monkeypatch.setenv("HETERO_HOST_FALLBACK", "warn")
     hetero.reload_config()
     array_host_fallback.reset()
@@ -189,9 +209,56 @@ def test_transforms_refuse_bad_arguments(device: hetero.Device, quiet: None) -> 
 @pytest.mark.parametrize(("backend", "library", "on_device"), [
     ("cpu", "numpy", True), ("cuda", "cuFFT", True), ("rocm", "hipFFT", True),
     ("oneapi", "numpy (host fallback)", False), ("opencl", "numpy (host fallback)", False)])
-def test_which_library_runs_the_transforms(backend: str, library: str, on_device: bool) -> None:
+def test_which_library_runs_the_transforms(backend: str, library: str, on_device: bool,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _without_vkfft(monkeypatch)
     fake = types.SimpleNamespace(backend=backend, name=f"{backend}:0")
     choice = array_lapack.choose(fake, array_host_fallback.FFT_LIBRARIES)  # type: ignore[arg-type]
     assert (choice.library, choice.on_device) == (library, on_device)
     listed = set(array_host_fallback.host_functions(fake))  # type: ignore[arg-type]
     assert set(array_host_fallback.FFT_FUNCTIONS) <= listed if not on_device else not listed
+
+
+@pytest.mark.parametrize("backend", ["oneapi", "opencl"])
+def test_opencl_devices_name_vkfft_where_pyvkfft_imports(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = types.SimpleNamespace(backend=backend, name=f"{backend}:0")
+    monkeypatch.setattr(array_host_fallback, "_vkfft_missing", [None])
+    assert array_host_fallback.fft_library(backend) == "VkFFT"
+    assert not set(array_host_fallback.FFT_FUNCTIONS) & set(array_host_fallback.host_functions(fake))  # type: ignore[arg-type]
+    _without_vkfft(monkeypatch)
+    assert array_host_fallback.fft_library(backend) is None
+    assert "pyvkfft" in str(array_host_fallback.vkfft_missing())
+
+
+def test_vkfft_runs_the_transforms_on_the_device_buffer(device: hetero.Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not vkfft.serves(device):
+        pytest.skip(f"VkFFT does not serve {device.name}: " + (array_host_fallback.vkfft_missing() or "not OpenCL"))
+    from hetero.launch_counts import launch_counts
+
+    monkeypatch.setenv("HETERO_HOST_FALLBACK", "error")  # a host fallback would raise
+    hetero.reload_config()
+    try:
+        a = _signal((6, 32), np.complex64)
+        x = hetero.asarray(a, device=device)
+        _close(fft.fft(x), np.fft.fft(a), np.complex64)
+        apps = len(vkfft._apps)
+        before = launch_counts()[device.name]
+        _close(fft.fft(x), np.fft.fft(a), np.complex64)
+        assert len(vkfft._apps) == apps  # the compiled plan is reused
+        assert launch_counts()[device.name] > before  # counted as a launch, as a CLBlast call is
+        odd = _signal((5, 7, 9), np.float32)  # odd lengths (Bluestein / mixed radix), three axes
+        _close(fft.rfftn(hetero.asarray(odd, device=device)), np.fft.rfftn(odd), np.complex64)
+        inconsistent = _signal((3, 4, 5), np.complex64)  # imaginary DC terms: NumPy ignores them, so must we
+        _close(fft.irfftn(hetero.asarray(inconsistent, device=device), axes=(0, 2)),
+               np.fft.irfftn(inconsistent, axes=(0, 2)), np.float32)
+        tiny, flat = _signal((2, 1), np.complex64), _signal((1, 3), np.float32)  # length-1 axes: identities
+        for ours, numpys, given, kwargs, result in (
+                (fft.fft, np.fft.fft, tiny, {"n": 1}, np.complex64), (fft.irfft, np.fft.irfft, tiny, {"n": 1}, np.float32),
+                (fft.irfftn, np.fft.irfftn, tiny, {"s": (2, 1), "axes": (0, 1)}, np.float32), (fft.fftn, np.fft.fftn, tiny[:1], {}, np.complex64),
+                (fft.rfftn, np.fft.rfftn, flat, {}, np.complex64), (fft.rfft, np.fft.rfft, flat, {"axis": 0}, np.complex64)):
+            _close(ours(hetero.asarray(given, device=device), **kwargs), numpys(given, **kwargs), result)
+        with pytest.raises(hetero.ArrayError, match="HETERO_HOST_FALLBACK"):  # four axes: left to the host
+            fft.fftn(hetero.asarray(_signal((2, 2, 2, 2), np.complex64), device=device))
+    finally:
+        monkeypatch.undo()
+        hetero.reload_config()
