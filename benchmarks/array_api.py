@@ -9,9 +9,11 @@
   beside NumPy's);
 - ``linalg.solve`` and ``linalg.eigh`` of 1024 x 1024 float32 (``--quick``: 256) on each device
   against NumPy: on the device's LAPACK where one exists, else on the host, with the round trip
-  (download + upload of the operands and results) shown beside it.
+  (download + upload of the operands and results) shown beside it;
+- ``fft.fft`` of 256 x 1024 complex64 (``--quick``: 64 rows) on the device's FFT library (VkFFT on
+  OpenCL where pyvkfft is installed) against NumPy and against the host fallback it replaces.
 
-    python -m benchmarks.array_api [--quick] [--devices cpu oneapi:0 opencl:0] [--repeats N] [--sections sort pca linalg]
+    python -m benchmarks.array_api [--quick] [--devices cpu oneapi:0 opencl:0] [--repeats N] [--sections sort pca linalg fft]
 
 Every hetero result is checked against NumPy once before timing. Writes
 ``benchmarks/results/array_api.json`` (a ``--quick`` run writes ``array_api_quick.json``).
@@ -37,7 +39,7 @@ from benchmarks.harness import Progress, command_line, compare, write_results  #
 from benchmarks.kernel_bench import DEFAULT_DEVICES, choose_devices, describe, is_opencl, load_average  # noqa: E402
 from benchmarks.kernel_bench import opencl, print_footer  # noqa: E402
 
-SECTIONS = ("sort", "pca", "linalg")
+SECTIONS = ("sort", "pca", "linalg", "fft")
 
 
 def _ready(x: Any) -> Any:
@@ -192,6 +194,29 @@ def linalg_section(device: hetero.Device, n: int, repeats: int) -> dict[str, Any
                                "eigh": round(_ratio(timings, "hetero.eigh", "numpy.eigh"), 3)}}
 
 
+def fft_section(device: hetero.Device, rows: int, repeats: int) -> dict[str, Any]:
+    """``fft.fft`` of ``rows`` x 1024 complex64 on the device's FFT library (VkFFT on OpenCL where
+    pyvkfft is installed) against NumPy's, and against the host fallback it replaces (download,
+    NumPy, upload)."""
+    from hetero.array_host_fallback import fft_library
+
+    rng = np.random.default_rng(3)
+    host = (rng.standard_normal((rows, 1024)) + 1j * rng.standard_normal((rows, 1024))).astype(np.complex64)
+    x = xp.asarray(host, device=device)
+    if not np.allclose(xp.fft.fft(x).numpy(), np.fft.fft(host), rtol=1e-3, atol=1e-2):
+        raise AssertionError(f"fft.fft on {device.name} differs from numpy.fft.fft")
+    sides: dict[str, Callable[[], object]] = {
+        "hetero.fft": lambda: _ready(xp.fft.fft(x)),
+        "numpy.fft": lambda: np.fft.fft(host),
+        "host fallback (down, numpy, up)": lambda: _ready(xp.asarray(np.fft.fft(x.numpy()), device=device, copy=True)),
+    }
+    timings = compare(sides, repeats=repeats, warmup=1)
+    return {"shape": [rows, 1024], "dtype": "complex64", "library": fft_library(device.backend) or "numpy (host fallback)",
+            "seconds": {k: t["median_s"] for k, t in timings.items()},
+            "ratio_vs_numpy": round(_ratio(timings, "hetero.fft", "numpy.fft"), 3),
+            "ratio_vs_host_fallback": round(_ratio(timings, "hetero.fft", "host fallback (down, numpy, up)"), 3)}
+
+
 def _round_trip(device: hetero.Device, operands: Sequence[hetero.Array], results: Sequence[np.ndarray]) -> object:
     """The transfers a host fallback adds: each operand downloaded, each result uploaded."""
     for each in operands:
@@ -209,8 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     devices, missing = choose_devices(args.devices)
     load_before = load_average()
     sizes = {"sort": 1 << 20 if args.quick else 1 << 24, "pca": 20_000 if args.quick else 200_000,
-             "linalg": 256 if args.quick else 1024}
-    runners = {"sort": sort_section, "pca": pca_section, "linalg": linalg_section}
+             "linalg": 256 if args.quick else 1024, "fft": 64 if args.quick else 256}
+    runners = {"sort": sort_section, "pca": pca_section, "linalg": linalg_section, "fft": fft_section}
     progress = Progress(len(devices) * len(args.sections))
     results: dict[str, Any] = {}
     for device in devices:
