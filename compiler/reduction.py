@@ -188,6 +188,18 @@ def finish(spec: Reduction, value: ir.Expr) -> ir.Expr:
     return ir.Cast(spec.out, value)
 
 
+def _take(spec: Reduction, index: ir.Expr) -> list[ir.Stmt]:
+    """Fold the source element at ``p`` (element ``index`` of its segment) into ``acc`` (and, for
+    arg-reductions, ``idx``)."""
+    acc = spec.acc
+    value = read(spec, _i64("p"))
+    if not spec.is_arg:
+        return [ir.Assign(_LOC, "acc", combine(spec, _var(acc, "acc"), value))]
+    return [ir.Assign(_LOC, "b", value), ir.Assign(_LOC, "b_idx", index),
+            ir.If(_LOC, better(spec, _var(acc, "acc"), _var(acc, "b"), _i64("idx"), _i64("b_idx")),
+                  (ir.Assign(_LOC, "acc", _var(acc, "b")), ir.Assign(_LOC, "idx", _i64("b_idx"))))]
+
+
 def _params(spec: Reduction) -> tuple[ir.Param, ...]:
     arrays = {"dst": spec.out, "dst_value": spec.acc, "src": spec.source, "src_index": i64, "center": spec.acc}
     if spec.is_arg:
@@ -217,14 +229,6 @@ def build(spec: Reduction) -> ir.Function:
     def position(at: ir.Expr) -> list[ir.Stmt]:  # p = the buffer position of segment element ``at``
         return [ir.Assign(_LOC, "p", _i64("base")), *offset_code("q", at, range(spec.outer, rank), "p")]
 
-    def take(index: ir.Expr) -> list[ir.Stmt]:  # fold element j (at p) into acc
-        value = read(spec, p)
-        if not spec.is_arg:
-            return [ir.Assign(_LOC, "acc", combine(spec, _var(acc, "acc"), value))]
-        return [ir.Assign(_LOC, "b", value), ir.Assign(_LOC, "b_idx", index),
-                ir.If(_LOC, better(spec, _var(acc, "acc"), _var(acc, "b"), _i64("idx"), _i64("b_idx")),
-                      (ir.Assign(_LOC, "acc", _var(acc, "b")), ir.Assign(_LOC, "idx", _i64("b_idx"))))]
-
     def index_of(at: ir.Expr) -> ir.Expr:
         return ir.Load(i64, "src_index", (p,)) if spec.merge else at
 
@@ -243,7 +247,7 @@ def build(spec: Reduction) -> ir.Function:
             *position(j),
             ir.Assign(_LOC, "acc", read(spec, p)),
             *([ir.Assign(_LOC, "idx", index_of(j))] if spec.is_arg else []),
-            ir.For(_LOC, "j", _bin("+", j, span), _i64("seg_len"), span, (*position(j), *take(index_of(j)))),
+            ir.For(_LOC, "j", _bin("+", j, span), _i64("seg_len"), span, (*position(j), *_take(spec, index_of(j)))),
         )),
         ir.Store(_LOC, "tree", (t,), _var(acc, "acc")),
         *([ir.Store(_LOC, "tree_index", (t,), _i64("idx"))] if spec.is_arg else []),
@@ -292,14 +296,6 @@ def _build_columns(spec: Reduction) -> ir.Function:
     def position(at: ir.Expr) -> list[ir.Stmt]:
         return [ir.Assign(_LOC, "p", _i64("base")), *offset_code("q", at, range(spec.outer, rank), "p")]
 
-    def take() -> list[ir.Stmt]:
-        value = read(spec, p)
-        if not spec.is_arg:
-            return [ir.Assign(_LOC, "acc", combine(spec, _var(acc, "acc"), value))]
-        return [ir.Assign(_LOC, "b", value), ir.Assign(_LOC, "b_idx", j),
-                ir.If(_LOC, better(spec, _var(acc, "acc"), _var(acc, "b"), _i64("idx"), _i64("b_idx")),
-                      (ir.Assign(_LOC, "acc", _var(acc, "b")), ir.Assign(_LOC, "idx", _i64("b_idx"))))]
-
     slot = _bin("+", _bin("*", m, groups), c)
     if spec.is_arg:
         write: tuple[ir.Stmt, ...] = (ir.Store(_LOC, "dst_value", (slot,), _var(acc, "acc")),
@@ -321,7 +317,7 @@ def _build_columns(spec: Reduction) -> ir.Function:
             *position(_i64("start")),
             ir.Assign(_LOC, "acc", read(spec, p)),
             *([ir.Assign(_LOC, "idx", _i64("start"))] if spec.is_arg else []),
-            ir.For(_LOC, "j", _bin("+", _i64("start"), one), _i64("stop"), one, (*position(j), *take())),
+            ir.For(_LOC, "j", _bin("+", _i64("start"), one), _i64("stop"), one, (*position(j), *_take(spec, j))),
             *write,
         )),
     ]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hetero.errors import QuotaExceeded
@@ -76,11 +77,7 @@ class Ledger:
         """Give back what :meth:`charge` took (the array was freed, or the allocation failed).
         Safe from a finalizer: queued, applied now if the lock is free (see the module docstring)."""
         self._refunds.append((task, device, nbytes))
-        if self.changed.acquire(blocking=False):
-            try:
-                self.settle()
-            finally:
-                self.changed.release()
+        _settle_if_free(self.changed, self.settle)
 
     def settle(self) -> None:
         """Apply the queued refunds (call with :attr:`changed` held); waiters wake if there were any."""
@@ -120,11 +117,7 @@ class Ledger:
     def forget_outside(self, device: str, nbytes: int) -> None:
         """The end of :meth:`note_outside`'s allocation. Safe from a finalizer, as :meth:`refund`."""
         self._forgotten.append((device, nbytes))
-        if self._outside_lock.acquire(blocking=False):
-            try:
-                self._settle_outside()
-            finally:
-                self._outside_lock.release()
+        _settle_if_free(self._outside_lock, self._settle_outside)
 
     def _settle_outside(self) -> None:
         while True:
@@ -141,11 +134,8 @@ class Ledger:
 
     def outside(self, device: str) -> int:
         """Bytes hetero holds on ``device`` for allocations made outside any task."""
-        if self._forgotten and self._outside_lock.acquire(blocking=False):
-            try:
-                self._settle_outside()
-            finally:
-                self._outside_lock.release()
+        if self._forgotten:
+            _settle_if_free(self._outside_lock, self._settle_outside)
         return self._outside.get(device, 0)
 
     # -- holds -----------------------------------------------------------------------
@@ -212,6 +202,15 @@ class Ledger:
         with self.changed:
             self.settle()
             return self.changed.wait_for(lambda: self._settled_generation() != generation, timeout)
+
+
+def _settle_if_free(lock: threading.Lock | threading.Condition, settle: Callable[[], None]) -> None:
+    """``settle()`` under ``lock`` if it is free now; else its holder (or the next reader) will."""
+    if lock.acquire(blocking=False):
+        try:
+            settle()
+        finally:
+            lock.release()
 
 
 LEDGER = Ledger()

@@ -380,33 +380,35 @@ def test_every_kernel_compiles_to_sm90_through_nvrtc() -> None:
         assert kind == "cubin" and source.entry.encode() in cubin, spec.name  # type: ignore[attr-defined]
 
 
+def _one_stage(data: np.ndarray, parts: int) -> np.ndarray:
+    """One documented reduction stage over 1-D float32 ``data`` cut into ``parts`` work-groups:
+    each work-item folds its strided elements in order, then the group's tree over local memory."""
+    W = reduction.GROUP
+    out = np.empty(parts, np.float32)
+    for c in range(parts):
+        lanes: list[np.float32 | None] = []
+        for t in range(W):
+            acc = None
+            for j in range(c * W + t, data.size, parts * W):
+                acc = data[j] if acc is None else np.float32(acc + data[j])
+            lanes.append(acc)
+        step = W // 2
+        while step:
+            for t in range(step):
+                if lanes[t + step] is not None:
+                    lanes[t] = np.float32(lanes[t] + lanes[t + step])  # type: ignore[operator]
+            step //= 2
+        out[c] = lanes[0]
+    return out
+
+
 def _documented_sum(values: np.ndarray) -> np.float32:
     """The float32 sum of 1-D ``values`` folded in the order hetero.compiler.reduction documents."""
     from hetero.array_reductions import _parts
 
-    W = reduction.GROUP
-
-    def one_stage(data: np.ndarray, parts: int) -> np.ndarray:
-        out = np.empty(parts, np.float32)
-        for c in range(parts):
-            lanes: list[np.float32 | None] = []
-            for t in range(W):
-                acc = None
-                for j in range(c * W + t, data.size, parts * W):
-                    acc = data[j] if acc is None else np.float32(acc + data[j])
-                lanes.append(acc)
-            step = W // 2
-            while step:
-                for t in range(step):
-                    if lanes[t + step] is not None:
-                        lanes[t] = np.float32(lanes[t] + lanes[t + step])  # type: ignore[operator]
-                step //= 2
-            out[c] = lanes[0]
-        return out
-
     parts = _parts(1, values.size)
-    partials = one_stage(values, parts)
-    return one_stage(partials, 1)[0] if parts > 1 else partials[0]
+    partials = _one_stage(values, parts)
+    return _one_stage(partials, 1)[0] if parts > 1 else partials[0]
 
 
 def test_float_sums_follow_the_documented_order_bit_for_bit(device: hetero.Device) -> None:
@@ -421,7 +423,6 @@ def _documented_column_sums(matrix: np.ndarray) -> np.ndarray:
     from hetero.array_reductions import COLUMN_CHUNK, MAX_PARTS
 
     rows, cols = matrix.shape
-    W = reduction.GROUP
     parts = max(1, min(MAX_PARTS, rows // COLUMN_CHUNK))
     chunk = -(-rows // parts)
     out = np.empty(cols, np.float32)
@@ -434,19 +435,7 @@ def _documented_column_sums(matrix: np.ndarray) -> np.ndarray:
                 for v in values[1:]:
                     acc = np.float32(acc + v)
                 partials.append(acc)
-        lanes: list[np.float32 | None] = []
-        for t in range(W):
-            acc = None
-            for j in range(t, len(partials), W):
-                acc = partials[j] if acc is None else np.float32(acc + partials[j])
-            lanes.append(acc)
-        step = W // 2
-        while step:
-            for t in range(step):
-                if lanes[t + step] is not None:
-                    lanes[t] = np.float32(lanes[t] + lanes[t + step])  # type: ignore[operator]
-            step //= 2
-        out[m] = lanes[0]
+        out[m] = _one_stage(np.array(partials, np.float32), 1)[0]  # the merge stage
     return out
 
 
