@@ -9,8 +9,9 @@ CLBlast GEMM is); where it does not, they stay a host fallback.
 
 One primitive serves every transform: the operand cropped or zero-padded to the transform
 lengths, cast to the working dtype, its transformed axes moved last in order (a contiguous copy
-when they are not already), then one unnormalised VkFFT transform of those axes (the leading
-ones batched) and the ``norm`` scale as one multiply. ``c2c`` is a complex transform,
+when they are not already), then one VkFFT transform of those axes (the leading ones batched);
+``norm="backward"``'s 1/N on the inverse is VkFFT's own, in its kernels, and the other scales
+(``ortho``, ``forward``) one multiply. ``c2c`` is a complex transform,
 ``r2c`` real to the ``n//2 + 1`` non-negative frequencies along the last axis (complex along
 the others), ``c2r`` the inverse (its source is copied first: VkFFT may overwrite it). Up to
 :data:`MAX_AXES` axes per transform; more (rare) are refused here and left to the host.
@@ -78,8 +79,8 @@ def _cl_array(runtime: Any, x: Array) -> Any:
     return cla.Array(runtime.queue, x.shape, x.dtype, data=x.buffer.mem)
 
 
-def _app(runtime: Any, shape: tuple[int, ...], dtype: np.dtype[Any], ndim: int, r2c: bool) -> Any:
-    key = (id(runtime.queue), shape, dtype.str, ndim, r2c)
+def _app(runtime: Any, shape: tuple[int, ...], dtype: np.dtype[Any], ndim: int, r2c: bool, scaled: bool) -> Any:
+    key = (id(runtime.queue), shape, dtype.str, ndim, r2c, scaled)
     with _lock:
         app = _apps.get(key)
         if app is not None:
@@ -87,7 +88,8 @@ def _app(runtime: Any, shape: tuple[int, ...], dtype: np.dtype[Any], ndim: int, 
             return app
     from pyvkfft.opencl import VkFFTApp
 
-    app = VkFFTApp(shape, dtype, runtime.queue, ndim=ndim, inplace=False, norm=0, r2c=r2c)
+    # norm=1: VkFFT scales the inverse by 1/N in its own kernels (NumPy's "backward"); 0: unscaled
+    app = VkFFTApp(shape, dtype, runtime.queue, ndim=ndim, inplace=False, norm=1 if scaled else 0, r2c=r2c)
     with _lock:
         _apps[key] = app
         while len(_apps) > CACHED_APPS:
@@ -96,8 +98,9 @@ def _app(runtime: Any, shape: tuple[int, ...], dtype: np.dtype[Any], ndim: int, 
 
 
 def _raw(function: str, x: Array, axes: list[int], lengths: list[int], kind: str, inverse: bool,
-         result: np.dtype[Any]) -> Array:
-    """One unnormalised VkFFT transform of ``x`` (already of the working dtype and fitted) over ``axes``."""
+         result: np.dtype[Any], scaled: bool = False) -> Array:
+    """One VkFFT transform of ``x`` (already of the working dtype and fitted) over ``axes``:
+    unnormalised, or with an inverse scaled by 1/N in VkFFT's kernels where ``scaled``."""
     device = x.device
     runtime: Any = device.runtime
     rest = [a for a in range(x.ndim) if a not in axes]
@@ -115,7 +118,7 @@ def _raw(function: str, x: Array, axes: list[int], lengths: list[int], kind: str
     if out.size:
         real_shape = out_shape if kind == "c2r" else moved.shape  # pyvkfft's shape: the real array's for r2c/c2r
         real_dtype = result if kind == "c2r" else moved.dtype
-        app = _app(runtime, tuple(real_shape), np.dtype(real_dtype), len(axes), kind != "c2c")
+        app = _app(runtime, tuple(real_shape), np.dtype(real_dtype), len(axes), kind != "c2c", scaled)
         src, dst = _cl_array(runtime, moved), _cl_array(runtime, out)
 
         def run() -> None:
@@ -148,24 +151,25 @@ def transform(function: str, x: Array, axes: Sequence[int], lengths: Sequence[in
     # A length-1 axis transforms to itself (VkFFT refuses one): it drops out, and a real
     # transform along a length-1 last axis is the complex one of the rest (r2c: of x as
     # complex; c2r: the real part of it).
+    scaled = inverse and norm == "backward"  # VkFFT's own 1/N: no pass of its own (a 2-step c2r: 1/N1 x 1/N2)
     if kind == "r2c" and lengths[-1] == 1:
         x, kind = astype(x, result), "c2c"
     real_part = kind == "c2r" and lengths[-1] == 1
     others = [(a, n) for a, n in zip(axes[:-1], lengths[:-1], strict=True) if n > 1]
     if kind == "c2c" or real_part:
         others += [(axes[-1], lengths[-1])] if lengths[-1] > 1 and not real_part else []
-        out = _raw(function, x, [a for a, _ in others], [n for _, n in others], "c2c", inverse, work) \
+        out = _raw(function, x, [a for a, _ in others], [n for _, n in others], "c2c", inverse, work, scaled) \
             if others and x.size else x.copy()
         if real_part:
             out = astype(real(out), result)
     elif kind == "c2r":
         if others and x.size:
-            x = _raw(function, x, [a for a, _ in others], [n for _, n in others], "c2c", True, work)
-        out = _raw(function, x, axes[-1:], lengths[-1:], "c2r", True, result)
+            x = _raw(function, x, [a for a, _ in others], [n for _, n in others], "c2c", True, work, scaled)
+        out = _raw(function, x, axes[-1:], lengths[-1:], "c2r", True, result, scaled)
     else:  # r2c
         kept = others + [(axes[-1], lengths[-1])]
         out = _raw(function, x, [a for a, _ in kept], [n for _, n in kept], "r2c", inverse, result)
-    factor = scale(norm, inverse, math.prod(lengths))
+    factor = 1.0 if scaled else scale(norm, inverse, math.prod(lengths))
     if factor != 1.0 and out.size:
         out = fn.multiply(out, factor)
         if out.dtype != result:
