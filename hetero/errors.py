@@ -172,6 +172,12 @@ class CompileError(HeteroError, SyntaxError):
         if source_line:
             text += f"\n    {source_line.rstrip()}\n    {' ' * max(col, 0)}^"
         Exception.__init__(self, text)
+        # What Python's traceback prints a SyntaxError from (left unset it says "<no detail available>").
+        self.msg = message
+        self.filename = file if line else None
+        self.lineno = line or None
+        self.offset = col + 1 if line else None
+        self.text = source_line or None
 
     def __str__(self) -> str:
         return str(self.args[0])
