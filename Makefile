@@ -54,12 +54,16 @@ lint-imports: setup
 
 # The array API standard's own suite (../shared/peers/array-api-tests, copied to a temp dir) against
 # hetero.xp on each device in turn: counts per device in benchmarks/results/array_api_conformance.json,
-# known deviations in tests/array_api_xfails.txt. Skipped, with a message, where the suite is absent.
+# known deviations in tests/array_api_xfails.txt. Then numba-cuda's own doc examples, unchanged, with
+# `numba.cuda` naming hetero.compat.cuda (../shared/peers/numba-cuda): per file and device in
+# benchmarks/results/numba_cuda_examples.json, files not passing yet in tests/numba_cuda_examples_expected.txt.
+# Each is skipped, with a message, where its peer folder is absent.
 CONFORMANCE_DEVICES ?=
 CONFORMANCE_EXAMPLES ?= 5
 conformance: setup
 	$(PY) -m benchmarks.array_api_conformance --max-examples $(CONFORMANCE_EXAMPLES) \
 		$(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
+	$(PY) -m benchmarks.numba_cuda_examples $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 
 bench: setup
 	$(PY) -m benchmarks.run_all

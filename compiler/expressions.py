@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from hetero import language
+from hetero import language, language_cuda
 from hetero import math as hetero_math
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, i64, scalar_type
 
@@ -106,10 +106,14 @@ class ExpressionLowering:
         assigned: set[str]
         features: set[str]
         program: DeviceFunctions
+        rules: Any  # hetero.compiler.typing_rules or typing_numba
+        ufunc_loads: dict[str, ir.Load]
 
         def var_type(self, name: str, node: ast.AST) -> ScalarType: ...
 
         def note_type(self, t: ScalarType) -> None: ...
+
+        def call_ufunc(self, ufunc: np.ufunc, node: ast.Call) -> Value: ...
 
     def expr(self, node: ast.expr) -> Value:
         method = getattr(self, f"expr_{type(node).__name__}", None)
@@ -126,6 +130,9 @@ class ExpressionLowering:
         raise self.src.error(node, f"{type(node.value).__name__} constants are not supported in kernels")
 
     def expr_Name(self, node: ast.Name) -> Value:
+        load = self.ufunc_loads.get(node.id) if self.ufunc_loads else None
+        if load is not None:
+            return Value(load)
         if node.id in self.arrays:
             raise self.src.error(node, f"array {node.id!r} cannot be used as a value: index it, e.g. {node.id}[i]")
         if node.id in self.var_types or node.id in self.assigned:
@@ -139,6 +146,8 @@ class ExpressionLowering:
             return weak(obj)
         if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
             return Value(const(obj.item(), scalar_type(obj.dtype)))
+        if isinstance(obj, language_cuda.IndexValue):
+            return Value(ir.Cast(scalar_type(language_cuda.INDEX_VALUE_TYPE), ir.WorkItem(i64, obj.builtin, obj.axis)))
         raise self.src.error(node, f"{name!r} is a {type(obj).__name__}; kernels can only use int, float and bool "
                                    "constants from outside the kernel")
 
@@ -158,7 +167,10 @@ class ExpressionLowering:
             array = self.arrays[node.value.id]
             if node.attr == "ndim":
                 return weak(len(array.shape) if isinstance(array, ir.LocalArray) else array.ndim or 0)
-            raise self.src.error(node, f"{node.value.id}.{node.attr} is not supported in kernels; use .shape[k] or .ndim")
+            if node.attr == "size":
+                return self.size_of(node.value.id, node)
+            raise self.src.error(node, f"{node.value.id}.{node.attr} is not supported in kernels; "
+                                       "use .shape[k], .size or .ndim")
         obj = self.static(node)
         return self.constant(obj, node, ast.unparse(node))
 
@@ -184,6 +196,18 @@ class ExpressionLowering:
         if isinstance(array, ir.LocalArray):
             return Value(const(array.shape[axis], i64))
         return Value(ir.Shape(i64, name, axis))
+
+    def size_of(self, name: str, node: ast.AST) -> Value:
+        """``array.size``: the product of its shape (i64)."""
+        array = self.arrays[name]
+        ndim = len(array.shape) if isinstance(array, ir.LocalArray) else (array.ndim or 0)
+        if isinstance(array, ir.LocalArray):
+            return Value(const(math.prod(array.shape), i64))
+        size: ir.Expr = const(1, i64)
+        for axis in range(ndim):
+            shape = ir.Shape(i64, name, axis)
+            size = shape if axis == 0 else ir.BinOp(i64, "*", size, shape)
+        return Value(size)
 
     def indices(self, name: str, index: ast.expr, node: ast.AST) -> tuple[ir.Expr, ...]:
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
@@ -228,13 +252,13 @@ class ExpressionLowering:
         if op in ("<<", ">>", "&", "|", "^") and not ((lt.is_int or lt == bool_t) and (rt.is_int or rt == bool_t)):
             raise self.src.error(node, f"operator {op} needs integer operands, got {lt} and {rt}")
         if op in ("<<", ">>"):
-            t = typing_rules.integer_promote(lt)
-            return Value(ir.BinOp(t, op, cast(left, t), cast(right, typing_rules.integer_promote(rt))))
+            t = self.rules.integer_promote(lt)
+            return Value(ir.BinOp(t, op, cast(left, t), cast(right, self.rules.integer_promote(rt))))
         if op in ("&", "|", "^") and lt == rt == bool_t:
             return Value(ir.BinOp(bool_t, op, left.expr, right.expr))
-        t = typing_rules.promote(lt, rt)
+        t = self.rules.promote(lt, rt)
         if op == "/":
-            t = typing_rules.division_type(t)
+            t = self.rules.division_type(t)
         self.note_type(t)
         return Value(ir.BinOp(t, op, cast(left, t), cast(right, t)))
 
@@ -242,7 +266,7 @@ class ExpressionLowering:
         if not value.weak:
             return value
         assert isinstance(value.expr, ir.Const)
-        return Value(const(value.expr.value, typing_rules.weak_literal_type(value.expr.value, other.type)))
+        return Value(const(value.expr.value, self.rules.weak_literal_type(value.expr.value, other.type)))
 
     def fold(self, op: str, left: Value, right: Value, node: ast.AST) -> Value:
         assert isinstance(left.expr, ir.Const) and isinstance(right.expr, ir.Const)
@@ -267,7 +291,7 @@ class ExpressionLowering:
         if isinstance(node.op, ast.Invert):
             if not operand.type.is_int:
                 raise self.src.error(node, f"operator ~ needs an integer operand, got {operand.type}")
-        t = typing_rules.arithmetic_type(operand.type)
+        t = self.rules.arithmetic_type(operand.type)
         return Value(ir.UnaryOp(t, "-" if isinstance(node.op, ast.USub) else "~", cast(operand, t)))
 
     def truth(self, value: Value) -> ir.Expr:
@@ -294,9 +318,9 @@ class ExpressionLowering:
                 raise self.src.error(node, f"comparison {type(op_node).__name__} is not supported in kernels")
             left, right = operands[index], operands[index + 1]
             if left.weak and right.weak:
-                left = Value(const(left.expr.value, typing_rules.literal_type(left.expr.value)))  # type: ignore[attr-defined]
+                left = Value(const(left.expr.value, self.rules.literal_type(left.expr.value)))  # type: ignore[attr-defined]
             left, right = self.unweaken(left, right), self.unweaken(right, left)
-            t = typing_rules.promote(left.type, right.type)
+            t = self.rules.promote(left.type, right.type)
             compare = ir.Compare(bool_t, op, cast(left, t), cast(right, t))
             result = compare if result is None else ir.Logical(bool_t, "and", result, compare)
         assert result is not None
@@ -306,16 +330,16 @@ class ExpressionLowering:
         cond = self.truth(self.expr(node.test))
         yes, no = self.expr(node.body), self.expr(node.orelse)
         if yes.weak and no.weak:
-            yes = Value(const(yes.expr.value, typing_rules.literal_type(yes.expr.value)))  # type: ignore[attr-defined]
+            yes = Value(const(yes.expr.value, self.rules.literal_type(yes.expr.value)))  # type: ignore[attr-defined]
         yes, no = self.unweaken(yes, no), self.unweaken(no, yes)
-        t = yes.type if yes.type == no.type else typing_rules.promote(yes.type, no.type)
+        t = yes.type if yes.type == no.type else self.rules.promote(yes.type, no.type)
         return Value(ir.Select(t, cond, cast(yes, t), cast(no, t)))
 
     # -- calls ---------------------------------------------------------------------------
     def expr_Call(self, node: ast.Call) -> Value:
-        if node.keywords:
-            raise self.src.error(node, "keyword arguments are not supported in kernel calls")
         callee = self.static(node.func)
+        if node.keywords:
+            node = self.positional(node, callee)
         name = ast.unparse(node.func)
         if isinstance(callee, language.Intrinsic):
             return self.call_intrinsic(callee.name, node)
@@ -323,6 +347,11 @@ class ExpressionLowering:
             return self.call_math(_PY_MATH[callee], node)
         if isinstance(callee, language.DeviceFunction):
             return self.call_function(callee, node)
+        if isinstance(callee, np.ufunc):
+            return self.call_ufunc(callee, node)
+        foreign = foreign_device_function(callee)
+        if foreign is not None:
+            return self.call_function(foreign, node)
         target_type = _cast_type(callee)
         if target_type is not None:
             if len(node.args) != 1:
@@ -346,7 +375,7 @@ class ExpressionLowering:
             (value,) = self.args(node, 1)
             if value.weak:
                 return weak(abs(value.expr.value))  # type: ignore[attr-defined]
-            t = typing_rules.arithmetic_type(value.type)
+            t = self.rules.arithmetic_type(value.type)
             return Value(ir.UnaryOp(t, "abs", cast(value, t)))
         if callee is len:
             if len(node.args) != 1 or not (isinstance(node.args[0], ast.Name) and node.args[0].id in self.arrays):
@@ -363,6 +392,28 @@ class ExpressionLowering:
         raise self.src.error(node, f"calling {name} is not supported in kernels: only hetero built-ins, math functions, "
                                    "casts and @hetero.func functions can be called")
 
+    def positional(self, node: ast.Call, callee: Any) -> ast.Call:
+        """``node`` with its keyword arguments moved into place, for the built-ins that name their
+        parameters (:attr:`hetero.language.Intrinsic.params`); a CompileError for any other call."""
+        params = callee.params if isinstance(callee, language.Intrinsic) else ()
+        if not params:
+            raise self.src.error(node, "keyword arguments are not supported in this kernel call")
+        args: list[ast.expr | None] = [*node.args, *([None] * max(0, len(params) - len(node.args)))]
+        for keyword in node.keywords:
+            if keyword.arg not in params:
+                raise self.src.error(keyword, f"{ast.unparse(node.func)}() has no parameter {keyword.arg!r} "
+                                              f"(its parameters: {', '.join(params)})")
+            position = params.index(keyword.arg)
+            if args[position] is not None:
+                raise self.src.error(keyword, f"{ast.unparse(node.func)}() got {keyword.arg!r} twice")
+            args[position] = keyword.value
+        while args and args[-1] is None:
+            args.pop()
+        if any(a is None for a in args):
+            missing = [params[i] for i, a in enumerate(args) if a is None]
+            raise self.src.error(node, f"{ast.unparse(node.func)}() is missing {', '.join(missing)}")
+        return ast.copy_location(ast.Call(node.func, [a for a in args if a is not None], []), node)
+
     def args(self, node: ast.Call, count: int) -> list[Value]:
         if len(node.args) != count:
             raise self.src.error(node, f"{ast.unparse(node.func)}() takes {count} argument(s), got {len(node.args)}")
@@ -372,7 +423,7 @@ class ExpressionLowering:
         if left.weak and right.weak:
             return weak((min if op == "min" else max)(left.expr.value, right.expr.value))  # type: ignore[attr-defined]
         left, right = self.unweaken(left, right), self.unweaken(right, left)
-        t = typing_rules.promote(left.type, right.type)
+        t = self.rules.promote(left.type, right.type)
         return Value(ir.BinOp(t, op, cast(left, t), cast(right, t)))
 
     def unknown_math(self, func: ast.expr, callee: Any) -> str:
@@ -387,10 +438,11 @@ class ExpressionLowering:
         if name not in language.MATH_FUNCTIONS:
             raise self.src.error(node, f"math.{name} is not supported (supported: {_SUPPORTED_MATH})")
         values = self.args(node, language.MATH_ARITY.get(name, 1))
-        typed = [v for v in values if not v.weak]
-        t = f32
-        for v in typed:
-            t = typing_rules.promote(t, typing_rules.math_type(v.type))
+        t: ScalarType | None = None
+        for v in values:
+            own = self.rules.literal_type(v.expr.value) if v.weak else v.type  # type: ignore[attr-defined]
+            t = self.rules.math_type(own) if t is None else self.rules.promote(t, self.rules.math_type(own))
+        assert t is not None
         self.note_type(t)
         result = bool_t if name in language.MATH_PREDICATES else t
         return Value(ir.Math(result, name, tuple(cast(v, t) for v in values)))
@@ -398,6 +450,18 @@ class ExpressionLowering:
     def call_intrinsic(self, name: str, node: ast.Call) -> Value:
         if name.startswith("math."):
             return self.call_math(name[5:], node)
+        if name in ("cuda.grid", "cuda.gridsize"):
+            values = self.grid_values(name, node)
+            if len(values) != 1:
+                raise self.src.error(node, f"{name}({len(values)}) is a tuple: unpack it, e.g. x, y = {name}(2)")
+            return values[0]
+        if name == "cuda.atomic.compare_and_swap":
+            if len(node.args) != 3:
+                raise self.src.error(node, "usage: cuda.atomic.compare_and_swap(ary, old, val) (on ary[0])")
+            zero = ast.copy_location(ast.Constant(0), node)
+            return self.call_atomic("cas", ast.copy_location(ast.Call(node.func, [node.args[0], zero, *node.args[1:]], []), node))
+        if name in ("cuda.shared.array", "cuda.local.array"):
+            raise self.src.error(node, f"{name}() must be assigned to a name: sA = {name}((16, 16), float32)")
         if name in language.INDEX_BUILTINS:
             axis = self.static_int(node.args[0], "the axis") if node.args else 0
             if len(node.args) > 1 or not 0 <= axis <= 2:
@@ -410,6 +474,16 @@ class ExpressionLowering:
         if name == "local_array":
             raise self.src.error(node, "local_array() must be assigned to a name: tile = hetero.local_array((16, 16), hetero.f32)")
         raise self.src.error(node, f"hetero.{name} is not supported here")  # pragma: no cover
+
+    def grid_values(self, name: str, node: ast.Call) -> list[Value]:
+        """``cuda.grid(n)`` / ``cuda.gridsize(n)``: n values (i64), axis 0 first."""
+        if len(node.args) != 1:
+            raise self.src.error(node, f"usage: {name}(ndim) with ndim 1, 2 or 3")
+        ndim = self.static_int(node.args[0], "ndim")
+        if not 1 <= ndim <= 3:
+            raise self.src.error(node, f"{name}(ndim) takes ndim 1, 2 or 3, got {ndim}")
+        builtin = "global_id" if name == "cuda.grid" else "global_size"
+        return [Value(ir.WorkItem(i64, builtin, axis)) for axis in range(ndim)]
 
     def call_atomic(self, op: str, node: ast.Call) -> Value:
         count = 4 if op == "cas" else 3
@@ -440,7 +514,7 @@ class ExpressionLowering:
                 continue
             value = self.expr(arg)
             if value.weak:
-                value = Value(const(value.expr.value, typing_rules.literal_type(value.expr.value)))  # type: ignore[attr-defined]
+                value = Value(const(value.expr.value, self.rules.literal_type(value.expr.value)))  # type: ignore[attr-defined]
             args.append(value)
             types.append(value.type)
         function = self.program.function(callee, types, self.src, node)
@@ -451,7 +525,17 @@ class ExpressionLowering:
         return Value(ir.Call(function.return_type, function.name, lowered))
 
 
+def foreign_device_function(obj: Any) -> language.DeviceFunction | None:
+    """A device function for a function another JIT compiled for the host (``@numba.jit``), whose
+    Python source a kernel may call as Numba-CUDA kernels do: lowered with Numba's typing."""
+    py_func = getattr(obj, "py_func", None)
+    if py_func is None or not type(obj).__module__.startswith("numba.") or not callable(py_func):
+        return None
+    return language.DeviceFunction(py_func, typing="numba")
+
+
 def _cast_type(obj: Any) -> ScalarType | None:
+    obj = getattr(obj, "hetero_type", obj)  # the types of hetero.compat.cuda.types
     if isinstance(obj, ScalarType):
         return obj
     if isinstance(obj, type) and issubclass(obj, np.generic):

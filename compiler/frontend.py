@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+
+import numpy as np
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,12 +19,20 @@ from hetero import language
 from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, scalar_type
 
-from . import ir, typing_rules
+from . import ir, typing_numba, typing_rules, ufunc_calls
 from .cpu_regions import check_barriers
 from .expressions import BINOPS, ExpressionLowering, Value, cast, const
 from .source import FunctionSource, function_source
 
 _MAX_PASSES = 8
+_RULES = {"hetero": typing_rules, "numba": typing_numba}
+#: The built-ins that declare work-group memory when assigned to a name.
+_LOCAL_ARRAYS = ("local_array", "cuda.shared.array")
+
+
+def rules_for(py_func: Any) -> Any:
+    """The typing rules module ``py_func`` is lowered with (:func:`hetero.language.typing_of`)."""
+    return _RULES[language.typing_of(py_func)]
 _UNSUPPORTED_STATEMENTS = {
     ast.With: "with statements", ast.AsyncWith: "with statements", ast.Try: "try statements", ast.Raise: "raise",
     ast.FunctionDef: "nested functions", ast.AsyncFunctionDef: "nested functions", ast.ClassDef: "class definitions",
@@ -43,21 +53,21 @@ class Program:
 
     def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType],
                  caller: FunctionSource, node: ast.AST) -> ir.Function:
-        key = (id(callee), tuple(types))
+        key = (id(callee.py_func), tuple(types))
         if key in self.functions:
             return self.functions[key]
-        if id(callee) in self.in_progress:
+        if id(callee.py_func) in self.in_progress:
             raise caller.error(node, f"{callee.py_func.__name__} calls itself (directly or indirectly); recursion is not supported")
-        self.in_progress.add(id(callee))
+        self.in_progress.add(id(callee.py_func))
         try:
             src = function_source(callee.py_func)
             params = _params(src, list(types), node_for_errors=src.tree)
             suffix = "_".join(str(t).replace("[", "").replace("]", "").replace(":", "").replace(", ", "")
                               .replace(" ", "") for t in types)
-            name = f"{callee.py_func.__name__}__{suffix}" if suffix else callee.py_func.__name__
+            name = f"{src.tree.name}__{suffix}" if suffix else src.tree.name
             function = lower(src, params, is_kernel=False, program=self, name=name)
         finally:
-            self.in_progress.discard(id(callee))
+            self.in_progress.discard(id(callee.py_func))
         self.functions[key] = function
         self.order.append(function)
         return function
@@ -121,8 +131,9 @@ def lower_kernel(py_func: Any, types: Sequence[ScalarType | ArrayType]) -> ir.Fu
 
 def lower(src: FunctionSource, params: tuple[ir.Param, ...], *, is_kernel: bool, program: Program, name: str) -> ir.Function:
     previous: dict[str, ScalarType] = {}
+    rules = rules_for(src.py_func)
     for _ in range(_MAX_PASSES):
-        lowerer = Lowerer(src, params, is_kernel, program, previous)
+        lowerer = Lowerer(src, params, is_kernel, program, previous, rules)
         body = lowerer.block(src.tree.body)
         types = lowerer.unified_types()
         if types == previous:
@@ -136,7 +147,9 @@ def _assigned_names(tree: ast.FunctionDef) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
+            for target in targets:
+                parts = target.elts if isinstance(target, ast.Tuple) else [target]
+                names.update(t.id for t in parts if isinstance(t, ast.Name))
         elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
     return names
@@ -146,8 +159,9 @@ class Lowerer(ExpressionLowering):
     """One lowering pass over a function body with the variable types of the previous pass."""
 
     def __init__(self, src: FunctionSource, params: tuple[ir.Param, ...], is_kernel: bool, program: Program,
-                 previous: dict[str, ScalarType]) -> None:
+                 previous: dict[str, ScalarType], rules: Any = typing_rules) -> None:
         self.src = src
+        self.rules = rules
         self.is_kernel = is_kernel
         self.program = program
         self.params = params
@@ -162,12 +176,37 @@ class Lowerer(ExpressionLowering):
         self.features: set[str] = set()
         self.loop_depth = 0
         self.returns: list[Value] = []
+        self.ufunc_loads: dict[str, ir.Load] = {}  # the element loads of an array ufunc statement (ufunc_calls)
+        self.captured = self.captured_arrays()
+        self.arrays.update({p.name: p.type for p in self.captured})
 
+    def captured_arrays(self) -> tuple[ir.Param, ...]:
+        """Module-level and closure arrays the body reads (``PRICES[i]``), as Numba-CUDA kernels may:
+        extra array parameters after the declared ones, in name order, which the launch passes
+        (:func:`hetero.kernels.captured_arguments`: a NumPy array as it was at the first launch, a
+        device array as it is)."""
+        params = {p.name for p in self.params}
+        found: dict[str, ir.Param] = {}
+        for node in ast.walk(self.src.tree):
+            if not isinstance(node, ast.Name) or node.id in params or node.id in self.assigned or node.id in found:
+                continue
+            value = self.src.resolve(node.id)
+            if not (isinstance(value, np.ndarray) or hasattr(value, "__hetero_array__")):
+                continue
+            if not self.is_kernel:
+                raise self.src.error(node, f"{node.id!r} is an array from outside the function; device functions "
+                                           "cannot read those: pass it from the kernel as an argument")
+            try:
+                dtype = scalar_type(np.dtype(value.dtype))
+            except Exception:
+                raise self.src.error(node, f"{node.id!r} is an array of {value.dtype}, which kernels cannot read") from None
+            found[node.id] = ir.Param(node.id, ArrayType(dtype, len(value.shape)))
+        return tuple(found[name] for name in sorted(found))
     # -- types ---------------------------------------------------------------------------
     def var_type(self, name: str, node: ast.AST) -> ScalarType:
         if name in self.var_types:
             return self.var_types[name]
-        return self.previous.get(name, typing_rules.literal_type(0))
+        return self.previous.get(name, self.rules.literal_type(0))
 
     def note_type(self, t: ScalarType) -> None:
         if t == f64:
@@ -189,9 +228,9 @@ class Lowerer(ExpressionLowering):
             if typed:
                 t = typed[0]
                 for other in typed[1:]:
-                    t = t if t == other else typing_rules.promote(t, other)
+                    t = t if t == other else self.rules.promote(t, other)
             else:
-                t = typing_rules.promote_literals([v.expr.value for v in values])  # type: ignore[attr-defined]
+                t = self.rules.promote_literals([v.expr.value for v in values])  # type: ignore[attr-defined]
             result[name] = t
         return result
 
@@ -211,6 +250,9 @@ class Lowerer(ExpressionLowering):
         result: list[ir.Stmt] = method(node)
         return result
 
+    def call_ufunc(self, ufunc: Any, node: ast.Call) -> Value:
+        return ufunc_calls.scalar_call(self, ufunc, node)
+
     def stmt_Pass(self, node: ast.Pass) -> list[ir.Stmt]:
         return []
 
@@ -226,6 +268,9 @@ class Lowerer(ExpressionLowering):
             return [ir.Barrier(self.src.loc(node))]
         if not isinstance(node.value, ast.Call):
             raise self.src.error(node, "this expression has no effect; kernels allow calls as statements only")
+        callee = self.static(node.value.func)
+        if ufunc_calls.is_ufunc(callee):
+            return ufunc_calls.array_statement(self, callee, node.value, self.src.loc(node))
         return [ir.ExprStmt(self.src.loc(node), self.expr(node.value).expr)]
 
     def stmt_Assign(self, node: ast.Assign) -> list[ir.Stmt]:
@@ -233,12 +278,52 @@ class Lowerer(ExpressionLowering):
             raise self.src.error(node, "chained assignment (a = b = …) is not supported in kernels")
         target = node.targets[0]
         if isinstance(target, ast.Tuple):
-            raise self.src.error(node, "tuple assignment is not supported in kernels; assign one name at a time")
+            return self.tuple_assign(target, node)
         if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
             callee = self.static(node.value.func)
-            if isinstance(callee, language.Intrinsic) and callee.name == "local_array":
-                return self.local_array(target.id, node.value)
+            if isinstance(callee, language.Intrinsic) and callee.name in _LOCAL_ARRAYS:
+                call = self.positional(node.value, callee) if node.value.keywords else node.value
+                return self.local_array(target.id, call)
+            if isinstance(callee, language.Intrinsic) and callee.name == "cuda.local.array":
+                raise self.src.error(node, "cuda.local.array (per-thread arrays) is not supported yet; "
+                                           "use scalars, or a cuda.shared.array indexed by cuda.threadIdx")
         return self.assign(target, self.expr(node.value), node)
+
+    def tuple_assign(self, target: ast.Tuple, node: ast.Assign) -> list[ir.Stmt]:
+        """``a, b = x, y`` and ``i, j = cuda.grid(2)``: every value is computed (into a temporary)
+        before any target is assigned, as Python does, so ``a, b = b, a`` swaps."""
+        if any(isinstance(t, ast.Starred) for t in target.elts):
+            raise self.src.error(node, "starred assignment (a, *b = …) is not supported in kernels")
+        values = self.tuple_values(node.value)
+        if len(values) != len(target.elts):
+            raise self.src.error(node, f"cannot unpack {len(values)} value(s) into {len(target.elts)} target(s)")
+        loc = self.src.loc(node)
+        out: list[ir.Stmt] = []
+        temps: list[Value] = []
+        for k, value in enumerate(values):
+            if isinstance(value.expr, (ir.Const, ir.WorkItem)):
+                temps.append(value)  # reads nothing a target could change
+                continue
+            temp = f"_tuple{node.lineno}_{node.col_offset}_{k}"
+            self.assigned.add(temp)
+            t = self.record(temp, value, node)
+            out.append(ir.Assign(loc, temp, cast(value, t)))
+            temps.append(Value(ir.Var(t, temp)))
+        for element, value in zip(target.elts, temps, strict=True):
+            out.extend(self.assign(element, value, node))
+        return out
+
+    def tuple_values(self, node: ast.expr) -> list[Value]:
+        if isinstance(node, ast.Tuple):
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                raise self.src.error(node, "starred expressions are not supported in kernels")
+            return [self.expr(e) for e in node.elts]
+        if isinstance(node, ast.Call):
+            callee = self.static(node.func)
+            if isinstance(callee, language.Intrinsic) and callee.name in ("cuda.grid", "cuda.gridsize"):
+                return self.grid_values(callee.name, self.positional(node, callee) if node.keywords else node)
+        raise self.src.error(node, "tuple assignment takes a tuple (a, b = x, y) or cuda.grid(n) / cuda.gridsize(n) "
+                                   "on the right")
 
     def assign(self, target: ast.expr, value: Value, node: ast.stmt) -> list[ir.Stmt]:
         loc = self.src.loc(node)
@@ -282,6 +367,10 @@ class Lowerer(ExpressionLowering):
             raise self.src.error(call, "local_array() is only allowed in kernels")
         if len(call.args) != 2:
             raise self.src.error(call, "usage: local_array(shape, dtype), e.g. local_array((16, 16), hetero.f32)")
+        if isinstance(call.args[0], ast.Name) and isinstance(self.src.resolve(call.args[0].id), tuple):
+            shape_value = self.src.resolve(call.args[0].id)  # a shape tuple from outside the kernel
+            call = ast.copy_location(ast.Call(call.func, [ast.copy_location(
+                ast.Tuple([ast.Constant(v) for v in shape_value], ast.Load()), call.args[0]), call.args[1]], []), call)
         shape_node = call.args[0]
         parts = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
         shape = tuple(self.static_int(p, "a local_array dimension") for p in parts)
@@ -289,7 +378,7 @@ class Lowerer(ExpressionLowering):
             raise self.src.error(call, f"local_array shape {shape} must be positive")
         dtype_obj = self.static(call.args[1])
         try:
-            dtype = scalar_type(dtype_obj)
+            dtype = scalar_type(getattr(dtype_obj, "hetero_type", dtype_obj))
         except Exception:
             raise self.src.error(call.args[1], f"{ast.unparse(call.args[1])} is not a hetero scalar type") from None
         if name in self.arrays and not any(a.name == name for a in self.local_arrays):
@@ -343,10 +432,10 @@ class Lowerer(ExpressionLowering):
         if typed:
             t = typed[0]
             for other in typed[1:]:
-                t = typing_rules.promote(t, other)
+                t = self.rules.promote(t, other)
             loop_value = Value(ir.Var(t, node.target.id))
         else:
-            loop_value = Value(const(0, typing_rules.promote_literals([v.expr.value for v in values])), weak=True)  # type: ignore[attr-defined]
+            loop_value = Value(const(0, self.rules.promote_literals([v.expr.value for v in values])), weak=True)  # type: ignore[attr-defined]
         var = node.target.id
         if var in self.arrays:
             raise self.src.error(node.target, f"{var!r} is an array and cannot be a loop variable")
@@ -387,10 +476,10 @@ class Lowerer(ExpressionLowering):
         if typed:
             t = typed[0]
             for other in typed[1:]:
-                t = t if t == other else typing_rules.promote(t, other)
+                t = t if t == other else self.rules.promote(t, other)
             return t
         if self.returns:
-            return typing_rules.promote_literals([v.expr.value for v in self.returns])  # type: ignore[attr-defined]
+            return self.rules.promote_literals([v.expr.value for v in self.returns])  # type: ignore[attr-defined]
         return ir.VOID
 
     def function(self, name: str, body: tuple[ir.Stmt, ...]) -> ir.Function:
@@ -410,7 +499,7 @@ class Lowerer(ExpressionLowering):
         for callee in callees:
             features |= callee.features
         return ir.Function(
-            name=name, params=self.params, return_type=return_type, locals=local_types,
+            name=name, params=self.params + self.captured, return_type=return_type, locals=local_types,
             local_arrays=tuple(self.local_arrays), body=body, is_kernel=self.is_kernel,
             loc=self.src.loc(self.src.tree), callees=callees, features=frozenset(features),
         )

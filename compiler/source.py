@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from hetero.errors import CompileError
-from hetero.language import DeviceFunction, Intrinsic
+from hetero.language import DeviceFunction, Intrinsic, typing_of
 from hetero.types import ArrayType, ScalarType
 
 from . import ir
@@ -77,10 +77,33 @@ def _parse(py_func: Callable[..., Any]) -> tuple[ast.FunctionDef, str, int, int]
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     indent = len(text.splitlines()[0]) - len(dedented.splitlines()[0]) if text.strip() else 0
+    if py_func.__name__ == "<lambda>":
+        return _parse_lambda(py_func, dedented, file, first_line, indent)
     module = ast.parse(dedented)
     tree = next((node for node in module.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if not isinstance(tree, ast.FunctionDef):
         raise CompileError(f"{py_func.__qualname__} is not a plain function (async functions cannot be kernels)", file, first_line)
+    return tree, file, first_line, indent
+
+
+def _parse_lambda(py_func: Callable[..., Any], text: str, file: str, first_line: int,
+                  indent: int) -> tuple[ast.FunctionDef, str, int, int]:
+    """A lambda's AST as a function returning its expression (``cuda.reduce(lambda a, b: a + b)``)."""
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        module = None
+    names = list(py_func.__code__.co_varnames[: py_func.__code__.co_argcount])
+    found = [node for node in ast.walk(module) if isinstance(node, ast.Lambda)
+             and [a.arg for a in node.args.args] == names] if module is not None else []
+    if len(found) != 1:
+        raise CompileError(f"cannot find the source of this lambda{' (several alike on its line)' if found else ''}; "
+                           "define it with def", file, first_line)
+    node = found[0]
+    body: list[ast.stmt] = [ast.copy_location(ast.Return(node.body), node.body)]
+    tree = ast.FunctionDef(name=f"anonymous{node.lineno}", args=node.args, body=body, decorator_list=[], returns=None)
+    ast.copy_location(tree, node)
+    ast.fix_missing_locations(tree)
     return tree, file, first_line, indent
 
 
@@ -144,6 +167,8 @@ def _function_fingerprint(func: Callable[..., Any], memo: dict[int, Fingerprint]
     digest = hashlib.sha256()
     unkeyed: list[str] = []
     try:
+        if typing_of(func) != "hetero":
+            digest.update(f"typing:{typing_of(func)}\0".encode())
         try:
             digest.update(inspect.getsource(func).encode("utf-8"))
             chains = _free_chains(func)
@@ -159,6 +184,8 @@ def _function_fingerprint(func: Callable[..., Any], memo: dict[int, Fingerprint]
         for chain in sorted(chains):
             text = ".".join(chain)
             value = _resolve_chain(namespace, chain)
+            if _is_host_jit(value):  # @numba.jit: the frontend lowers its Python function
+                value = DeviceFunction(value.py_func, typing="numba")
             if isinstance(value, DeviceFunction):
                 if id(value.py_func) in active:
                     part = f"func {text}=recursive"  # the frontend refuses recursion; any stable part does
@@ -179,6 +206,10 @@ def _function_fingerprint(func: Callable[..., Any], memo: dict[int, Fingerprint]
     result = Fingerprint(digest.hexdigest(), tuple(unkeyed))
     memo[id(func)] = result
     return result
+
+
+def _is_host_jit(value: Any) -> bool:
+    return type(value).__module__.startswith("numba.") and callable(getattr(value, "py_func", None))
 
 
 def _free_chains(func: Callable[..., Any]) -> set[tuple[str, ...]]:

@@ -306,6 +306,10 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
             )
         return view if view is not None else np.empty(self.shape, self.dtype)
 
+    def __hetero_array__(self) -> Array:
+        """This array: what a kernel that reads an array from outside its body (a global) passes."""
+        return self
+
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None) -> Any:
         if dl_device is not None and tuple(dl_device) == (1, 0) and not self._device.runtime.host_memory \
                 and self._device.runtime.dlpack_device != (1, 0):

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from hetero import fusion_state as _fusion
-from hetero.array import Array
+from hetero.array import Array, asarray
 from hetero.compiler import frontend, ir, pipeline
 from hetero.compiler.ir_queries import written_arrays
 from hetero.compiler.ir_text import format_function
@@ -70,7 +70,7 @@ from hetero.kernel_hooks import SPLIT_KERNEL
 from hetero.launch_args import arg_type, check_sizes, keyword_error, scalar_converter, shares_memory, size_tuple
 from hetero.registry import device as resolve_device
 from hetero.scheduler import cost_model
-from hetero.types import ArrayType, ScalarType
+from hetero.types import ArrayType, ScalarType, scalar_type
 
 if TYPE_CHECKING:
     from hetero.split import SplitKernel
@@ -117,7 +117,19 @@ class Specialization:
         compiled = pipeline.compile_for_device(kernel.py_func, types, device.runtime, target,
                                                fingerprint=kernel.source_fingerprint(),
                                                lowered=functools.partial(kernel._lowered, types), restrict=restrict)
-        self._setup(kernel.name, kernel.param_names(), types, device, compiled, target, restrict)
+        params = kernel.param_names()
+        captured = captured_arguments(kernel, [a.param for a in compiled.source.abi if a.param not in params], device)
+        if captured and restrict and pipeline.declares_restrict(target.dialect):
+            # an array read from outside may be one of the arguments too: no no-alias promise
+            restrict = False
+            compiled = pipeline.compile_for_device(kernel.py_func, types, device.runtime, target,
+                                                   fingerprint=kernel.source_fingerprint(),
+                                                   lowered=functools.partial(kernel._lowered, types), restrict=False)
+        #: The arrays from outside the kernel its body reads, passed after the declared arguments.
+        self.captured: tuple[Array, ...] = tuple(captured.values())
+        self._setup(kernel.name, [*params, *captured], (*types, *(ArrayType(scalar_type(a.dtype), a.ndim)
+                                                                     for a in captured.values())),
+                    device, compiled, target, restrict)
 
     def _setup(self, name: str, params: Sequence[str], types: tuple[ParamType, ...], device: Device,
                compiled: pipeline.Compiled, target: Any, restrict: bool) -> None:
@@ -185,6 +197,8 @@ class Specialization:
         """Launch with sizes already checked by :meth:`check_sizes`."""
         if not all(global_size):
             return
+        if self.captured:
+            args = (*args, *self.captured)
         if _fusion.PENDING:  # recorded elementwise work reading what this launch writes runs first
             _fusion.before_write([args[i] for i in self.written_positions()])
         runtime = self.runtime
@@ -199,6 +213,28 @@ class Specialization:
             else:
                 values.append(how(arg))
         runtime.launch(self.loaded, global_size, local_size, values)
+
+
+def captured_arguments(kernel: Kernel, names: Sequence[str], device: Device) -> dict[str, Array]:
+    """The arrays outside ``kernel`` that its body reads (see the frontend's ``captured_arrays``), on
+    ``device``: a NumPy array is copied there now (Numba freezes it at compile time, so later changes
+    to it are not seen), a device array is passed as it is (changes to it are seen)."""
+    found: dict[str, Array] = {}
+    source = frontend.function_source(kernel.py_func)
+    for name in dict.fromkeys(names):
+        value = source.resolve(name)
+        if isinstance(value, np.ndarray):
+            found[name] = asarray(np.array(value, copy=True), device=device)
+            continue
+        array = value.__hetero_array__() if hasattr(value, "__hetero_array__") else None
+        if not isinstance(array, Array):
+            raise KernelLaunchError(f"{kernel.name}: {name!r} changed since the kernel was compiled: it is no "
+                                    "longer an array")
+        if array.device is not device:
+            raise KernelLaunchError(f"{kernel.name} reads the array {name!r}, which is on {array.device.name}, in a "
+                                    f"launch on {device.name}; move it with .to({device.name!r}) or launch there")
+        found[name] = array
+    return found
 
 
 class Launcher:

@@ -14,10 +14,14 @@ from typing import Any
 
 
 class Intrinsic:
-    """A kernel-language built-in such as ``hetero.global_id`` or ``hetero.math.sqrt``."""
+    """A kernel-language built-in such as ``hetero.global_id`` or ``hetero.math.sqrt``.
 
-    def __init__(self, name: str, doc: str) -> None:
+    ``params`` names its parameters where a kernel may pass them by keyword
+    (``cuda.shared.array(shape=16, dtype=float32)``)."""
+
+    def __init__(self, name: str, doc: str, params: tuple[str, ...] = ()) -> None:
         self.name = name
+        self.params = params
         self.__doc__ = doc
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -27,8 +31,8 @@ class Intrinsic:
         return f"<hetero kernel intrinsic {self.name}>"
 
 
-def _intrinsic(name: str, doc: str) -> Intrinsic:
-    return Intrinsic(name, doc)
+def _intrinsic(name: str, doc: str, params: tuple[str, ...] = ()) -> Intrinsic:
+    return Intrinsic(name, doc, params)
 
 
 global_id = _intrinsic("global_id", "global_id(axis): this work-item's index in the whole launch (i64)")
@@ -38,13 +42,18 @@ local_size = _intrinsic("local_size", "local_size(axis): work-items per work-gro
 global_size = _intrinsic("global_size", "global_size(axis): work-items in the launch along axis (i64)")
 num_groups = _intrinsic("num_groups", "num_groups(axis): work-groups along axis (i64)")
 barrier = _intrinsic("barrier", "barrier(): wait until every work-item of the group gets here; local memory is then visible")
-local_array = _intrinsic("local_array", "local_array(shape, dtype): work-group shared memory of constant shape")
-atomic_add = _intrinsic("atomic_add", "atomic_add(array, index, value): add atomically, return the old value")
-atomic_sub = _intrinsic("atomic_sub", "atomic_sub(array, index, value): subtract atomically, return the old value")
-atomic_min = _intrinsic("atomic_min", "atomic_min(array, index, value): minimum atomically, return the old value")
-atomic_max = _intrinsic("atomic_max", "atomic_max(array, index, value): maximum atomically, return the old value")
+local_array = _intrinsic("local_array", "local_array(shape, dtype): work-group shared memory of constant shape",
+                         ("shape", "dtype"))
+_ATOMIC_PARAMS = ("ary", "idx", "val")
+atomic_add = _intrinsic("atomic_add", "atomic_add(array, index, value): add atomically, return the old value", _ATOMIC_PARAMS)
+atomic_sub = _intrinsic("atomic_sub", "atomic_sub(array, index, value): subtract atomically, return the old value",
+                        _ATOMIC_PARAMS)
+atomic_min = _intrinsic("atomic_min", "atomic_min(array, index, value): minimum atomically, return the old value",
+                        _ATOMIC_PARAMS)
+atomic_max = _intrinsic("atomic_max", "atomic_max(array, index, value): maximum atomically, return the old value",
+                        _ATOMIC_PARAMS)
 atomic_cas = _intrinsic("atomic_cas", "atomic_cas(array, index, compare, value): store value if the element "
-                        "equals compare; return the old value")
+                        "equals compare; return the old value", ("ary", "idx", "old", "val"))
 
 INDEX_BUILTINS = ("global_id", "local_id", "group_id", "local_size", "global_size", "num_groups")
 ATOMICS = ("add", "sub", "min", "max", "cas")
@@ -68,8 +77,10 @@ class DeviceFunction:
     the call's arguments. The return type is the annotation, or that of the returns.
     """
 
-    def __init__(self, py_func: Callable[..., Any]) -> None:
+    def __init__(self, py_func: Callable[..., Any], typing: str | None = None) -> None:
         self.py_func = py_func
+        if typing is not None:
+            set_typing(py_func, typing)
         functools.update_wrapper(self, py_func)  # type: ignore[arg-type]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -77,6 +88,23 @@ class DeviceFunction:
 
     def __repr__(self) -> str:
         return f"<hetero.func {self.py_func.__qualname__}>"
+
+
+#: The typing rules a function's body is lowered with: hetero's own (the default) or Numba's
+#: (kernels written against ``hetero.compat.cuda``; see :mod:`hetero.compiler.typing_numba`).
+TYPINGS = ("hetero", "numba")
+
+
+def set_typing(py_func: Callable[..., Any], typing: str) -> None:
+    """Lower ``py_func`` (a kernel's or device function's Python function) with ``typing``'s rules."""
+    if typing not in TYPINGS:
+        raise ValueError(f"typing must be one of {TYPINGS}, got {typing!r}")
+    py_func.__hetero_typing__ = typing  # type: ignore[attr-defined]
+
+
+def typing_of(py_func: Callable[..., Any]) -> str:
+    """The typing rules ``py_func`` is lowered with (see :func:`set_typing`)."""
+    return str(getattr(py_func, "__hetero_typing__", "hetero"))
 
 
 def func(py_func: Callable[..., Any]) -> DeviceFunction:

@@ -71,8 +71,8 @@ def string_constant(x):
 
 @hetero.kernel
 def tuple_assign(x):
-    a, b = 1, 2  # error: tuple assignment is not supported in kernels
-    x[0] = a + b
+    a, *b = 1, 2  # error: starred assignment (a, *b = …) is not supported in kernels
+    x[0] = a
 
 
 @hetero.kernel

@@ -1,0 +1,120 @@
+"""A pytest plugin that runs code written for ``numba.cuda`` on hetero, unchanged.
+
+Loaded with ``-p benchmarks.numba_cuda_alias`` by :mod:`benchmarks.numba_cuda_examples`: before
+any test module is imported it makes ``numba.cuda`` (and ``numba.cuda.types``, ``.random``) name
+:mod:`hetero.compat.cuda`, and supplies the two helper modules numba-cuda's own tests import
+(``numba.cuda.testing``, ``numba.cuda.tests.support``) with the meanings they have there. The
+device is ``HETERO_COMPAT_DEVICE`` (default: ``hetero.device()``'s choice).
+
+The skip decorators keep numba-cuda's conditions, asked of hetero: ``skip_on_cudasim`` never
+skips (this is not Numba's simulator), ``skip_if_cudadevrt_missing`` and ``skip_unless_cc_60``
+never skip (hetero needs neither CUDA's device runtime nor a compute capability), and
+``skip_on_standalone_numba_cuda`` skips only where ``numba.jit`` is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import os
+import sys
+import types
+import unittest
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+def _never(*args: Any) -> Any:
+    """A skip decorator whose condition never holds here: used bare or with a reason."""
+    if len(args) == 1 and callable(args[0]) and not isinstance(args[0], str):
+        return args[0]
+    return lambda obj: obj
+
+
+def _testing_module() -> types.ModuleType:
+    module = types.ModuleType("numba.cuda.testing")
+    module.unittest = unittest  # type: ignore[attr-defined]
+
+    class CUDATestCase(unittest.TestCase):
+        """numba-cuda's base class for tests that use a device."""
+
+    module.CUDATestCase = CUDATestCase  # type: ignore[attr-defined]
+    module.ContextResettingTestCase = CUDATestCase  # type: ignore[attr-defined]
+    for name in ("skip_on_cudasim", "skip_if_cudadevrt_missing", "skip_unless_cc_60", "skip_unless_cc_50",
+                 "skip_unless_cc_53", "skip_unless_cc_70", "skip_on_arm"):
+        setattr(module, name, _never)
+    has_numba_jit = importlib.util.find_spec("numba") is not None
+    module.skip_on_standalone_numba_cuda = unittest.skipUnless(  # type: ignore[attr-defined]
+        has_numba_jit, "needs numba.jit (not standalone numba-cuda)")
+    return module
+
+
+def _support_module() -> types.ModuleType:
+    module = types.ModuleType("numba.cuda.tests.support")
+
+    @contextlib.contextmanager
+    def captured_stdout() -> Iterator[io.StringIO]:
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            yield buffer
+
+    @contextlib.contextmanager
+    def override_config(name: str, value: Any) -> Iterator[None]:
+        yield
+
+    module.captured_stdout = captured_stdout  # type: ignore[attr-defined]
+    module.override_config = override_config  # type: ignore[attr-defined]
+    module.skip_unless_cffi = unittest.skipUnless(  # type: ignore[attr-defined]
+        importlib.util.find_spec("cffi") is not None, "needs cffi")
+    return module
+
+
+def _tests_package() -> types.ModuleType:
+    module = types.ModuleType("numba.cuda.tests")
+    module.__path__ = []  # type: ignore[attr-defined]
+
+    def load_testsuite(loader: unittest.TestLoader, directory: str) -> unittest.TestSuite:
+        return loader.discover(directory)
+
+    module.load_testsuite = load_testsuite  # type: ignore[attr-defined]
+    return module
+
+
+def install() -> None:
+    """Make ``numba.cuda`` and its test helpers name hetero's modules (idempotent)."""
+    import numba
+
+    from hetero.compat import cuda
+    from hetero.compat.cuda import types as cuda_types
+
+    modules: dict[str, Any] = {
+        "numba.cuda": cuda, "numba.cuda.types": cuda_types, "numba.cuda.testing": _testing_module(),
+        "numba.cuda.tests": _tests_package(), "numba.cuda.tests.support": _support_module(),
+    }
+    try:
+        from hetero.compat.cuda import random as cuda_random
+        modules["numba.cuda.random"] = cuda_random
+    except ImportError:
+        pass
+    sys.modules.update(modules)
+    numba.cuda = cuda  # type: ignore[attr-defined]
+
+
+_DEVICE: list[Callable[[], None]] = []
+
+
+def pytest_configure(config: Any) -> None:
+    install()
+    name = os.environ.get("HETERO_COMPAT_DEVICE")
+    if name:
+        import hetero
+
+        scope = hetero.use_device(name)
+        scope.__enter__()
+        _DEVICE.append(lambda: scope.__exit__(None, None, None))
+
+
+def pytest_unconfigure(config: Any) -> None:
+    while _DEVICE:
+        _DEVICE.pop()()

@@ -1,0 +1,75 @@
+"""Numba's CUDA API over every hetero device: ``from hetero.compat import cuda`` in place of
+``from numba import cuda``, and the kernels run on cpu, OpenCL, oneAPI, CUDA and ROCm devices.
+
+    from hetero.compat import cuda
+
+    @cuda.jit
+    def add(a, b, c):
+        i = cuda.grid(1)
+        if i < c.size:
+            c[i] = a[i] + b[i]
+
+    add[blocks, threads](a, b, c)     # Numba's launch: blocks × threads threads
+
+Inside kernels: ``cuda.threadIdx/blockIdx/blockDim/gridDim`` ``.x/.y/.z``, ``cuda.grid(n)``,
+``cuda.gridsize(n)``, ``cuda.syncthreads()``, ``cuda.shared.array``, ``cuda.atomic.*``,
+tuple assignment, ``len``/``.size``/``.shape``, ``math`` functions, calls to ``@cuda.jit(device=True)``
+and ``@numba.jit`` functions, all typed by Numba's rules (a Python float is f64: a device without
+fp64 refuses such a kernel, naming the feature). On the host: :func:`to_device`,
+:func:`device_array`, :func:`device_array_like`, ``copy_to_host``, :func:`reduce`, ``cuda.random``.
+Kernels run on the device their arrays live on, else ``hetero.device()``
+(``hetero.use_device("oneapi:0")`` selects one). What is not supported yet raises
+:class:`hetero.CompileError` at the kernel's line, naming the construct.
+"""
+
+from __future__ import annotations
+
+import hetero
+from hetero.compat.cuda import types
+from hetero.compat.cuda.arrays import (
+    DeviceNDArray,
+    device_array,
+    device_array_like,
+    mapped_array,
+    pinned,
+    pinned_array,
+    to_device,
+)
+from hetero.compat.cuda.dispatcher import Dispatcher, LaunchConfig, jit
+from hetero.compat.cuda.reduce import Reduce, reduce
+from hetero.compat.cuda.types import (
+    boolean,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    intp,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    uintp,
+    void,
+)
+from hetero.language_cuda import atomic, blockDim, blockIdx, grid, gridDim, gridsize, local, shared, syncthreads, threadIdx
+
+__all__ = [
+    "DeviceNDArray", "Dispatcher", "LaunchConfig", "Reduce", "atomic", "blockDim", "blockIdx", "boolean",
+    "device_array", "device_array_like", "float16", "float32", "float64", "grid", "gridDim", "gridsize", "int8",
+    "int16", "int32", "int64", "intp", "is_available", "jit", "local", "mapped_array", "pinned", "pinned_array",
+    "reduce", "shared", "synchronize", "syncthreads", "threadIdx", "to_device", "types", "uint8", "uint16", "uint32",
+    "uint64", "uintp", "void",
+]
+
+
+def synchronize() -> None:
+    """Wait for every launch on every device (Numba: the current CUDA context)."""
+    hetero.synchronize()
+
+
+def is_available() -> bool:
+    """Whether some device here runs kernels (with hetero, the cpu device always does)."""
+    return any(d.runtime.kernel_target() is not None for d in hetero.devices())

@@ -1,0 +1,159 @@
+"""``@cuda.jit`` for ``hetero.compat.cuda``: Numba-CUDA kernels and device functions, lowered by
+hetero's compiler for every device.
+
+Launches keep Numba's meaning: ``kernel[blocks, threads](…)`` runs ``blocks × threads`` threads
+in work-groups of ``threads`` (1-, 2- or 3-D; a block is a work-group exactly), ``[…, stream,
+shared_mem]`` are accepted (hetero launches in order on the array's device), and
+``kernel.forall(n)`` covers ``n`` threads. Arguments are taken as Numba takes them:
+
+* a :class:`~hetero.compat.cuda.arrays.DeviceNDArray` or :class:`hetero.Array` is passed as it is;
+* a NumPy array is copied to the device before the launch and back after it (Numba's rule);
+* a Python ``int`` is i64, ``float`` f64, ``bool`` bool; NumPy scalars keep their type;
+* with a signature, scalars are converted to its types and arrays must match them.
+
+The kernel runs on the device its arrays live on, else on ``hetero.device()``; the body is
+typed by Numba's rules (:mod:`hetero.compiler.typing_numba`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import hetero
+from hetero.array import Array
+from hetero.compat.cuda import types as nbtypes
+from hetero.compat.cuda.arrays import DeviceNDArray
+from hetero.device import Device
+from hetero.errors import CompileError, KernelLaunchError
+from hetero.kernels import Kernel
+from hetero.language import DeviceFunction, set_typing
+from hetero.types import ArrayType, ScalarType
+
+#: Threads per block ``forall`` launches with (Numba asks the driver for an occupancy-based
+#: size; hetero uses one size every device takes).
+FORALL_BLOCK = 128
+_IGNORED_OPTIONS = {"inline", "fastmath", "debug", "lineinfo", "cache", "opt", "max_registers", "lto", "boundscheck",
+                    "forceinline"}
+
+
+def jit(func_or_sig: Any = None, device: bool = False, link: Sequence[str] = (), **options: Any) -> Any:
+    """Numba's ``cuda.jit``: ``@cuda.jit``, ``@cuda.jit("void(float32[:])")``, ``@cuda.jit(device=True)``."""
+    unknown = set(options) - _IGNORED_OPTIONS
+    if unknown:
+        raise TypeError(f"cuda.jit() got unsupported option(s) {', '.join(sorted(unknown))}")
+    if link:
+        raise CompileError("cuda.jit(link=…): linking foreign CUDA files is not supported; hetero compiles CUDA C "
+                           "through its own front end (hetero.compat.cuda.RawKernel)")
+
+    def wrap(py_func: Callable[..., Any], signature: Any = None) -> Any:
+        if device:
+            return DeviceFunction(py_func, typing="numba")
+        return Dispatcher(py_func, signature)
+
+    if callable(func_or_sig) and not isinstance(func_or_sig, (str, nbtypes.NumbaType, nbtypes.Signature)):
+        return wrap(func_or_sig)
+    return functools.partial(wrap, signature=func_or_sig)
+
+
+class Dispatcher:
+    """A ``@cuda.jit`` kernel: launch with ``kernel[blocks, threads](…)`` or ``kernel.forall(n)(…)``."""
+
+    def __init__(self, py_func: Callable[..., Any], signature: Any = None) -> None:
+        set_typing(py_func, "numba")
+        self.py_func = py_func
+        self.kernel = Kernel(py_func)
+        functools.update_wrapper(self, py_func)  # type: ignore[arg-type]
+        self.signature = nbtypes.parse(signature, py_func.__name__) if signature is not None else None
+        self._declared = self.signature.hetero_types(py_func.__name__) if self.signature is not None else None
+        if self._declared is not None and len(self._declared) != len(self.kernel.param_names()):
+            raise CompileError(f"{py_func.__name__}: the signature has {len(self._declared)} argument(s), the "
+                               f"function {len(self.kernel.param_names())}")
+
+    def __repr__(self) -> str:
+        return f"<hetero.compat.cuda kernel {self.py_func.__qualname__}>"
+
+    def __getitem__(self, config: Any) -> LaunchConfig:
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise KernelLaunchError(f"{self.py_func.__name__}[…] takes [blocks, threads] or [blocks, threads, stream, "
+                                    f"shared_mem], got {config!r}")
+        return LaunchConfig(self, _dims(config[0], "blocks"), _dims(config[1], "threads"),
+                            config[3] if len(config) > 3 else 0)
+
+    def forall(self, ntasks: int, tpb: int = 0, stream: Any = 0, sharedmem: int = 0) -> LaunchConfig:
+        """A launch covering ``ntasks`` threads (``tpb`` per block; the kernel must test its index)."""
+        threads = tpb or min(FORALL_BLOCK, max(1, int(ntasks)))
+        return LaunchConfig(self, (max(1, math.ceil(int(ntasks) / threads)),), (threads,), sharedmem)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        raise KernelLaunchError(f"launch {self.py_func.__name__} with a configuration: "
+                                f"{self.py_func.__name__}[blocks, threads](…) or .forall(n)(…)")
+
+    def source(self, device: str | Device | None = None) -> str:
+        """The code generated for ``device`` at its last launch there."""
+        return self.kernel.source(device)
+
+
+def _dims(value: Any, what: str) -> tuple[int, ...]:
+    parts = value if isinstance(value, tuple) else (value,)
+    if not 1 <= len(parts) <= 3 or not all(isinstance(p, (int, np.integer)) and p >= 1 for p in parts):
+        raise KernelLaunchError(f"{what} must be a positive int or a tuple of 1 to 3 of them, got {value!r}")
+    return tuple(int(p) for p in parts)
+
+
+class LaunchConfig:
+    """A kernel with its grid: call it with the kernel's arguments."""
+
+    def __init__(self, dispatcher: Dispatcher, blocks: tuple[int, ...], threads: tuple[int, ...], shared_mem: Any) -> None:
+        if shared_mem:
+            raise KernelLaunchError(f"{dispatcher.py_func.__name__}: dynamic shared memory (shared_mem={shared_mem}) "
+                                    "is not supported yet; declare cuda.shared.array with a constant shape")
+        ndim = max(len(blocks), len(threads))
+        blocks = blocks + (1,) * (ndim - len(blocks))
+        threads = threads + (1,) * (ndim - len(threads))
+        self.dispatcher = dispatcher
+        self.local_size = threads
+        self.global_size = tuple(b * t for b, t in zip(blocks, threads, strict=True))
+
+    def __call__(self, *args: Any) -> None:
+        dispatcher = self.dispatcher
+        declared = dispatcher._declared
+        device = next((a.device for a in args if isinstance(a, (DeviceNDArray, Array))), None) or hetero.device()
+        values: list[Any] = []
+        copies: list[tuple[np.ndarray, Array]] = []
+        for position, arg in enumerate(args):
+            want = declared[position] if declared is not None and position < len(declared) else None
+            values.append(_argument(dispatcher.py_func.__name__, position, arg, want, device, copies))
+        dispatcher.kernel[self.global_size, self.local_size](*values)
+        for host, staged in copies:  # Numba copies NumPy arguments back after the launch
+            if host.flags.writeable:
+                np.copyto(host, staged.numpy())
+
+
+def _argument(name: str, position: int, arg: Any, want: Any, device: Device, copies: list[tuple[np.ndarray, Array]]) -> Any:
+    if isinstance(arg, DeviceNDArray):
+        arg = arg.array
+    elif isinstance(arg, np.ndarray):
+        staged = hetero.asarray(np.ascontiguousarray(arg), device=device)
+        copies.append((arg, staged))
+        arg = staged
+    if isinstance(arg, Array):
+        if isinstance(want, ArrayType) and (np.dtype(arg.dtype) != want.dtype.dtype or arg.ndim != want.ndim):
+            raise TypeError(f"{name}: argument {position} is {arg.dtype}[{arg.ndim}d], the signature says {want}")
+        return arg
+    if isinstance(want, ScalarType):
+        return want.dtype.type(arg)
+    if isinstance(arg, bool):
+        return np.bool_(arg)
+    if isinstance(arg, int):
+        return np.int64(arg)
+    if isinstance(arg, float):
+        return np.float64(arg)
+    if isinstance(arg, np.generic):
+        return arg
+    raise TypeError(f"{name}: argument {position} is a {type(arg).__name__}; kernels take arrays (NumPy or device "
+                    "arrays) and int, float or bool scalars")

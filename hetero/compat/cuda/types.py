@@ -1,0 +1,145 @@
+"""Numba's type objects for ``hetero.compat.cuda`` (``numba.cuda.float32``, ``types.void(...)``,
+``int32[:, ::1]``), standing for hetero's scalar and array types.
+
+A scalar type casts inside kernels (``float32(0.0)``), names a dtype (``cuda.shared.array(16,
+float32)``), is subscripted into an array type (``float32[:]``, ``int32[:, ::1]``) and called
+with types into a signature (``void(float32[:], int32)``). Called with a value on the host it
+gives the NumPy scalar, as Numba's do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hetero import types as ht
+from hetero.errors import CompileError
+
+
+class NumbaType:
+    """A Numba scalar type: ``hetero_type`` is the hetero type it stands for."""
+
+    def __init__(self, name: str, hetero_type: ht.ScalarType | None) -> None:
+        self.name = name
+        self.hetero_type = hetero_type
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        if self.hetero_type is None:
+            raise TypeError(f"{self.name} has no dtype")
+        return np.dtype(np.bool_) if self.hetero_type == ht.bool_t else self.hetero_type.dtype
+
+    def __getitem__(self, index: Any) -> ArrayT:
+        parts = index if isinstance(index, tuple) else (index,)
+        if self.hetero_type is None or not all(isinstance(p, slice) for p in parts):
+            raise TypeError(f"an array type is written {self.name}[:] or {self.name}[:, ::1]")
+        return ArrayT(self, len(parts))
+
+    def __call__(self, *args: Any) -> Any:
+        if all(isinstance(a, (NumbaType, ArrayT, CPointerT)) for a in args) and (args or self.hetero_type is None):
+            return Signature(self, tuple(args))
+        if self.hetero_type is None or len(args) != 1:
+            raise TypeError(f"{self.name}(…) takes one value, or argument types to make a signature")
+        return self.dtype.type(args[0])
+
+    def __str__(self) -> str:
+        return self.name
+
+    __repr__ = __str__
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayT:
+    """``float32[:, :]``: an array of ``dtype`` with ``ndim`` dimensions (any layout: hetero
+    passes contiguous arrays, and copies a strided view into a contiguous one)."""
+
+    element: NumbaType
+    ndim: int
+
+    @property
+    def hetero_type(self) -> ht.ArrayType:
+        assert self.element.hetero_type is not None
+        return ht.ArrayType(self.element.hetero_type, self.ndim)
+
+    def __str__(self) -> str:
+        return f"array({self.element}, {self.ndim}d)"
+
+
+@dataclasses.dataclass(frozen=True)
+class CPointerT:
+    """``types.CPointer(uint8)``: a raw pointer; refused at compile time (see :func:`CPointer`)."""
+
+    element: NumbaType
+
+
+def CPointer(element: NumbaType) -> CPointerT:  # noqa: N802 (Numba's spelling)
+    return CPointerT(element)
+
+
+@dataclasses.dataclass(frozen=True)
+class Signature:
+    """``void(float32[:], int32)``: a return type and argument types."""
+
+    return_type: NumbaType
+    args: tuple[Any, ...]
+
+    def hetero_types(self, name: str) -> tuple[ht.ScalarType | ht.ArrayType | None, ...]:
+        out: list[ht.ScalarType | ht.ArrayType | None] = []
+        for arg in self.args:
+            if isinstance(arg, CPointerT):
+                raise CompileError(f"{name}: raw pointer arguments (CPointer({arg.element})) exist only in CUDA's "
+                                   "address space; hetero runs kernels on devices without one. Pass the array itself")
+            out.append(arg.hetero_type)
+        return tuple(out)
+
+
+def _scalar(name: str, hetero_name: str) -> NumbaType:
+    return NumbaType(name, ht.scalar_type(hetero_name))
+
+
+boolean = b1 = _scalar("bool", "bool")
+int8 = _scalar("int8", "i8")
+int16 = _scalar("int16", "i16")
+int32 = _scalar("int32", "i32")
+int64 = _scalar("int64", "i64")
+uint8 = _scalar("uint8", "u8")
+uint16 = _scalar("uint16", "u16")
+uint32 = _scalar("uint32", "u32")
+uint64 = _scalar("uint64", "u64")
+float16 = _scalar("float16", "f16")
+float32 = _scalar("float32", "f32")
+float64 = _scalar("float64", "f64")
+intp, uintp = int64, uint64
+f2, f4, f8 = float16, float32, float64
+i1, i2, i4, i8 = int8, int16, int32, int64
+u1, u2, u4, u8 = uint8, uint16, uint32, uint64
+void = none = NumbaType("void", None)
+
+BY_NAME: dict[str, NumbaType] = {t.name: t for t in (boolean, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                                                     float16, float32, float64, void)}
+BY_NAME.update({"intp": intp, "uintp": uintp, "b1": boolean, "f4": float32, "f8": float64, "i4": int32, "i8": int64,
+                "u4": uint32, "u8": uint64, "CPointer": CPointer})  # type: ignore[dict-item]
+
+
+def parse(signature: str | Signature | Sequence[Any], name: str) -> Signature:
+    """A signature from Numba's spellings: ``"void(float32[:], int32)"``, ``void(float32[:])`` or a
+    tuple of argument types ``(int32[:, ::1],)``."""
+    if isinstance(signature, Signature):
+        return signature
+    if isinstance(signature, (tuple, list)):
+        return Signature(void, tuple(signature))
+    if isinstance(signature, str):
+        text = signature.strip()
+        if "(" not in text:
+            text = f"void({text})"
+        try:
+            value = eval(text, {"__builtins__": {}}, dict(BY_NAME))  # names of types only, no builtins
+        except Exception as exc:
+            raise CompileError(f"{name}: cannot read the signature {signature!r}: {exc}; write it as Numba does, "
+                               "e.g. 'void(float32[:], int32)'") from None
+        if isinstance(value, Signature):
+            return value
+    raise CompileError(f"{name}: {signature!r} is not a signature; write it as Numba does, e.g. 'void(float32[:], int32)'")

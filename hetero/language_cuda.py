@@ -1,0 +1,88 @@
+"""The names of Numba's CUDA kernel API, as hetero's compiler knows them.
+
+``hetero.compat.cuda`` re-exports these, so that a kernel written with ``from numba import
+cuda`` compiles unchanged once that import names ``hetero.compat.cuda``. Each maps onto the
+kernel language every device runs (a CUDA block is a work-group, exactly, in 3-D):
+
+========================  =========================================
+Numba                     hetero
+========================  =========================================
+``cuda.threadIdx.x``      ``local_id(0)`` (i32, as Numba types it)
+``cuda.blockIdx.y``       ``group_id(1)``
+``cuda.blockDim.z``       ``local_size(2)``
+``cuda.gridDim.x``        ``num_groups(0)``
+``cuda.grid(n)``          ``global_id(0)``, or an n-tuple (i64)
+``cuda.gridsize(n)``      ``global_size(0)``, or an n-tuple (i64)
+``cuda.syncthreads()``    ``barrier()``
+``cuda.shared.array``     ``local_array`` (work-group memory)
+``cuda.atomic.add`` …     ``atomic_add`` …
+========================  =========================================
+
+Vocabulary: imports nothing of the project but :mod:`hetero.language`.
+"""
+
+from __future__ import annotations
+
+from hetero import language
+from hetero.language import Intrinsic
+
+
+class IndexValue:
+    """One component of a CUDA index built-in (``cuda.threadIdx.x``): a value, not a call."""
+
+    def __init__(self, dim3: str, builtin: str, axis: int) -> None:
+        self.builtin = builtin
+        self.axis = axis
+        self.name = f"cuda.{dim3}.{'xyz'[axis]}"
+
+    def __repr__(self) -> str:
+        return f"<hetero kernel intrinsic {self.name}>"
+
+
+class Dim3:
+    """``cuda.threadIdx`` and its kin: ``.x``, ``.y`` and ``.z`` inside kernels."""
+
+    def __init__(self, name: str, builtin: str) -> None:
+        self.x = IndexValue(name, builtin, 0)
+        self.y = IndexValue(name, builtin, 1)
+        self.z = IndexValue(name, builtin, 2)
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"<hetero kernel intrinsic cuda.{self._name}>"
+
+
+#: The Numba type of every :class:`IndexValue` (``types.int32`` in numba-cuda).
+INDEX_VALUE_TYPE = "i32"
+
+threadIdx = Dim3("threadIdx", "local_id")
+blockIdx = Dim3("blockIdx", "group_id")
+blockDim = Dim3("blockDim", "local_size")
+gridDim = Dim3("gridDim", "num_groups")
+
+grid = Intrinsic("cuda.grid", "cuda.grid(ndim): this thread's absolute index, an int or an ndim-tuple (i64)", ("ndim",))
+gridsize = Intrinsic("cuda.gridsize", "cuda.gridsize(ndim): the threads in the grid, an int or an ndim-tuple (i64)",
+                     ("ndim",))
+syncthreads = language.barrier
+
+
+class _Namespace:
+    def __init__(self, name: str, **members: Intrinsic) -> None:
+        self._name = name
+        for key, value in members.items():
+            setattr(self, key, value)
+
+    def __repr__(self) -> str:
+        return f"<hetero kernel namespace cuda.{self._name}>"
+
+
+shared = _Namespace("shared", array=Intrinsic(
+    "cuda.shared.array", "cuda.shared.array(shape, dtype): block-shared memory of constant shape", ("shape", "dtype")))
+local = _Namespace("local", array=Intrinsic(
+    "cuda.local.array", "cuda.local.array(shape, dtype): per-thread memory of constant shape", ("shape", "dtype")))
+atomic = _Namespace(
+    "atomic", add=language.atomic_add, sub=language.atomic_sub, min=language.atomic_min, max=language.atomic_max,
+    cas=language.atomic_cas,
+    compare_and_swap=Intrinsic("cuda.atomic.compare_and_swap", "compare_and_swap(ary, old, val): cas on ary[0]",
+                               ("ary", "old", "val")),
+)

@@ -1,0 +1,279 @@
+"""hetero.compat.cuda: Numba-CUDA kernels, with Numba's typing and launch semantics, on every device."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numba
+import numpy as np
+import pytest
+
+import hetero
+from hetero.compat import cuda
+from hetero.compat.cuda import float32, int32, types
+from hetero.errors import CompileError, KernelLaunchError
+
+
+@pytest.fixture
+def on(device: hetero.Device) -> Iterator[hetero.Device]:
+    """Every test here runs with ``device`` as hetero.device(): where to_device and launches go."""
+    with hetero.use_device(device):
+        yield device
+
+
+# -- kernels used below (module level: Numba's typing and globals as users write them) --------------
+@cuda.jit
+def add(a, b, c):
+    i = cuda.grid(1)
+    if i < c.size:
+        c[i] = a[i] + b[i]
+
+
+@cuda.jit
+def typed_literals(out, n):
+    i = cuda.grid(1)
+    if i == 0:
+        out[0] = 1 / 3  # int / int: f64 in Numba (hetero's own rule gives f32)
+        out[1] = 0.1 * 3  # a float literal is f64
+        out[2] = n / 7
+        x = np.float32(0.1)
+        out[3] = x * 2.0  # f32 * f64 literal: f64
+        out[4] = 7 // 2 + (-7) % 3
+
+
+@cuda.jit
+def where_am_i(ids):
+    x, y, z = cuda.grid(3)
+    sx, sy, sz = cuda.gridsize(3)
+    if x < ids.shape[0] and y < ids.shape[1] and z < ids.shape[2]:
+        ids[x, y, z, 0] = cuda.threadIdx.x + 10 * cuda.threadIdx.y + 100 * cuda.threadIdx.z
+        ids[x, y, z, 1] = cuda.blockIdx.x + 10 * cuda.blockIdx.y + 100 * cuda.blockIdx.z
+        ids[x, y, z, 2] = cuda.blockDim.x + 10 * cuda.blockDim.y + 100 * cuda.blockDim.z
+        ids[x, y, z, 3] = cuda.gridDim.x + 10 * cuda.gridDim.y + 100 * cuda.gridDim.z
+        ids[x, y, z, 4] = sx + 10 * sy + 100 * sz
+
+
+@cuda.jit
+def block_sums(data, out):
+    shared = cuda.shared.array(shape=64, dtype=float32)
+    tid = cuda.threadIdx.x
+    shared[tid] = data[cuda.grid(1)]
+    cuda.syncthreads()
+    step = cuda.blockDim.x // 2
+    while step > 0:
+        if tid < step:
+            shared[tid] += shared[tid + step]
+        cuda.syncthreads()
+        step //= 2
+    if tid == 0:
+        out[cuda.blockIdx.x] = shared[0]
+
+
+@cuda.jit
+def histogram(values, bins):
+    i = cuda.grid(1)
+    if i < values.size:
+        cuda.atomic.add(bins, values[i], 1)
+
+
+@cuda.jit
+def claim(flag, winners):
+    i = cuda.grid(1)
+    if i < winners.size:
+        winners[i] = cuda.atomic.compare_and_swap(flag, 0, i + 1)
+
+
+@cuda.jit(device=True)
+def scaled(x, k):
+    return x * k
+
+
+@numba.jit
+def host_and_device(x):
+    return 2 * x + 1
+
+
+@cuda.jit
+def calls(a, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        lo, hi = a[i], a[i] * 2
+        hi, lo = lo, hi  # a swap: both values are read before either is assigned
+        out[i] = scaled(lo, 3) + host_and_device(hi)
+
+
+@cuda.jit("void(float32[:], float32)")
+def signed(a, k):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = a[i] * k
+
+
+OFFSETS = np.array([1.0, 2.0, 3.0, 4.0])
+
+
+@cuda.jit
+def uses_global(out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = OFFSETS[i] * 10
+
+
+@cuda.jit
+def whole_array_sin(x, r):
+    np.sin(x, r)
+
+
+# -- tests ---------------------------------------------------------------------------------
+def test_vector_add_launch_and_forall(on: hetero.Device) -> None:
+    a = cuda.to_device(np.arange(1000, dtype=np.float64))
+    b = cuda.to_device(np.ones(1000))
+    c = cuda.device_array_like(a)
+    assert c.device is on
+    add[(1000 + 255) // 256, 256](a, b, c)
+    np.testing.assert_array_equal(c.copy_to_host(), np.arange(1000) + 1)
+    add.forall(len(a))(b, b, c)
+    np.testing.assert_array_equal(c.copy_to_host(), np.full(1000, 2.0))
+
+
+def test_numba_typing_of_literals_and_division(on: hetero.Device) -> None:
+    if not on.fp64:
+        pytest.skip(f"{on.name} has no fp64")
+    out = cuda.device_array(5, dtype=np.float64)
+    typed_literals[1, 1](out, 5)
+    got = out.copy_to_host()
+    assert got[0] == 1 / 3 and got[1] == 0.1 * 3 and got[2] == 5 / 7  # f64, bit for bit
+    assert got[3] == np.float64(np.float32(0.1)) * 2.0
+    assert got[4] == 7 // 2 + (-7) % 3
+
+
+def test_index_builtins_map_blocks_onto_work_groups_in_3d(on: hetero.Device) -> None:
+    shape = (4, 6, 2)
+    ids = cuda.to_device(np.full(shape + (5,), -1, dtype=np.int32))
+    where_am_i[(2, 3, 1), (2, 2, 2)](ids)
+    got = ids.copy_to_host()
+    for x, y, z in np.ndindex(shape):
+        assert got[x, y, z, 0] == x % 2 + 10 * (y % 2) + 100 * (z % 2)
+        assert got[x, y, z, 1] == x // 2 + 10 * (y // 2) + 100 * (z // 2)
+    assert (got[..., 2] == 2 + 20 + 200).all() and (got[..., 3] == 2 + 30 + 100).all()
+    assert (got[..., 4] == 4 + 60 + 200).all()
+
+
+def test_shared_memory_and_syncthreads(on: hetero.Device) -> None:
+    data = np.random.default_rng(0).random(256).astype(np.float32)
+    out = np.zeros(4, dtype=np.float32)
+    block_sums[4, 64](data, out)  # NumPy arrays: copied in and back, as Numba does
+    np.testing.assert_allclose(out, data.reshape(4, 64).sum(axis=1), rtol=1e-5)
+
+
+def test_atomics(on: hetero.Device) -> None:
+    values = np.random.default_rng(1).integers(0, 8, 500).astype(np.int32)
+    bins = cuda.to_device(np.zeros(8, dtype=np.int32))
+    histogram[4, 128](cuda.to_device(values), bins)
+    np.testing.assert_array_equal(bins.copy_to_host(), np.bincount(values, minlength=8))
+    flag = cuda.to_device(np.zeros(1, dtype=np.int64))
+    winners = cuda.device_array(64, dtype=np.int64)
+    claim[1, 64](flag, winners)
+    got = winners.copy_to_host()
+    assert (got == 0).sum() == 1 and flag[0] == np.flatnonzero(got == 0)[0] + 1
+
+
+def test_device_functions_numba_jit_callees_and_tuple_swap(on: hetero.Device) -> None:
+    a = np.arange(10, dtype=np.float32)
+    out = cuda.device_array(10, dtype=np.float64)
+    calls.forall(10)(cuda.to_device(a), out)
+    np.testing.assert_allclose(out.copy_to_host(), (2 * a) * 3 + (2 * a + 1))
+
+
+def test_a_signature_converts_scalars_and_checks_arrays(on: hetero.Device) -> None:
+    a = cuda.to_device(np.ones(8, dtype=np.float32))
+    signed[1, 8](a, 3)  # an int to a float32 parameter
+    np.testing.assert_array_equal(a.copy_to_host(), np.full(8, 3.0, np.float32))
+    with pytest.raises(TypeError, match="float64"):
+        signed[1, 8](cuda.to_device(np.ones(8)), 2.0)
+
+
+def test_globals_numpy_frozen_device_arrays_live(on: hetero.Device) -> None:
+    out = cuda.device_array(4, dtype=np.float64)
+    uses_global[1, 4](out)
+    np.testing.assert_array_equal(out.copy_to_host(), [10, 20, 30, 40])
+    OFFSETS[0] = 100.0  # frozen at the first launch, as Numba freezes it at compile time
+    try:
+        uses_global[1, 4](out)
+        np.testing.assert_array_equal(out.copy_to_host(), [10, 20, 30, 40])
+    finally:
+        OFFSETS[0] = 1.0
+
+
+def test_a_ufunc_on_whole_arrays_in_one_thread(on: hetero.Device) -> None:
+    x = np.linspace(-3, 3, 11).astype(np.float32)
+    r = np.zeros_like(x)
+    whole_array_sin[1, 1](x, r)
+    np.testing.assert_allclose(r, np.sin(x), rtol=1e-6, atol=1e-6)
+
+
+def test_reduce(on: hetero.Device) -> None:
+    @cuda.reduce
+    def total(a, b):
+        return a + b
+
+    values = np.arange(5000, dtype=np.int64)
+    assert total(cuda.to_device(values)) == values.sum()
+    assert total(cuda.to_device(values), init=7) == values.sum() + 7
+    maximum = cuda.reduce(lambda a, b: max(a, b))
+    assert maximum(np.array([3.0, 9.5, -1.0])) == 9.5
+
+
+def test_device_array_host_side(on: hetero.Device) -> None:
+    d = cuda.to_device(np.arange(6, dtype=np.int32).reshape(2, 3))
+    assert d.shape == (2, 3) and d.size == 6 and d.dtype == np.int32 and len(d) == 2
+    assert d[1, 2] == 5
+    with pytest.raises(IndexError):
+        d[2, 0]
+    d.copy_to_device(np.zeros((2, 3), dtype=np.int32))
+    assert not d.copy_to_host().any()
+    host = np.empty((2, 3), dtype=np.int32)
+    assert d.copy_to_host(host) is host
+    with pytest.raises(ValueError, match="does not match"):
+        d.copy_to_device(np.zeros(4, dtype=np.int32))
+    assert list(cuda.to_device(np.array([1, 2, 3]))) == [1, 2, 3]
+
+
+def test_what_is_refused_says_so() -> None:
+    with pytest.raises(KernelLaunchError, match="configuration"):
+        add(1, 2, 3)
+    with pytest.raises(KernelLaunchError, match="dynamic shared memory"):
+        add[1, 32, 0, 1024]
+    with pytest.raises(CompileError, match="raw pointer"):
+        cuda.jit(types.void(types.CPointer(types.uint8), types.uint32))(lambda x, n: None)
+
+    @cuda.jit
+    def grid_as_scalar(a):
+        a[0] = cuda.grid(2)
+
+    with pytest.raises(CompileError, match="unpack it"):
+        grid_as_scalar[1, 1](np.zeros(1))
+
+    @cuda.jit
+    def private_array(a):
+        tmp = cuda.local.array(4, int32)
+        a[0] = tmp[0]
+
+    with pytest.raises(CompileError, match="local.array"):
+        private_array[1, 1](np.zeros(1))
+
+
+def test_math_on_integers_is_f64_and_on_f32_stays_f32(on: hetero.Device) -> None:
+    @cuda.jit
+    def roots(ints, floats, out64, out32):
+        i = cuda.grid(1)
+        if i < ints.size:
+            out64[i] = math.sqrt(ints[i])
+            out32[i] = math.sqrt(floats[i])
+
+    ints = np.array([2, 3, 5], dtype=np.int32)
+    out64, out32 = np.zeros(3), np.zeros(3, dtype=np.float32)
+    roots[1, 3](ints, ints.astype(np.float32), out64, out32)
+    np.testing.assert_array_equal(out64, np.sqrt(ints.astype(np.float64)))
+    np.testing.assert_allclose(out32, np.sqrt(ints.astype(np.float32)), rtol=1e-6)
