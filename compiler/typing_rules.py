@@ -13,7 +13,7 @@ followed by every target (the frontend makes each conversion an explicit Cast).
 5. Literals are weakly typed (as in JAX and Triton): ``2.0 * x`` has ``x``'s type when
    ``x`` is a float, so an f32 kernel never needs fp64; an int literal with an integer
    operand takes that operand's (promoted) type; a float literal with an integer operand
-   gives f32. A literal on its own is ``i32`` (``i64`` when it does not fit) or ``f32``.
+   gives f32. A literal on its own is ``i32`` (``i64`` when it does not fit, ``u64`` from 2**63) or ``f32``.
 6. Comparisons promote both sides the same way and give ``bool``; ``and``/``or``/``not``
    take any scalar, tested against zero.
 7. Shifts take the promoted type of the left operand. Bitwise ``& | ^`` on two bools
@@ -30,7 +30,7 @@ out-of-range array indices (never checked, never wrapped).
 
 from __future__ import annotations
 
-from hetero.types import ScalarType, bool_t, f32, i32, i64
+from hetero.types import ScalarType, bool_t, f32, i32, i64, u64
 
 _SMALL_INTS = {"bool", "i8", "i16", "u8", "u16"}
 
@@ -65,7 +65,7 @@ def literal_type(value: int | float | bool) -> ScalarType:
     if isinstance(value, bool):
         return bool_t
     if isinstance(value, int):
-        return i32 if -(2**31) <= value < 2**31 else i64
+        return i32 if -(2**31) <= value < 2**31 else i64 if value < 2**63 else u64
     return f32
 
 
@@ -100,4 +100,6 @@ def promote_literals(values: list[int | float | bool]) -> ScalarType:
         return f32
     if all(isinstance(v, bool) for v in values):
         return bool_t
+    if any(literal_type(v) == u64 for v in values):
+        return u64
     return i64 if any(literal_type(v) == i64 for v in values) else i32
