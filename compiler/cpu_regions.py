@@ -310,6 +310,8 @@ def plan_kernel(fn: ir.Function) -> Plan:
     for run in runs:
         promoted |= exposed_reads(run.stmts)
     promoted = (promoted & set(fn.locals)) - group_vars - set(remat)
+    if len(nodes) == 1 and isinstance(nodes[0], Run):
+        promoted = set()  # one run, no barrier: nothing crosses one (a loop carries its values itself)
     return Plan(nodes, runs, frozenset(group_vars), frozenset(promoted), remat)
 
 
