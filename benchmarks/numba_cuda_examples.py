@@ -48,7 +48,8 @@ def _first_line(test: dict[str, Any]) -> str:
     for stage in ("setup", "call", "teardown"):
         crash = test.get(stage, {}).get("crash") or {}
         if crash.get("message"):
-            return str(crash["message"]).strip().splitlines()[0][:300]
+            lines = [line for line in str(crash["message"]).strip().splitlines() if line.strip()]
+            return (lines[-1] if lines[0].lstrip().startswith('File "') else lines[0])[:300]  # a CompileError's text
         longrepr = test.get(stage, {}).get("longrepr")
         if longrepr:
             return str(longrepr).strip().splitlines()[-1][:300]

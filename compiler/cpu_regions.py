@@ -21,6 +21,9 @@ from . import ir
 
 #: Index built-ins whose value differs between the work-items of one group.
 DIVERGENT_BUILTINS = frozenset({"local_id", "global_id"})
+#: Variables a kernel written against CUDA takes as uniform by CUDA's contract
+#: (:mod:`hetero.compiler.cuda_contract`): never tainted, never recomputed per group.
+UNIFORM_PREFIX = "_uniform"
 
 
 @dataclasses.dataclass
@@ -189,7 +192,7 @@ def divergent_vars(body: tuple[ir.Stmt, ...], divergent_calls: set[str]) -> set[
     def visit(stmts: tuple[ir.Stmt, ...], context: bool) -> None:
         for s in stmts:
             if isinstance(s, ir.Assign):
-                if context or divergent(s.value):
+                if (context or divergent(s.value)) and not s.name.startswith(UNIFORM_PREFIX):
                     tainted.add(s.name)
             elif isinstance(s, ir.If):
                 inner = context or divergent(s.cond)
@@ -330,12 +333,23 @@ def rematerialisable(fn: ir.Function) -> dict[str, ir.Expr]:
     params = {p.name for p in fn.params}
     found: dict[str, ir.Expr] = {}
     for s in fn.body:
-        if not isinstance(s, ir.Assign) or counts[s.name] != 1 or s.name in params:
+        if not isinstance(s, ir.Assign) or counts[s.name] != 1 or s.name in params or s.name.startswith(UNIFORM_PREFIX):
             continue
         if all(isinstance(e, _PURE) or (isinstance(e, ir.Var) and (e.name in found or (e.name in params and e.name not in counts)))
                for e in subexprs(s.value)):  # fmt: skip
             found[s.name] = s.value
     return found
+
+
+def divergent_expr_test(fn: ir.Function):  # type: ignore[no-untyped-def]
+    """A test: whether an expression of ``fn`` may differ between the work-items of a group."""
+    divergent_calls = divergent_functions(fn.callees)
+    tainted = divergent_vars(fn.body, divergent_calls)
+
+    def divergent(e: ir.Expr) -> bool:
+        return any(_divergent_leaf(x, divergent_calls) or (isinstance(x, ir.Var) and x.name in tainted) for x in subexprs(e))
+
+    return divergent
 
 
 def _check_uniform(fn: ir.Function, checks: list[tuple[ir.Stmt, tuple[ir.Expr, ...]]]) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from hetero import language, language_cuda
 from hetero import math as hetero_math
-from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, i64, scalar_type
+from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, i32, i64, scalar_type
 
 from . import ir, typing_rules
 from .source import MISSING, FunctionSource
@@ -94,6 +94,17 @@ def cast(v: Value, t: ScalarType) -> ir.Expr:
 
 def weak(value: Number) -> Value:
     return Value(ir.Const(typing_rules.literal_type(value), value), weak=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayAlias:
+    """A local name bound to one of several arrays (``data = buf_0`` in one branch, ``data = buf_1``
+    in another), as Numba-CUDA kernels write: an i32 local holding the position of the array it
+    names in ``candidates``; each use picks that array (a Select for loads and shapes, an If for stores)."""
+
+    candidates: tuple[str, ...]
+    dtype: ScalarType
+    ndim: int
 
 
 class ExpressionLowering:
@@ -183,9 +194,21 @@ class ExpressionLowering:
         if isinstance(target, ast.Name) and target.id in self.arrays:
             indices = self.indices(target.id, node.slice, node)
             element = self.element_type(target.id)
-            load = ir.Load(element, target.id, indices)
+            load = self.through_alias(target.id, lambda array: ir.Load(element, array, indices))
             return Value(ir.Cast(f32, load) if element == f16 else load)
         raise self.src.error(node, "only arrays and x.shape can be indexed in kernels")
+
+    def through_alias(self, name: str, use: Any) -> ir.Expr:
+        """``use(array)`` for the array ``name`` names: a Select over the arrays an alias may name."""
+        alias = self.arrays[name]
+        if not isinstance(alias, ArrayAlias):
+            return use(name)  # type: ignore[no-any-return]
+        selector = ir.Var(i32, name)
+        result: ir.Expr = use(alias.candidates[-1])
+        for k in reversed(range(len(alias.candidates) - 1)):
+            chosen = use(alias.candidates[k])
+            result = ir.Select(chosen.type, ir.Compare(bool_t, "==", selector, const(k, i32)), chosen, result)
+        return result
 
     def shape_of(self, name: str, axis: int, node: ast.AST) -> Value:
         array = self.arrays[name]
@@ -195,7 +218,7 @@ class ExpressionLowering:
         axis %= ndim
         if isinstance(array, ir.LocalArray):
             return Value(const(array.shape[axis], i64))
-        return Value(ir.Shape(i64, name, axis))
+        return Value(self.through_alias(name, lambda a: ir.Shape(i64, a, axis)))
 
     def size_of(self, name: str, node: ast.AST) -> Value:
         """``array.size``: the product of its shape (i64)."""
@@ -205,7 +228,7 @@ class ExpressionLowering:
             return Value(const(math.prod(array.shape), i64))
         size: ir.Expr = const(1, i64)
         for axis in range(ndim):
-            shape = ir.Shape(i64, name, axis)
+            shape = self.shape_of(name, axis, node).expr
             size = shape if axis == 0 else ir.BinOp(i64, "*", size, shape)
         return Value(size)
 
@@ -491,6 +514,9 @@ class ExpressionLowering:
             usage = "atomic_cas(array, index, compare, value)" if op == "cas" else f"atomic_{op}(array, index, value)"
             raise self.src.error(node, f"usage: {usage}")
         array = node.args[0].id
+        if isinstance(self.arrays[array], ArrayAlias):
+            raise self.src.error(node, f"atomics on {array!r}, a name for one of several arrays, are not supported; "
+                                       "use the array itself")
         element = self.element_type(array)
         if element.name not in ("i32", "u32", "f32", "i64", "u64", "f64"):
             raise self.src.error(node, f"atomics work on i32, u32, f32, i64, u64 and f64 arrays; {array} holds {element}")
@@ -509,6 +535,8 @@ class ExpressionLowering:
                 array = self.arrays[arg.id]
                 if isinstance(array, ir.LocalArray):
                     raise self.src.error(arg, "local arrays cannot be passed to device functions")
+                if isinstance(array, ArrayAlias):
+                    raise self.src.error(arg, f"{arg.id!r} names one of several arrays; pass the array itself")
                 args.append(Value(ir.Var(array.dtype, arg.id)))
                 types.append(array)
                 continue

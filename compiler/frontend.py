@@ -17,11 +17,11 @@ from typing import Any
 
 from hetero import language
 from hetero.errors import CompileError
-from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, scalar_type
+from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, i32, scalar_type
 
-from . import ir, typing_numba, typing_rules, ufunc_calls
+from . import cuda_contract, grid_sync, ir, typing_numba, typing_rules, ufunc_calls
 from .cpu_regions import check_barriers
-from .expressions import BINOPS, ExpressionLowering, Value, cast, const
+from .expressions import BINOPS, ArrayAlias, ExpressionLowering, Value, cast, const
 from .source import FunctionSource, function_source
 
 _MAX_PASSES = 8
@@ -124,7 +124,9 @@ def lower_kernel(py_func: Any, types: Sequence[ScalarType | ArrayType]) -> ir.Fu
     src = function_source(py_func)
     params = _params(src, list(types), src.tree)
     program = Program()
-    kernel = lower(src, params, is_kernel=True, program=program, name=src.tree.name)
+    kernel = grid_sync.cut(lower(src, params, is_kernel=True, program=program, name=src.tree.name))
+    if language.typing_of(py_func) == "numba":  # written against CUDA: its contract for barriers holds
+        kernel = cuda_contract.take_conditions_as_uniform(kernel)
     check_barriers(kernel)  # before any emitter: the same answer on every device
     return kernel
 
@@ -177,9 +179,33 @@ class Lowerer(ExpressionLowering):
         self.loop_depth = 0
         self.returns: list[Value] = []
         self.ufunc_loads: dict[str, ir.Load] = {}  # the element loads of an array ufunc statement (ufunc_calls)
+        self.grid_groups: set[str] = set()
         self.captured = self.captured_arrays()
         self.arrays.update({p.name: p.type for p in self.captured})
+        self.arrays.update(self.array_aliases())
 
+    def array_aliases(self) -> dict[str, ArrayAlias]:
+        """Local names assigned arrays (``data = buf_0``): each an :class:`ArrayAlias` of the arrays it is given."""
+        found: dict[str, list[str]] = {}
+        for node in ast.walk(self.src.tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Name) and node.value.id in self.arrays:
+                names = found.setdefault(node.targets[0].id, [])
+                if node.value.id not in names:
+                    names.append(node.value.id)
+        aliases: dict[str, ArrayAlias] = {}
+        for name, candidates in found.items():
+            first = self.arrays[candidates[0]]
+            if name in self.arrays or isinstance(first, ir.LocalArray):
+                continue  # reassigning a parameter, or a shared array: refused where it is written
+            for other in candidates[1:]:
+                array = self.arrays[other]
+                if isinstance(array, ir.LocalArray) or array.dtype != first.dtype or array.ndim != first.ndim:
+                    raise self.src.error(self.src.tree, f"{name!r} is assigned arrays of different types or ranks "
+                                                        f"({candidates[0]}: {first}, {other}: {array})")
+            aliases[name] = ArrayAlias(tuple(candidates), first.dtype, first.ndim or 0)
+            self.var_types[name] = i32
+        return aliases
     def captured_arrays(self) -> tuple[ir.Param, ...]:
         """Module-level and closure arrays the body reads (``PRICES[i]``), as Numba-CUDA kernels may:
         extra array parameters after the declared ones, in name order, which the launch passes
@@ -268,6 +294,10 @@ class Lowerer(ExpressionLowering):
             return [ir.Barrier(self.src.loc(node))]
         if not isinstance(node.value, ast.Call):
             raise self.src.error(node, "this expression has no effect; kernels allow calls as statements only")
+        if self.is_grid_sync(node.value):
+            if not self.is_kernel:
+                raise self.src.error(node, "a grid sync is only allowed in kernels, not in device functions")
+            return [ir.GridSync(self.src.loc(node))]
         callee = self.static(node.value.func)
         if ufunc_calls.is_ufunc(callee):
             return ufunc_calls.array_statement(self, callee, node.value, self.src.loc(node))
@@ -279,6 +309,15 @@ class Lowerer(ExpressionLowering):
         target = node.targets[0]
         if isinstance(target, ast.Tuple):
             return self.tuple_assign(target, node)
+        if isinstance(target, ast.Name) and isinstance(self.arrays.get(target.id), ArrayAlias):
+            alias = self.arrays[target.id]
+            if not (isinstance(node.value, ast.Name) and node.value.id in alias.candidates):
+                raise self.src.error(node, f"{target.id!r} names an array here; it cannot also hold a scalar")
+            return [ir.Assign(self.src.loc(node), target.id, const(alias.candidates.index(node.value.id), i32))]
+        if isinstance(target, ast.Name) and self.is_this_grid(node.value):
+            self.grid_groups.add(target.id)  # names the grid group: no value at run time
+            self.assigned.discard(target.id)
+            return []
         if isinstance(target, ast.Name) and isinstance(node.value, ast.Call):
             callee = self.static(node.value.func)
             if isinstance(callee, language.Intrinsic) and callee.name in _LOCAL_ARRAYS:
@@ -288,6 +327,24 @@ class Lowerer(ExpressionLowering):
                 raise self.src.error(node, "cuda.local.array (per-thread arrays) is not supported yet; "
                                            "use scalars, or a cuda.shared.array indexed by cuda.threadIdx")
         return self.assign(target, self.expr(node.value), node)
+
+    def is_this_grid(self, node: ast.expr) -> bool:
+        """``cuda.cg.this_grid()``, or a name it was assigned to."""
+        if isinstance(node, ast.Name):
+            return node.id in self.grid_groups
+        if isinstance(node, ast.Call) and not node.args and not node.keywords:
+            callee = self.static(node.func)
+            return isinstance(callee, language.Intrinsic) and callee.name == "cuda.cg.this_grid"
+        return False
+
+    def is_grid_sync(self, call: ast.Call) -> bool:
+        """``g.sync()`` on a grid group (the whole launch waits)."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "sync" and self.is_this_grid(func.value)):
+            return False
+        if call.args or call.keywords:
+            raise self.src.error(call, "a grid group's sync() takes no arguments")
+        return True
 
     def tuple_assign(self, target: ast.Tuple, node: ast.Assign) -> list[ir.Stmt]:
         """``a, b = x, y`` and ``i, j = cuda.grid(2)``: every value is computed (into a temporary)
@@ -335,7 +392,16 @@ class Lowerer(ExpressionLowering):
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in self.arrays:
             name = target.value.id
             element = self.element_type(name)
-            return [ir.Store(loc, name, self.indices(name, target.slice, target), cast(value, element))]
+            indices = self.indices(name, target.slice, target)
+            stored = cast(value, element)
+            alias = self.arrays[name]
+            if not isinstance(alias, ArrayAlias):
+                return [ir.Store(loc, name, indices, stored)]
+            chain: tuple[ir.Stmt, ...] = (ir.Store(loc, alias.candidates[-1], indices, stored),)
+            for k in reversed(range(len(alias.candidates) - 1)):
+                test = ir.Compare(bool_t, "==", ir.Var(i32, name), const(k, i32))
+                chain = (ir.If(loc, test, (ir.Store(loc, alias.candidates[k], indices, stored),), chain),)
+            return list(chain)
         raise self.src.error(target, "kernels can assign to local names and array elements only")
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> list[ir.Stmt]:

@@ -247,6 +247,13 @@ class Barrier(Stmt):
     """Work-group barrier with local (and global) memory fence."""
 
 
+@dataclasses.dataclass(frozen=True)
+class GridSync(Stmt):
+    """Every work-item of the whole launch waits here (CUDA's ``this_grid().sync()``); memory
+    written before it is visible after it. Emitters never see one: :mod:`hetero.compiler.grid_sync`
+    cuts the kernel at each into phases the launch runs one after another."""
+
+
 # -- definitions ---------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class LocalArray:

@@ -56,7 +56,7 @@ def _np(t: ScalarType) -> np.dtype:
     return np.dtype(np.bool_) if t == bool_t else np.dtype(t.dtype)
 
 
-def literal_type(value: int | float | bool) -> ScalarType:
+def literal_type(value: float | bool) -> ScalarType:
     if isinstance(value, bool):
         return bool_t
     if isinstance(value, int):
@@ -64,7 +64,7 @@ def literal_type(value: int | float | bool) -> ScalarType:
     return f64
 
 
-def weak_literal_type(value: int | float | bool, other: ScalarType) -> ScalarType:
+def weak_literal_type(value: float | bool, other: ScalarType) -> ScalarType:
     """Numba types a literal on its own (rule 1): its neighbour does not matter."""
     return literal_type(value)
 

@@ -54,8 +54,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from hetero import fusion_state as _fusion
-from hetero.array import Array, asarray
-from hetero.compiler import frontend, ir, pipeline
+from hetero.array import Array, asarray, empty, zeros
+from hetero.compiler import frontend, grid_sync, ir, pipeline
 from hetero.compiler.ir_queries import written_arrays
 from hetero.compiler.ir_text import format_function
 from hetero.compiler.signature import format_signature, parse_signature
@@ -70,7 +70,7 @@ from hetero.kernel_hooks import SPLIT_KERNEL
 from hetero.launch_args import arg_type, check_sizes, keyword_error, scalar_converter, shares_memory, size_tuple
 from hetero.registry import device as resolve_device
 from hetero.scheduler import cost_model
-from hetero.types import ArrayType, ScalarType, scalar_type
+from hetero.types import ArrayType, ScalarType, i64, scalar_type
 
 if TYPE_CHECKING:
     from hetero.split import SplitKernel
@@ -111,6 +111,11 @@ class Specialization:
     ``restrict=False`` is the variant for launches whose array arguments share memory: its
     array parameters make no no-alias promise to the vendor compiler (see :meth:`unaliased`)."""
 
+    #: The arrays from outside the kernel its body reads, passed after the declared arguments.
+    captured: tuple[Array, ...] = ()
+    declared_count = 0
+    grid_params: tuple[tuple[str, ParamType], ...] = ()
+
     def __init__(self, kernel: Kernel, types: tuple[ParamType, ...], device: Device, restrict: bool = True) -> None:
         self.kernel = kernel
         target = device_target(kernel.name, device)
@@ -118,18 +123,26 @@ class Specialization:
                                                fingerprint=kernel.source_fingerprint(),
                                                lowered=functools.partial(kernel._lowered, types), restrict=restrict)
         params = kernel.param_names()
-        captured = captured_arguments(kernel, [a.param for a in compiled.source.abi if a.param not in params], device)
+        extra = [a.param for a in compiled.source.abi if a.param not in params]
+        grid = list(dict.fromkeys(p for p in extra if p.startswith("_grid_")))
+        captured = captured_arguments(kernel, [p for p in extra if not p.startswith("_grid_")], device)
         if captured and restrict and pipeline.declares_restrict(target.dialect):
             # an array read from outside may be one of the arguments too: no no-alias promise
             restrict = False
             compiled = pipeline.compile_for_device(kernel.py_func, types, device.runtime, target,
                                                    fingerprint=kernel.source_fingerprint(),
                                                    lowered=functools.partial(kernel._lowered, types), restrict=False)
-        #: The arrays from outside the kernel its body reads, passed after the declared arguments.
-        self.captured: tuple[Array, ...] = tuple(captured.values())
-        self._setup(kernel.name, [*params, *captured], (*types, *(ArrayType(scalar_type(a.dtype), a.ndim)
-                                                                     for a in captured.values())),
+        self.captured = tuple(captured.values())
+        self.declared_count = len(params)
+        grid_types = tuple(_grid_param_type(name) for name in grid)
+        self._setup(kernel.name, [*params, *captured, *grid], (*types, *(ArrayType(scalar_type(a.dtype), a.ndim)
+                                                                            for a in captured.values()), *grid_types),
                     device, compiled, target, restrict)
+        # the arrays a grid-sync launch adds are its own: only the caller's may share memory
+        self.alias_positions: tuple[int, ...] = tuple(i for i in self.alias_positions if i < len(params))
+        if grid:  # a kernel with grid syncs: launched phase after phase (hetero.compiler.grid_sync)
+            self.grid_params = tuple(zip(grid, grid_types, strict=True))
+            self.launch = self._launch_phases  # type: ignore[method-assign]
 
     def _setup(self, name: str, params: Sequence[str], types: tuple[ParamType, ...], device: Device,
                compiled: pipeline.Compiled, target: Any, restrict: bool) -> None:
@@ -193,12 +206,42 @@ class Specialization:
             self._checked_sizes.clear()
         self._checked_sizes.add((global_size, local_size))
 
+    def _launch_phases(self, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]) -> None:
+        """A kernel with grid syncs: one launch per phase, each work-item resuming where it stopped,
+        until a phase ends with none stopped at a sync (its state and locals kept on the device)."""
+        items = 1
+        for size in global_size:
+            items *= size
+        if not items:
+            return
+        state: list[Any] = []
+        more = None
+        for name, t in self.grid_params:
+            if name == grid_sync.PHASE:
+                state.append(None)
+            elif name == grid_sync.STATE or name == grid_sync.MORE:
+                array = zeros(items if name == grid_sync.STATE else 1, np.int64, device=self.device)
+                state.append(array)
+                more = array if name == grid_sync.MORE else more
+            else:
+                slots = grid_sync.spill_layout(name)[1]  # type: ignore[index]
+                state.append(empty((items, slots), cast(ArrayType, t).dtype.dtype, device=self.device))
+        assert more is not None
+        position = [name for name, _ in self.grid_params].index(grid_sync.PHASE)
+        phase = 0
+        while True:
+            phase += 1
+            state[position] = np.int64(phase)
+            Specialization.launch(self, global_size, local_size, (*args, *state))
+            if int(more.numpy()[0]) != phase:
+                return
+
     def launch(self, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]) -> None:
         """Launch with sizes already checked by :meth:`check_sizes`."""
         if not all(global_size):
             return
         if self.captured:
-            args = (*args, *self.captured)
+            args = (*args[:self.declared_count], *self.captured, *args[self.declared_count:])
         if _fusion.PENDING:  # recorded elementwise work reading what this launch writes runs first
             _fusion.before_write([args[i] for i in self.written_positions()])
         runtime = self.runtime
@@ -235,6 +278,13 @@ def captured_arguments(kernel: Kernel, names: Sequence[str], device: Device) -> 
                                     f"launch on {device.name}; move it with .to({device.name!r}) or launch there")
         found[name] = array
     return found
+
+
+def _grid_param_type(name: str) -> ParamType:
+    if name == grid_sync.PHASE:
+        return i64
+    layout = grid_sync.spill_layout(name)
+    return ArrayType(scalar_type(layout[0]), 2) if layout else ArrayType(i64, 1)
 
 
 class Launcher:

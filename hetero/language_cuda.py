@@ -16,6 +16,7 @@ Numba                     hetero
 ``cuda.syncthreads()``    ``barrier()``
 ``cuda.shared.array``     ``local_array`` (work-group memory)
 ``cuda.atomic.add`` …     ``atomic_add`` …
+``this_grid().sync()``    a grid sync (:mod:`hetero.compiler.grid_sync`)
 ========================  =========================================
 
 Vocabulary: imports nothing of the project but :mod:`hetero.language`.
@@ -80,6 +81,8 @@ shared = _Namespace("shared", array=Intrinsic(
     "cuda.shared.array", "cuda.shared.array(shape, dtype): block-shared memory of constant shape", ("shape", "dtype")))
 local = _Namespace("local", array=Intrinsic(
     "cuda.local.array", "cuda.local.array(shape, dtype): per-thread memory of constant shape", ("shape", "dtype")))
+cg = _Namespace("cg", this_grid=Intrinsic(
+    "cuda.cg.this_grid", "cuda.cg.this_grid(): the whole launch as a group; its .sync() waits for every thread"))
 atomic = _Namespace(
     "atomic", add=language.atomic_add, sub=language.atomic_sub, min=language.atomic_min, max=language.atomic_max,
     cas=language.atomic_cas,

@@ -73,6 +73,15 @@ class Dispatcher:
         if self._declared is not None and len(self._declared) != len(self.kernel.param_names()):
             raise CompileError(f"{py_func.__name__}: the signature has {len(self._declared)} argument(s), the "
                                f"function {len(self.kernel.param_names())}")
+        #: Numba's per-signature compiled kernels, keyed by the signature given to ``cuda.jit``.
+        self.overloads: dict[Any, Overload] = {}
+        if signature is not None:
+            overload = Overload(self)
+            self.overloads[self.signature] = overload
+            try:
+                self.overloads[signature] = overload
+            except TypeError:  # an unhashable spelling (a list): reachable through the parsed signature
+                pass
 
     def __repr__(self) -> str:
         return f"<hetero.compat.cuda kernel {self.py_func.__qualname__}>"
@@ -96,6 +105,20 @@ class Dispatcher:
     def source(self, device: str | Device | None = None) -> str:
         """The code generated for ``device`` at its last launch there."""
         return self.kernel.source(device)
+
+
+class Overload:
+    """What Numba's ``kernel.overloads[signature]`` answers about one compiled signature."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    def max_cooperative_grid_blocks(self, blockdim: int | tuple[int, ...]) -> int:
+        """The most blocks a launch of this kernel with grid syncs may have. hetero runs grid syncs
+        as phases of launches (:mod:`hetero.compiler.grid_sync`), which need no block resident at
+        once, so the limit is the launch's own: 2**31 - 1 threads."""
+        threads = math.prod(_dims(blockdim, "blockdim"))
+        return (2**31 - 1) // threads
 
 
 def _dims(value: Any, what: str) -> tuple[int, ...]:

@@ -75,7 +75,7 @@ class CPointerT:
     element: NumbaType
 
 
-def CPointer(element: NumbaType) -> CPointerT:  # noqa: N802 (Numba's spelling)
+def CPointer(element: NumbaType) -> CPointerT:
     return CPointerT(element)
 
 
