@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from benchmarks import (
-    array_ops, compile_bundle, compile_time, copy_bandwidth, digits_arrays, guard_overhead, guard_recovery, import_time,
+    array_ops, compat_cuda, compile_bundle, compile_time, copy_bandwidth, digits_arrays, guard_overhead, guard_recovery, import_time,
     injection_overhead, launch_overhead, launcher_overhead, placement, recovery_vs_torchrun, sgemm, split, stream_triad,
     torch_guard,
 )
@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "guard_recovery": guard_recovery.main,
     "launcher_overhead": launcher_overhead.main,
     "recovery_vs_torchrun": recovery_vs_torchrun.main,
+    "compat_cuda": compat_cuda.main,
     "torch_guard": torch_guard.main,  # last: its lost drill leaves the cpu device unhealthy for the process
 }
 

@@ -566,6 +566,11 @@ def _cast_type(obj: Any) -> ScalarType | None:
     obj = getattr(obj, "hetero_type", obj)  # the types of hetero.compat.cuda.types
     if isinstance(obj, ScalarType):
         return obj
+    if type(obj).__module__.startswith("numba.core.types"):  # numba.float32(x) in a kernel
+        try:
+            return scalar_type(obj)
+        except Exception:
+            return None
     if isinstance(obj, type) and issubclass(obj, np.generic):
         try:
             return scalar_type(np.dtype(obj))

@@ -44,13 +44,16 @@ _HINTS = {
 
 
 def as_dtype(spec: Any) -> np.dtype[Any]:
-    """Resolve a dtype spelling (numpy dtype, type, name such as ``"float32"`` or a torch dtype).
+    """Resolve a dtype spelling (numpy dtype, type, name such as ``"float32"``, a torch dtype or a
+    Numba type such as ``numba.float32``).
 
     Raises :class:`UnsupportedDtypeError` naming the supported dtypes.
     """
     if isinstance(spec, np.dtype) and spec in _SUPPORTED_SET:
         return spec
     text = str(spec)
+    if type(spec).__module__.startswith("numba."):
+        spec = text  # numba.float32 -> "float32": by name, so that this module never imports numba
     if text.startswith("torch."):
         # torch.float32 -> "float32": torch dtypes are resolved by name so that
         # this module never imports torch.

@@ -240,6 +240,21 @@ def test_device_array_host_side(on: hetero.Device) -> None:
     assert list(cuda.to_device(np.array([1, 2, 3]))) == [1, 2, 3]
 
 
+@cuda.jit
+def numba_own_types(out):
+    tile = cuda.shared.array(4, numba.float32)  # numba's own type objects, as users import them
+    i = cuda.threadIdx.x
+    tile[i] = numba.float32(i) / 3
+    cuda.syncthreads()
+    out[i] = tile[3 - i]
+
+
+def test_numba_own_type_objects_name_dtypes_and_cast(on: hetero.Device) -> None:
+    out = np.zeros(4, dtype=np.float32)
+    numba_own_types[1, 4](out)
+    np.testing.assert_array_equal(out, (np.arange(4, dtype=np.float32) / np.float32(3))[::-1])
+
+
 def test_what_is_refused_says_so() -> None:
     with pytest.raises(KernelLaunchError, match="configuration"):
         add(1, 2, 3)
