@@ -18,7 +18,7 @@ import numpy as np
 
 from hetero import language, language_cuda
 from hetero import math as hetero_math
-from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, i32, i64, scalar_type
+from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32, i64, scalar_type
 
 from . import ir, typing_rules
 from .source import MISSING, FunctionSource
@@ -411,7 +411,15 @@ class ExpressionLowering:
             raise self.src.error(node, f"{unknown} is not supported (supported: {_SUPPORTED_MATH}); "
                                        "compute it from those, or in a @hetero.func")
         if callee in (int, float, bool):
-            raise self.src.error(node, f"{name}() is ambiguous in kernels; use a sized cast such as hetero.i32(x) or hetero.f32(x)")
+            if self.rules.NAME != "numba" or len(node.args) != 1:
+                raise self.src.error(node, f"{name}() is ambiguous in kernels; use a sized cast such as hetero.i32(x) or "
+                                           "hetero.f32(x)")
+            value = self.expr(node.args[0])  # Numba's: int() is i64 (truncating), float() f64, bool() a test
+            if callee is bool:
+                return Value(self.truth(value))
+            target = i64 if callee is int else f64
+            self.note_type(target)
+            return Value(cast(value, target))
         raise self.src.error(node, f"calling {name} is not supported in kernels: only hetero built-ins, math functions, "
                                    "casts and @hetero.func functions can be called")
 

@@ -184,15 +184,30 @@ class Lowerer(ExpressionLowering):
         self.arrays.update({p.name: p.type for p in self.captured})
         self.arrays.update(self.array_aliases())
 
+    def aliased_array(self, value: ast.expr) -> str | None:
+        """The array ``value`` names: an array's name, or ``cuda.const.array_like(GLOBAL)`` (a global
+        NumPy array, passed frozen: hetero's devices read it as they read any array)."""
+        if isinstance(value, ast.Name) and value.id in self.arrays:
+            return value.id
+        if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+            callee = self.static(value.func)
+            if isinstance(callee, language.Intrinsic) and callee.name == "cuda.const.array_like":
+                arg = value.args[0]
+                if isinstance(arg, ast.Name) and arg.id in {p.name for p in self.captured}:
+                    return arg.id
+                raise self.src.error(value, "cuda.const.array_like() takes a NumPy array from outside the kernel")
+        return None
+
     def array_aliases(self) -> dict[str, ArrayAlias]:
         """Local names assigned arrays (``data = buf_0``): each an :class:`ArrayAlias` of the arrays it is given."""
         found: dict[str, list[str]] = {}
         for node in ast.walk(self.src.tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                    and isinstance(node.value, ast.Name) and node.value.id in self.arrays:
-                names = found.setdefault(node.targets[0].id, [])
-                if node.value.id not in names:
-                    names.append(node.value.id)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                source = self.aliased_array(node.value)
+                if source is not None:
+                    names = found.setdefault(node.targets[0].id, [])
+                    if source not in names:
+                        names.append(source)
         aliases: dict[str, ArrayAlias] = {}
         for name, candidates in found.items():
             first = self.arrays[candidates[0]]
@@ -311,9 +326,10 @@ class Lowerer(ExpressionLowering):
             return self.tuple_assign(target, node)
         if isinstance(target, ast.Name) and isinstance(self.arrays.get(target.id), ArrayAlias):
             alias = self.arrays[target.id]
-            if not (isinstance(node.value, ast.Name) and node.value.id in alias.candidates):
+            source = self.aliased_array(node.value)
+            if source not in alias.candidates:
                 raise self.src.error(node, f"{target.id!r} names an array here; it cannot also hold a scalar")
-            return [ir.Assign(self.src.loc(node), target.id, const(alias.candidates.index(node.value.id), i32))]
+            return [ir.Assign(self.src.loc(node), target.id, const(alias.candidates.index(source), i32))]
         if isinstance(target, ast.Name) and self.is_this_grid(node.value):
             self.grid_groups.add(target.id)  # names the grid group: no value at run time
             self.assigned.discard(target.id)

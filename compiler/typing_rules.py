@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from hetero.types import ScalarType, bool_t, f32, i32, i64, u64
 
+NAME = "hetero"
 _SMALL_INTS = {"bool", "i8", "i16", "u8", "u16"}
 
 

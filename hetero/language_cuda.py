@@ -81,6 +81,8 @@ shared = _Namespace("shared", array=Intrinsic(
     "cuda.shared.array", "cuda.shared.array(shape, dtype): block-shared memory of constant shape", ("shape", "dtype")))
 local = _Namespace("local", array=Intrinsic(
     "cuda.local.array", "cuda.local.array(shape, dtype): per-thread memory of constant shape", ("shape", "dtype")))
+const = _Namespace("const", array_like=Intrinsic(
+    "cuda.const.array_like", "cuda.const.array_like(ary): a global NumPy array as constant memory"))
 cg = _Namespace("cg", this_grid=Intrinsic(
     "cuda.cg.this_grid", "cuda.cg.this_grid(): the whole launch as a group; its .sync() waits for every thread"))
 atomic = _Namespace(

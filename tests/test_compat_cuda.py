@@ -206,6 +206,20 @@ def test_globals_numpy_frozen_device_arrays_live(on: hetero.Device) -> None:
         OFFSETS[0] = 1.0
 
 
+@cuda.jit
+def uses_const_memory(out):
+    table = cuda.const.array_like(OFFSETS)
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = table[i] + len(table)
+
+
+def test_const_array_like(on: hetero.Device) -> None:
+    out = cuda.device_array(4, dtype=np.float64)
+    uses_const_memory[1, 4](out)
+    np.testing.assert_array_equal(out.copy_to_host(), OFFSETS + 4)
+
+
 def test_a_ufunc_on_whole_arrays_in_one_thread(on: hetero.Device) -> None:
     x = np.linspace(-3, 3, 11).astype(np.float32)
     r = np.zeros_like(x)
@@ -253,6 +267,26 @@ def test_numba_own_type_objects_name_dtypes_and_cast(on: hetero.Device) -> None:
     out = np.zeros(4, dtype=np.float32)
     numba_own_types[1, 4](out)
     np.testing.assert_array_equal(out, (np.arange(4, dtype=np.float32) / np.float32(3))[::-1])
+
+
+@cuda.jit
+def python_casts(x, ints, floats, truth):
+    i = cuda.grid(1)
+    if i < x.size:
+        ints[i] = int(x[i])  # Numba: i64, truncating towards zero
+        floats[i] = float(ints[i]) / 4  # f64
+        truth[i] = bool(x[i])
+
+
+def test_int_float_bool_casts_as_numba_types_them(on: hetero.Device) -> None:
+    if not on.fp64:
+        pytest.skip(f"{on.name} has no fp64")
+    x = np.array([-2.7, -0.5, 0.0, 3.9], dtype=np.float32)
+    ints, floats, truth = np.zeros(4, np.int64), np.zeros(4), np.zeros(4, np.bool_)
+    python_casts[1, 4](x, ints, floats, truth)
+    np.testing.assert_array_equal(ints, [-2, 0, 0, 3])
+    np.testing.assert_array_equal(floats, [-0.5, 0.0, 0.0, 0.75])
+    np.testing.assert_array_equal(truth, [True, True, False, True])
 
 
 def test_what_is_refused_says_so() -> None:

@@ -54,7 +54,7 @@ from hetero.compat.cuda.types import (
     uintp,
     void,
 )
-from hetero.language_cuda import atomic, blockDim, blockIdx, cg, grid, gridDim, gridsize, local, shared, syncthreads, threadIdx
+from hetero.language_cuda import atomic, blockDim, blockIdx, cg, const, grid, gridDim, gridsize, local, shared, syncthreads, threadIdx
 
 __all__ = [
     "DeviceNDArray",
@@ -66,6 +66,7 @@ __all__ = [
     "blockIdx",
     "boolean",
     "cg",
+    "const",
     "device_array",
     "device_array_like",
     "float16",
