@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import hetero
+import hetero.compat
 from hetero.compat import cuda
 from hetero.compat.cuda import float32, int32, types
 from hetero.errors import CompileError, KernelLaunchError
@@ -326,3 +327,13 @@ def test_math_on_integers_is_f64_and_on_f32_stays_f32(on: hetero.Device) -> None
     roots[1, 3](ints, ints.astype(np.float32), out64, out32)
     np.testing.assert_array_equal(out64, np.sqrt(ints.astype(np.float64)))
     np.testing.assert_allclose(out32, np.sqrt(ints.astype(np.float32)), rtol=1e-6)
+
+
+def test_explain_names_needs_memory_and_devices() -> None:
+    text = hetero.compat.explain(block_sums, "void(float32[:], float32[:])")
+    assert "numba typing" in text and "256 bytes in shared" in text and "barriers: yes" in text
+    for device in hetero.devices():
+        assert f"{device.name}: runs" in text
+    assert "needs: fp64" in hetero.compat.explain(typed_literals, "void(float64[:], int64)")
+    with pytest.raises(ValueError, match="not been launched"):
+        hetero.compat.explain(cuda.jit(lambda a: None))

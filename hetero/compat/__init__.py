@@ -3,4 +3,12 @@
 * :mod:`hetero.compat.cuda`: Numba's CUDA API (``from hetero.compat import cuda`` in place of
   ``from numba import cuda``): ``@cuda.jit`` kernels with Numba's typing and launch semantics,
   device arrays, atomics, ``cuda.random`` and ``cuda.reduce``, on every hetero device.
+* :func:`explain`: what a kernel needs of a device (features, memory, barriers, grid syncs), and
+  which devices here run it.
 """
+
+from __future__ import annotations
+
+from hetero.compat.explain import explain
+
+__all__ = ["explain"]
