@@ -491,6 +491,9 @@ class ExpressionLowering:
                 raise self.src.error(node, "usage: cuda.atomic.compare_and_swap(ary, old, val) (on ary[0])")
             zero = ast.copy_location(ast.Constant(0), node)
             return self.call_atomic("cas", ast.copy_location(ast.Call(node.func, [node.args[0], zero, *node.args[1:]], []), node))
+        if name in ("cuda.syncthreads_count", "cuda.syncthreads_and", "cuda.syncthreads_or"):
+            raise self.src.error(node, f"{name}() is a barrier: assign it to a name on a line of its own, "
+                                       f"n = {name}(predicate)")
         if name in ("cuda.shared.array", "cuda.local.array"):
             raise self.src.error(node, f"{name}() must be assigned to a name: sA = {name}((16, 16), float32)")
         if name in language.INDEX_BUILTINS:

@@ -17,7 +17,7 @@ from typing import Any
 
 from hetero import language
 from hetero.errors import CompileError
-from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, i32, scalar_type
+from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, i32, i64, scalar_type
 
 from . import cuda_contract, grid_sync, ir, typing_numba, typing_rules, ufunc_calls
 from .cpu_regions import check_barriers
@@ -28,6 +28,7 @@ _MAX_PASSES = 8
 _RULES = {"hetero": typing_rules, "numba": typing_numba}
 #: The built-ins that declare work-group memory when assigned to a name.
 _LOCAL_ARRAYS = ("local_array", "cuda.shared.array")
+_BLOCK_VOTES = ("cuda.syncthreads_count", "cuda.syncthreads_and", "cuda.syncthreads_or")
 
 
 def rules_for(py_func: Any) -> Any:
@@ -339,10 +340,49 @@ class Lowerer(ExpressionLowering):
             if isinstance(callee, language.Intrinsic) and callee.name in _LOCAL_ARRAYS:
                 call = self.positional(node.value, callee) if node.value.keywords else node.value
                 return self.local_array(target.id, call)
+            if isinstance(callee, language.Intrinsic) and callee.name in _BLOCK_VOTES:
+                return self.block_vote(target, callee.name, node)
             if isinstance(callee, language.Intrinsic) and callee.name == "cuda.local.array":
                 raise self.src.error(node, "cuda.local.array (per-thread arrays) is not supported yet; "
                                            "use scalars, or a cuda.shared.array indexed by cuda.threadIdx")
         return self.assign(target, self.expr(node.value), node)
+
+    def block_vote(self, target: ast.Name, name: str, node: ast.Assign) -> list[ir.Stmt]:
+        """``n = cuda.syncthreads_count(p)`` (``_and``, ``_or``): a barrier that also counts the
+        threads of the block whose predicate holds, through a one-element work-group counter."""
+        call = node.value
+        assert isinstance(call, ast.Call)
+        if not self.is_kernel:
+            raise self.src.error(node, f"{name}() is only allowed in kernels")
+        if len(call.args) != 1 or call.keywords:
+            raise self.src.error(call, f"usage: n = {name}(predicate)")
+        loc = self.src.loc(node)
+        counter = f"_vote{node.lineno}_{node.col_offset}"
+        array = ir.LocalArray(counter, i32, (1,))
+        if all(a.name != counter for a in self.local_arrays):
+            self.local_arrays.append(array)
+        self.arrays[counter] = array
+        predicate = self.truth(self.expr(call.args[0]))
+        zero = const(0, i64)
+        first = ir.Logical(bool_t, "and", ir.Compare(bool_t, "==", ir.WorkItem(i64, "local_id", 0), zero), ir.Logical(
+            bool_t, "and", ir.Compare(bool_t, "==", ir.WorkItem(i64, "local_id", 1), zero),
+            ir.Compare(bool_t, "==", ir.WorkItem(i64, "local_id", 2), zero)))
+        count: ir.Expr = ir.Load(i32, counter, (zero,))
+        if name == "cuda.syncthreads_and":
+            size: ir.Expr = ir.WorkItem(i64, "local_size", 0)
+            for axis in (1, 2):
+                size = ir.BinOp(i64, "*", size, ir.WorkItem(i64, "local_size", axis))
+            count = ir.Cast(i32, ir.Compare(bool_t, "==", ir.Cast(i64, count), size))
+        elif name == "cuda.syncthreads_or":
+            count = ir.Cast(i32, ir.Compare(bool_t, ">", count, const(0, i32)))
+        return [
+            ir.If(loc, first, (ir.Store(loc, counter, (zero,), const(0, i32)),)),
+            ir.Barrier(loc),
+            ir.If(loc, predicate, (ir.ExprStmt(loc, ir.Atomic(i32, "add", counter, (zero,), (const(1, i32),))),)),
+            ir.Barrier(loc),
+            *self.assign(target, Value(count), node),
+            ir.Barrier(loc),  # every thread has read the counter before a next vote resets it
+        ]
 
     def is_this_grid(self, node: ast.expr) -> bool:
         """``cuda.cg.this_grid()``, or a name it was assigned to."""

@@ -65,6 +65,12 @@ grid = Intrinsic("cuda.grid", "cuda.grid(ndim): this thread's absolute index, an
 gridsize = Intrinsic("cuda.gridsize", "cuda.gridsize(ndim): the threads in the grid, an int or an ndim-tuple (i64)",
                      ("ndim",))
 syncthreads = language.barrier
+syncthreads_count = Intrinsic("cuda.syncthreads_count", "n = cuda.syncthreads_count(p): a barrier; the threads of the "
+                              "block whose p holds (i32)")
+syncthreads_and = Intrinsic("cuda.syncthreads_and", "x = cuda.syncthreads_and(p): a barrier; 1 if p holds for every "
+                            "thread of the block, else 0")
+syncthreads_or = Intrinsic("cuda.syncthreads_or", "x = cuda.syncthreads_or(p): a barrier; 1 if p holds for any "
+                           "thread of the block, else 0")
 
 
 class _Namespace:

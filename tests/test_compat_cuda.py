@@ -337,3 +337,23 @@ def test_explain_names_needs_memory_and_devices() -> None:
     assert "needs: fp64" in hetero.compat.explain(typed_literals, "void(float64[:], int64)")
     with pytest.raises(ValueError, match="not been launched"):
         hetero.compat.explain(cuda.jit(lambda a: None))
+
+
+@cuda.jit
+def votes(out):
+    i = cuda.threadIdx.x
+    n = cuda.syncthreads_count(i % 3 == 0)
+    every = cuda.syncthreads_and(i < 1000)
+    some = cuda.syncthreads_or(i == 5)
+    none = cuda.syncthreads_or(i > 1000)
+    g = cuda.grid(1)
+    out[g, 0] = n
+    out[g, 1] = every
+    out[g, 2] = some
+    out[g, 3] = none
+
+
+def test_syncthreads_count_and_or(on: hetero.Device) -> None:
+    out = np.zeros((128, 4), dtype=np.int32)
+    votes[2, 64](out)
+    np.testing.assert_array_equal(out, np.tile([22, 1, 1, 0], (128, 1)))

@@ -54,7 +54,23 @@ from hetero.compat.cuda.types import (
     uintp,
     void,
 )
-from hetero.language_cuda import atomic, blockDim, blockIdx, cg, const, grid, gridDim, gridsize, local, shared, syncthreads, threadIdx
+from hetero.language_cuda import (
+    atomic,
+    blockDim,
+    blockIdx,
+    cg,
+    const,
+    grid,
+    gridDim,
+    gridsize,
+    local,
+    shared,
+    syncthreads,
+    syncthreads_and,
+    syncthreads_count,
+    syncthreads_or,
+    threadIdx,
+)
 
 __all__ = [
     "DeviceNDArray",
@@ -90,6 +106,9 @@ __all__ = [
     "shared",
     "synchronize",
     "syncthreads",
+    "syncthreads_and",
+    "syncthreads_count",
+    "syncthreads_or",
     "threadIdx",
     "to_device",
     "types",
