@@ -15,7 +15,7 @@ import re
 from hetero.types import ScalarType, f16, f32, f64, i64, u64
 
 from . import ir
-from .c_dialect import C_RESERVED, MATH_FUNCTIONS, ArrayInfo, CDialect, ProgramContext, WriterContext, top
+from .c_dialect import C_RESERVED, MATH_FUNCTIONS, ArrayInfo, CDialect, ProgramContext, WriterContext, newer_atomic_updates, top
 from .target import Target
 
 CUDA_TYPES = {"bool": "bool", "i8": "signed char", "i16": "short", "i32": "int", "i64": "long long",
@@ -50,7 +50,8 @@ _LITERAL_SUFFIX = {"i32": "", "i64": "LL", "u32": "u", "u64": "ULL"}
 _WORK_ITEMS = {"local_id": "threadIdx", "group_id": "blockIdx", "local_size": "blockDim", "num_groups": "gridDim"}
 #: Atomics the vendor provides for each element type; the others are built from atomicCAS.
 _NATIVE = {"add": ("i32", "u32", "u64", "f32"), "sub": ("i32", "u32"), "min": ("i32", "u32", "u64"),
-           "max": ("i32", "u32", "u64")}
+           "max": ("i32", "u32", "u64"), "exch": ("i32", "u32", "u64", "f32"), "and": ("i32", "u32", "u64"),
+           "or": ("i32", "u32", "u64"), "xor": ("i32", "u32", "u64"), "inc": ("u32",), "dec": ("u32",)}
 
 
 class CudaDialect(CDialect):
@@ -190,7 +191,7 @@ class CudaDialect(CDialect):
         update = {"add": f"{current} + v", "sub": f"{current} - v",
                   "min": f"{self.min_max('min', t)}({current}, v)" if t.is_float else f"{current} < v ? {current} : v",
                   "max": f"{self.min_max('max', t)}({current}, v)" if t.is_float else f"{current} > v ? {current} : v",
-                  }[op]
+                  **newer_atomic_updates(current)}[op]
         return f"""{self.helper_head} {ctype} {name}({ctype}* p, {ctype} v) {{
     {bits}* word = ({bits}*)p;
     {bits} old = *word;

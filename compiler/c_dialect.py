@@ -333,3 +333,15 @@ def ipow(d: CDialect, name: str, t: ScalarType) -> str:
     }}
     return ({ctype})result;
 }}"""
+
+
+#: Atomics beyond add/sub/min/max/cas (exchange, bitwise, CUDA's wrapping inc/dec).
+NEWER_ATOMICS = ("exch", "and", "or", "xor", "inc", "dec")
+
+
+def newer_atomic_updates(current: str) -> dict[str, str]:
+    """The new value of each of :data:`NEWER_ATOMICS` from the ``current`` one and ``v`` (C syntax),
+    for the compare-and-swap loops that build them where no native atomic does."""
+    return {"exch": "v", "and": f"{current} & v", "or": f"{current} | v", "xor": f"{current} ^ v",
+            "inc": f"({current} >= v ? 0 : {current} + 1)",
+            "dec": f"(({current} == 0 || {current} > v) ? v : {current} - 1)"}

@@ -11,7 +11,8 @@ import re
 from hetero.types import ScalarType, f16, f32
 
 from . import ir
-from .c_dialect import C_RESERVED, MATH_FUNCTIONS, ArrayInfo, CDialect, ProgramContext, WriterContext, top
+from .c_dialect import (C_RESERVED, MATH_FUNCTIONS, NEWER_ATOMICS, ArrayInfo, CDialect, ProgramContext, WriterContext,
+                        newer_atomic_updates, top)
 
 C_TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "u8": "uchar",
            "u16": "ushort", "u32": "uint", "u64": "ulong", "f16": "half", "f32": "float", "f64": "double"}
@@ -124,6 +125,12 @@ class OpenCLDialect(CDialect):
             return f"as_{ctype}({cas}({word}, as_{bits}({args[0]}), as_{bits}({args[1]})))"
         if op == "cas":
             return f"{cas}({address}, {args[0]}, {args[1]})"
+        if op in NEWER_ATOMICS:
+            if op == "exch" and (t.bits == 32 or t.is_int):  # 64-bit xchg is in cl_khr_int64_base_atomics
+                return f"{'atomic' if t.bits == 32 else 'atom'}_xchg({address}, {args[0]})"
+            if op in ("and", "or", "xor") and t.bits == 32:
+                return f"atomic_{op}({address}, {args[0]})"
+            return f"{w.program.helper('atomic_' + op, t, info.space)}({address}, {args[0]})"
         if t.is_int and (t.bits == 32 or op in ("add", "sub")):
             return f"{'atomic' if t.bits == 32 else 'atom'}_{op}({address}, {args[0]})"
         return f"{w.program.helper('atomic_' + op, t, info.space)}({address}, {args[0]})"
@@ -154,7 +161,7 @@ def _atomic_update(name: str, ctype: str, space: str, op: str) -> str:
     current = f"{from_bits}(assumed)"
     f = "f" if ctype in ("float", "double") else ""
     update = {"add": f"{current} + v", "sub": f"{current} - v", "min": f"{f}min({current}, v)",
-              "max": f"{f}max({current}, v)"}[op]
+              "max": f"{f}max({current}, v)", **newer_atomic_updates(current)}[op]
     return f"""static inline {ctype} {name}(volatile {space} {ctype}* p, {ctype} v) {{
     volatile {space} {bits}* word = (volatile {space} {bits}*)p;
     {bits} old = *word;

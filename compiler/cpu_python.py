@@ -16,6 +16,7 @@ import re
 
 import numpy as np
 
+from hetero import language
 from hetero.types import ScalarType
 
 from . import cpu_libm, ir
@@ -254,7 +255,7 @@ class FunctionPrinter:
         t = self.fn.element_type(e.array)
         if t.name not in _ATOMIC_TYPES:
             raise error(f"atomic_{e.op} on '{e.array}' ({t}): the CPU target has atomics on i32, u32, i64, u64, f32 and f64 only", self.loc)
-        if e.op not in ("add", "sub", "min", "max", "cas"):
+        if e.op not in language.ATOMICS:
             raise error(f"unknown atomic operation '{e.op}'", self.loc)
         # a local array belongs to one work-group, which one thread runs: no atomics needed
         local = e.array in self.shared

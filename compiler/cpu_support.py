@@ -269,6 +269,10 @@ atomic_add = _atomic_rmw("atomic_add", "add", "add", "fadd")
 atomic_sub = _atomic_rmw("atomic_sub", "sub", "sub", "fsub")
 atomic_min = _atomic_rmw("atomic_min", "min", "umin", None)
 atomic_max = _atomic_rmw("atomic_max", "max", "umax", None)
+atomic_exch = _atomic_rmw("atomic_exch", "xchg", "xchg", "xchg")
+atomic_and = _atomic_rmw("atomic_and", "and", "and", None)
+atomic_or = _atomic_rmw("atomic_or", "or", "or", None)
+atomic_xor = _atomic_rmw("atomic_xor", "xor", "xor", None)
 
 
 @_intrinsic
@@ -364,3 +368,69 @@ def local_atomic_max(array: Any, index: Any, value: Any) -> Any:
 
 
 local_atomic_cas = atomic_cas
+
+
+@_jit
+def atomic_inc(array: Any, index: Any, value: Any) -> Any:
+    """CUDA's wrapping increment on unsigned integers (a cmpxchg loop): ``old >= value ? 0 : old + 1``."""
+    old = array[index]
+    while True:
+        new = old - old if old >= value else old + 1
+        seen = atomic_cas(array, index, old, new)
+        if seen == old:
+            return old
+        old = seen
+
+
+@_jit
+def atomic_dec(array: Any, index: Any, value: Any) -> Any:
+    """CUDA's wrapping decrement on unsigned integers: ``(old == 0 or old > value) ? value : old - 1``."""
+    old = array[index]
+    while True:
+        new = value if old == 0 or old > value else old - 1
+        seen = atomic_cas(array, index, old, new)
+        if seen == old:
+            return old
+        old = seen
+
+
+@_jit
+def local_atomic_exch(array: Any, index: Any, value: Any) -> Any:
+    old = array[index]
+    array[index] = value
+    return old
+
+
+@_jit
+def local_atomic_and(array: Any, index: Any, value: Any) -> Any:
+    old = array[index]
+    array[index] = old & value
+    return old
+
+
+@_jit
+def local_atomic_or(array: Any, index: Any, value: Any) -> Any:
+    old = array[index]
+    array[index] = old | value
+    return old
+
+
+@_jit
+def local_atomic_xor(array: Any, index: Any, value: Any) -> Any:
+    old = array[index]
+    array[index] = old ^ value
+    return old
+
+
+@_jit
+def local_atomic_inc(array: Any, index: Any, value: Any) -> Any:
+    old = array[index]
+    array[index] = old - old if old >= value else old + 1
+    return old
+
+
+@_jit
+def local_atomic_dec(array: Any, index: Any, value: Any) -> Any:
+    old = array[index]
+    array[index] = value if old == 0 or old > value else old - 1
+    return old

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from hetero.errors import CompileError
-from hetero.language import MATH_FUNCTIONS, MATH_PREDICATES
+from hetero.language import ATOMICS, MATH_FUNCTIONS, MATH_PREDICATES
 from hetero.types import ArrayType, ScalarType, f16
 
 from . import ir
@@ -401,7 +401,7 @@ class FunctionWriter:
         t, op, target = info.dtype, e.op, self.program.target
         address = f"&{info.name}[{self.index(info, e.indices)}]"
         args = [self.expr(a) for a in e.args]
-        if op not in ("add", "sub", "min", "max", "cas") or len(args) != (2 if op == "cas" else 1):
+        if op not in ATOMICS or len(args) != (2 if op == "cas" else 1):
             raise self.fail(f"internal: atomic {op!r} with {len(args)} arguments")
         if t.name not in ATOMIC_TYPES:
             raise self.fail(f"atomic {op} on a {t} array is not supported on {self.dialect.title}; "

@@ -531,6 +531,10 @@ class ExpressionLowering:
         element = self.element_type(array)
         if element.name not in ("i32", "u32", "f32", "i64", "u64", "f64"):
             raise self.src.error(node, f"atomics work on i32, u32, f32, i64, u64 and f64 arrays; {array} holds {element}")
+        if op in language.UNSIGNED_ATOMICS and element.kind != "u":
+            raise self.src.error(node, f"atomic {op} works on u32 and u64 arrays (CUDA's wrapping {op}); {array} holds {element}")
+        if op in language.INTEGER_ATOMICS and not element.is_int:
+            raise self.src.error(node, f"atomic {op} works on integer arrays; {array} holds {element}")
         if element.bits == 64:
             self.features.add("int64_atomics")
         self.note_type(element)

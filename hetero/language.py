@@ -56,7 +56,23 @@ atomic_cas = _intrinsic("atomic_cas", "atomic_cas(array, index, compare, value):
                         "equals compare; return the old value", ("ary", "idx", "old", "val"))
 
 INDEX_BUILTINS = ("global_id", "local_id", "group_id", "local_size", "global_size", "num_groups")
-ATOMICS = ("add", "sub", "min", "max", "cas")
+atomic_exch = _intrinsic("atomic_exch", "atomic_exch(array, index, value): store value atomically, return the old one",
+                         _ATOMIC_PARAMS)
+atomic_and = _intrinsic("atomic_and", "atomic_and(array, index, value): bitwise and atomically (integers), return "
+                        "the old value", _ATOMIC_PARAMS)
+atomic_or = _intrinsic("atomic_or", "atomic_or(array, index, value): bitwise or atomically (integers), return the "
+                       "old value", _ATOMIC_PARAMS)
+atomic_xor = _intrinsic("atomic_xor", "atomic_xor(array, index, value): bitwise xor atomically (integers), return "
+                        "the old value", _ATOMIC_PARAMS)
+atomic_inc = _intrinsic("atomic_inc", "atomic_inc(array, index, value): CUDA's wrapping increment on unsigned "
+                        "integers: old >= value ? 0 : old + 1; returns the old value", _ATOMIC_PARAMS)
+atomic_dec = _intrinsic("atomic_dec", "atomic_dec(array, index, value): CUDA's wrapping decrement on unsigned "
+                        "integers: (old == 0 or old > value) ? value : old - 1; returns the old value", _ATOMIC_PARAMS)
+
+ATOMICS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor", "inc", "dec")
+#: Atomics on integers only, and on unsigned integers only.
+INTEGER_ATOMICS = ("and", "or", "xor", "inc", "dec")
+UNSIGNED_ATOMICS = ("inc", "dec")
 #: The math functions kernels may call (``hetero.math.X``; Python's ``math.X`` where it has one).
 MATH_FUNCTIONS = ("sqrt", "rsqrt", "exp", "log", "log2", "sin", "cos", "tan", "tanh", "pow", "fabs", "floor",
                   "ceil", "fmin", "fmax", "fma",

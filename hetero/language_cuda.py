@@ -93,7 +93,8 @@ cg = _Namespace("cg", this_grid=Intrinsic(
     "cuda.cg.this_grid", "cuda.cg.this_grid(): the whole launch as a group; its .sync() waits for every thread"))
 atomic = _Namespace(
     "atomic", add=language.atomic_add, sub=language.atomic_sub, min=language.atomic_min, max=language.atomic_max,
-    cas=language.atomic_cas,
+    cas=language.atomic_cas, exch=language.atomic_exch, and_=language.atomic_and, or_=language.atomic_or,
+    xor=language.atomic_xor, inc=language.atomic_inc, dec=language.atomic_dec,
     compare_and_swap=Intrinsic("cuda.atomic.compare_and_swap", "compare_and_swap(ary, old, val): cas on ary[0]",
                                ("ary", "old", "val")),
 )

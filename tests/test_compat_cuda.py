@@ -357,3 +357,63 @@ def test_syncthreads_count_and_or(on: hetero.Device) -> None:
     out = np.zeros((128, 4), dtype=np.int32)
     votes[2, 64](out)
     np.testing.assert_array_equal(out, np.tile([22, 1, 1, 0], (128, 1)))
+
+
+@cuda.jit
+def more_atomics(bits, counters, floats, olds):
+    i = cuda.grid(1)
+    if i < 64:
+        cuda.atomic.or_(bits, 0, np.uint32(1) << np.uint32(i % 32))
+        cuda.atomic.and_(bits, 1, ~(np.uint32(1) << np.uint32(i % 32)))
+        cuda.atomic.xor(bits, 2, np.uint32(i))
+        cuda.atomic.inc(counters, 0, np.uint32(9))  # wraps to 0 after 9: 64 increments from 0 end at 64 % 10
+        cuda.atomic.dec(counters, 1, np.uint32(9))
+        olds[i] = cuda.atomic.exch(floats, 0, np.float32(i))
+
+
+def test_exchange_bitwise_and_wrapping_atomics(on: hetero.Device) -> None:
+    bits = np.array([0, 0xFFFFFFFF, 0], dtype=np.uint32)
+    counters = np.array([0, 0], dtype=np.uint32)
+    floats = np.array([-1.0], dtype=np.float32)
+    olds = np.zeros(64, dtype=np.float32)
+    more_atomics[2, 32](bits, counters, floats, olds)
+    want_xor = 0
+    for i in range(64):
+        want_xor ^= i
+    np.testing.assert_array_equal(bits, [0xFFFFFFFF, 0, want_xor])
+    assert counters[0] == 64 % 10
+    assert counters[1] == (0 - 64) % 10  # dec from 0 wraps to 9, then counts down
+    seen = sorted([*olds.tolist(), float(floats[0])])  # every value stored was read back exactly once
+    assert seen == [-1.0, *map(float, range(64))]
+
+
+def test_bitwise_atomics_refuse_floats() -> None:
+    @cuda.jit
+    def bad(a):
+        cuda.atomic.and_(a, 0, 1)
+
+    with pytest.raises(CompileError, match="integer arrays"):
+        bad[1, 1](np.zeros(1, dtype=np.float32))
+
+
+@cuda.jit
+def wide_atomics(signed, unsigned, doubles):
+    i = cuda.grid(1)
+    if i < 40:
+        cuda.atomic.or_(signed, 0, np.int64(1) << i)
+        cuda.atomic.xor(unsigned, 0, np.uint64(1) << np.uint64(i))
+        cuda.atomic.and_(unsigned, 1, ~(np.uint64(1) << np.uint64(i)))
+        cuda.atomic.inc(unsigned, 2, np.uint64(100))
+        cuda.atomic.dec(unsigned, 3, np.uint64(100))
+        cuda.atomic.exch(doubles, 0, 0.5)
+
+
+def test_64_bit_exchange_bitwise_and_wrapping_atomics(on: hetero.Device) -> None:
+    signed = np.zeros(1, dtype=np.int64)
+    unsigned = np.array([0, 2**64 - 1, 0, 0], dtype=np.uint64)
+    doubles = np.zeros(1)
+    wide_atomics[1, 64](signed, unsigned, doubles)
+    assert signed[0] == 2**40 - 1
+    np.testing.assert_array_equal(unsigned, np.array([2**40 - 1, (2**64 - 1) ^ (2**40 - 1), 40, 101 - 40],
+                                                     dtype=np.uint64))
+    assert doubles[0] == 0.5

@@ -23,7 +23,7 @@ import pytest
 from kernels import corpus
 
 import hetero
-from hetero import f16, f32, f64, i32, i64, u32, u64
+from hetero import f16, f32, f64, i32, i64, language, u32, u64
 from hetero.compiler import ir
 from hetero.compiler.emit_cuda import EMITTER as CUDA
 from hetero.compiler.emit_hip import EMITTER as HIP
@@ -141,6 +141,46 @@ def atomics(a64: hetero.Array[i64], b64: hetero.Array[u64], d64: hetero.Array[f6
     old[i] = total + f64(peak[0])
 
 
+@hetero.kernel
+def newer_atomics(a64: hetero.Array[i64], b64: hetero.Array[u64], d64: hetero.Array[f64], a32: hetero.Array[i32],
+                  b32: hetero.Array[u32], f: hetero.Array[f32], old: hetero.Array[f64]):
+    """Exchange, bitwise and CUDA's wrapping inc/dec on every type each works on, in global and local memory."""
+    flags = hetero.local_array(2, u32)
+    i = hetero.global_id(0)
+    lid = hetero.local_id(0)
+    if lid < 2:
+        flags[lid] = u32(0)
+    hetero.barrier()
+    language.atomic_exch(a64, 0, i)
+    language.atomic_and(a64, 1, i)
+    language.atomic_or(a64, 2, i)
+    language.atomic_xor(a64, 3, i)
+    language.atomic_exch(b64, 0, u64(i))
+    language.atomic_and(b64, 1, u64(i))
+    language.atomic_or(b64, 2, u64(i))
+    language.atomic_xor(b64, 3, u64(i))
+    language.atomic_inc(b64, 4, u64(7))
+    language.atomic_dec(b64, 5, u64(7))
+    language.atomic_exch(d64, 0, 1.0)
+    language.atomic_exch(a32, 0, 1)
+    language.atomic_and(a32, 1, 3)
+    language.atomic_or(a32, 2, 3)
+    language.atomic_xor(a32, 3, 3)
+    language.atomic_exch(b32, 0, u32(1))
+    language.atomic_and(b32, 1, u32(3))
+    language.atomic_or(b32, 2, u32(3))
+    language.atomic_xor(b32, 3, u32(3))
+    language.atomic_inc(b32, 4, u32(7))
+    language.atomic_dec(b32, 5, u32(7))
+    language.atomic_exch(f, 0, 2.0)
+    language.atomic_or(flags, 0, u32(1))
+    language.atomic_inc(flags, 1, u32(3))
+    hetero.barrier()
+    total = f64(language.atomic_exch(a64, 6, i)) + language.atomic_exch(d64, 1, 2.0) + f64(language.atomic_xor(b32, 6, u32(1)))
+    total += f64(language.atomic_inc(b32, 7, u32(9))) + f64(language.atomic_dec(b64, 6, u64(9))) + f64(flags[1])
+    old[i] = total + f64(language.atomic_exch(f, 1, 3.0))
+
+
 @hetero.func
 def row_times_column(a, b, row: i64):
     acc = 0.0
@@ -226,10 +266,11 @@ def names(out: hetero.Array[i64], this: i64):
 EXTRA_SIGNATURES = {
     "halves": "f16[:], f16[:], f32[:], f64[:], f16[:], f32", "doubles": "f64[:], f64[:], i64[:]",
     "floats": "f32[:], f32[:]", "atomics": "i64[:], u64[:], f64[:], i32[:], u32[:], f32[:], f64[:]",
+    "newer_atomics": "i64[:], u64[:], f64[:], i32[:], u32[:], f32[:], f64[:]",
     "device_functions": "f32[:, :], f32[:, :], f32[:]", "flags": "bool[:], bool[:], u8[:], i16[:], bool",
     "volume": "f32[:, :, :], f32[:, :, :], i64[:]", "names": "i64[:], i64",
 }
-EXTRA = {"halves": halves, "doubles": doubles, "floats": floats, "atomics": atomics,
+EXTRA = {"halves": halves, "doubles": doubles, "floats": floats, "atomics": atomics, "newer_atomics": newer_atomics,
          "device_functions": device_functions, "flags": flags, "volume": volume, "names": names}
 KERNELS = {**{name: (getattr(corpus, name), sig) for name, sig in CORPUS_SIGNATURES.items()},
            **{name: (EXTRA[name], sig) for name, sig in EXTRA_SIGNATURES.items()}}
