@@ -108,6 +108,7 @@ class FunctionPrinter:
         self.loc = fn.loc
         self.params = {p.name for p in fn.params}
         self.shared = {a.name for a in fn.local_arrays}
+        self.private = {a.name for a in fn.local_arrays if a.private}
         self.arrays = set(fn.array_params()) | self.shared
         self.assigned_params: set[str] = set()
 
@@ -226,8 +227,14 @@ class FunctionPrinter:
             return f"{self.helper('f16_round' if source.name == 'f32' else 'f16_round_f64')}({value})"
         return f"{VALUE[t.name]}({value})"
 
+    def element(self, array: str, indices: tuple[ir.Expr, ...]) -> str:
+        """``array[indices]``; a private array is one row per work-item of the group (row ``li``)."""
+        if array in self.private:
+            return f"{self.array(array)}[li, {self.index(indices)}]"
+        return f"{self.array(array)}[{self.index(indices)}]"
+
     def expr_load(self, e: ir.Load) -> str:
-        text = f"{self.array(e.array)}[{self.index(e.indices)}]"
+        text = self.element(e.array, e.indices)
         return f"{self.helper('h2f')}({text})" if self.fn.element_type(e.array).name == "f16" else text
 
     def expr_shape(self, e: ir.Shape) -> str:
@@ -294,7 +301,7 @@ class FunctionPrinter:
                 value = f"{self.helper('f2h_f64' if wide else 'f2h')}({self.expr(stored.value)})"
             else:
                 value = f"{self.helper('f2h')}({self.expr(stored)})"
-            return [f"{pad}{self.array(s.array)}[{self.index(s.indices)}] = {value}"]
+            return [f"{pad}{self.element(s.array, s.indices)} = {value}"]
         if isinstance(s, ir.ExprStmt):
             return [f"{pad}{self.expr(s.value)}"]
         if isinstance(s, ir.If):

@@ -150,7 +150,7 @@ class FunctionWriter:
                 dims = tuple(self._take(f"{c_name}_shape{axis}") for axis in range(param.type.ndim))
                 self.arrays[param.name] = ArrayInfo(c_name, param.type.dtype, "global", dims)
         for local in fn.local_arrays:
-            self.arrays[local.name] = ArrayInfo(self.names[local.name], local.dtype, "local",
+            self.arrays[local.name] = ArrayInfo(self.names[local.name], local.dtype, "private" if local.private else "local",
                                                 tuple(map(str, local.shape)))
 
     def _take(self, wanted: str) -> str:
@@ -200,7 +200,8 @@ class FunctionWriter:
         for local in fn.local_arrays:
             info = self.arrays[local.name]
             size = " * ".join(info.dims) or "1"
-            self.emit(1, f"{d.local_qualifier} {d.local_storage[local.dtype.name]} {info.name}[{size}];")
+            qualifier = "" if local.private else f"{d.local_qualifier} "  # private: each work-item's own
+            self.emit(1, f"{qualifier}{d.local_storage[local.dtype.name]} {info.name}[{size}];")
         params_by_name = {p.name for p in fn.params}
         for name in sorted(fn.locals):
             if name not in params_by_name:

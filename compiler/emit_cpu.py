@@ -50,6 +50,7 @@ from .cpu_regions import (
     vars_referenced,
 )
 from .emit_base import EmittedSource, Emitter, default_abi, entry_name
+from .ir_queries import all_expressions
 from .target import Target
 
 _NJIT = 'numba.njit(cache=True, nogil=True, error_model="numpy")'
@@ -181,6 +182,8 @@ class _Module:
         lines = []
         for array in fn.local_arrays:
             shape = ", ".join(map(str, array.shape)) + ("," if len(array.shape) == 1 else "")
+            if array.private:  # a row per work-item of the group
+                shape = f"ls0 * ls1 * ls2, {shape}"
             lines.append(f"    {self.names('s_', array.name)} = np.empty(({shape}), {STORAGE[array.dtype.name]})")
         for name in sorted(plan.promoted):
             lines.append(f"    {self.names('w_', name)} = np.zeros(ls0 * ls1 * ls2, {VALUE[fn.locals[name].name]})")
@@ -223,7 +226,8 @@ class _Module:
             lines = [f"{pad}for l2 in range(n2):", f"{pad}    for l1 in range(n1):", f"{pad}        for l0 in range(n0):"]
             body_pad = pad + " " * 12
         used = vars_referenced(run.stmts)
-        if used & printer.plan.promoted:
+        private = {e.array for e in _array_uses(run.stmts)} & printer.private
+        if used & printer.plan.promoted or private:
             lines.append(f"{body_pad}li = np.uint64((l2 * ls1 + l1) * ls0 + l0)")
         if any(has_return(s.body) for s in ir.walk_stmts(run.stmts) if isinstance(s, (ir.For, ir.While))):
             lines.append(f"{body_pad}_ret = False")
@@ -239,6 +243,13 @@ class _Module:
             if name in printer.fn.locals and (name not in printer.params or name in printer.assigned_params):
                 lines.append(f"{body_pad}{printer.write(name)} = {const(0, printer.fn.locals[name])}")
         return lines + printer.stmts(run.stmts, 0, body_pad)
+
+
+def _array_uses(stmts: tuple[ir.Stmt, ...]) -> list[ir.Load | ir.Store]:
+    """The loads and stores of ``stmts`` (nested ones included): which arrays a run touches."""
+    uses: list[ir.Load | ir.Store] = [s for s in ir.walk_stmts(stmts) if isinstance(s, ir.Store)]
+    uses += [e for e in all_expressions(stmts) if isinstance(e, ir.Load)]
+    return uses
 
 
 def _builtins_used(fn: ir.Function, hidden: dict[str, tuple[tuple[str, int], ...]]) -> set[str]:

@@ -528,6 +528,9 @@ class ExpressionLowering:
         if isinstance(self.arrays[array], ArrayAlias):
             raise self.src.error(node, f"atomics on {array!r}, a name for one of several arrays, are not supported; "
                                        "use the array itself")
+        if isinstance(self.arrays[array], ir.LocalArray) and self.arrays[array].private:
+            raise self.src.error(node, f"{array!r} is a per-thread array: no other thread sees it, so update it "
+                                       "without an atomic")
         element = self.element_type(array)
         if element.name not in ("i32", "u32", "f32", "i64", "u64", "f64"):
             raise self.src.error(node, f"atomics work on i32, u32, f32, i64, u64 and f64 arrays; {array} holds {element}")

@@ -343,8 +343,8 @@ class Lowerer(ExpressionLowering):
             if isinstance(callee, language.Intrinsic) and callee.name in _BLOCK_VOTES:
                 return self.block_vote(target, callee.name, node)
             if isinstance(callee, language.Intrinsic) and callee.name == "cuda.local.array":
-                raise self.src.error(node, "cuda.local.array (per-thread arrays) is not supported yet; "
-                                           "use scalars, or a cuda.shared.array indexed by cuda.threadIdx")
+                call = self.positional(node.value, callee) if node.value.keywords else node.value
+                return self.local_array(target.id, call, private=True)
         return self.assign(target, self.expr(node.value), node)
 
     def block_vote(self, target: ast.Name, name: str, node: ast.Assign) -> list[ir.Stmt]:
@@ -484,9 +484,9 @@ class Lowerer(ExpressionLowering):
             return []
         return self.assign(node.target, self.expr(node.value), node)
 
-    def local_array(self, name: str, call: ast.Call) -> list[ir.Stmt]:
+    def local_array(self, name: str, call: ast.Call, private: bool = False) -> list[ir.Stmt]:
         if not self.is_kernel:
-            raise self.src.error(call, "local_array() is only allowed in kernels")
+            raise self.src.error(call, f"{'cuda.local.array' if private else 'local_array'}() is only allowed in kernels")
         if len(call.args) != 2:
             raise self.src.error(call, "usage: local_array(shape, dtype), e.g. local_array((16, 16), hetero.f32)")
         if isinstance(call.args[0], ast.Name) and isinstance(self.src.resolve(call.args[0].id), tuple):
@@ -506,7 +506,7 @@ class Lowerer(ExpressionLowering):
         if name in self.arrays and not any(a.name == name for a in self.local_arrays):
             raise self.src.error(call, f"{name!r} is already an array parameter")
         existing = next((a for a in self.local_arrays if a.name == name), None)
-        array = ir.LocalArray(name, dtype, shape)
+        array = ir.LocalArray(name, dtype, shape, private)
         if existing is not None and existing != array:
             raise self.src.error(call, f"local array {name!r} is declared twice with different shapes or types")
         if existing is None:

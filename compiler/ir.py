@@ -257,11 +257,13 @@ class GridSync(Stmt):
 # -- definitions ---------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class LocalArray:
-    """Work-group shared memory: ``local_array(shape, dtype)``, constant shape."""
+    """Work-group shared memory: ``local_array(shape, dtype)``, constant shape. With ``private``,
+    one array per work-item instead (CUDA's ``cuda.local.array``), in its private memory."""
 
     name: str
     dtype: ScalarType
     shape: tuple[int, ...]
+    private: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

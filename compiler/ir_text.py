@@ -75,6 +75,6 @@ def format_function(fn: ir.Function) -> str:
     for name, t in sorted(fn.locals.items()):
         lines.append(f"    local {name}: {t}")
     for arr in fn.local_arrays:
-        lines.append(f"    shared {arr.name}: {arr.dtype}{list(arr.shape)}")
+        lines.append(f"    {'private' if arr.private else 'shared'} {arr.name}: {arr.dtype}{list(arr.shape)}")
     lines += format_body(fn.body, 1)
     return "\n".join(lines)

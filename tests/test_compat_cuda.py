@@ -306,12 +306,13 @@ def test_what_is_refused_says_so() -> None:
         grid_as_scalar[1, 1](np.zeros(1))
 
     @cuda.jit
-    def private_array(a):
+    def private_atomic(a):
         tmp = cuda.local.array(4, int32)
+        cuda.atomic.add(tmp, 0, 1)
         a[0] = tmp[0]
 
-    with pytest.raises(CompileError, match="local.array"):
-        private_array[1, 1](np.zeros(1))
+    with pytest.raises(CompileError, match="per-thread array"):
+        private_atomic[1, 1](np.zeros(1))
 
 
 def test_math_on_integers_is_f64_and_on_f32_stays_f32(on: hetero.Device) -> None:
@@ -417,3 +418,24 @@ def test_64_bit_exchange_bitwise_and_wrapping_atomics(on: hetero.Device) -> None
     np.testing.assert_array_equal(unsigned, np.array([2**40 - 1, (2**64 - 1) ^ (2**40 - 1), 40, 101 - 40],
                                                      dtype=np.uint64))
     assert doubles[0] == 0.5
+
+
+@cuda.jit
+def private_arrays(data, out):
+    window = cuda.local.array(shape=3, dtype=float32)  # each thread its own, across a barrier too
+    shared = cuda.shared.array(64, float32)
+    i = cuda.grid(1)
+    t = cuda.threadIdx.x
+    for k in range(3):
+        window[k] = data[i] * (k + 1)
+    shared[t] = window[2]
+    cuda.syncthreads()
+    out[i] = window[0] + window[1] + shared[(t + 1) % 64]
+
+
+def test_per_thread_arrays_keep_their_values_across_barriers(on: hetero.Device) -> None:
+    data = np.arange(128, dtype=np.float32)
+    out = np.zeros(128, dtype=np.float32)
+    private_arrays[2, 64](data, out)
+    neighbour = np.roll(data.reshape(2, 64), -1, axis=1).ravel()
+    np.testing.assert_array_equal(out, data * 3 + neighbour * 3)

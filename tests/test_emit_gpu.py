@@ -24,6 +24,7 @@ from kernels import corpus
 
 import hetero
 from hetero import f16, f32, f64, i32, i64, language, u32, u64
+from hetero.compat import cuda
 from hetero.compiler import ir
 from hetero.compiler.emit_cuda import EMITTER as CUDA
 from hetero.compiler.emit_hip import EMITTER as HIP
@@ -181,6 +182,17 @@ def newer_atomics(a64: hetero.Array[i64], b64: hetero.Array[u64], d64: hetero.Ar
     old[i] = total + f64(language.atomic_exch(f, 1, 3.0))
 
 
+@cuda.jit
+def private_arrays(data, out):
+    """cuda.local.array: a per-thread array, across a barrier."""
+    window = cuda.local.array(3, cuda.float32)
+    i = cuda.grid(1)
+    for k in range(3):
+        window[k] = data[i] * (k + 1)
+    cuda.syncthreads()
+    out[i] = window[0] + window[2]
+
+
 @hetero.func
 def row_times_column(a, b, row: i64):
     acc = 0.0
@@ -266,11 +278,12 @@ def names(out: hetero.Array[i64], this: i64):
 EXTRA_SIGNATURES = {
     "halves": "f16[:], f16[:], f32[:], f64[:], f16[:], f32", "doubles": "f64[:], f64[:], i64[:]",
     "floats": "f32[:], f32[:]", "atomics": "i64[:], u64[:], f64[:], i32[:], u32[:], f32[:], f64[:]",
-    "newer_atomics": "i64[:], u64[:], f64[:], i32[:], u32[:], f32[:], f64[:]",
+    "newer_atomics": "i64[:], u64[:], f64[:], i32[:], u32[:], f32[:], f64[:]", "private_arrays": "f32[:], f32[:]",
     "device_functions": "f32[:, :], f32[:, :], f32[:]", "flags": "bool[:], bool[:], u8[:], i16[:], bool",
     "volume": "f32[:, :, :], f32[:, :, :], i64[:]", "names": "i64[:], i64",
 }
 EXTRA = {"halves": halves, "doubles": doubles, "floats": floats, "atomics": atomics, "newer_atomics": newer_atomics,
+         "private_arrays": private_arrays.kernel,
          "device_functions": device_functions, "flags": flags, "volume": volume, "names": names}
 KERNELS = {**{name: (getattr(corpus, name), sig) for name, sig in CORPUS_SIGNATURES.items()},
            **{name: (EXTRA[name], sig) for name, sig in EXTRA_SIGNATURES.items()}}
