@@ -36,6 +36,7 @@ from hetero.compat.cuda.arrays import (
     to_device,
 )
 from hetero.compat.cuda.dispatcher import Dispatcher, LaunchConfig, jit
+from hetero.compat.cuda.raw import RawKernel, RawModule
 from hetero.compat.cuda.reduce import Reduce, reduce
 from hetero.compat.cuda.types import (
     boolean,
@@ -76,6 +77,8 @@ __all__ = [
     "DeviceNDArray",
     "Dispatcher",
     "LaunchConfig",
+    "RawKernel",
+    "RawModule",
     "Reduce",
     "atomic",
     "blockDim",

@@ -1,0 +1,701 @@
+"""The CUDA C front end: CUDA C/C++ kernel source -> hetero's IR, parsed by libclang.
+
+The source is parsed as CUDA device code (``-x cuda --cuda-device-only``) without CUDA's own
+headers: a hetero prelude declares what kernels use (``threadIdx`` and its kin, ``__syncthreads``,
+atomics, the math library), and an ``#include`` that neither the source's folder nor the given
+include folders hold (``<stdio.h>``, ``<cuda_runtime.h>``, ``<helper_cuda.h>``) is answered with an
+empty stand-in, so that the host code of a sample file parses far enough to be skipped. Types
+come from clang: every implicit conversion C++ makes is an explicit cast in the IR, so the
+kernel computes in the types nvcc would. Only ``__global__`` functions and the ``__device__``
+functions they call are lowered; anything else inside them is a :class:`CompileError` naming
+the file, line and construct.
+
+A template kernel is instantiated by name (``"MatrixMulCUDA<32>"``): its text is compiled again
+as a plain function in a namespace that defines each template parameter (``constexpr int
+BLOCK_SIZE = 32;``, ``typedef float T;``), so clang types it fully.
+
+C's semantics are kept where hetero's IR differs: integer ``/`` and ``%`` truncate towards zero
+(the IR floors, as Python does). Pointers are 1-D arrays: a kernel's ``float *A`` takes any
+contiguous array, indexed flat.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from hetero.errors import CompileError
+from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+
+from . import ir
+
+PRELUDE = r"""
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __host__ __attribute__((host))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __forceinline__ inline
+#define __noinline__
+#define __launch_bounds__(...)
+#define __CUDACC__ 1
+typedef unsigned long size_t;
+struct __hetero_uint3 { unsigned int x, y, z; };
+extern const __device__ __hetero_uint3 threadIdx, blockIdx, blockDim, gridDim;
+extern const __device__ int warpSize;
+__device__ void __syncthreads();
+__device__ void __threadfence();
+__device__ void __threadfence_block();
+#define __HETERO_ATOMIC(name) \
+  __device__ int name(int*, int); __device__ unsigned int name(unsigned int*, unsigned int); \
+  __device__ unsigned long long name(unsigned long long*, unsigned long long); \
+  __device__ long long name(long long*, long long); __device__ float name(float*, float); \
+  __device__ double name(double*, double);
+__HETERO_ATOMIC(atomicAdd) __HETERO_ATOMIC(atomicSub) __HETERO_ATOMIC(atomicExch) __HETERO_ATOMIC(atomicMin)
+__HETERO_ATOMIC(atomicMax) __HETERO_ATOMIC(atomicAnd) __HETERO_ATOMIC(atomicOr) __HETERO_ATOMIC(atomicXor)
+__device__ unsigned int atomicInc(unsigned int*, unsigned int);
+__device__ unsigned int atomicDec(unsigned int*, unsigned int);
+__device__ int atomicCAS(int*, int, int);
+__device__ unsigned int atomicCAS(unsigned int*, unsigned int, unsigned int);
+__device__ unsigned long long atomicCAS(unsigned long long*, unsigned long long, unsigned long long);
+#define __HETERO_MATH1(f) __device__ float f##f(float); __device__ double f(double);
+#define __HETERO_MATH2(f) __device__ float f##f(float, float); __device__ double f(double, double);
+__HETERO_MATH1(sqrt) __HETERO_MATH1(rsqrt) __HETERO_MATH1(exp) __HETERO_MATH1(exp2) __HETERO_MATH1(expm1)
+__HETERO_MATH1(log) __HETERO_MATH1(log2) __HETERO_MATH1(log10) __HETERO_MATH1(log1p) __HETERO_MATH1(sin)
+__HETERO_MATH1(cos) __HETERO_MATH1(tan) __HETERO_MATH1(asin) __HETERO_MATH1(acos) __HETERO_MATH1(atan)
+__HETERO_MATH1(sinh) __HETERO_MATH1(cosh) __HETERO_MATH1(tanh) __HETERO_MATH1(fabs) __HETERO_MATH1(floor)
+__HETERO_MATH1(ceil) __HETERO_MATH1(trunc) __HETERO_MATH1(round) __HETERO_MATH1(rint) __HETERO_MATH1(erf)
+__HETERO_MATH1(erfc) __HETERO_MATH1(cbrt)
+__HETERO_MATH2(pow) __HETERO_MATH2(fmin) __HETERO_MATH2(fmax) __HETERO_MATH2(atan2) __HETERO_MATH2(fmod)
+__HETERO_MATH2(hypot) __HETERO_MATH2(copysign)
+__device__ float fmaf(float, float, float); __device__ double fma(double, double, double);
+__device__ int min(int, int); __device__ unsigned int min(unsigned int, unsigned int);
+__device__ long long min(long long, long long); __device__ float min(float, float); __device__ double min(double, double);
+__device__ int max(int, int); __device__ unsigned int max(unsigned int, unsigned int);
+__device__ long long max(long long, long long); __device__ float max(float, float); __device__ double max(double, double);
+"""
+
+_SCALARS = {
+    "Bool": bool_t, "Char_S": i8, "SChar": i8, "Char_U": u8, "UChar": u8, "Short": i16, "UShort": u16, "Int": i32,
+    "UInt": u32, "Long": i64, "ULong": u64, "LongLong": i64, "ULongLong": u64, "Float": f32, "Double": f64,
+    "Half": f16, "Float16": f16,
+}
+_MATH = {"sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
+         "atan", "sinh", "cosh", "tanh", "fabs", "floor", "ceil", "trunc", "round", "rint", "erf", "erfc", "cbrt", "pow",
+         "fmin", "fmax", "atan2", "fmod", "hypot", "copysign", "fma"}
+_ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomicMin": "min", "atomicMax": "max",
+            "atomicAnd": "and", "atomicOr": "or", "atomicXor": "xor", "atomicInc": "inc", "atomicDec": "dec",
+            "atomicCAS": "cas"}
+_BUILTIN_DIMS = {"threadIdx": "local_id", "blockIdx": "group_id", "blockDim": "local_size", "gridDim": "num_groups"}
+_HEADERS_DIR: str | None = None
+
+
+def _clang() -> Any:
+    try:
+        import clang.cindex as cindex  # noqa: PLC0415 (optional: only the CUDA C front end needs it)
+    except ImportError:
+        raise CompileError("the CUDA C front end needs libclang's Python bindings: pip install libclang") from None
+    return cindex
+
+
+def _work_dir() -> str:
+    """A folder for the prelude and the stand-in headers, made once per process."""
+    global _HEADERS_DIR
+    if _HEADERS_DIR is None:
+        _HEADERS_DIR = tempfile.mkdtemp(prefix="hetero-cuda-c-")
+        atexit.register(shutil.rmtree, _HEADERS_DIR, True)
+        with open(os.path.join(_HEADERS_DIR, "hetero_prelude.h"), "w") as out:
+            out.write(PRELUDE)
+        os.makedirs(os.path.join(_HEADERS_DIR, "stand-ins"), exist_ok=True)
+    return _HEADERS_DIR
+
+
+def _stand_ins(code: str, folders: Sequence[str]) -> None:
+    """Empty headers for every ``#include`` that none of ``folders`` holds."""
+    base = os.path.join(_work_dir(), "stand-ins")
+    for name in re.findall(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', code, re.M):
+        if not any(os.path.exists(os.path.join(folder, name)) for folder in folders):
+            path = os.path.join(base, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if not os.path.exists(path):
+                open(path, "w").close()
+
+
+class Source:
+    """One CUDA C translation unit, parsed: its kernels lowered by name (:meth:`kernel`)."""
+
+    def __init__(self, code: str, path: str = "<source>.cu", include_dirs: Sequence[str] = (),
+                 defines: Sequence[str] = ()) -> None:
+        self.code = code
+        self.path = path
+        self.folders = [os.path.dirname(os.path.abspath(path)), *include_dirs]
+        self.include_dirs = list(include_dirs)
+        self.defines = list(defines)
+        self.instances: list[str] = []
+        self.line_shift: tuple[int, int] | None = None  # (line in the parsed text, line in the user's)
+        self._tu = self._parse(code)
+
+    def _parse(self, code: str) -> Any:
+        cindex = _clang()
+        _stand_ins(code, self.folders)
+        work = _work_dir()
+        args = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", "-nostdinc", "-std=c++17",
+                "--cuda-gpu-arch=sm_70", "-include", os.path.join(work, "hetero_prelude.h"),
+                *(f"-I{d}" for d in self.folders), f"-I{os.path.join(work, 'stand-ins')}",
+                *(f"-D{d}" for d in self.defines), "-Wno-everything"]
+        return cindex.Index.create().parse(self.path, args=args, unsaved_files=[(self.path, code)])
+
+    def kernel(self, name: str) -> ir.Function:
+        """The kernel ``name`` (``"vectorAdd"``, or a template by name: ``"MatrixMulCUDA<32>"``) as IR."""
+        cindex = _clang()
+        base, _, template_args = name.partition("<")
+        decl = self._find(base)
+        if decl is None:
+            raise CompileError(f"{self.path}: no __global__ function named {base!r}")
+        if decl.kind == cindex.CursorKind.FUNCTION_TEMPLATE:
+            if not template_args:
+                raise CompileError(f"{self.path}: {base} is a template: name an instance, e.g. {base}<32>")
+            return self._instantiate(decl, base, template_args.rstrip(">").strip())
+        if template_args:
+            raise CompileError(f"{self.path}: {base} is not a template")
+        self._check(decl)
+        return _Lowering(self, decl, base).function()
+
+    def _find(self, name: str) -> Any:
+        cindex = _clang()
+        for cursor in self._tu.cursor.walk_preorder():
+            if cursor.kind in (cindex.CursorKind.FUNCTION_DECL, cindex.CursorKind.FUNCTION_TEMPLATE) \
+                    and cursor.spelling == name and cursor.is_definition() \
+                    and any(c.kind == cindex.CursorKind.CUDAGLOBAL_ATTR for c in cursor.get_children()):
+                return cursor
+        return None
+
+    def _check(self, decl: Any) -> None:
+        """A CompileError for the first error clang reported inside ``decl``."""
+        start, end = decl.extent.start, decl.extent.end
+        for diag in self._tu.diagnostics:
+            loc = diag.location
+            if diag.severity >= 3 and loc.file is not None and loc.file.name == start.file.name \
+                    and start.line <= loc.line <= end.line:
+                raise CompileError(diag.spelling, loc.file.name, loc.line, max(loc.column - 1, 0))
+
+    def _instantiate(self, decl: Any, base: str, arguments: str) -> ir.Function:
+        cindex = _clang()
+        params = [c for c in decl.get_children() if c.kind in (cindex.CursorKind.TEMPLATE_NON_TYPE_PARAMETER,
+                                                                 cindex.CursorKind.TEMPLATE_TYPE_PARAMETER)]
+        values = [v.strip() for v in _split_arguments(arguments)]
+        if len(values) != len(params):
+            raise CompileError(f"{base} takes {len(params)} template argument(s), got {len(values)}: <{arguments}>")
+        lines = []
+        for param, value in zip(params, values, strict=True):
+            if param.kind == cindex.CursorKind.TEMPLATE_TYPE_PARAMETER:
+                lines.append(f"typedef {value} {param.spelling};")
+            else:
+                kind = " ".join(t.spelling for t in param.get_tokens())
+                kind = kind.rsplit(param.spelling, 1)[0].strip() or "int"
+                lines.append(f"constexpr {kind} {param.spelling} = {value};")
+        text = self.code
+        body = _text_of(decl, self.code)
+        header_end = body.index(">") + 1 if body.lstrip().startswith("template") else 0
+        plain = body[header_end:]
+        instance = f"__hetero_instance{len(self.instances)}"
+        self.instances.append(name_of_instance := f"{base}<{arguments}>")
+        head = f"{text}\nnamespace {instance} {{\n{' '.join(lines)}\n"
+        text = f"{head}{plain}\n}}\n"
+        unit = Source.__new__(Source)
+        unit.__dict__.update(self.__dict__)
+        unit.line_shift = (head.count("\n") + 1, decl.extent.start.line)  # errors point into the template's text
+        unit.code = text
+        unit._tu = unit._parse(text)
+        for cursor in unit._tu.cursor.walk_preorder():
+            if cursor.kind == cindex.CursorKind.NAMESPACE and cursor.spelling == instance:
+                for inner in cursor.get_children():
+                    if inner.kind == cindex.CursorKind.FUNCTION_DECL and inner.spelling == base:
+                        unit._check(inner)
+                        return _Lowering(unit, inner, _c_name(name_of_instance)).function()
+        raise CompileError(f"{self.path}: could not instantiate {base}<{arguments}>")
+
+
+def _split_arguments(text: str) -> list[str]:
+    out, depth, current = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            out.append(current)
+            current = ""
+            continue
+        depth += 1 if ch in "<(" else -1 if ch in ">)" else 0
+        current += ch
+    return [*out, current] if current.strip() else out
+
+
+def _text_of(cursor: Any, code: str) -> str:
+    lines = code.splitlines(keepends=True)
+    start, end = cursor.extent.start, cursor.extent.end
+    if start.line == end.line:
+        return lines[start.line - 1][start.column - 1: end.column - 1]
+    return "".join([lines[start.line - 1][start.column - 1:], *lines[start.line: end.line - 1],
+                    lines[end.line - 1][: end.column - 1]])
+
+
+def _c_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_")
+
+
+def scalar_of(ctype: Any, where: tuple[str, int, int]) -> ScalarType:
+    kind = ctype.get_canonical().kind.name
+    key = {"BOOL": "Bool", "CHAR_S": "Char_S", "SCHAR": "SChar", "CHAR_U": "Char_U", "UCHAR": "UChar", "SHORT": "Short",
+           "USHORT": "UShort", "INT": "Int", "UINT": "UInt", "LONG": "Long", "ULONG": "ULong", "LONGLONG": "LongLong",
+           "ULONGLONG": "ULongLong", "FLOAT": "Float", "DOUBLE": "Double", "HALF": "Half", "FLOAT16": "Float16"}.get(kind)
+    if key is None:
+        raise CompileError(f"the type {ctype.spelling} is not supported in kernels yet", *where)
+    return _SCALARS[key]
+
+
+class _Lowering:
+    """One function's body -> IR statements (types from clang, conversions explicit)."""
+
+    def __init__(self, unit: Source, decl: Any, name: str, program: dict[str, ir.Function] | None = None) -> None:
+        self.unit = unit
+        self.cindex = _clang()
+        self.decl = decl
+        self.name = name
+        self.program: dict[str, ir.Function] = {} if program is None else program
+        self.is_kernel = any(c.kind == self.cindex.CursorKind.CUDAGLOBAL_ATTR for c in decl.get_children())
+        self.names: dict[Any, str] = {}  # a declaration's cursor hash -> its IR name
+        self.taken: set[str] = set()
+        self.locals: dict[str, ScalarType] = {}
+        self.local_arrays: list[ir.LocalArray] = []
+        self.arrays: dict[str, Any] = {}
+        self.params: list[ir.Param] = []
+        self.temps = 0
+
+    # -- helpers -------------------------------------------------------------------------
+    def where(self, cursor: Any) -> tuple[str, int, int]:
+        loc = cursor.location
+        line = loc.line
+        shift = self.unit.line_shift
+        if shift is not None and loc.file is not None and loc.file.name == self.unit.path and line >= shift[0]:
+            line = line - shift[0] + shift[1]
+        return (loc.file.name if loc.file else self.unit.path, line, max(loc.column - 1, 0))
+
+    def loc(self, cursor: Any) -> ir.Loc:
+        return ir.Loc(*self.where(cursor))
+
+    def fail(self, cursor: Any, message: str) -> CompileError:
+        return CompileError(message, *self.where(cursor))
+
+    def fresh(self, wanted: str) -> str:
+        name, n = wanted, 2
+        while name in self.taken:
+            name, n = f"{wanted}_{n}", n + 1
+        self.taken.add(name)
+        return name
+
+    def declare(self, cursor: Any) -> str:
+        name = self.fresh(cursor.spelling or "tmp")
+        self.names[cursor.hash] = name
+        return name
+
+    def kids(self, cursor: Any) -> list[Any]:
+        return list(cursor.get_children())
+
+    def scalar(self, cursor: Any, ctype: Any = None) -> ScalarType:
+        return scalar_of(cursor.type if ctype is None else ctype, self.where(cursor))
+
+    # -- the function ----------------------------------------------------------------------
+    def function(self) -> ir.Function:
+        K = self.cindex.CursorKind  # noqa: N806
+        for param in self.decl.get_children():
+            if param.kind != K.PARM_DECL:
+                continue
+            name = self.declare(param)
+            canonical = param.type.get_canonical()
+            if canonical.kind.name == "POINTER":
+                array = ArrayType(self.scalar(param, canonical.get_pointee()), 1)
+                self.arrays[name] = array
+                self.params.append(ir.Param(name, array))
+            else:
+                t = self.scalar(param)
+                self.params.append(ir.Param(name, t))
+        body_cursor = next((c for c in self.decl.get_children() if c.kind == K.COMPOUND_STMT), None)
+        if body_cursor is None:
+            raise self.fail(self.decl, f"{self.decl.spelling} has no body here")
+        body = tuple(self.block(body_cursor))
+        return_type = ir.VOID if self.decl.result_type.kind.name == "VOID" else self.scalar(self.decl, self.decl.result_type)
+        callees = tuple(self.program.values()) if self.is_kernel else ()
+        features = {"fp64"} if any(t == f64 for t in self.locals.values()) else set()
+        return ir.Function(self.name, tuple(self.params), return_type, dict(self.locals), tuple(self.local_arrays), body,
+                           self.is_kernel, self.loc(self.decl), callees, frozenset(features))
+
+    # -- statements -------------------------------------------------------------------------
+    def block(self, cursor: Any) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for child in self.kids(cursor):
+            out.extend(self.stmt(child))
+        return out
+
+    def stmt(self, c: Any) -> list[ir.Stmt]:  # noqa: C901 (one case per statement kind)
+        K = self.cindex.CursorKind  # noqa: N806
+        loc = self.loc(c)
+        kind = c.kind
+        if kind == K.COMPOUND_STMT:
+            return self.block(c)
+        if kind == K.DECL_STMT:
+            out: list[ir.Stmt] = []
+            for var in self.kids(c):
+                out.extend(self.var_decl(var))
+            return out
+        if kind == K.NULL_STMT:
+            return []
+        if kind == K.UNEXPOSED_STMT and len(self.kids(c)) == 1:  # #pragma unroll and other loop hints
+            return self.stmt(self.kids(c)[0])
+        if kind == K.IF_STMT:
+            parts = self.kids(c)
+            cond = self.truth(parts[0])
+            then = tuple(self.stmt(parts[1]))
+            orelse = tuple(self.stmt(parts[2])) if len(parts) > 2 else ()
+            return [ir.If(loc, cond, then, orelse)]
+        if kind == K.WHILE_STMT:
+            cond_c, body_c = self.kids(c)
+            return [ir.While(loc, self.truth(cond_c), tuple(self.stmt(body_c)))]
+        if kind == K.FOR_STMT:
+            parts = self.kids(c)
+            if len(parts) != 4:
+                raise self.fail(c, "for loops need all three clauses here (init; condition; increment)")
+            init, cond_c, inc, body_c = parts
+            start = self.stmt(init)
+            cond = self.truth(cond_c)
+            step = tuple(self.stmt(inc))
+            body = tuple(_continue_runs(tuple(self.stmt(body_c)), step))
+            return [*start, ir.While(loc, cond, (*body, *step))]
+        if kind == K.DO_STMT:
+            body_c, cond_c = self.kids(c)
+            first = self.fresh("_first")
+            self.locals[first] = bool_t
+            go = ir.Logical(bool_t, "or", ir.Var(bool_t, first), self.truth(cond_c))
+            return [ir.Assign(loc, first, ir.Const(bool_t, True)),
+                    ir.While(loc, go, (ir.Assign(loc, first, ir.Const(bool_t, False)), *self.stmt(body_c)))]
+        if kind == K.RETURN_STMT:
+            parts = self.kids(c)
+            return [ir.Return(loc, self.expr(parts[0]) if parts else None)]
+        if kind == K.BREAK_STMT:
+            return [ir.Break(loc)]
+        if kind == K.CONTINUE_STMT:
+            return [ir.Continue(loc)]
+        return self.effect(c)
+
+    def var_decl(self, var: Any) -> list[ir.Stmt]:
+        K = self.cindex.CursorKind  # noqa: N806
+        if var.kind != K.VAR_DECL:
+            raise self.fail(var, f"{var.kind.name.lower()} declarations are not supported in kernels")
+        shared = any(k.kind == K.CUDASHARED_ATTR for k in var.get_children())
+        canonical = var.type.get_canonical()
+        if canonical.kind.name in ("CONSTANTARRAY", "INCOMPLETEARRAY"):
+            if canonical.kind.name == "INCOMPLETEARRAY":
+                raise self.fail(var, "extern __shared__ (dynamic shared memory) is not supported yet")
+            shape: list[int] = []
+            element = canonical
+            while element.kind.name == "CONSTANTARRAY":
+                shape.append(element.get_array_size())
+                element = element.get_array_element_type().get_canonical()
+            name = self.declare(var)
+            array = ir.LocalArray(name, self.scalar(var, element), tuple(shape), private=not shared)
+            self.local_arrays.append(array)
+            self.arrays[name] = array
+            return []
+        if shared:
+            raise self.fail(var, "a __shared__ scalar is not supported yet; declare a one-element array")
+        t = self.scalar(var)
+        name = self.declare(var)
+        self.locals[name] = t
+        inits = [k for k in var.get_children() if k.kind.is_expression()]
+        if not inits:
+            return []
+        return [ir.Assign(self.loc(var), name, self.cast(self.expr(inits[-1]), t))]
+
+    def effect(self, c: Any) -> list[ir.Stmt]:
+        """An expression statement: an assignment, an increment, a call."""
+        K = self.cindex.CursorKind  # noqa: N806
+        loc = self.loc(c)
+        if c.kind == K.UNEXPOSED_EXPR and len(self.kids(c)) == 1:
+            return self.effect(self.kids(c)[0])
+        if c.kind == K.PAREN_EXPR:
+            return self.effect(self.kids(c)[0])
+        if c.kind == K.BINARY_OPERATOR and self.operator(c) == "=":
+            target, value = self.kids(c)
+            return self.store(target, self.expr(value), loc)
+        if c.kind == K.COMPOUND_ASSIGNMENT_OPERATOR:
+            target, value = self.kids(c)
+            op = self.operator(c)[:-1]
+            current = self.expr(target)
+            t = self.scalar(c)
+            return self.store(target, self.cast(self.arith(op, current, self.expr(value), t, c), t), loc)
+        if c.kind == K.UNARY_OPERATOR and self.operator(c) in ("++", "--"):
+            (target,) = self.kids(c)
+            current = self.expr(target)
+            one = ir.Const(current.type, 1)
+            return self.store(target, ir.BinOp(current.type, "+" if self.operator(c) == "++" else "-", current, one), loc)
+        if c.kind == K.BINARY_OPERATOR and self.operator(c) == ",":
+            first, second = self.kids(c)
+            return [*self.effect(first), *self.effect(second)]
+        if c.kind == K.CALL_EXPR:
+            if c.spelling == "__syncthreads":
+                return [ir.Barrier(loc)]
+            return [ir.ExprStmt(loc, self.expr(c))]
+        raise self.fail(c, f"this expression statement ({c.kind.name.lower()}) has no effect a kernel can have")
+
+    def store(self, target: Any, value: ir.Expr, loc: ir.Loc) -> list[ir.Stmt]:
+        K = self.cindex.CursorKind  # noqa: N806
+        while target.kind in (K.PAREN_EXPR,) or (target.kind == K.UNEXPOSED_EXPR and len(self.kids(target)) == 1):
+            target = self.kids(target)[0]
+        if target.kind == K.DECL_REF_EXPR:
+            name = self.names.get(target.referenced.hash)
+            if name is None or name not in self.locals and name not in {p.name for p in self.params}:
+                raise self.fail(target, f"cannot assign to {target.spelling} in a kernel")
+            t = self.locals.get(name) or next(p.type for p in self.params if p.name == name)
+            return [ir.Assign(loc, name, self.cast(value, t))]  # type: ignore[arg-type]
+        array, indices = self.element(target)
+        return [ir.Store(loc, array, indices, self.cast(value, self.element_type(array)))]
+
+    # -- expressions --------------------------------------------------------------------------
+    def operator(self, c: Any) -> str:
+        """The operator token of a unary, binary or compound-assignment expression."""
+        kids = self.kids(c)
+        tokens = [t.spelling for t in c.get_tokens()]
+        if c.kind == self.cindex.CursorKind.UNARY_OPERATOR:
+            first = kids[0].extent.start
+            before = [t.spelling for t in c.get_tokens() if (t.extent.start.line, t.extent.start.column) < (first.line, first.column)]
+            return before[0] if before else tokens[-1]
+        end = kids[0].extent.end
+        for token in c.get_tokens():
+            if (token.extent.start.line, token.extent.start.column) >= (end.line, end.column):
+                return str(token.spelling)
+        raise self.fail(c, "cannot read this operator")
+
+    def element_type(self, array: str) -> ScalarType:
+        found = self.arrays[array]
+        return found.dtype  # type: ignore[no-any-return]
+
+    def element(self, c: Any) -> tuple[str, tuple[ir.Expr, ...]]:
+        """``a[i]``, ``s[i][j]`` or ``*p``: the array and its (i64) indices."""
+        K = self.cindex.CursorKind  # noqa: N806
+        indices: list[ir.Expr] = []
+        node = c
+        while True:
+            while node.kind == K.PAREN_EXPR or (node.kind == K.UNEXPOSED_EXPR and len(self.kids(node)) == 1):
+                node = self.kids(node)[0]
+            if node.kind == K.ARRAY_SUBSCRIPT_EXPR:
+                base, index = self.kids(node)
+                indices.insert(0, self.cast(self.expr(index), i64))
+                node = base
+                continue
+            if node.kind == K.UNARY_OPERATOR and self.operator(node) == "*":
+                indices.insert(0, ir.Const(i64, 0))
+                node = self.kids(node)[0]
+                continue
+            break
+        if node.kind != K.DECL_REF_EXPR or self.names.get(node.referenced.hash) not in self.arrays:
+            raise self.fail(node, "only a kernel's pointer parameters and its arrays can be indexed here")
+        name = self.names[node.referenced.hash]
+        array = self.arrays[name]
+        rank = len(array.shape) if isinstance(array, ir.LocalArray) else 1
+        if len(indices) != rank:
+            raise self.fail(c, f"{node.spelling} has {rank} dimension(s), indexed with {len(indices)}")
+        return name, tuple(indices)
+
+    def cast(self, e: ir.Expr, t: ScalarType) -> ir.Expr:
+        return e if e.type == t else ir.Cast(t, e)
+
+    def truth(self, c: Any) -> ir.Expr:
+        e = self.expr(c)
+        return e if e.type == bool_t else ir.Compare(bool_t, "!=", e, ir.Const(e.type, 0))
+
+    def arith(self, op: str, left: ir.Expr, right: ir.Expr, t: ScalarType, c: Any) -> ir.Expr:
+        """``left op right`` with C's meaning, both sides already of type ``t`` (shifts: the left's)."""
+        if op in ("<<", ">>"):
+            return ir.BinOp(t, op, self.cast(left, t), right)
+        left, right = self.cast(left, t), self.cast(right, t)
+        if op in ("/", "%") and t.is_int:
+            return _c_division(op, left, right, t)
+        if op in ("+", "-", "*", "/", "%", "&", "|", "^"):
+            return ir.BinOp(t, op, left, right)
+        raise self.fail(c, f"operator {op} is not supported in kernels")
+
+    def expr(self, c: Any) -> ir.Expr:  # noqa: C901 (one case per expression kind)
+        K = self.cindex.CursorKind  # noqa: N806
+        kind = c.kind
+        if kind == K.UNEXPOSED_EXPR or kind == K.PAREN_EXPR:
+            kids = self.kids(c)
+            if len(kids) != 1:
+                raise self.fail(c, f"this expression ({' '.join(t.spelling for t in c.get_tokens())}) is not supported")
+            inner = self.expr(kids[0])
+            if kind == K.UNEXPOSED_EXPR and c.type.get_canonical().kind.name not in ("POINTER", "CONSTANTARRAY"):
+                return self.cast(inner, self.scalar(c))
+            return inner
+        if kind in (K.CSTYLE_CAST_EXPR, K.CXX_STATIC_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR):
+            return self.cast(self.expr(self.kids(c)[-1]), self.scalar(c))
+        if kind == K.INTEGER_LITERAL:
+            text = next(c.get_tokens()).spelling.rstrip("uUlL")
+            return ir.Const(self.scalar(c), int(text, 0) if not re.fullmatch(r"0[0-7]+", text) else int(text, 8))
+        if kind == K.FLOATING_LITERAL:
+            return ir.Const(self.scalar(c), float(next(c.get_tokens()).spelling.rstrip("fFlL")))
+        if kind == K.CXX_BOOL_LITERAL_EXPR:
+            return ir.Const(bool_t, next(c.get_tokens()).spelling == "true")
+        if kind == K.DECL_REF_EXPR:
+            name = self.names.get(c.referenced.hash)
+            if name is None:
+                value = self.constant(c)
+                if value is not None:
+                    return value
+                raise self.fail(c, f"{c.spelling} cannot be read in a kernel (only its parameters and locals)")
+            if name in self.arrays:
+                raise self.fail(c, f"the pointer {c.spelling} can only be indexed here")
+            return ir.Var(self.scalar(c), name)
+        if kind == K.MEMBER_REF_EXPR:
+            (base,) = self.kids(c)
+            while base.kind == K.UNEXPOSED_EXPR and len(self.kids(base)) == 1:
+                base = self.kids(base)[0]
+            if base.kind == K.DECL_REF_EXPR and base.spelling in _BUILTIN_DIMS and c.spelling in ("x", "y", "z"):
+                return ir.Cast(u32, ir.WorkItem(i64, _BUILTIN_DIMS[base.spelling], "xyz".index(c.spelling)))
+            raise self.fail(c, f"member {c.spelling} is not supported in kernels")
+        if kind == K.ARRAY_SUBSCRIPT_EXPR or (kind == K.UNARY_OPERATOR and self.operator(c) == "*"):
+            array, indices = self.element(c)
+            return ir.Load(self.element_type(array), array, indices)
+        if kind == K.UNARY_OPERATOR:
+            op = self.operator(c)
+            operand = self.expr(self.kids(c)[0])
+            t = self.scalar(c)
+            if op == "-":
+                return ir.UnaryOp(t, "-", self.cast(operand, t))
+            if op == "+":
+                return self.cast(operand, t)
+            if op == "~":
+                return ir.UnaryOp(t, "~", self.cast(operand, t))
+            if op == "!":
+                return ir.UnaryOp(bool_t, "not", self.truth(self.kids(c)[0]))
+            raise self.fail(c, f"operator {op} is not supported in kernel expressions (only as a statement)")
+        if kind == K.BINARY_OPERATOR:
+            op = self.operator(c)
+            left_c, right_c = self.kids(c)
+            if op in ("&&", "||"):
+                return ir.Logical(bool_t, "and" if op == "&&" else "or", self.truth(left_c), self.truth(right_c))
+            left, right = self.expr(left_c), self.expr(right_c)
+            if op in ("<", "<=", ">", ">=", "==", "!="):
+                return ir.Compare(bool_t, op, left, self.cast(right, left.type))
+            if op in ("=", ","):
+                raise self.fail(c, f"'{op}' inside an expression is not supported; write it as a statement")
+            return self.arith(op, left, right, self.scalar(c), c)
+        if kind == K.CONDITIONAL_OPERATOR:
+            cond_c, yes_c, no_c = self.kids(c)
+            t = self.scalar(c)
+            return ir.Select(t, self.truth(cond_c), self.cast(self.expr(yes_c), t), self.cast(self.expr(no_c), t))
+        if kind == K.CALL_EXPR:
+            return self.call(c)
+        raise self.fail(c, f"{kind.name.lower().replace('_', ' ')} is not supported in kernels")
+
+    def constant(self, c: Any) -> ir.Expr | None:
+        """A ``constexpr``/``const`` variable or enumerator from outside the function, by its value."""
+        K = self.cindex.CursorKind  # noqa: N806
+        ref = c.referenced
+        if ref.kind == K.ENUM_CONSTANT_DECL:
+            return ir.Const(self.scalar(c), ref.enum_value)
+        if ref.kind == K.VAR_DECL and ref.type.is_const_qualified():
+            inits = [k for k in ref.get_children() if k.kind.is_expression()]
+            if inits:
+                value = _Lowering(self.unit, self.decl, self.name, self.program).expr(inits[-1])
+                if isinstance(value, (ir.Const, ir.Cast)):
+                    return self.cast(value, self.scalar(c))
+        return None
+
+    def call(self, c: Any) -> ir.Expr:
+        name = c.spelling
+        args = list(c.get_arguments())
+        t = ir.VOID if c.type.kind.name == "VOID" else self.scalar(c)
+        if name in _ATOMICS:
+            op = _ATOMICS[name]
+            address = args[0]
+            while address.kind == self.cindex.CursorKind.UNEXPOSED_EXPR and len(self.kids(address)) == 1:
+                address = self.kids(address)[0]
+            if not (address.kind == self.cindex.CursorKind.UNARY_OPERATOR and self.operator(address) == "&"):
+                raise self.fail(c, f"{name} takes the address of an array element here: {name}(&a[i], v)")
+            array, indices = self.element(self.kids(address)[0])
+            element = self.element_type(array)
+            values = tuple(self.cast(self.expr(a), element) for a in args[1:])
+            return ir.Atomic(element, op, array, indices, values)
+        base = name[:-1] if name.endswith("f") and name[:-1] in _MATH else name
+        if base in _MATH and isinstance(t, ScalarType):
+            return ir.Math(t, base, tuple(self.cast(self.expr(a), t) for a in args))
+        if name in ("min", "max") and isinstance(t, ScalarType):
+            return ir.BinOp(t, name, *(self.cast(self.expr(a), t) for a in args))
+        callee = c.referenced
+        if callee is None or not callee.is_definition():
+            definition = callee.get_definition() if callee is not None else None
+            if definition is None:
+                raise self.fail(c, f"calling {name} is not supported in kernels (no device definition here)")
+            callee = definition
+        if not any(k.kind == self.cindex.CursorKind.CUDADEVICE_ATTR for k in callee.get_children()):
+            raise self.fail(c, f"{name} is not a __device__ function")
+        key = f"{name}_{callee.hash}"
+        if key not in self.program:
+            inner = _Lowering(self.unit, callee, self.fresh_function(name), self.program)
+            self.program[key] = inner.function()
+        function = self.program[key]
+        lowered: list[ir.Expr] = []
+        for param, arg in zip(function.params, args, strict=True):
+            if isinstance(param.type, ArrayType):
+                node = arg
+                while node.kind == self.cindex.CursorKind.UNEXPOSED_EXPR and len(self.kids(node)) == 1:
+                    node = self.kids(node)[0]
+                passed = self.names.get(node.referenced.hash) if node.kind == self.cindex.CursorKind.DECL_REF_EXPR else None
+                if passed is None or passed not in self.arrays or isinstance(self.arrays[passed], ir.LocalArray):
+                    raise self.fail(arg, "pass a pointer parameter itself to a device function")
+                lowered.append(ir.Var(self.arrays[passed].dtype, passed))
+            else:
+                lowered.append(self.cast(self.expr(arg), param.type))  # type: ignore[arg-type]
+        return ir.Call(function.return_type, function.name, tuple(lowered))
+
+    def fresh_function(self, name: str) -> str:
+        taken = {f.name for f in self.program.values()}
+        candidate, n = name, 2
+        while candidate in taken:
+            candidate, n = f"{name}_{n}", n + 1
+        return candidate
+
+
+def _continue_runs(body: tuple[ir.Stmt, ...], step: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
+    """``body`` with each ``continue`` of this loop (not of loops inside it) running ``step`` first."""
+    out: list[ir.Stmt] = []
+    for s in body:
+        if isinstance(s, ir.Continue):
+            out.extend([*step, s])
+        elif isinstance(s, ir.If):
+            out.append(ir.If(s.loc, s.cond, tuple(_continue_runs(s.then, step)), tuple(_continue_runs(s.orelse, step))))
+        else:
+            out.append(s)
+    return out
+
+
+def _c_division(op: str, a: ir.Expr, b: ir.Expr, t: ScalarType) -> ir.Expr:
+    """C's integer ``/`` and ``%`` (truncating towards zero) from the IR's floor division."""
+    floor = ir.BinOp(t, "//" if op == "/" else "%", a, b)
+    if t.kind == "u":
+        return floor  # unsigned: the same
+    zero = ir.Const(t, 0)
+    remainder = ir.BinOp(t, "%", a, b)
+    signs_differ = ir.Compare(bool_t, "<", ir.BinOp(t, "^", a, b), zero)
+    inexact = ir.Compare(bool_t, "!=", remainder, zero)
+    adjust = ir.Logical(bool_t, "and", inexact, signs_differ)
+    if op == "/":
+        return ir.Select(t, adjust, ir.BinOp(t, "+", floor, ir.Const(t, 1)), floor)
+    return ir.Select(t, adjust, ir.BinOp(t, "-", floor, b), floor)
+
+
+def lower_source(code: str, name: str, path: str = "<source>.cu", include_dirs: Sequence[str] = (),
+                 defines: Sequence[str] = ()) -> ir.Function:
+    """The kernel ``name`` of CUDA C ``code`` as IR (see the module docstring)."""
+    return Source(code, path, include_dirs, defines).kernel(name)
