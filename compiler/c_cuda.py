@@ -186,12 +186,13 @@ class CudaDialect(CDialect):
         bits, to_bits, from_bits = {
             "f32": ("int", "__float_as_int({})", "__int_as_float({})"),
             "f64": (ULL, f"({ULL})__double_as_longlong({{}})", "__longlong_as_double((long long){})"),
+            "i32": ("int", "(int)({})", "(int)({})"), "u32": ("unsigned int", "(unsigned int)({})", "(unsigned int)({})"),
         }.get(t.name, (ULL, f"({ULL})({{}})", f"({ctype})({{}})"))
         current = from_bits.format("assumed")
         update = {"add": f"{current} + v", "sub": f"{current} - v",
                   "min": f"{self.min_max('min', t)}({current}, v)" if t.is_float else f"{current} < v ? {current} : v",
                   "max": f"{self.min_max('max', t)}({current}, v)" if t.is_float else f"{current} > v ? {current} : v",
-                  **newer_atomic_updates(current)}[op]
+                  **newer_atomic_updates(current, "unsigned int" if t.bits == 32 else ULL)}[op]
         return f"""{self.helper_head} {ctype} {name}({ctype}* p, {ctype} v) {{
     {bits}* word = ({bits}*)p;
     {bits} old = *word;

@@ -339,9 +339,12 @@ def ipow(d: CDialect, name: str, t: ScalarType) -> str:
 NEWER_ATOMICS = ("exch", "and", "or", "xor", "inc", "dec")
 
 
-def newer_atomic_updates(current: str) -> dict[str, str]:
+def newer_atomic_updates(current: str, unsigned: str) -> dict[str, str]:
     """The new value of each of :data:`NEWER_ATOMICS` from the ``current`` one and ``v`` (C syntax),
-    for the compare-and-swap loops that build them where no native atomic does."""
+    for the compare-and-swap loops that build them where no native atomic does. ``inc``/``dec``
+    compare as ``unsigned`` (the element's width), as CUDA's do, also on a signed element that a
+    CUDA C kernel reached through an ``(unsigned int *)`` cast."""
+    u_current, u_v = f"(({unsigned})({current}))", f"(({unsigned})v)"
     return {"exch": "v", "and": f"{current} & v", "or": f"{current} | v", "xor": f"{current} ^ v",
-            "inc": f"({current} >= v ? 0 : {current} + 1)",
-            "dec": f"(({current} == 0 || {current} > v) ? v : {current} - 1)"}
+            "inc": f"({u_current} >= {u_v} ? 0 : {current} + 1)",
+            "dec": f"(({u_current} == 0 || {u_current} > {u_v}) ? v : {current} - 1)"}

@@ -161,7 +161,7 @@ def _atomic_update(name: str, ctype: str, space: str, op: str) -> str:
     current = f"{from_bits}(assumed)"
     f = "f" if ctype in ("float", "double") else ""
     update = {"add": f"{current} + v", "sub": f"{current} - v", "min": f"{f}min({current}, v)",
-              "max": f"{f}max({current}, v)", **newer_atomic_updates(current)}[op]
+              "max": f"{f}max({current}, v)", **newer_atomic_updates(current, "uint" if bits in ("int", "uint") else "ulong")}[op]
     return f"""static inline {ctype} {name}(volatile {space} {ctype}* p, {ctype} v) {{
     volatile {space} {bits}* word = (volatile {space} {bits}*)p;
     {bits} old = *word;

@@ -374,8 +374,9 @@ local_atomic_cas = atomic_cas
 def atomic_inc(array: Any, index: Any, value: Any) -> Any:
     """CUDA's wrapping increment on unsigned integers (a cmpxchg loop): ``old >= value ? 0 : old + 1``."""
     old = array[index]
+    mask = np.uint64(0xFFFFFFFF) if array.itemsize == 4 else np.uint64(0xFFFFFFFFFFFFFFFF)  # compared unsigned
     while True:
-        new = old - old if old >= value else old + 1
+        new = old - old if (np.uint64(old) & mask) >= (np.uint64(value) & mask) else old + 1
         seen = atomic_cas(array, index, old, new)
         if seen == old:
             return old
@@ -386,8 +387,9 @@ def atomic_inc(array: Any, index: Any, value: Any) -> Any:
 def atomic_dec(array: Any, index: Any, value: Any) -> Any:
     """CUDA's wrapping decrement on unsigned integers: ``(old == 0 or old > value) ? value : old - 1``."""
     old = array[index]
+    mask = np.uint64(0xFFFFFFFF) if array.itemsize == 4 else np.uint64(0xFFFFFFFFFFFFFFFF)
     while True:
-        new = value if old == 0 or old > value else old - 1
+        new = value if old == 0 or (np.uint64(old) & mask) > (np.uint64(value) & mask) else old - 1
         seen = atomic_cas(array, index, old, new)
         if seen == old:
             return old
@@ -425,12 +427,14 @@ def local_atomic_xor(array: Any, index: Any, value: Any) -> Any:
 @_jit
 def local_atomic_inc(array: Any, index: Any, value: Any) -> Any:
     old = array[index]
-    array[index] = old - old if old >= value else old + 1
+    mask = np.uint64(0xFFFFFFFF) if array.itemsize == 4 else np.uint64(0xFFFFFFFFFFFFFFFF)
+    array[index] = old - old if (np.uint64(old) & mask) >= (np.uint64(value) & mask) else old + 1
     return old
 
 
 @_jit
 def local_atomic_dec(array: Any, index: Any, value: Any) -> Any:
     old = array[index]
-    array[index] = value if old == 0 or old > value else old - 1
+    mask = np.uint64(0xFFFFFFFF) if array.itemsize == 4 else np.uint64(0xFFFFFFFFFFFFFFFF)
+    array[index] = value if old == 0 or (np.uint64(old) & mask) > (np.uint64(value) & mask) else old - 1
     return old

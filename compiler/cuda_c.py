@@ -618,13 +618,20 @@ class _Lowering:
         t = ir.VOID if c.type.kind.name == "VOID" else self.scalar(c)
         if name in _ATOMICS:
             op = _ATOMICS[name]
+            K = self.cindex.CursorKind  # noqa: N806
             address = args[0]
-            while address.kind == self.cindex.CursorKind.UNEXPOSED_EXPR and len(self.kids(address)) == 1:
-                address = self.kids(address)[0]
-            if not (address.kind == self.cindex.CursorKind.UNARY_OPERATOR and self.operator(address) == "&"):
+            pointee = None  # the element type a pointer cast ((unsigned int *)&a[i]) names
+            while address.kind in (K.UNEXPOSED_EXPR, K.CSTYLE_CAST_EXPR, K.PAREN_EXPR) and self.kids(address):
+                if address.kind == K.CSTYLE_CAST_EXPR:
+                    pointee = self.scalar(address, address.type.get_canonical().get_pointee())
+                address = self.kids(address)[-1]
+            if not (address.kind == K.UNARY_OPERATOR and self.operator(address) == "&"):
                 raise self.fail(c, f"{name} takes the address of an array element here: {name}(&a[i], v)")
             array, indices = self.element(self.kids(address)[0])
             element = self.element_type(array)
+            if pointee is not None and pointee != element and not (
+                    pointee.is_int and element.is_int and pointee.bits == element.bits):
+                raise self.fail(c, f"{name} on a {element} element through a {pointee} pointer is not supported")
             values = tuple(self.cast(self.expr(a), element) for a in args[1:])
             return ir.Atomic(element, op, array, indices, values)
         base = name[:-1] if name.endswith("f") and name[:-1] in _MATH else name

@@ -91,3 +91,65 @@ extern "C" __global__ void ops(int* q, int* r, float* f, const int* a, const int
     np.testing.assert_array_equal(q, np.trunc(a / b).astype(np.int32))
     np.testing.assert_array_equal(r, a - b * np.trunc(a / b).astype(np.int32))
     np.testing.assert_array_equal(f, (np.trunc(a / 2) + 0.5).astype(np.float32))
+
+
+def test_simple_atomic_intrinsics(device: hetero.Device) -> None:
+    code, path = _source("0_Introduction/simpleAtomicIntrinsics/simpleAtomicIntrinsics.cu")
+    kernel = RawKernel(code, "testKernel", path=path)
+    threads, blocks = 256, 64  # the sample's launch
+    data = np.zeros(11, dtype=np.int32)
+    data[8] = data[10] = 0xFF
+    with hetero.use_device(device):
+        kernel((blocks,), (threads,), (data,))
+    n = threads * blocks  # computeGold, in Python
+    inc = dec = 0
+    for _ in range(n):
+        inc = 0 if inc >= 17 else inc + 1
+        dec = 137 if dec == 0 or dec > 137 else dec - 1
+    assert data[0] == 10 * n and data[1] == -10 * n
+    assert 0 <= data[2] < n and data[3] == n - 1 and data[4] == 0
+    assert data[5] == inc and data[6] == dec
+    assert 0 <= data[7] < n
+    anded = 0xFF
+    xored = 0xFF
+    for i in range(n):
+        anded &= 2 * i + 7
+        xored ^= i
+    assert data[8] == anded and data[9] == -1 and data[10] == xored
+
+
+# -- the same kernels, lowered and emitted for CUDA and HIP, built by nvcc and hipcc ----------
+_SAMPLE_KERNELS = {
+    "vectorAdd": ("0_Introduction/vectorAdd/vectorAdd.cu", "vectorAdd"),
+    "matrixMul": ("0_Introduction/matrixMul/matrixMul.cu", "MatrixMulCUDA<32>"),
+    "simpleAtomicIntrinsics": ("0_Introduction/simpleAtomicIntrinsics/simpleAtomicIntrinsics.cu", "testKernel"),
+}
+_GPU = {"cuda": ("nvcc", ".cu", ["-arch=sm_90", "-cubin", "-Werror", "all-warnings"]),
+        "hip": ("hipcc", ".hip", ["--genco", "--offload-arch=gfx90a", "-Wall", "-Werror"])}
+
+
+@pytest.mark.parametrize("dialect", sorted(_GPU))
+@pytest.mark.parametrize("sample", sorted(_SAMPLE_KERNELS))
+def test_sample_kernels_build_for_gpus(dialect: str, sample: str, tmp_path: Path) -> None:
+    import os
+    import shutil
+    import subprocess
+
+    from hetero.compiler import cuda_c
+    from hetero.compiler.emit_cuda import EMITTER as CUDA
+    from hetero.compiler.emit_hip import EMITTER as HIP
+    from hetero.compiler.target import Target
+
+    tool, suffix, options = _GPU[dialect]
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed")
+    relative, name = _SAMPLE_KERNELS[sample]
+    code, path = _source(relative)
+    function = cuda_c.Source(code, path).kernel(name)
+    target = Target(dialect, "sm_90" if dialect == "cuda" else "gfx90a", frozenset({"fp64", "int64_atomics"}), "test")
+    text = (CUDA if dialect == "cuda" else HIP).emit(function, target).text
+    out = tmp_path / f"{sample}{suffix}"
+    out.write_text(text)
+    done = subprocess.run([tool, *options, str(out), "-o", str(tmp_path / "out.bin")], capture_output=True, text=True,
+                          env={**os.environ, "HIP_PLATFORM": "amd"}, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr + "\n" + text
