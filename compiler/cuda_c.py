@@ -93,6 +93,24 @@ _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomi
             "atomicCAS": "cas"}
 _BUILTIN_DIMS = {"threadIdx": "local_id", "blockIdx": "group_id", "blockDim": "local_size", "gridDim": "num_groups"}
 _HEADERS_DIR: str | None = None
+#: Stand-ins with content: what kernels use of these headers, declared for the front end to lower.
+KNOWN_HEADERS = {
+    "cooperative_groups.h": """
+#pragma once
+namespace cooperative_groups {
+struct thread_block {
+    __device__ void sync() const; __device__ unsigned long long thread_rank() const;
+    __device__ unsigned long long size() const; __device__ unsigned long long num_threads() const;
+};
+struct grid_group { __device__ void sync() const; };
+__device__ thread_block this_thread_block();
+__device__ grid_group this_grid();
+__device__ void sync(const thread_block&);
+__device__ void sync(const grid_group&);
+}
+""",
+}
+_GROUPS = {"thread_block": "block", "grid_group": "grid"}
 
 
 def _clang() -> Any:
@@ -123,7 +141,8 @@ def _stand_ins(code: str, folders: Sequence[str]) -> None:
             path = os.path.join(base, name)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             if not os.path.exists(path):
-                open(path, "w").close()
+                with open(path, "w") as out:
+                    out.write(KNOWN_HEADERS.get(name, ""))
 
 
 class Source:
@@ -272,6 +291,7 @@ class _Lowering:
         self.local_arrays: list[ir.LocalArray] = []
         self.arrays: dict[str, Any] = {}
         self.params: list[ir.Param] = []
+        self.groups: dict[str, str] = {}  # a cooperative-groups handle -> "block" or "grid"
         self.temps = 0
 
     # -- helpers -------------------------------------------------------------------------
@@ -408,6 +428,10 @@ class _Lowering:
             self.local_arrays.append(array)
             self.arrays[name] = array
             return []
+        group = _GROUPS.get(canonical.spelling.rsplit("::", 1)[-1]) if canonical.kind.name == "RECORD" else None
+        if group is not None:  # cg::thread_block cta = cg::this_thread_block(): a name for the group
+            self.groups[self.declare(var)] = group
+            return []
         if shared:
             raise self.fail(var, "a __shared__ scalar is not supported yet; declare a one-element array")
         t = self.scalar(var)
@@ -446,6 +470,12 @@ class _Lowering:
         if c.kind == K.CALL_EXPR:
             if c.spelling == "__syncthreads":
                 return [ir.Barrier(loc)]
+            group = self.group_call(c)
+            if group is not None:
+                kind, method = group
+                if method != "sync":
+                    raise self.fail(c, f"{method}() of a cooperative group is not supported as a statement")
+                return [ir.Barrier(loc) if kind == "block" else ir.GridSync(loc)]
             return [ir.ExprStmt(loc, self.expr(c))]
         raise self.fail(c, f"this expression statement ({c.kind.name.lower()}) has no effect a kernel can have")
 
@@ -612,8 +642,43 @@ class _Lowering:
                     return self.cast(value, self.scalar(c))
         return None
 
+    def group_call(self, c: Any) -> tuple[str, str] | None:
+        """``cta.sync()``, ``cg::sync(cta)``, ``cta.thread_rank()``: (the group's kind, the method), or None."""
+        K = self.cindex.CursorKind  # noqa: N806
+        kids = self.kids(c)
+        handle = None
+        if kids and kids[0].kind == K.MEMBER_REF_EXPR:  # cta.method()
+            inner = self.kids(kids[0])
+            handle = inner[0] if inner else None
+        elif c.spelling == "sync" and list(c.get_arguments()):  # cg::sync(cta)
+            handle = list(c.get_arguments())[0]
+        while handle is not None and handle.kind == K.UNEXPOSED_EXPR and self.kids(handle):
+            handle = self.kids(handle)[0]
+        if handle is None:
+            return None
+        if handle.kind == K.DECL_REF_EXPR and self.names.get(handle.referenced.hash) in self.groups:
+            return self.groups[self.names[handle.referenced.hash]], c.spelling
+        if handle.kind == K.CALL_EXPR and handle.spelling in ("this_thread_block", "this_grid"):
+            return ("block" if handle.spelling == "this_thread_block" else "grid"), c.spelling
+        return None
+
     def call(self, c: Any) -> ir.Expr:
         name = c.spelling
+        group = self.group_call(c)
+        if group is not None:
+            kind, method = group
+            if kind == "block" and method == "thread_rank":
+                rank: ir.Expr = ir.WorkItem(i64, "local_id", 2)
+                for axis in (1, 0):
+                    rank = ir.BinOp(i64, "+", ir.BinOp(i64, "*", rank, ir.WorkItem(i64, "local_size", axis)),
+                                    ir.WorkItem(i64, "local_id", axis))
+                return self.cast(rank, self.scalar(c))
+            if kind == "block" and method in ("size", "num_threads"):
+                size: ir.Expr = ir.WorkItem(i64, "local_size", 0)
+                for axis in (1, 2):
+                    size = ir.BinOp(i64, "*", size, ir.WorkItem(i64, "local_size", axis))
+                return self.cast(size, self.scalar(c))
+            raise self.fail(c, f"{method}() of a cooperative group is not supported here")
         args = list(c.get_arguments())
         t = ir.VOID if c.type.kind.name == "VOID" else self.scalar(c)
         if name in _ATOMICS:

@@ -123,6 +123,7 @@ _SAMPLE_KERNELS = {
     "vectorAdd": ("0_Introduction/vectorAdd/vectorAdd.cu", "vectorAdd"),
     "matrixMul": ("0_Introduction/matrixMul/matrixMul.cu", "MatrixMulCUDA<32>"),
     "simpleAtomicIntrinsics": ("0_Introduction/simpleAtomicIntrinsics/simpleAtomicIntrinsics.cu", "testKernel"),
+    "transposeDiagonal": ("6_Performance/transpose/transpose.cu", "transposeDiagonal"),
 }
 _GPU = {"cuda": ("nvcc", ".cu", ["-arch=sm_90", "-cubin", "-Werror", "all-warnings"]),
         "hip": ("hipcc", ".hip", ["--genco", "--offload-arch=gfx90a", "-Wall", "-Werror"])}
@@ -153,3 +154,31 @@ def test_sample_kernels_build_for_gpus(dialect: str, sample: str, tmp_path: Path
     done = subprocess.run([tool, *options, str(out), "-o", str(tmp_path / "out.bin")], capture_output=True, text=True,
                           env={**os.environ, "HIP_PLATFORM": "amd"}, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr + "\n" + text
+
+
+_TRANSPOSES = ["copy", "copySharedMem", "transposeNaive", "transposeCoalesced", "transposeNoBankConflicts",
+               "transposeDiagonal", "transposeFineGrained", "transposeCoarseGrained"]
+
+
+def _transpose_expected(kernel: str, a: np.ndarray, tile: int) -> np.ndarray:
+    if kernel in ("copy", "copySharedMem"):
+        return a
+    n = a.shape[0]
+    tiles = a.reshape(n // tile, tile, n // tile, tile)  # [tile row, row in tile, tile column, column in tile]
+    if kernel == "transposeFineGrained":  # each tile transposed where it is
+        return tiles.transpose(0, 3, 2, 1).reshape(n, n)
+    if kernel == "transposeCoarseGrained":  # tiles moved to their transposed place, not transposed inside
+        return tiles.transpose(2, 1, 0, 3).reshape(n, n)
+    return a.T
+
+
+@pytest.mark.parametrize("kernel_name", _TRANSPOSES)
+def test_transpose(device: hetero.Device, kernel_name: str) -> None:
+    code, path = _source("6_Performance/transpose/transpose.cu")
+    kernel = RawKernel(code, kernel_name, path=path)
+    size, tile, rows = 1024, 32, 16  # the sample's MATRIX_SIZE, TILE_DIM and BLOCK_ROWS
+    a = np.arange(size * size, dtype=np.float32).reshape(size, size)  # the sample's input: h_idata[i] = i
+    out = np.zeros_like(a)
+    with hetero.use_device(device):
+        kernel((size // tile, size // tile), (tile, rows), (out, a, np.int32(size), np.int32(size)))
+    np.testing.assert_array_equal(out, _transpose_expected(kernel_name, a, tile))
