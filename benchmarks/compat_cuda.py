@@ -10,7 +10,8 @@ runs them with ``numba.cuda`` naming :mod:`hetero.compat.cuda`. Times are warm (
 including the wait for the result, median of several. Front-end cost: ``frontend`` is Python ->
 IR (lowering), ``first launch`` a process's first launch of the kernel (lowering, code generation,
 the vendor compiler, the wait), each in a fresh process: ``cold`` with an empty compile cache,
-``cached`` once the disk cache holds the kernel. Writes
+``cached`` once the disk cache holds the kernel. The CUDA C front end's cost is libclang's parse
+plus the lowering to IR, per cuda-samples kernel (``cuda_c_front_end``). Writes
 ``benchmarks/results/compat_cuda.json``.
 """
 
@@ -112,6 +113,42 @@ def _front_end_main(device: str) -> None:
     print(json.dumps(results))
 
 
+#: cuda-samples kernels for the CUDA C front end's cost: (file under Samples/, kernel name).
+C_SAMPLES = {
+    "vectorAdd": ("0_Introduction/vectorAdd/vectorAdd.cu", "vectorAdd"),
+    "matrixMul<32>": ("0_Introduction/matrixMul/matrixMul.cu", "MatrixMulCUDA<32>"),
+    "simpleAtomicIntrinsics": ("0_Introduction/simpleAtomicIntrinsics/simpleAtomicIntrinsics.cu", "testKernel"),
+    "transposeDiagonal": ("6_Performance/transpose/transpose.cu", "transposeDiagonal"),
+}
+SAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "peers",
+                           "cuda-samples", "Samples")
+
+
+def c_front_end_costs() -> dict[str, dict[str, float]] | str:
+    """Per cuda-samples kernel: libclang's parse plus the lowering to IR, the first time in this
+    process and again (the front end keeps nothing between two parses: both are its whole cost)."""
+    from hetero.compiler import cuda_c
+
+    if not os.path.isdir(SAMPLES_DIR):
+        return f"skipped: cuda-samples are not at {SAMPLES_DIR}"
+    try:
+        cuda_c._clang()
+    except Exception as exc:  # noqa: BLE001 (reported, not fatal: the rest of the benchmark stands)
+        return f"skipped: {exc}"
+    out: dict[str, dict[str, float]] = {}
+    for label, (relative, name) in C_SAMPLES.items():
+        path = os.path.join(SAMPLES_DIR, relative)
+        with open(path) as source:
+            code = source.read()
+        times = []
+        for _ in range(2):
+            start = time.perf_counter()
+            cuda_c.Source(code, path).kernel(name)
+            times.append(time.perf_counter() - start)
+        out[label] = {"parse_and_lower_first_s": times[0], "parse_and_lower_again_s": times[1]}
+    return out
+
+
 def _types(name: str) -> tuple[Any, ...]:
     from hetero.types import ArrayType, f32, f64
 
@@ -160,8 +197,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {name:12} {warm[name] * 1e3:9.3f} ms  simulator {simulated[name] * 1e3:10.1f} ms  "
                   f"x{simulated[name] / warm[name]:8.0f}   frontend {costs['cold_frontend_s'] * 1e3:6.1f} ms, first launch "
                   f"cold {costs['cold_first_launch_s'] * 1e3:7.1f} ms, cached {costs['cached_first_launch_s'] * 1e3:6.1f} ms")
+    c_costs = c_front_end_costs()
+    print("CUDA C front end (libclang parse + lowering to IR):")
+    if isinstance(c_costs, str):
+        print(f"  {c_costs}")
+    else:
+        for label, costs in c_costs.items():
+            print(f"  {label:24} first {costs['parse_and_lower_first_s'] * 1e3:7.1f} ms, "
+                  f"again {costs['parse_and_lower_again_s'] * 1e3:7.1f} ms")
     path = write_results("compat_cuda", {
         "sizes": {"vecadd_n": VECADD_N, "matmul_n": MATMUL_N}, "simulator_warm_s": simulated, "devices": rows,
+        "cuda_c_front_end": c_costs,
     }, command_line("benchmarks.compat_cuda", list(argv) if argv is not None else sys.argv[1:]))
     print(f"wrote {path}")
     return 0
