@@ -57,6 +57,7 @@ lint-imports: setup
 # known deviations in tests/array_api_xfails.txt. Then numba-cuda's own doc examples, unchanged, with
 # `numba.cuda` naming hetero.compat.cuda (../shared/peers/numba-cuda): per file and device in
 # benchmarks/results/numba_cuda_examples.json, files not passing yet in tests/numba_cuda_examples_expected.txt.
+# Last, NVIDIA's cuda-samples kernels (../shared/peers/cuda-samples) through the CUDA C front end on every device.
 # Each is skipped, with a message, where its peer folder is absent.
 CONFORMANCE_DEVICES ?=
 CONFORMANCE_EXAMPLES ?= 5
@@ -64,6 +65,7 @@ conformance: setup
 	$(PY) -m benchmarks.array_api_conformance --max-examples $(CONFORMANCE_EXAMPLES) \
 		$(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 	$(PY) -m benchmarks.numba_cuda_examples $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
+	$(PY) -m pytest -q -p no:cacheprovider -rs tests/test_cuda_samples.py
 
 bench: setup
 	$(PY) -m benchmarks.run_all
