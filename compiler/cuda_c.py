@@ -151,6 +151,7 @@ class Source:
     def __init__(self, code: str, path: str = "<source>.cu", include_dirs: Sequence[str] = (),
                  defines: Sequence[str] = ()) -> None:
         self.code = code
+        self.shared_bytes = 0  # the dynamic shared memory of the launch a kernel is lowered for
         self.path = path
         self.folders = [os.path.dirname(os.path.abspath(path)), *include_dirs]
         self.include_dirs = list(include_dirs)
@@ -169,9 +170,11 @@ class Source:
                 *(f"-D{d}" for d in self.defines), "-Wno-everything"]
         return cindex.Index.create().parse(self.path, args=args, unsaved_files=[(self.path, code)])
 
-    def kernel(self, name: str) -> ir.Function:
-        """The kernel ``name`` (``"vectorAdd"``, or a template by name: ``"MatrixMulCUDA<32>"``) as IR."""
+    def kernel(self, name: str, shared_bytes: int = 0) -> ir.Function:
+        """The kernel ``name`` (``"vectorAdd"``, or a template by name: ``"MatrixMulCUDA<32>"``) as IR,
+        for launches with ``shared_bytes`` of dynamic shared memory (its ``extern __shared__`` array)."""
         cindex = _clang()
+        self.shared_bytes = shared_bytes
         base, _, template_args = name.partition("<")
         decl = self._find(base)
         if decl is None:
@@ -415,9 +418,18 @@ class _Lowering:
             raise self.fail(var, f"{var.kind.name.lower()} declarations are not supported in kernels")
         shared = any(k.kind == K.CUDASHARED_ATTR for k in var.get_children())
         canonical = var.type.get_canonical()
-        if canonical.kind.name in ("CONSTANTARRAY", "INCOMPLETEARRAY"):
-            if canonical.kind.name == "INCOMPLETEARRAY":
-                raise self.fail(var, "extern __shared__ (dynamic shared memory) is not supported yet")
+        if canonical.kind.name == "INCOMPLETEARRAY":  # extern __shared__ T name[]: the launch's dynamic memory
+            self.names[var.hash] = self.dynamic_shared(var, self.scalar(var, canonical.get_array_element_type()))
+            return []
+        if canonical.kind.name == "POINTER":
+            inits = [k for k in var.get_children() if k.kind.is_expression()]
+            target = self.pointer_target(inits[-1], self.scalar(var, canonical.get_pointee())) if inits else None
+            if target is None:
+                raise self.fail(var, f"the pointer variable {var.spelling} is not supported yet (only a name for "
+                                     "the kernel's shared memory, as SharedMemory<T>() gives)")
+            self.names[var.hash] = target
+            return []
+        if canonical.kind.name == "CONSTANTARRAY":
             shape: list[int] = []
             element = canonical
             while element.kind.name == "CONSTANTARRAY":
@@ -442,6 +454,58 @@ class _Lowering:
             return []
         return [ir.Assign(self.loc(var), name, self.cast(self.expr(inits[-1]), t))]
 
+    def dynamic_shared(self, where: Any, element: ScalarType) -> str:
+        """The launch's dynamic shared memory as an array of ``element`` (one per kernel: every
+        ``extern __shared__`` declaration names the same memory, as in CUDA)."""
+        bytes_ = self.unit.shared_bytes
+        if not bytes_:
+            raise self.fail(where, "this kernel uses dynamic shared memory (extern __shared__): launch it with "
+                                   "shared_mem=<bytes>")
+        existing = next((a for a in self.local_arrays if a.name == "_dynamic_shared"), None)
+        if existing is not None:
+            if existing.dtype != element:
+                raise self.fail(where, f"dynamic shared memory used as both {existing.dtype} and {element} is not "
+                                       "supported")
+            return existing.name
+        if bytes_ % (element.bits // 8):
+            raise self.fail(where, f"shared_mem={bytes_} is not a whole number of {element} elements")
+        array = ir.LocalArray("_dynamic_shared", element, (bytes_ // (element.bits // 8),))
+        self.local_arrays.append(array)
+        self.arrays[array.name] = array
+        self.taken.add(array.name)
+        return array.name
+
+    def pointer_target(self, c: Any, element: ScalarType) -> str | None:
+        """The shared array a pointer's initializer names: an array itself, or a function (such as
+        ``SharedMemory<T>``'s conversion operator) that returns its ``extern __shared__`` array."""
+        K = self.cindex.CursorKind  # noqa: N806
+        node = c
+        while node.kind in (K.UNEXPOSED_EXPR, K.CSTYLE_CAST_EXPR, K.PAREN_EXPR, K.CXX_STATIC_CAST_EXPR) and self.kids(node):
+            node = self.kids(node)[-1]
+        if node.kind == K.DECL_REF_EXPR:
+            name = self.names.get(node.referenced.hash)
+            return name if name in self.arrays and isinstance(self.arrays[name], ir.LocalArray) else None
+        for part in c.walk_preorder():
+            record = part.type.get_declaration() if part.type.kind.name in ("RECORD", "ELABORATED", "UNEXPOSED") else None
+            if record is None or record.kind.name == "NO_DECL_FOUND":
+                continue
+            if self.returns_dynamic_shared(record.spelling):
+                return self.dynamic_shared(c, element)
+        return None
+
+    def returns_dynamic_shared(self, record: str) -> bool:
+        """Whether the struct (or struct template) ``record`` has a conversion operator returning an
+        ``extern __shared__`` array: cuda-samples' ``SharedMemory<T>`` idiom."""
+        K = self.cindex.CursorKind  # noqa: N806
+        for decl in self.unit._tu.cursor.walk_preorder():
+            if decl.kind in (K.STRUCT_DECL, K.CLASS_TEMPLATE, K.CLASS_DECL) and decl.spelling == record:
+                for method in decl.get_children():
+                    if method.kind == K.CONVERSION_FUNCTION and any(
+                            inner.kind == K.VAR_DECL and inner.type.get_canonical().kind.name == "INCOMPLETEARRAY"
+                            for inner in method.walk_preorder()):
+                        return True
+        return False
+
     def effect(self, c: Any) -> list[ir.Stmt]:
         """An expression statement: an assignment, an increment, a call."""
         K = self.cindex.CursorKind  # noqa: N806
@@ -452,6 +516,12 @@ class _Lowering:
             return self.effect(self.kids(c)[0])
         if c.kind == K.BINARY_OPERATOR and self.operator(c) == "=":
             target, value = self.kids(c)
+            inner = value
+            while inner.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) and len(self.kids(inner)) == 1:
+                inner = self.kids(inner)[0]
+            if inner.kind == K.BINARY_OPERATOR and self.operator(inner) == "=":  # a = b = value
+                first = self.effect(inner)
+                return [*first, *self.store(target, self.expr(self.kids(inner)[0]), loc)]
             return self.store(target, self.expr(value), loc)
         if c.kind == K.COMPOUND_ASSIGNMENT_OPERATOR:
             target, value = self.kids(c)

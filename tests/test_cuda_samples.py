@@ -124,6 +124,7 @@ _SAMPLE_KERNELS = {
     "matrixMul": ("0_Introduction/matrixMul/matrixMul.cu", "MatrixMulCUDA<32>"),
     "simpleAtomicIntrinsics": ("0_Introduction/simpleAtomicIntrinsics/simpleAtomicIntrinsics.cu", "testKernel"),
     "transposeDiagonal": ("6_Performance/transpose/transpose.cu", "transposeDiagonal"),
+    "reduce3": ("2_Concepts_and_Techniques/reduction/reduction_kernel.cu", "reduce3<float>"),
 }
 _GPU = {"cuda": ("nvcc", ".cu", ["-arch=sm_90", "-cubin", "-Werror", "all-warnings"]),
         "hip": ("hipcc", ".hip", ["--genco", "--offload-arch=gfx90a", "-Wall", "-Werror"])}
@@ -146,7 +147,7 @@ def test_sample_kernels_build_for_gpus(dialect: str, sample: str, tmp_path: Path
         pytest.skip(f"{tool} is not installed")
     relative, name = _SAMPLE_KERNELS[sample]
     code, path = _source(relative)
-    function = cuda_c.Source(code, path).kernel(name)
+    function = cuda_c.Source(code, path).kernel(name, shared_bytes=1024)  # sizes an extern __shared__ array
     target = Target(dialect, "sm_90" if dialect == "cuda" else "gfx90a", frozenset({"fp64", "int64_atomics"}), "test")
     text = (CUDA if dialect == "cuda" else HIP).emit(function, target).text
     out = tmp_path / f"{sample}{suffix}"
@@ -182,3 +183,32 @@ def test_transpose(device: hetero.Device, kernel_name: str) -> None:
     with hetero.use_device(device):
         kernel((size // tile, size // tile), (tile, rows), (out, a, np.int32(size), np.int32(size)))
     np.testing.assert_array_equal(out, _transpose_expected(kernel_name, a, tile))
+
+
+def _next_pow2(x: int) -> int:
+    return 1 << (x - 1).bit_length()
+
+
+@pytest.mark.parametrize("which", [0, 1, 2, 3])
+@pytest.mark.parametrize("dtype,ctype", [(np.int32, "int"), (np.float32, "float")])
+def test_reduction_kernels_0_to_3(device: hetero.Device, which: int, dtype: type, ctype: str) -> None:
+    code, path = _source("2_Concepts_and_Techniques/reduction/reduction_kernel.cu")
+    kernel = RawKernel(code, f"reduce{which}<{ctype}>", path=path)
+    n, max_threads = 1 << 20, 256  # reduction.cpp's getNumBlocksAndThreads (the sample's default n is 1 << 24)
+    if which < 3:
+        threads = _next_pow2(n) if n < max_threads else max_threads
+        blocks = (n + threads - 1) // threads
+    else:
+        threads = _next_pow2((n + 1) // 2) if n < max_threads * 2 else max_threads
+        blocks = (n + threads * 2 - 1) // (threads * 2)
+    shared = (2 if threads <= 32 else 1) * threads * np.dtype(dtype).itemsize
+    rng = np.random.default_rng(1)
+    data = (rng.integers(0, 256, n) if dtype == np.int32 else rng.random(n)).astype(dtype)  # the sample's inputs
+    partial = np.zeros(blocks, dtype=dtype)
+    with hetero.use_device(device):
+        kernel((blocks,), (threads,), (data, partial, np.uint32(n)), shared_mem=shared)
+    total = partial.astype(np.float64).sum()  # the sample finishes the partial sums on the CPU too
+    if dtype == np.int32:
+        assert int(partial.astype(np.int64).sum()) == int(data.astype(np.int64).sum())
+    else:
+        assert abs(total - data.astype(np.float64).sum()) < 1e-8 * n  # the sample's threshold for float

@@ -14,6 +14,8 @@ it. A pointer parameter takes a device array (a :class:`hetero.Array` or a
 back); its element type must match. A scalar is converted to its parameter's C type. The kernel
 runs on the device its arrays live on, else ``hetero.device()``. ``options`` takes ``-D`` and
 ``-I`` as nvcc does; template kernels are named with their arguments (``"matmul<32>"``).
+``shared_mem=`` sizes the kernel's ``extern __shared__`` array, as in CUDA: each size builds
+its own variant (the array's size is a constant there).
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ class RawModule:
     def get_function(self, name: str) -> RawKernel:
         """The kernel ``name`` (a template as ``"kernel<32>"``)."""
         if name not in self._kernels:
-            self._kernels[name] = RawKernel._of(self._source.kernel(name))
+            self._kernels[name] = RawKernel._of(self._source, name)
         return self._kernels[name]
 
 
@@ -80,32 +82,46 @@ class RawKernel:
                  include_dirs: Sequence[str] = (), **ignored: Any) -> None:
         defines, includes = _options(options)
         source = cuda_c.Source(code, path or f"<RawKernel {name}>.cu", [*include_dirs, *includes], defines)
-        self._setup(source.kernel(name))
+        self._setup(source, name)
 
     @classmethod
-    def _of(cls, function: ir.Function) -> RawKernel:
+    def _of(cls, source: cuda_c.Source, name: str) -> RawKernel:
         kernel = cls.__new__(cls)
-        kernel._setup(function)
+        kernel._setup(source, name)
         return kernel
 
-    def _setup(self, function: ir.Function) -> None:
-        self.function = function
-        self.name = function.name
-        self._built: dict[str, GeneratedSpecialization] = {}
+    def _setup(self, source: cuda_c.Source, name: str) -> None:
+        self._source = source
+        self._name = name
+        self._functions: dict[int, ir.Function] = {}  # by the launch's dynamic shared memory, in bytes
+        self._built: dict[tuple[str, int], GeneratedSpecialization] = {}
         self._lock = threading.Lock()
+        try:  # what the source lacks or hetero refuses is reported now, not at the first launch
+            self.function = self._function(0)
+        except CompileError as exc:
+            if "dynamic shared memory" not in exc.message:
+                raise
+            self.function = self._function(_PROBE_SHARED_BYTES)  # sized at each launch's shared_mem
+        self.name = self.function.name
+
+    def _function(self, shared_bytes: int) -> ir.Function:
+        if shared_bytes not in self._functions:
+            self._functions[shared_bytes] = self._source.kernel(self._name, shared_bytes)
+        return self._functions[shared_bytes]
 
     def __repr__(self) -> str:
         return f"<hetero.compat.cuda RawKernel {self.name}>"
 
-    def _specialization(self, device: Device) -> GeneratedSpecialization:
+    def _specialization(self, device: Device, shared_mem: int) -> GeneratedSpecialization:
         with self._lock:
-            if device.name not in self._built:
-                self._built[device.name] = GeneratedSpecialization(self.function, device)
-            return self._built[device.name]
+            key = (device.name, shared_mem)
+            if key not in self._built:
+                self._built[key] = GeneratedSpecialization(self._function(shared_mem), device)
+            return self._built[key]
 
     def __call__(self, grid: Any, block: Any, args: Sequence[Any], *, shared_mem: int = 0) -> None:
-        if shared_mem:
-            raise KernelLaunchError(f"{self.name}: dynamic shared memory (shared_mem={shared_mem}) is not supported yet")
+        if not isinstance(shared_mem, (int, np.integer)) or shared_mem < 0:
+            raise KernelLaunchError(f"{self.name}: shared_mem must be a number of bytes >= 0, got {shared_mem!r}")
         blocks, threads = _dims(grid, "grid"), _dims(block, "block")
         ndim = max(len(blocks), len(threads))
         blocks, threads = blocks + (1,) * (ndim - len(blocks)), threads + (1,) * (ndim - len(threads))
@@ -119,10 +135,15 @@ class RawKernel:
         for param, arg in zip(params, args, strict=True):
             values.append(_argument(self.name, param, arg, device, copies))
         global_size = tuple(b * t for b, t in zip(blocks, threads, strict=True))
-        self._specialization(device).run(global_size, values, threads)
+        self._specialization(device, int(shared_mem)).run(global_size, values, threads)
         for host, staged in copies:
             if host.flags.writeable:
                 np.copyto(host, staged.numpy().reshape(host.shape))
+
+
+#: The dynamic shared memory a kernel that declares some is checked with at construction (each
+#: launch's shared_mem then builds its own variant, the array sized to it).
+_PROBE_SHARED_BYTES = 1024
 
 
 def _dims(value: Any, what: str) -> tuple[int, ...]:
