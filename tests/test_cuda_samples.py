@@ -60,15 +60,36 @@ def test_matrix_mul(device: hetero.Device, block_size: int) -> None:
 def test_unsupported_constructs_name_file_line_and_construct(tmp_path: Path) -> None:
     code = """
 __global__ void k(float* out) {
-    extern __shared__ float dynamic[];
-    out[0] = dynamic[0];
+    float* p = out + 1;
+    p[0] = 2.0f;
 }
 """
-    with pytest.raises(CompileError, match="dynamic shared memory") as info:
+    with pytest.raises(CompileError, match="pointer variable p is not supported") as info:
         RawKernel(code, "k", path=str(tmp_path / "k.cu"))
     assert info.value.line == 3 and info.value.file.endswith("k.cu")
     with pytest.raises(CompileError, match="no __global__ function named 'missing'"):
         RawKernel(code, "missing")
+
+
+def test_dynamic_shared_memory_is_sized_by_each_launch(device: hetero.Device) -> None:
+    code = """
+extern "C" __global__ void reverse(float* data) {
+    extern __shared__ float tile[];
+    unsigned int t = threadIdx.x;
+    tile[t] = data[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    data[blockIdx.x * blockDim.x + t] = tile[blockDim.x - 1 - t];
+}
+"""
+    kernel = RawKernel(code, "reverse")
+    for threads in (32, 64):
+        data = np.arange(4 * threads, dtype=np.float32)
+        with hetero.use_device(device):
+            kernel((4,), (threads,), (data,), shared_mem=threads * 4)
+        np.testing.assert_array_equal(data, np.arange(4 * threads, dtype=np.float32).reshape(4, threads)[:, ::-1].ravel())
+    with pytest.raises(CompileError, match="shared_mem"):
+        with hetero.use_device(device):
+            kernel((1,), (32,), (np.zeros(32, np.float32),))
 
 
 def test_c_integer_division_truncates_and_types_follow_c(device: hetero.Device) -> None:
