@@ -243,6 +243,55 @@ class Source:
         raise CompileError(f"{self.path}: could not instantiate {base}<{arguments}>")
 
 
+def _evaluate(cursor: Any) -> int | float | None:
+    """clang's value of a constant expression cursor (a literal, also one a macro expanded to)."""
+    import ctypes  # noqa: PLC0415
+
+    cindex = _clang()
+    lib = cindex.conf.lib
+    lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
+    lib.clang_Cursor_Evaluate.argtypes = [cindex.Cursor]
+    for fn, restype in (("clang_EvalResult_getKind", ctypes.c_int), ("clang_EvalResult_isUnsignedInt", ctypes.c_uint),
+                        ("clang_EvalResult_getAsUnsigned", ctypes.c_ulonglong),
+                        ("clang_EvalResult_getAsLongLong", ctypes.c_longlong),
+                        ("clang_EvalResult_getAsDouble", ctypes.c_double), ("clang_EvalResult_dispose", None)):
+        getattr(lib, fn).restype = restype
+        getattr(lib, fn).argtypes = [ctypes.c_void_p]
+    result = lib.clang_Cursor_Evaluate(cursor)
+    if not result:
+        return None
+    try:
+        kind = lib.clang_EvalResult_getKind(result)
+        if kind == 1:  # CXEval_Int
+            if lib.clang_EvalResult_isUnsignedInt(result):
+                return int(lib.clang_EvalResult_getAsUnsigned(result))
+            return int(lib.clang_EvalResult_getAsLongLong(result))
+        if kind == 2:  # CXEval_Float
+            return float(lib.clang_EvalResult_getAsDouble(result))
+        return None
+    finally:
+        lib.clang_EvalResult_dispose(result)
+
+
+def _operator_spelling(cursor: Any) -> str:
+    """clang's spelling of a unary or binary operator cursor's operator ('' where it has none)."""
+    import ctypes  # noqa: PLC0415
+
+    cindex = _clang()
+    lib = cindex.conf.lib
+    unary = cursor.kind == cindex.CursorKind.UNARY_OPERATOR
+    kind_of = lib.clang_getCursorUnaryOperatorKind if unary else lib.clang_getCursorBinaryOperatorKind
+    spell = lib.clang_getUnaryOperatorKindSpelling if unary else lib.clang_getBinaryOperatorKindSpelling
+    kind_of.argtypes, kind_of.restype = [cindex.Cursor], ctypes.c_int
+    spell.argtypes, spell.restype = [ctypes.c_int], cindex._CXString
+    spell.errcheck = cindex._CXString.from_result
+    kind = kind_of(cursor)
+    if not kind:
+        return ""
+    text = str(spell(kind))
+    return {"__extension__": ""}.get(text, text)
+
+
 def _split_arguments(text: str) -> list[str]:
     out, depth, current = [], 0, ""
     for ch in text:
@@ -295,6 +344,9 @@ class _Lowering:
         self.arrays: dict[str, Any] = {}
         self.params: list[ir.Param] = []
         self.groups: dict[str, str] = {}  # a cooperative-groups handle -> "block" or "grid"
+        self.offsets: dict[str, str] = {}  # a pointer parameter the body moves -> its i64 offset local
+        self.references: dict[Any, tuple[str, tuple[ir.Expr, ...]]] = {}  # an inlined T& parameter -> its element
+        self.inlining: set[Any] = set()
         self.temps = 0
 
     # -- helpers -------------------------------------------------------------------------
@@ -348,7 +400,13 @@ class _Lowering:
         body_cursor = next((c for c in self.decl.get_children() if c.kind == K.COMPOUND_STMT), None)
         if body_cursor is None:
             raise self.fail(self.decl, f"{self.decl.spelling} has no body here")
-        body = tuple(self.block(body_cursor))
+        start: list[ir.Stmt] = []
+        for moved in self.moved_pointers(body_cursor):  # d_Src += offset: the parameter with an i64 offset
+            offset = self.fresh(f"{moved}_offset")
+            self.locals[offset] = i64
+            self.offsets[moved] = offset
+            start.append(ir.Assign(self.loc(self.decl), offset, ir.Const(i64, 0)))
+        body = (*start, *self.block(body_cursor))
         return_type = ir.VOID if self.decl.result_type.kind.name == "VOID" else self.scalar(self.decl, self.decl.result_type)
         callees = tuple(self.program.values()) if self.is_kernel else ()
         features = {"fp64"} if any(t == f64 for t in self.locals.values()) else set()
@@ -454,6 +512,20 @@ class _Lowering:
             return []
         return [ir.Assign(self.loc(var), name, self.cast(self.expr(inits[-1]), t))]
 
+    def moved_pointers(self, body: Any) -> list[str]:
+        """The pointer parameters the body moves (``p += k``, ``p -= k``, ``p++``), in order."""
+        K = self.cindex.CursorKind  # noqa: N806
+        found: list[str] = []
+        for node in body.walk_preorder():
+            if node.kind == K.COMPOUND_ASSIGNMENT_OPERATOR or (node.kind == K.UNARY_OPERATOR and self.operator(node) in ("++", "--")):
+                target = self.kids(node)[0]
+                while target.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) and self.kids(target):
+                    target = self.kids(target)[0]
+                name = self.names.get(target.referenced.hash) if target.kind == K.DECL_REF_EXPR else None
+                if name is not None and isinstance(self.arrays.get(name), ArrayType) and name not in found:
+                    found.append(name)
+        return found
+
     def dynamic_shared(self, where: Any, element: ScalarType) -> str:
         """The launch's dynamic shared memory as an array of ``element`` (one per kernel: every
         ``extern __shared__`` declaration names the same memory, as in CUDA)."""
@@ -523,6 +595,16 @@ class _Lowering:
                 first = self.effect(inner)
                 return [*first, *self.store(target, self.expr(self.kids(inner)[0]), loc)]
             return self.store(target, self.expr(value), loc)
+        moved = self.moved_name(c)
+        if moved is not None:  # p += k on a pointer parameter: its offset moves
+            offset = ir.Var(i64, self.offsets[moved])
+            if c.kind == K.UNARY_OPERATOR:
+                step: ir.Expr = ir.Const(i64, 1 if self.operator(c) == "++" else -1)
+            else:
+                step = self.cast(self.expr(self.kids(c)[1]), i64)
+                if self.operator(c) == "-=":
+                    step = ir.UnaryOp(i64, "-", step)
+            return [ir.Assign(loc, self.offsets[moved], ir.BinOp(i64, "+", offset, step))]
         if c.kind == K.COMPOUND_ASSIGNMENT_OPERATOR:
             target, value = self.kids(c)
             op = self.operator(c)[:-1]
@@ -546,13 +628,78 @@ class _Lowering:
                 if method != "sync":
                     raise self.fail(c, f"{method}() of a cooperative group is not supported as a statement")
                 return [ir.Barrier(loc) if kind == "block" else ir.GridSync(loc)]
+            callee = c.referenced.get_definition() if c.referenced is not None else None
+            if callee is not None and any(p.kind == K.PARM_DECL and p.type.kind.name == "LVALUEREFERENCE"
+                                          for p in callee.get_children()):
+                return self.inline(c, callee)
             return [ir.ExprStmt(loc, self.expr(c))]
         raise self.fail(c, f"this expression statement ({c.kind.name.lower()}) has no effect a kernel can have")
+
+    def moved_name(self, c: Any) -> str | None:
+        """The pointer parameter ``c`` (``p += k``, ``p++``) moves, else None."""
+        K = self.cindex.CursorKind  # noqa: N806
+        if not (c.kind == K.COMPOUND_ASSIGNMENT_OPERATOR or (c.kind == K.UNARY_OPERATOR and self.operator(c) in ("++", "--"))):
+            return None
+        target = self.kids(c)[0]
+        while target.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) and self.kids(target):
+            target = self.kids(target)[0]
+        name = self.names.get(target.referenced.hash) if target.kind == K.DECL_REF_EXPR else None
+        return name if name in self.offsets else None
+
+    def inline(self, c: Any, callee: Any) -> list[ir.Stmt]:
+        """A call of a device function with reference parameters (``Comparator(uint &keyA, …)``),
+        inlined: each ``T&`` parameter names the caller's element (its indices computed once) or
+        local, each value parameter is a fresh local."""
+        K = self.cindex.CursorKind  # noqa: N806
+        if callee.hash in self.inlining:
+            raise self.fail(c, f"{callee.spelling} calls itself; recursion is not supported")
+        loc = self.loc(c)
+        out: list[ir.Stmt] = []
+        params = [p for p in callee.get_children() if p.kind == K.PARM_DECL]
+        for param, arg in zip(params, list(c.get_arguments()), strict=True):
+            if param.type.kind.name == "LVALUEREFERENCE":
+                node = arg
+                while node.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) and len(self.kids(node)) == 1:
+                    node = self.kids(node)[0]
+                local = self.names.get(node.referenced.hash) if node.kind == K.DECL_REF_EXPR else None
+                if local is not None and local in self.locals:
+                    self.names[param.hash] = local  # a reference to a local: the local itself
+                    continue
+                array, indices = self.element(node)
+                fixed: list[ir.Expr] = []
+                for index in indices:
+                    if isinstance(index, ir.Const):
+                        fixed.append(index)
+                        continue
+                    temp = self.fresh(f"_{param.spelling}_index")
+                    self.locals[temp] = i64
+                    out.append(ir.Assign(loc, temp, index))
+                    fixed.append(ir.Var(i64, temp))
+                self.references[param.hash] = (array, tuple(fixed))
+            else:
+                name = self.declare(param)
+                t = self.scalar(param)
+                self.locals[name] = t
+                out.append(ir.Assign(loc, name, self.cast(self.expr(arg), t)))
+        body = next((k for k in callee.get_children() if k.kind == K.COMPOUND_STMT), None)
+        if body is None:
+            raise self.fail(c, f"{callee.spelling} has no body here")
+        self.inlining.add(callee.hash)
+        try:
+            inlined = self.block(body)
+        finally:
+            self.inlining.discard(callee.hash)
+        if any(isinstance(s, ir.Return) for s in ir.walk_stmts(tuple(inlined))):
+            raise self.fail(c, f"{callee.spelling} takes references and returns early; that is not supported yet")
+        return [*out, *inlined]
 
     def store(self, target: Any, value: ir.Expr, loc: ir.Loc) -> list[ir.Stmt]:
         K = self.cindex.CursorKind  # noqa: N806
         while target.kind in (K.PAREN_EXPR,) or (target.kind == K.UNEXPOSED_EXPR and len(self.kids(target)) == 1):
             target = self.kids(target)[0]
+        if target.kind == K.DECL_REF_EXPR and target.referenced.hash in self.references:
+            array, indices = self.references[target.referenced.hash]
+            return [ir.Store(loc, array, indices, self.cast(value, self.element_type(array)))]
         if target.kind == K.DECL_REF_EXPR:
             name = self.names.get(target.referenced.hash)
             if name is None or name not in self.locals and name not in {p.name for p in self.params}:
@@ -564,7 +711,10 @@ class _Lowering:
 
     # -- expressions --------------------------------------------------------------------------
     def operator(self, c: Any) -> str:
-        """The operator token of a unary, binary or compound-assignment expression."""
+        """The operator of a unary, binary or compound-assignment expression, as clang names it."""
+        named = _operator_spelling(c)
+        if named:
+            return named
         kids = self.kids(c)
         tokens = [t.spelling for t in c.get_tokens()]
         if c.kind == self.cindex.CursorKind.UNARY_OPERATOR:
@@ -604,6 +754,8 @@ class _Lowering:
         name = self.names[node.referenced.hash]
         array = self.arrays[name]
         rank = len(array.shape) if isinstance(array, ir.LocalArray) else 1
+        if name in self.offsets and indices:
+            indices[0] = ir.BinOp(i64, "+", ir.Var(i64, self.offsets[name]), indices[0])
         if len(indices) != rank:
             raise self.fail(c, f"{node.spelling} has {rank} dimension(s), indexed with {len(indices)}")
         return name, tuple(indices)
@@ -639,19 +791,23 @@ class _Lowering:
             return inner
         if kind in (K.CSTYLE_CAST_EXPR, K.CXX_STATIC_CAST_EXPR, K.CXX_FUNCTIONAL_CAST_EXPR):
             return self.cast(self.expr(self.kids(c)[-1]), self.scalar(c))
-        if kind == K.INTEGER_LITERAL:
-            text = next(c.get_tokens()).spelling.rstrip("uUlL")
-            return ir.Const(self.scalar(c), int(text, 0) if not re.fullmatch(r"0[0-7]+", text) else int(text, 8))
-        if kind == K.FLOATING_LITERAL:
-            return ir.Const(self.scalar(c), float(next(c.get_tokens()).spelling.rstrip("fFlL")))
+        if kind in (K.INTEGER_LITERAL, K.FLOATING_LITERAL):  # by clang's evaluation: macros expand to these too
+            value = _evaluate(c)
+            if value is None:
+                raise self.fail(c, "cannot read this literal")
+            t = self.scalar(c)
+            return ir.Const(t, float(value) if t.is_float else int(value))
         if kind == K.CXX_BOOL_LITERAL_EXPR:
             return ir.Const(bool_t, next(c.get_tokens()).spelling == "true")
+        if kind == K.DECL_REF_EXPR and c.referenced.hash in self.references:
+            array, indices = self.references[c.referenced.hash]
+            return ir.Load(self.element_type(array), array, indices)
         if kind == K.DECL_REF_EXPR:
             name = self.names.get(c.referenced.hash)
             if name is None:
-                value = self.constant(c)
-                if value is not None:
-                    return value
+                constant = self.constant(c)
+                if constant is not None:
+                    return constant
                 raise self.fail(c, f"{c.spelling} cannot be read in a kernel (only its parameters and locals)")
             if name in self.arrays:
                 raise self.fail(c, f"the pointer {c.spelling} can only be indexed here")
@@ -774,6 +930,12 @@ class _Lowering:
             return ir.Math(t, base, tuple(self.cast(self.expr(a), t) for a in args))
         if name in ("min", "max") and isinstance(t, ScalarType):
             return ir.BinOp(t, name, *(self.cast(self.expr(a), t) for a in args))
+        if name in ("__umul24", "__mul24") and isinstance(t, ScalarType):  # the low 32 bits of 24-bit products
+            mask = ir.Const(t, 0xFFFFFF)
+            a, b = (ir.BinOp(t, "&", self.cast(self.expr(x), t), mask) for x in args)
+            if name == "__mul24":  # sign-extend the 24-bit operands
+                a, b = (ir.BinOp(t, ">>", ir.BinOp(t, "<<", x, ir.Const(t, 8)), ir.Const(t, 8)) for x in (a, b))
+            return ir.BinOp(t, "*", a, b)
         callee = c.referenced
         if callee is None or not callee.is_definition():
             definition = callee.get_definition() if callee is not None else None

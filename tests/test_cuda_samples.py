@@ -233,3 +233,30 @@ def test_reduction_kernels_0_to_3(device: hetero.Device, which: int, dtype: type
         assert int(partial.astype(np.int64).sum()) == int(data.astype(np.int64).sum())
     else:
         assert abs(total - data.astype(np.float64).sum()) < 1e-8 * n  # the sample's threshold for float
+
+
+def _sorted_ok(keys: np.ndarray, vals: np.ndarray, src_keys: np.ndarray, src_vals: np.ndarray, length: int,
+               direction: int) -> None:
+    """sortingNetworks_validate.cpp's checks: each array sorted in ``direction``, keys a permutation
+    of the input's, and every value still beside its key."""
+    for start in range(0, keys.size, length):
+        k = keys[start:start + length]
+        assert np.array_equal(np.sort(k), np.sort(src_keys[start:start + length]))
+        assert np.all(np.diff(k.astype(np.int64)) >= 0) if direction else np.all(np.diff(k.astype(np.int64)) <= 0)
+        assert np.array_equal(src_keys[vals[start:start + length]], k)
+
+
+@pytest.mark.parametrize("direction", [0, 1])
+def test_bitonic_sort_shared(device: hetero.Device, direction: int) -> None:
+    code, path = _source("2_Concepts_and_Techniques/sortingNetworks/bitonicSort.cu")
+    kernel = RawKernel(code, "bitonicSortShared", path=path)
+    limit = 1024  # SHARED_SIZE_LIMIT: one block of limit / 2 threads sorts limit elements
+    batch, length = 8, limit
+    rng = np.random.default_rng(2)
+    src_keys = rng.integers(0, 2**32, batch * length, dtype=np.uint64).astype(np.uint32)  # the sample's random keys
+    src_vals = np.arange(batch * length, dtype=np.uint32)
+    dst_keys, dst_vals = np.zeros_like(src_keys), np.zeros_like(src_vals)
+    with hetero.use_device(device):
+        kernel((batch * length // limit,), (limit // 2,),
+               (dst_keys, dst_vals, src_keys, src_vals, np.uint32(length), np.uint32(direction)))
+    _sorted_ok(dst_keys, dst_vals, src_keys, src_vals, length, direction)
