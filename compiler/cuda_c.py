@@ -74,6 +74,7 @@ __HETERO_MATH1(erfc) __HETERO_MATH1(cbrt)
 __HETERO_MATH2(pow) __HETERO_MATH2(fmin) __HETERO_MATH2(fmax) __HETERO_MATH2(atan2) __HETERO_MATH2(fmod)
 __HETERO_MATH2(hypot) __HETERO_MATH2(copysign)
 __device__ float fmaf(float, float, float); __device__ double fma(double, double, double);
+__device__ unsigned int __umul24(unsigned int, unsigned int); __device__ int __mul24(int, int);
 __device__ int min(int, int); __device__ unsigned int min(unsigned int, unsigned int);
 __device__ long long min(long long, long long); __device__ float min(float, float); __device__ double min(double, double);
 __device__ int max(int, int); __device__ unsigned int max(unsigned int, unsigned int);
@@ -292,6 +293,30 @@ def _operator_spelling(cursor: Any) -> str:
     return {"__extension__": ""}.get(text, text)
 
 
+def _for_clauses(cursor: Any) -> tuple[bool, bool, bool]:
+    """Whether a ``for`` statement's header has its init, condition and increment."""
+    depth, parts, current = 0, [], 0
+    for token in cursor.get_tokens():
+        text = token.spelling
+        if text == "(":
+            depth += 1
+            if depth == 1:
+                continue
+        elif text == ")":
+            depth -= 1
+            if depth == 0:
+                parts.append(current)
+                break
+        if depth == 1 and text == ";":
+            parts.append(current)
+            current = 0
+        elif depth >= 1:
+            current += 1
+    if len(parts) != 3:
+        return (True, True, True)
+    return (parts[0] > 0, parts[1] > 0, parts[2] > 0)
+
+
 def _split_arguments(text: str) -> list[str]:
     out, depth, current = [], 0, ""
     for ch in text:
@@ -445,13 +470,18 @@ class _Lowering:
             cond_c, body_c = self.kids(c)
             return [ir.While(loc, self.truth(cond_c), tuple(self.stmt(body_c)))]
         if kind == K.FOR_STMT:
-            parts = self.kids(c)
-            if len(parts) != 4:
-                raise self.fail(c, "for loops need all three clauses here (init; condition; increment)")
-            init, cond_c, inc, body_c = parts
-            start = self.stmt(init)
-            cond = self.truth(cond_c)
-            step = tuple(self.stmt(inc))
+            kids = self.kids(c)
+            present = _for_clauses(c)  # which of init; condition; increment the header has
+            if sum(present) + 1 != len(kids):
+                raise self.fail(c, "cannot read this for loop's header")
+            parts: list[Any] = []
+            for has in present:
+                parts.append(kids.pop(0) if has else None)
+            init, cond_c, inc = parts
+            body_c = kids[0]
+            start = self.stmt(init) if init is not None else []
+            cond = self.truth(cond_c) if cond_c is not None else ir.Const(bool_t, True)
+            step = tuple(self.stmt(inc)) if inc is not None else ()
             body = tuple(_continue_runs(tuple(self.stmt(body_c)), step))
             return [*start, ir.While(loc, cond, (*body, *step))]
         if kind == K.DO_STMT:

@@ -260,3 +260,60 @@ def test_bitonic_sort_shared(device: hetero.Device, direction: int) -> None:
         kernel((batch * length // limit,), (limit // 2,),
                (dst_keys, dst_vals, src_keys, src_vals, np.uint32(length), np.uint32(direction)))
     _sorted_ok(dst_keys, dst_vals, src_keys, src_vals, length, direction)
+
+
+def _network(device: hetero.Device, algorithm: str, keys: np.ndarray, length: int, direction: int) -> tuple[np.ndarray, np.ndarray]:
+    """bitonicSort() / oddEvenMergeSort() of the sample's host code, in Python: the kernels' sequence."""
+    limit = 1024
+    name = "bitonicSort.cu" if algorithm == "bitonic" else "oddEvenMergeSort.cu"
+    code, path = _source(f"2_Concepts_and_Techniques/sortingNetworks/{name}")
+    module = RawModule(code=code, path=path)
+    total = keys.size
+    blocks, threads = total // limit, limit // 2
+    with hetero.use_device(device):
+        src_keys, src_vals = hetero.asarray(keys), hetero.asarray(np.arange(total, dtype=np.uint32))
+        dst_keys, dst_vals = hetero.zeros(total, hetero.u32), hetero.zeros(total, hetero.u32)
+        u = np.uint32
+        if algorithm == "bitonic":
+            if length <= limit:
+                module.get_function("bitonicSortShared")((blocks,), (threads,), (dst_keys, dst_vals, src_keys, src_vals,
+                                                                                   u(length), u(direction)))
+            else:
+                module.get_function("bitonicSortShared1")((blocks,), (threads,), (dst_keys, dst_vals, src_keys, src_vals))
+                size = 2 * limit
+                while size <= length:
+                    stride = size // 2
+                    while stride > 0:
+                        if stride >= limit:
+                            module.get_function("bitonicMergeGlobal")((total // 512,), (256,), (
+                                dst_keys, dst_vals, dst_keys, dst_vals, u(length), u(size), u(stride), u(direction)))
+                        else:
+                            module.get_function("bitonicMergeShared")((blocks,), (threads,), (
+                                dst_keys, dst_vals, dst_keys, dst_vals, u(length), u(size), u(direction)))
+                            break
+                        stride //= 2
+                    size *= 2
+        else:
+            first = min(length, limit)
+            module.get_function("oddEvenMergeSortShared")((blocks,), (threads,), (dst_keys, dst_vals, src_keys, src_vals,
+                                                                                  u(first), u(direction)))
+            size = 2 * limit
+            while size <= length:
+                stride = size // 2
+                while stride > 0:
+                    module.get_function("oddEvenMergeGlobal")((total // 512,), (256,), (
+                        dst_keys, dst_vals, dst_keys, dst_vals, u(length), u(size), u(stride), u(direction)))
+                    stride //= 2
+                size *= 2
+        return dst_keys.numpy(), dst_vals.numpy()
+
+
+@pytest.mark.parametrize("algorithm", ["bitonic", "oddEven"])
+@pytest.mark.parametrize("length", [64, 1024, 4096])
+def test_sorting_networks(device: hetero.Device, algorithm: str, length: int) -> None:
+    total = 4096  # the sample sorts N = 1048576 keys in batches of each length; a smaller N, the same kernels
+    rng = np.random.default_rng(length)
+    keys = rng.integers(0, 2**32, total, dtype=np.uint64).astype(np.uint32)
+    for direction in (0, 1):
+        got_keys, got_vals = _network(device, algorithm, keys, length, direction)
+        _sorted_ok(got_keys, got_vals, keys, np.arange(total, dtype=np.uint32), length, direction)
