@@ -474,10 +474,10 @@ class _Lowering:
             present = _for_clauses(c)  # which of init; condition; increment the header has
             if sum(present) + 1 != len(kids):
                 raise self.fail(c, "cannot read this for loop's header")
-            parts: list[Any] = []
+            clauses: list[Any] = []
             for has in present:
-                parts.append(kids.pop(0) if has else None)
-            init, cond_c, inc = parts
+                clauses.append(kids.pop(0) if has else None)
+            init, cond_c, inc = clauses
             body_c = kids[0]
             start = self.stmt(init) if init is not None else []
             cond = self.truth(cond_c) if cond_c is not None else ir.Const(bool_t, True)
