@@ -11,7 +11,9 @@ including the wait for the result, median of several. Front-end cost: ``frontend
 IR (lowering), ``first launch`` a process's first launch of the kernel (lowering, code generation,
 the vendor compiler, the wait), each in a fresh process: ``cold`` with an empty compile cache,
 ``cached`` once the disk cache holds the kernel. The CUDA C front end's cost is libclang's parse
-plus the lowering to IR, per cuda-samples kernel (``cuda_c_front_end``). Writes
+plus the lowering to IR, per cuda-samples kernel (``cuda_c_front_end``). cuda-samples' reduce0-3
+run through it on each device: GB/s of one pass over 2^22 ints, each against the best of them (the
+GPU comparison with the same source under NVRTC needs a lent GPU; reduce4-6 need warp shuffles). Writes
 ``benchmarks/results/compat_cuda.json``.
 """
 
@@ -149,6 +151,41 @@ def c_front_end_costs() -> dict[str, dict[str, float]] | str:
     return out
 
 
+REDUCTION_N = 1 << 22
+
+
+def reduction_bandwidth(device: str, repeats: int) -> dict[str, Any] | str:
+    """cuda-samples' reduce0-3<int> through the CUDA C front end on ``device``: GB/s of one pass
+    over REDUCTION_N ints (the sample's launch sizes), and each against the best of them."""
+    import hetero
+    from hetero.compat.cuda import RawKernel
+
+    path = os.path.join(SAMPLES_DIR, "2_Concepts_and_Techniques/reduction/reduction_kernel.cu")
+    if not os.path.exists(path):
+        return f"skipped: cuda-samples are not at {SAMPLES_DIR}"
+    with open(path) as source:
+        code = source.read()
+    n, threads = REDUCTION_N, 256
+    out: dict[str, Any] = {}
+    with hetero.use_device(device):
+        data = hetero.asarray(np.random.default_rng(0).integers(0, 256, n).astype(np.int32))
+        for which in range(4):
+            kernel = RawKernel(code, f"reduce{which}<int>", path=path)
+            blocks = (n + threads - 1) // threads if which < 3 else (n + threads * 2 - 1) // (threads * 2)
+            partial = hetero.zeros(blocks, hetero.i32)
+
+            def run(kernel: Any = kernel, blocks: int = blocks, partial: Any = partial) -> object:
+                kernel((blocks,), (threads,), (data, partial, np.uint32(n)), shared_mem=threads * 4)
+                return hetero.synchronize()
+
+            seconds = measure(run, repeats=repeats, warmup=2)["median_s"]
+            out[f"reduce{which}"] = {"seconds": seconds, "gb_per_s": n * 4 / seconds / 1e9}
+    best = max(v["gb_per_s"] for v in out.values())
+    for value in out.values():
+        value["vs_best"] = value["gb_per_s"] / best
+    return out
+
+
 def _types(name: str) -> tuple[Any, ...]:
     from hetero.types import ArrayType, f32, f64
 
@@ -190,8 +227,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             warm = {name: measure(fn, repeats=repeats, warmup=2)["median_s"] for name, fn in cases.items()}
         rows[device] = {
             "warm_s": warm, "speedup_vs_simulator": {k: simulated[k] / warm[k] for k in warm},
-            "front_end": front_end_costs(device),
+            "front_end": front_end_costs(device), "cuda_samples_reduction": reduction_bandwidth(device, repeats),
         }
+        reduction = rows[device]["cuda_samples_reduction"]
+        if isinstance(reduction, dict):
+            print("  cuda-samples reduction (int, 2^22): " + ", ".join(
+                f"{k} {v['gb_per_s']:.2f} GB/s ({v['vs_best']:.2f}x best)" for k, v in reduction.items()))
         for name in warm:
             costs = rows[device]["front_end"][name]
             print(f"  {name:12} {warm[name] * 1e3:9.3f} ms  simulator {simulated[name] * 1e3:10.1f} ms  "
