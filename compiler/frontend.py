@@ -229,12 +229,13 @@ class Lowerer(ExpressionLowering):
         device array as it is)."""
         params = {p.name for p in self.params}
         found: dict[str, ir.Param] = {}
-        for node in ast.walk(self.src.tree):
+        body = ast.Module(body=self.src.tree.body, type_ignores=[])  # the body: annotations name types, not data
+        for node in ast.walk(body):
             if not isinstance(node, ast.Name) or node.id in params or node.id in self.assigned or node.id in found:
                 continue
             value = self.src.resolve(node.id)
-            if not (isinstance(value, np.ndarray) or hasattr(value, "__hetero_array__")):
-                continue
+            if isinstance(value, type) or not (isinstance(value, np.ndarray) or hasattr(value, "__hetero_array__")):
+                continue  # a class (hetero.Array itself) is not an array
             if not self.is_kernel:
                 raise self.src.error(node, f"{node.id!r} is an array from outside the function; device functions "
                                            "cannot read those: pass it from the kernel as an argument")

@@ -144,3 +144,14 @@ def test_hetero_kernels_still_refuse_such_barriers() -> None:
 
     with pytest.raises(CompileError, match="depends on the work-item"):
         guarded[4](hetero.zeros(4))
+
+
+def test_the_array_class_in_annotations_is_not_an_outside_array(device: hetero.Device) -> None:
+    """Kernels annotated with the bare ``Array`` class (``from hetero.array import Array``) must not
+    take the class for a global array to pass (it has ``__hetero_array__`` as a method)."""
+    from hetero.calibration_kernels import saxpy
+
+    x = hetero.ones(8, hetero.f32, device=device)
+    y = hetero.zeros(8, hetero.f32, device=device)
+    saxpy[8](2.0, x, y)
+    np.testing.assert_array_equal(y.numpy(), np.full(8, 2.0, np.float32))
