@@ -95,7 +95,10 @@ def test_a_worker_killed_mid_epoch_resumes_at_the_batch_bit_identical(
     assert [(r["epoch"], r["batch"], r["sum"]) for r in lineage] == [
         (r["epoch"], r["batch"], r["sum"]) for r in want_rows]
     assert (second[0]["epoch"], second[0]["batch"]) == (2, resumed[0] - 24)
-    assert len(first) - resumed[0] < 5 + 1  # at most the batches since the last checkpoint are trained again
+    # at most the batches since the last checkpoint are trained again; checkpoints are written by a
+    # background thread (hetero.checkpoint.save_async), so the newest may still be in flight when the
+    # worker is killed: then the one before it is the last on disk (a CI run saw 36 - 30 = 6)
+    assert len(first) - resumed[0] < 2 * 5 + 1
     assert model.keys() == want_model.keys()
     for key in model:
         assert torch.equal(model[key], want_model[key]), key
