@@ -90,7 +90,7 @@ class Dispatcher:
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             raise KernelLaunchError(f"{self.py_func.__name__}[…] takes [blocks, threads] or [blocks, threads, stream, "
                                     f"shared_mem], got {config!r}")
-        return LaunchConfig(self, _dims(config[0], "blocks"), _dims(config[1], "threads"),
+        return LaunchConfig(self, launch_dims(config[0], "blocks"), launch_dims(config[1], "threads"),
                             config[3] if len(config) > 3 else 0)
 
     def forall(self, ntasks: int, tpb: int = 0, stream: Any = 0, sharedmem: int = 0) -> LaunchConfig:
@@ -117,11 +117,12 @@ class Overload:
         """The most blocks a launch of this kernel with grid syncs may have. hetero runs grid syncs
         as phases of launches (:mod:`hetero.compiler.grid_sync`), which need no block resident at
         once, so the limit is the launch's own: 2**31 - 1 threads."""
-        threads = math.prod(_dims(blockdim, "blockdim"))
+        threads = math.prod(launch_dims(blockdim, "blockdim"))
         return (2**31 - 1) // threads
 
 
-def _dims(value: Any, what: str) -> tuple[int, ...]:
+def launch_dims(value: Any, what: str) -> tuple[int, ...]:
+    """A grid or block size: an int or a tuple of 1 to 3 positive ints (a KernelLaunchError else)."""
     parts = value if isinstance(value, tuple) else (value,)
     if not 1 <= len(parts) <= 3 or not all(isinstance(p, (int, np.integer)) and p >= 1 for p in parts):
         raise KernelLaunchError(f"{what} must be a positive int or a tuple of 1 to 3 of them, got {value!r}")

@@ -30,6 +30,7 @@ import hetero
 from hetero.array import Array
 from hetero.array_copy import GeneratedSpecialization
 from hetero.compat.cuda.arrays import DeviceNDArray
+from hetero.compat.cuda.dispatcher import launch_dims as _dims
 from hetero.compiler import cuda_c, ir
 from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
@@ -144,13 +145,6 @@ class RawKernel:
 #: The dynamic shared memory a kernel that declares some is checked with at construction (each
 #: launch's shared_mem then builds its own variant, the array sized to it).
 _PROBE_SHARED_BYTES = 1024
-
-
-def _dims(value: Any, what: str) -> tuple[int, ...]:
-    parts = value if isinstance(value, tuple) else (value,)
-    if not 1 <= len(parts) <= 3 or not all(isinstance(p, (int, np.integer)) and p >= 1 for p in parts):
-        raise KernelLaunchError(f"{what} must be a positive int or a tuple of 1 to 3 of them, got {value!r}")
-    return tuple(int(p) for p in parts)
 
 
 def _argument(name: str, param: ir.Param, arg: Any, device: Device, copies: list[tuple[np.ndarray, Array]]) -> Any:
