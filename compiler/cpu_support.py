@@ -371,12 +371,18 @@ local_atomic_cas = atomic_cas
 
 
 @_jit
+def _unsigned(array: Any, x: Any) -> Any:
+    """``x`` as the unsigned integer of ``array``'s element width: CUDA's inc/dec compare unsigned."""
+    mask = np.uint64(0xFFFFFFFF) if array.itemsize == 4 else np.uint64(0xFFFFFFFFFFFFFFFF)
+    return np.uint64(x) & mask
+
+
+@_jit
 def atomic_inc(array: Any, index: Any, value: Any) -> Any:
     """CUDA's wrapping increment on unsigned integers (a cmpxchg loop): ``old >= value ? 0 : old + 1``."""
     old = array[index]
-    mask = np.uint64(0xFFFFFFFF) if array.itemsize == 4 else np.uint64(0xFFFFFFFFFFFFFFFF)  # compared unsigned
     while True:
-        new = old - old if (np.uint64(old) & mask) >= (np.uint64(value) & mask) else old + 1
+        new = old - old if _unsigned(array, old) >= _unsigned(array, value) else old + 1
         seen = atomic_cas(array, index, old, new)
         if seen == old:
             return old
@@ -387,9 +393,8 @@ def atomic_inc(array: Any, index: Any, value: Any) -> Any:
 def atomic_dec(array: Any, index: Any, value: Any) -> Any:
     """CUDA's wrapping decrement on unsigned integers: ``(old == 0 or old > value) ? value : old - 1``."""
     old = array[index]
-    mask = np.uint64(0xFFFFFFFF) if array.itemsize == 4 else np.uint64(0xFFFFFFFFFFFFFFFF)
     while True:
-        new = value if old == 0 or (np.uint64(old) & mask) > (np.uint64(value) & mask) else old - 1
+        new = value if old == 0 or _unsigned(array, old) > _unsigned(array, value) else old - 1
         seen = atomic_cas(array, index, old, new)
         if seen == old:
             return old
@@ -427,14 +432,12 @@ def local_atomic_xor(array: Any, index: Any, value: Any) -> Any:
 @_jit
 def local_atomic_inc(array: Any, index: Any, value: Any) -> Any:
     old = array[index]
-    mask = np.uint64(0xFFFFFFFF) if array.itemsize == 4 else np.uint64(0xFFFFFFFFFFFFFFFF)
-    array[index] = old - old if (np.uint64(old) & mask) >= (np.uint64(value) & mask) else old + 1
+    array[index] = old - old if _unsigned(array, old) >= _unsigned(array, value) else old + 1
     return old
 
 
 @_jit
 def local_atomic_dec(array: Any, index: Any, value: Any) -> Any:
     old = array[index]
-    mask = np.uint64(0xFFFFFFFF) if array.itemsize == 4 else np.uint64(0xFFFFFFFFFFFFFFFF)
-    array[index] = value if old == 0 or (np.uint64(old) & mask) > (np.uint64(value) & mask) else old - 1
+    array[index] = value if old == 0 or _unsigned(array, old) > _unsigned(array, value) else old - 1
     return old
