@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 
-from hetero.types import ScalarType, f16, f32, f64, i64, u64
+from hetero.types import ScalarType, f16, f32, f64, i64, u32, u64
 
 from . import ir
 from .c_dialect import C_RESERVED, MATH_FUNCTIONS, ArrayInfo, CDialect, ProgramContext, WriterContext, newer_atomic_updates, top
@@ -72,6 +72,26 @@ class CudaDialect(CDialect):
         r"^(_|v_|hetero_|cuda[A-Z]|hip[A-Z]|"
         r"(FLT|DBL|HALF|M|CUDA|CUDART|HIP|CHAR|SCHAR|UCHAR|SHRT|USHRT|INT|UINT|LONG|ULONG|LLONG|ULLONG|FP|EXIT)_)")
     fp16_header = "cuda_fp16.h"
+    native_warps = True
+    fences = {"block": "__threadfence_block();", "device": "__threadfence();", "system": "__threadfence_system();"}
+    #: Types the shuffles take as they are; narrower integers and bool go through int.
+    _SHUFFLED = ("i32", "u32", "i64", "u64", "f16", "f32", "f64")
+
+    def warp(self, w: WriterContext, e: ir.Warp) -> str:
+        args = [top(w.expr(a)) for a in e.args]
+        if e.op == "sync":
+            return f"__syncwarp({args[0]})"
+        if e.op == "activemask":
+            return "__activemask()"
+        if e.op in ("all", "any"):
+            return f"(__{e.op}_sync({args[0]}, {args[1]}) != 0)"
+        if e.op == "ballot":
+            return f"__ballot_sync({args[0]}, {args[1]})"
+        mask, value, lane, width = args
+        if e.type.name in self._SHUFFLED:
+            return f"__{e.op}_sync({mask}, {value}, {lane}, {width})"
+        text = f"__{e.op}_sync({mask}, (int)({value}), {lane}, {width})"
+        return f"({text} != 0)" if e.type.kind == "b" else f"({self.c_type(e.type)})({text})"
 
     def special_float(self, real: float, double: bool) -> str:
         # Built from bits: NVRTC and hipRTC programs include no math.h, so no INFINITY or NAN.
@@ -223,10 +243,44 @@ class HipDialect(CudaDialect):
     def native_double_add(self, target: Target) -> bool:
         return True  # every AMD GPU: in hardware, or a loop inside the HIP header
 
+    # A wavefront has 64 lanes on most AMD GPUs: HIP's shuffles take CUDA's width of 32, which
+    # cuts it into two warps of consecutive ids, and a vote takes this lane's half of the ballot.
+    fences = {"block": "__threadfence_block();", "device": "__threadfence();", "system": "__threadfence_system();"}
+
+    def warp(self, w: WriterContext, e: ir.Warp) -> str:
+        args = [top(w.expr(a)) for a in e.args]
+        if e.op == "sync":
+            return "__builtin_amdgcn_wave_barrier()"  # the wavefront runs in lock step: order its memory
+        if e.op.startswith("shfl"):
+            return self._hip_shuffle(e, args)
+        ballot = w.program.helper("ballot32", u32)
+        if e.op == "activemask":
+            return f"{ballot}(0xffffffffu, true)"
+        if e.op == "ballot":
+            return f"{ballot}({args[0]}, {args[1]})"
+        if e.op == "any":
+            return f"({ballot}({args[0]}, {args[1]}) != 0u)"
+        if e.op == "all":
+            return f"({ballot}({args[0]}, {args[1]}) == {ballot}({args[0]}, true))"
+        raise ValueError(f"internal: warp operation {e.op!r}")
+
+    def _hip_shuffle(self, e: ir.Warp, args: list[str]) -> str:
+        _, value, lane, width = args
+        name = {"shfl": "__shfl", "shfl_up": "__shfl_up", "shfl_down": "__shfl_down", "shfl_xor": "__shfl_xor"}[e.op]
+        if e.type.name in self._SHUFFLED and e.type != f16:
+            return f"{name}({value}, {lane}, {width})"
+        text = f"{name}((int)({value}), {lane}, {width})"
+        return f"({text} != 0)" if e.type.kind == "b" else f"({self.c_type(e.type)})({text})"
+
     def double_to_half(self, w: WriterContext, inner: str) -> str:
         return f"{w.program.helper('half_from', f64)}({inner})"
 
     def helper_text(self, kind: str, name: str, t: ScalarType, space: str) -> str:
+        if kind == "ballot32":
+            return f"""{self.helper_head} unsigned int {name}(unsigned int mask, bool predicate) {{
+    unsigned long long lanes = __ballot(predicate);
+    return (unsigned int)(lanes >> (__lane_id() & 32u)) & mask;
+}}"""
         if kind != "half_from":
             return super().helper_text(kind, name, t, space)
         # HIP has no __double2half: round to float towards zero, keeping the lost bits as a

@@ -206,6 +206,16 @@ class CDialect:
         with operand-safe ``args``; the old value (not ``used`` when the atomic is a statement)."""
         raise NotImplementedError
 
+    #: Whether the target has CUDA's warps in hardware (32 lanes of consecutive linear ids); the
+    #: others get :mod:`hetero.compiler.warp_emulation`'s exchanges through work-group memory.
+    native_warps = False
+    #: A memory fence per scope (``block``, ``device``, ``system``).
+    fences: Mapping[str, str] = {}
+
+    def warp(self, w: WriterContext, e: ir.Warp) -> str:
+        """Warp operation ``e`` natively (dialects with :attr:`native_warps`)."""
+        raise NotImplementedError
+
     # -- the program around the functions ------------------------------------------------
     #: Options the vendor compiler gets with every kernel of this dialect.
     options: tuple[str, ...] = ()

@@ -65,6 +65,8 @@ class OpenCLDialect(CDialect):
         r"^(_|v_|hetero_|(FLT|DBL|HALF|M|CL|CLK|CHAR|SCHAR|UCHAR|SHRT|USHRT|INT|UINT|LONG|ULONG|FP)_)")
     missing_feature = _MISSING
     lacks_64_bit_atomics = "the OpenCL device {target} lacks (no cl_khr_int64_base_atomics)"
+    fences = {"block": "mem_fence(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
+              "device": "mem_fence(CLK_GLOBAL_MEM_FENCE);", "system": "mem_fence(CLK_GLOBAL_MEM_FENCE);"}
 
     def special_float(self, real: float, double: bool) -> str:
         text = "NAN" if math.isnan(real) else "INFINITY" if real > 0 else "(-INFINITY)"

@@ -323,6 +323,10 @@ class FunctionPrinter:
                 return [pad + "return" + (f" {self.expr(s.value)}" if s.value is not None else "")]
             # a kernel's return ends this work-item: on to the next item of the group
             return [pad + "continue"] if depth == 0 else [pad + "_ret = True", pad + "break"]
+        if isinstance(s, ir.Fence):
+            # one thread runs a group's items in turn, and the CPU target's atomics are sequentially
+            # consistent LLVM atomics, which order the loads and stores around them as a fence would
+            return [pad + "pass"]
         if isinstance(s, ir.Barrier):
             raise error("barrier() in a device function: the CPU target supports barrier() in kernels only", s.loc)
         raise error(f"the CPU target cannot compile a {type(s).__name__} statement", s.loc)

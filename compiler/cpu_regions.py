@@ -167,7 +167,7 @@ def divergent_functions(callees: tuple[ir.Function, ...]) -> set[str]:
 def _divergent_leaf(e: ir.Expr, divergent_calls: set[str]) -> bool:
     if isinstance(e, ir.WorkItem):
         return e.name in DIVERGENT_BUILTINS
-    if isinstance(e, (ir.Load, ir.Atomic)):
+    if isinstance(e, (ir.Load, ir.Atomic, ir.Warp)):
         return True
     return isinstance(e, ir.Call) and e.func in divergent_calls
 

@@ -37,7 +37,8 @@ class EmittedSource:
     """Generated source and how to compile and call it.
 
     ``entry`` is the kernel's symbol (a C function name or a Python function name),
-    ``options`` the compiler options the source needs, ``abi`` the argument layout.
+    ``options`` the compiler options the source needs, ``abi`` the argument layout;
+    ``max_group`` the most work-items a work-group may hold (0: the device's own limit).
     """
 
     dialect: str
@@ -45,6 +46,7 @@ class EmittedSource:
     text: str
     abi: tuple[AbiArg, ...]
     options: tuple[str, ...] = ()
+    max_group: int = 0
 
 
 class Emitter(abc.ABC):
@@ -83,7 +85,7 @@ def source_to_json(source: EmittedSource) -> dict[str, object]:
     """``source`` as plain JSON data (for the compile cache's record of a specialization)."""
     return {
         "dialect": source.dialect, "entry": source.entry, "text": source.text, "options": list(source.options),
-        "abi": [[arg.kind, arg.param, arg.dtype.name, arg.axis] for arg in source.abi],
+        "abi": [[arg.kind, arg.param, arg.dtype.name, arg.axis] for arg in source.abi], "max_group": source.max_group,
     }
 
 
@@ -96,4 +98,5 @@ def source_from_json(data: dict[str, object]) -> EmittedSource:
     if any(arg.kind not in ("scalar", "array", "shape") for arg in abi):
         raise ValueError("unknown argument kind in a cached kernel record")
     return EmittedSource(str(data["dialect"]), str(data["entry"]), str(data["text"]), abi,
-                         tuple(str(o) for o in data["options"]))  # type: ignore[attr-defined]
+                         tuple(str(o) for o in data["options"]),  # type: ignore[attr-defined]
+                         int(data.get("max_group", 0)))  # type: ignore[call-overload]

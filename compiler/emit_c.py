@@ -11,13 +11,14 @@ the program calls a small helper function, emitted once per type the kernel uses
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from hetero.errors import CompileError
 from hetero.language import ATOMICS, MATH_FUNCTIONS, MATH_PREDICATES
 from hetero.types import ArrayType, ScalarType, f16
 
-from . import ir
+from . import ir, warp_emulation
 from .c_dialect import ATOMIC_TYPES, ArrayInfo, CDialect, ascii_name, top
 from .cpu_regions import check_barriers
 from .emit_base import EmittedSource, Emitter, default_abi, entry_name
@@ -44,8 +45,12 @@ class CEmitter(Emitter):
         self.language.check_target(target)
         if not fn.is_kernel:
             raise ValueError(f"{fn.name!r} is a device function; emit the kernel that calls it")
+        limit = warp_emulation.group_limit(fn)
+        if not self.language.native_warps:
+            fn = warp_emulation.emulate(fn)
         check_barriers(fn)  # IR from a bundle skips the frontend, which checks this first
-        return Program(fn, target, self.language, restrict=restrict).source()
+        source = Program(fn, target, self.language, restrict=restrict).source()
+        return dataclasses.replace(source, max_group=limit) if limit else source
 
 
 class Program:
@@ -269,6 +274,8 @@ class FunctionWriter:
                 self.emit(depth, f"{top(value)};")
             case ir.Barrier():
                 self.emit(depth, self.dialect.barrier)
+            case ir.Fence():
+                self.emit(depth, self.dialect.fences[s.scope])
             case _:
                 raise self.fail(f"internal: the {self.dialect.title} emitter has no rule for {type(s).__name__}")
 
@@ -370,6 +377,10 @@ class FunctionWriter:
                 return self.atomic(e)
             case ir.Call():
                 return self.call(e)
+            case ir.Warp():
+                if not d.native_warps:
+                    raise self.fail(f"internal: warp operation {e.op!r} reached the {d.title} emitter unemulated")
+                return d.warp(self, e)
         raise self.fail(f"internal: the {d.title} emitter has no rule for {type(e).__name__}")
 
     def binop(self, e: ir.BinOp) -> str:

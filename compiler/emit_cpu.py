@@ -33,7 +33,7 @@ import dataclasses
 from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, f16, f32
 
-from . import ir
+from . import ir, warp_emulation
 from .cpu_python import PARAM_COPY, STORAGE, VALUE, FunctionPrinter, Names, const, has_return
 from .cpu_regions import (
     GroupFor,
@@ -307,13 +307,13 @@ class CPUEmitter(Emitter):
             raise CompileError(f"'{fn.name}' is a device function; the CPU emitter compiles kernels", fn.loc.file, fn.loc.line)
         if target.dialect != self.dialect:
             raise CompileError(f"the CPU emitter cannot emit for target {target}", fn.loc.file, fn.loc.line)
-        text = _Module(fn).render()
+        text = _Module(warp_emulation.emulate(fn)).render()
         # Numba has no float16 scalars: an f16 scalar is passed as float32 (the entry rounds it)
         abi = tuple(
             dataclasses.replace(arg, dtype=f32) if arg.kind == "scalar" and arg.dtype == f16 else arg
             for arg in default_abi(fn, with_shapes=False)
         )
-        return EmittedSource(self.dialect, entry_name(fn), text, abi)
+        return EmittedSource(self.dialect, entry_name(fn), text, abi, max_group=warp_emulation.group_limit(fn))
 
 
 EMITTER = CPUEmitter()

@@ -166,6 +166,33 @@ class Call(Expr):
     args: tuple[Expr, ...]
 
 
+#: The lanes of a warp as every device presents it: CUDA's 32, also on 64-wide AMD wavefronts
+#: (HIP's intrinsics take a width of 32) and on devices that emulate warps in local memory.
+WARP_SIZE = 32
+#: :class:`Warp` operations and their arguments.
+WARP_OPS = {
+    "shfl": ("mask", "value", "src_lane", "width"), "shfl_up": ("mask", "value", "delta", "width"),
+    "shfl_down": ("mask", "value", "delta", "width"), "shfl_xor": ("mask", "value", "lane_mask", "width"),
+    "all": ("mask", "predicate"), "any": ("mask", "predicate"), "ballot": ("mask", "predicate"),
+    "activemask": (), "sync": ("mask",),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Warp(Expr):
+    """A warp operation (CUDA's ``__shfl_*_sync``, ``__all/any/ballot_sync``, ``__activemask``,
+    ``__syncwarp``), one of :data:`WARP_OPS`, over the :data:`WARP_SIZE` lanes that CUDA makes of
+    consecutive linear local ids. ``mask`` is u32, ``width`` i32 (a power of two up to 32; lanes
+    are grouped by it), lane arguments i32, predicates bool; a shuffle has its value's type,
+    ``all``/``any`` bool, ``ballot``/``activemask`` u32, ``sync`` :data:`VOID` (an
+    :class:`ExprStmt`). A shuffle from a lane outside the group (or past the work-group's end)
+    returns the caller's own value, as CUDA defines. Devices without warps run these through
+    :mod:`hetero.compiler.warp_emulation`."""
+
+    op: str
+    args: tuple[Expr, ...]
+
+
 # -- statements ----------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Stmt:
@@ -248,6 +275,15 @@ class Barrier(Stmt):
 
 
 @dataclasses.dataclass(frozen=True)
+class Fence(Stmt):
+    """A memory fence (CUDA's ``__threadfence_block/__threadfence/__threadfence_system``):
+    ``scope`` is ``block``, ``device`` or ``system``. Orders this work-item's memory accesses;
+    no work-item waits."""
+
+    scope: str
+
+
+@dataclasses.dataclass(frozen=True)
 class GridSync(Stmt):
     """Every work-item of the whole launch waits here (CUDA's ``this_grid().sync()``); memory
     written before it is visible after it. Emitters never see one: :mod:`hetero.compiler.grid_sync`
@@ -320,3 +356,6 @@ def walk_stmts(body: tuple[Stmt, ...]):  # type: ignore[no-untyped-def]
 
 def contains_barrier(body: tuple[Stmt, ...]) -> bool:
     return any(isinstance(stmt, Barrier) for stmt in walk_stmts(body))
+
+
+FENCE_SCOPES = ("block", "device", "system")

@@ -202,6 +202,13 @@ class Specialization:
         if (global_size, local_size) in self._checked_sizes:
             return
         check_sizes(self.name, self.device, global_size, local_size)
+        limit = self.source.max_group
+        if limit:
+            items = 0 if local_size is None else int(np.prod(local_size))
+            if not 0 < items <= limit:
+                raise KernelLaunchError(
+                    f"{self.name}: a kernel with warp operations runs in CUDA's blocks of at most {limit} threads "
+                    f"on every device; give a local size (block) of 1..{limit} work-items, not {local_size}")
         if len(self._checked_sizes) >= 4096:  # sizes that change every call must not grow this forever
             self._checked_sizes.clear()
         self._checked_sizes.add((global_size, local_size))
