@@ -18,10 +18,11 @@ import numpy as np
 
 from hetero import language, language_cuda
 from hetero import math as hetero_math
-from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32, i64, scalar_type
+from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32, i64, scalar_type, u32
 
 from . import ir, typing_rules
 from .source import MISSING, FunctionSource
+from .warp_emulation import warp_lane
 
 Number = int | float | bool
 
@@ -159,6 +160,10 @@ class ExpressionLowering:
             return Value(const(obj.item(), scalar_type(obj.dtype)))
         if isinstance(obj, language_cuda.IndexValue):
             return Value(ir.Cast(scalar_type(language_cuda.INDEX_VALUE_TYPE), ir.WorkItem(i64, obj.builtin, obj.axis)))
+        if obj is language_cuda.laneid:
+            return Value(ir.Cast(i32, warp_lane()))
+        if obj is language_cuda.warpsize:
+            return Value(ir.Const(i32, ir.WARP_SIZE))
         raise self.src.error(node, f"{name!r} is a {type(obj).__name__}; kernels can only use int, float and bool "
                                    "constants from outside the kernel")
 
@@ -491,6 +496,14 @@ class ExpressionLowering:
                 raise self.src.error(node, "usage: cuda.atomic.compare_and_swap(ary, old, val) (on ary[0])")
             zero = ast.copy_location(ast.Constant(0), node)
             return self.call_atomic("cas", ast.copy_location(ast.Call(node.func, [node.args[0], zero, *node.args[1:]], []), node))
+        if name in language_cuda.WARP_CALLS:
+            return self.call_warp(language_cuda.WARP_CALLS[name], node)
+        if name == "cuda.lanemask_lt":
+            self.args(node, 0)
+            lane = ir.Cast(u32, warp_lane())
+            return Value(ir.BinOp(u32, "-", ir.BinOp(u32, "<<", ir.Const(u32, 1), lane), ir.Const(u32, 1)))
+        if name in language_cuda.FENCES:
+            raise self.src.error(node, f"{name}() is a statement: call it on a line of its own")
         if name in ("cuda.syncthreads_count", "cuda.syncthreads_and", "cuda.syncthreads_or"):
             raise self.src.error(node, f"{name}() is a barrier: assign it to a name on a line of its own, "
                                        f"n = {name}(predicate)")
@@ -508,6 +521,31 @@ class ExpressionLowering:
         if name == "local_array":
             raise self.src.error(node, "local_array() must be assigned to a name: tile = hetero.local_array((16, 16), hetero.f32)")
         raise self.src.error(node, f"hetero.{name} is not supported here")  # pragma: no cover
+
+    def call_warp(self, op: str, node: ast.Call) -> Value:
+        """A warp shuffle or vote (:class:`ir.Warp`), with CUDA's argument types."""
+        params = ir.WARP_OPS[op]
+        if op == "sync" and not node.args:
+            node = ast.copy_location(ast.Call(node.func, [ast.Constant(0xFFFFFFFF)], []), node)
+        values = self.args(node, len(params) - (1 if op.startswith("shfl") else 0))
+        args: list[ir.Expr] = []
+        for param, value in zip(params, values):
+            if param == "mask":
+                args.append(cast(value, u32))
+            elif param == "predicate":
+                args.append(self.truth(value))
+            elif param == "value":
+                if value.weak:
+                    value = Value(const(value.expr.value, self.rules.literal_type(value.expr.value)))  # type: ignore[attr-defined]
+                args.append(value.expr)
+            else:
+                args.append(cast(value, i32))
+        if op.startswith("shfl"):
+            args.append(ir.Const(i32, ir.WARP_SIZE))
+            t = args[1].type
+        else:
+            t = {"all": bool_t, "any": bool_t, "sync": ir.VOID}.get(op, u32)
+        return Value(ir.Warp(t, op, tuple(args)))
 
     def grid_values(self, name: str, node: ast.Call) -> list[Value]:
         """``cuda.grid(n)`` / ``cuda.gridsize(n)``: n values (i64), axis 0 first."""

@@ -15,7 +15,7 @@ import numpy as np
 from collections.abc import Sequence
 from typing import Any
 
-from hetero import language
+from hetero import language, language_cuda
 from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, i32, i64, scalar_type
 
@@ -316,6 +316,10 @@ class Lowerer(ExpressionLowering):
                 raise self.src.error(node, "a grid sync is only allowed in kernels, not in device functions")
             return [ir.GridSync(self.src.loc(node))]
         callee = self.static(node.value.func)
+        if isinstance(callee, language.Intrinsic) and callee.name in language_cuda.FENCES:
+            if node.value.args:
+                raise self.src.error(node, f"{callee.name}() takes no arguments")
+            return [ir.Fence(self.src.loc(node), language_cuda.FENCES[callee.name])]
         if ufunc_calls.is_ufunc(callee):
             return ufunc_calls.array_statement(self, callee, node.value, self.src.loc(node))
         return [ir.ExprStmt(self.src.loc(node), self.expr(node.value).expr)]
@@ -534,8 +538,10 @@ class Lowerer(ExpressionLowering):
         if node.orelse:
             raise self.src.error(node, "for … else is not supported in kernels")
         call = node.iter
+        if isinstance(call, ast.Tuple) and isinstance(node.target, ast.Name):
+            return self.tuple_loop(node, call)
         if not (isinstance(call, ast.Call) and self.static(call.func) is range):
-            raise self.src.error(node.iter, "kernels can only loop over range(…)")
+            raise self.src.error(node.iter, "kernels can only loop over range(…) or a tuple of scalars")
         if not isinstance(node.target, ast.Name):
             raise self.src.error(node.target, "the loop variable must be a single name")
         if call.keywords or not 1 <= len(call.args) <= 3:
@@ -567,6 +573,38 @@ class Lowerer(ExpressionLowering):
         body = self.block(node.body)
         self.loop_depth -= 1
         return [ir.For(self.src.loc(node), var, cast(start, t), cast(stop, t), cast(step, t), body)]
+
+    def tuple_loop(self, node: ast.For, items: ast.Tuple) -> list[ir.Stmt]:
+        """``for offset in (16, 8, 4, 2, 1):``: a counted loop whose variable takes each item in turn."""
+        assert isinstance(node.target, ast.Name)
+        if not items.elts:
+            return []
+        values = [self.expr(e) for e in items.elts]
+        if all(v.weak for v in values):
+            t = self.rules.promote_literals([v.expr.value for v in values])  # type: ignore[attr-defined]
+        else:
+            t = None
+            for v in values:
+                if not v.weak:
+                    t = v.type if t is None else self.rules.promote(t, v.type)
+        assert t is not None
+        var = node.target.id
+        if var in self.arrays:
+            raise self.src.error(node.target, f"{var!r} is an array and cannot be a loop variable")
+        t = self.record(var, Value(ir.Var(t, var)), node)
+        counter = f"_item_{var}_{node.lineno}_{node.col_offset}"
+        self.assigned.add(counter)
+        self.record(counter, Value(ir.Var(i64, counter)), node)
+        chosen = cast(values[-1], t)
+        for k in range(len(values) - 2, -1, -1):
+            test = ir.Compare(bool_t, "==", ir.Var(i64, counter), ir.Const(i64, k))
+            chosen = ir.Select(t, test, cast(values[k], t), chosen)
+        self.loop_depth += 1
+        body = self.block(node.body)
+        self.loop_depth -= 1
+        loc = self.src.loc(node)
+        return [ir.For(loc, counter, ir.Const(i64, 0), ir.Const(i64, len(values)), ir.Const(i64, 1),
+                       (ir.Assign(loc, var, chosen), *body))]
 
     def stmt_Break(self, node: ast.Break) -> list[ir.Stmt]:
         if not self.loop_depth:

@@ -73,6 +73,55 @@ syncthreads_or = Intrinsic("cuda.syncthreads_or", "x = cuda.syncthreads_or(p): a
                            "thread of the block, else 0")
 
 
+class WarpValue:
+    """``cuda.laneid`` and ``cuda.warpsize`` inside kernels: values, not calls (i32)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = f"cuda.{name}"
+
+    def __repr__(self) -> str:
+        return f"<hetero kernel intrinsic {self.name}>"
+
+
+#: A warp has 32 lanes on every device (CUDA's view, also on 64-wide AMD wavefronts).
+WARP_SIZE = 32
+laneid = WarpValue("laneid")
+warpsize = WarpValue("warpsize")
+
+
+def _warp(name: str, doc: str, params: tuple[str, ...]) -> Intrinsic:
+    return Intrinsic(f"cuda.{name}", doc, params)
+
+
+shfl_sync = _warp("shfl_sync", "cuda.shfl_sync(mask, value, src_lane): value from lane src_lane of the warp",
+                  ("mask", "value", "src_lane"))
+shfl_up_sync = _warp("shfl_up_sync", "cuda.shfl_up_sync(mask, value, delta): value from lane laneid - delta "
+                     "(one's own below lane delta)", ("mask", "value", "delta"))
+shfl_down_sync = _warp("shfl_down_sync", "cuda.shfl_down_sync(mask, value, delta): value from lane laneid + delta "
+                       "(one's own past the warp's end)", ("mask", "value", "delta"))
+shfl_xor_sync = _warp("shfl_xor_sync", "cuda.shfl_xor_sync(mask, value, lane_mask): value from lane laneid ^ lane_mask",
+                      ("mask", "value", "lane_mask"))
+all_sync = _warp("all_sync", "cuda.all_sync(mask, predicate): whether predicate holds in every active lane of mask",
+                 ("mask", "predicate"))
+any_sync = _warp("any_sync", "cuda.any_sync(mask, predicate): whether predicate holds in any active lane of mask",
+                 ("mask", "predicate"))
+ballot_sync = _warp("ballot_sync", "cuda.ballot_sync(mask, predicate): the lanes of mask whose predicate holds, "
+                    "a bit each (u32)", ("mask", "predicate"))
+activemask = _warp("activemask", "cuda.activemask(): the warp's lanes running this code, a bit each (u32)", ())
+lanemask_lt = _warp("lanemask_lt", "cuda.lanemask_lt(): a bit for each lane below this one (u32)", ())
+syncwarp = _warp("syncwarp", "cuda.syncwarp(mask=0xffffffff): the lanes of mask wait for each other", ("mask",))
+threadfence = _warp("threadfence", "cuda.threadfence(): order this thread's memory accesses for the whole device", ())
+threadfence_block = _warp("threadfence_block", "cuda.threadfence_block(): order this thread's memory accesses for "
+                          "its block", ())
+threadfence_system = _warp("threadfence_system", "cuda.threadfence_system(): order this thread's memory accesses "
+                           "for the device and the host", ())
+#: The warp intrinsics and the operation of :class:`hetero.compiler.ir.Warp` each is.
+WARP_CALLS = {"cuda.shfl_sync": "shfl", "cuda.shfl_up_sync": "shfl_up", "cuda.shfl_down_sync": "shfl_down",
+              "cuda.shfl_xor_sync": "shfl_xor", "cuda.all_sync": "all", "cuda.any_sync": "any",
+              "cuda.ballot_sync": "ballot", "cuda.activemask": "activemask", "cuda.syncwarp": "sync"}
+FENCES = {"cuda.threadfence": "device", "cuda.threadfence_block": "block", "cuda.threadfence_system": "system"}
+
+
 class _Namespace:
     def __init__(self, name: str, **members: Intrinsic) -> None:
         self._name = name

@@ -193,6 +193,27 @@ def private_arrays(data, out):
     out[i] = window[0] + window[2]
 
 
+@cuda.jit
+def warps(data, flags, out, votes):
+    """Every warp operation: shuffles of each width of value, votes, fences, syncwarp."""
+    i = cuda.grid(1)
+    v = data[i]
+    if cuda.threadIdx.x < 32:
+        for offset in (16, 8, 4, 2, 1):
+            v += cuda.shfl_down_sync(0xFFFFFFFF, v, offset)
+    v += cuda.shfl_up_sync(0xFFFFFFFF, v, 1) + cuda.shfl_xor_sync(0xFFFFFFFF, v, 3) + cuda.shfl_sync(0xFFFFFFFF, v, 0)
+    flag = cuda.shfl_sync(0xFFFFFFFF, flags[i], 1)
+    n = cuda.shfl_down_sync(0xFFFFFFFF, cuda.laneid, 2) + cuda.warpsize
+    cuda.syncwarp()
+    cuda.threadfence_block()
+    out[i] = v + n + flag
+    cuda.threadfence()
+    votes[i] = cuda.ballot_sync(0xFFFFFFFF, v > 0) + cuda.activemask() + cuda.lanemask_lt()
+    if cuda.all_sync(0xFFFFFFFF, flag) or cuda.any_sync(cuda.activemask(), v < 0.0):
+        votes[i] += 1
+    cuda.threadfence_system()
+
+
 @hetero.func
 def row_times_column(a, b, row: i64):
     acc = 0.0
@@ -279,11 +300,12 @@ EXTRA_SIGNATURES = {
     "halves": "f16[:], f16[:], f32[:], f64[:], f16[:], f32", "doubles": "f64[:], f64[:], i64[:]",
     "floats": "f32[:], f32[:]", "atomics": "i64[:], u64[:], f64[:], i32[:], u32[:], f32[:], f64[:]",
     "newer_atomics": "i64[:], u64[:], f64[:], i32[:], u32[:], f32[:], f64[:]", "private_arrays": "f32[:], f32[:]",
+    "warps": "f64[:], bool[:], f64[:], u32[:]",
     "device_functions": "f32[:, :], f32[:, :], f32[:]", "flags": "bool[:], bool[:], u8[:], i16[:], bool",
     "volume": "f32[:, :, :], f32[:, :, :], i64[:]", "names": "i64[:], i64",
 }
 EXTRA = {"halves": halves, "doubles": doubles, "floats": floats, "atomics": atomics, "newer_atomics": newer_atomics,
-         "private_arrays": private_arrays.kernel,
+         "private_arrays": private_arrays.kernel, "warps": warps.kernel,
          "device_functions": device_functions, "flags": flags, "volume": volume, "names": names}
 KERNELS = {**{name: (getattr(corpus, name), sig) for name, sig in CORPUS_SIGNATURES.items()},
            **{name: (EXTRA[name], sig) for name, sig in EXTRA_SIGNATURES.items()}}
