@@ -33,6 +33,7 @@ from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from . import ir
+from .warp_emulation import linear_id, warp_lane
 
 PRELUDE = r"""
 #define __global__ __attribute__((global))
@@ -51,6 +52,19 @@ extern const __device__ int warpSize;
 __device__ void __syncthreads();
 __device__ void __threadfence();
 __device__ void __threadfence_block();
+__device__ void __threadfence_system();
+__device__ unsigned int __ballot_sync(unsigned int, int);
+__device__ int __all_sync(unsigned int, int);
+__device__ int __any_sync(unsigned int, int);
+__device__ unsigned int __activemask();
+__device__ void __syncwarp(unsigned int = 0xffffffffu);
+#define __HETERO_SHFL(name) \
+  __device__ int name(unsigned int, int, int, int = 32); \
+  __device__ unsigned int name(unsigned int, unsigned int, int, int = 32); \
+  __device__ long long name(unsigned int, long long, int, int = 32); \
+  __device__ unsigned long long name(unsigned int, unsigned long long, int, int = 32); \
+  __device__ float name(unsigned int, float, int, int = 32); __device__ double name(unsigned int, double, int, int = 32);
+__HETERO_SHFL(__shfl_sync) __HETERO_SHFL(__shfl_up_sync) __HETERO_SHFL(__shfl_down_sync) __HETERO_SHFL(__shfl_xor_sync)
 #define __HETERO_ATOMIC(name) \
   __device__ int name(int*, int); __device__ unsigned int name(unsigned int*, unsigned int); \
   __device__ unsigned long long name(unsigned long long*, unsigned long long); \
@@ -104,6 +118,18 @@ struct thread_block {
     __device__ unsigned long long size() const; __device__ unsigned long long num_threads() const;
 };
 struct grid_group { __device__ void sync() const; };
+template <unsigned int Size> struct thread_block_tile {
+    __device__ void sync() const; __device__ unsigned long long thread_rank() const;
+    __device__ unsigned long long size() const; __device__ unsigned long long num_threads() const;
+    __device__ unsigned long long meta_group_rank() const; __device__ unsigned long long meta_group_size() const;
+    template <class T> __device__ T shfl(T value, int source) const;
+    template <class T> __device__ T shfl_up(T value, unsigned int delta) const;
+    template <class T> __device__ T shfl_down(T value, unsigned int delta) const;
+    template <class T> __device__ T shfl_xor(T value, unsigned int mask) const;
+    __device__ int any(int predicate) const; __device__ int all(int predicate) const;
+    __device__ unsigned int ballot(int predicate) const;
+};
+template <unsigned int Size, class Parent> __device__ thread_block_tile<Size> tiled_partition(const Parent&);
 __device__ thread_block this_thread_block();
 __device__ grid_group this_grid();
 __device__ void sync(const thread_block&);
@@ -112,6 +138,12 @@ __device__ void sync(const grid_group&);
 """,
 }
 _GROUPS = {"thread_block": "block", "grid_group": "grid"}
+_TILE = re.compile(r"thread_block_tile<(\d+)u?>$")
+_WARP_INTRINSICS = {"__shfl_sync": "shfl", "__shfl_up_sync": "shfl_up", "__shfl_down_sync": "shfl_down",
+                    "__shfl_xor_sync": "shfl_xor", "__all_sync": "all", "__any_sync": "any", "__ballot_sync": "ballot",
+                    "__activemask": "activemask", "__syncwarp": "sync"}
+_FENCES = {"__threadfence": "device", "__threadfence_block": "block", "__threadfence_system": "system"}
+_TILE_SHUFFLES = {"shfl": "shfl", "shfl_up": "shfl_up", "shfl_down": "shfl_down", "shfl_xor": "shfl_xor"}
 
 
 def _clang() -> Any:
@@ -168,7 +200,8 @@ class Source:
         args = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", "-nostdinc", "-std=c++17",
                 "--cuda-gpu-arch=sm_70", "-include", os.path.join(work, "hetero_prelude.h"),
                 *(f"-I{d}" for d in self.folders), f"-I{os.path.join(work, 'stand-ins')}",
-                *(f"-D{d}" for d in self.defines), "-Wno-everything"]
+                *(f"-D{d}" for d in self.defines), "-Wno-everything",
+                "-ferror-limit=0"]  # host code a kernel file also holds may fail: clang must read on to the end
         return cindex.Index.create().parse(self.path, args=args, unsaved_files=[(self.path, code)])
 
     def kernel(self, name: str, shared_bytes: int = 0) -> ir.Function:
@@ -528,7 +561,15 @@ class _Lowering:
             self.local_arrays.append(array)
             self.arrays[name] = array
             return []
-        group = _GROUPS.get(canonical.spelling.rsplit("::", 1)[-1]) if canonical.kind.name == "RECORD" else None
+        record = canonical.spelling.rsplit("::", 1)[-1] if canonical.kind.name == "RECORD" else ""
+        group = _GROUPS.get(record)
+        tile = _TILE.match(record)
+        if tile is not None:  # cg::thread_block_tile<32> tile32 = cg::tiled_partition<32>(cta)
+            size = int(tile.group(1))
+            if size not in (1, 2, 4, 8, 16, 32):
+                raise self.fail(var, f"a thread_block_tile<{size}>: hetero's tiles are warps or parts of one "
+                                     "(1, 2, 4, 8, 16 or 32 threads)")
+            group = f"tile{size}"
         if group is not None:  # cg::thread_block cta = cg::this_thread_block(): a name for the group
             self.groups[self.declare(var)] = group
             return []
@@ -652,11 +693,15 @@ class _Lowering:
         if c.kind == K.CALL_EXPR:
             if c.spelling == "__syncthreads":
                 return [ir.Barrier(loc)]
+            if c.spelling in _FENCES:
+                return [ir.Fence(loc, _FENCES[c.spelling])]
             group = self.group_call(c)
             if group is not None:
                 kind, method = group
                 if method != "sync":
                     raise self.fail(c, f"{method}() of a cooperative group is not supported as a statement")
+                if kind.startswith("tile"):  # a tile's threads are one warp's
+                    return [ir.ExprStmt(loc, ir.Warp(ir.VOID, "sync", (_tile_mask(int(kind[4:])),)))]
                 return [ir.Barrier(loc) if kind == "block" else ir.GridSync(loc)]
             callee = c.referenced.get_definition() if c.referenced is not None else None
             if callee is not None and any(p.kind == K.PARM_DECL and p.type.kind.name == "LVALUEREFERENCE"
@@ -832,6 +877,8 @@ class _Lowering:
         if kind == K.DECL_REF_EXPR and c.referenced.hash in self.references:
             array, indices = self.references[c.referenced.hash]
             return ir.Load(self.element_type(array), array, indices)
+        if kind == K.DECL_REF_EXPR and c.spelling == "warpSize" and c.referenced.hash not in self.names:
+            return ir.Const(i32, ir.WARP_SIZE)  # 32 on every device: HIP's 64-wide wavefronts work as two warps
         if kind == K.DECL_REF_EXPR:
             name = self.names.get(c.referenced.hash)
             if name is None:
@@ -916,7 +963,61 @@ class _Lowering:
             return self.groups[self.names[handle.referenced.hash]], c.spelling
         if handle.kind == K.CALL_EXPR and handle.spelling in ("this_thread_block", "this_grid"):
             return ("block" if handle.spelling == "this_thread_block" else "grid"), c.spelling
+        if handle.kind == K.CALL_EXPR and handle.spelling == "tiled_partition":
+            tile = _TILE.match(handle.type.get_canonical().spelling.rsplit("::", 1)[-1])
+            if tile is not None:
+                return f"tile{tile.group(1)}", c.spelling
         return None
+
+    def tile_call(self, c: Any, size: int, method: str) -> ir.Expr:
+        """A method of a ``thread_block_tile<size>``: a warp, or an aligned part of one."""
+        lane = warp_lane()
+        rank = ir.BinOp(i64, "&", lane, ir.Const(i64, size - 1))
+        base = ir.BinOp(i64, "-", lane, rank)  # the tile's first lane in its warp
+        mask = _tile_mask(size)
+        args = list(c.get_arguments())
+        if method == "thread_rank":
+            return self.cast(rank, self.scalar(c))
+        if method in ("size", "num_threads"):
+            return self.cast(ir.Const(i64, size), self.scalar(c))
+        if method == "meta_group_rank":
+            return self.cast(ir.BinOp(i64, "//", linear_id(), ir.Const(i64, size)), self.scalar(c))
+        if method == "meta_group_size":
+            threads = ir.BinOp(i64, "*", ir.BinOp(i64, "*", ir.WorkItem(i64, "local_size", 0), ir.WorkItem(i64, "local_size", 1)),
+                               ir.WorkItem(i64, "local_size", 2))
+            groups = ir.BinOp(i64, "//", ir.BinOp(i64, "+", threads, ir.Const(i64, size - 1)), ir.Const(i64, size))
+            return self.cast(groups, self.scalar(c))
+        if method in _TILE_SHUFFLES:
+            value = self.expr(args[0])
+            t = self.scalar(c)
+            lane_arg = self.cast(self.expr(args[1]), i32)
+            return ir.Warp(t, _TILE_SHUFFLES[method], (mask, self.cast(value, t), lane_arg, ir.Const(i32, size)))
+        if method in ("any", "all", "ballot"):
+            holds = self.truth(args[0])
+            if method == "ballot":
+                bits = ir.Warp(u32, "ballot", (mask, holds))
+                return self.cast(ir.BinOp(u32, ">>", bits, base) if size != 32 else bits, self.scalar(c))
+            return self.cast(ir.Warp(bool_t, method, (mask, holds)), self.scalar(c))
+        raise self.fail(c, f"{method}() of a thread_block_tile is not supported here")
+
+    def warp_intrinsic(self, c: Any, op: str) -> ir.Expr:
+        """``__shfl_down_sync(mask, v, delta[, width])``, ``__ballot_sync(mask, p)`` and their kin."""
+        args = list(c.get_arguments())
+        if op == "activemask":
+            return ir.Warp(u32, op, ())
+        mask = self.cast(self.expr(args[0]), u32)
+        if op == "sync":
+            return ir.Warp(ir.VOID, op, (mask,))
+        if op in ("all", "any", "ballot"):
+            holds = self.truth(args[1])
+            if op == "ballot":
+                return ir.Warp(u32, op, (mask, holds))
+            return self.cast(ir.Warp(bool_t, op, (mask, holds)), self.scalar(c))
+        t = self.scalar(c)
+        width = self.cast(self.expr(args[3]), i32) if len(args) > 3 else ir.Const(i32, ir.WARP_SIZE)
+        if isinstance(width, ir.Const) and width.value not in (1, 2, 4, 8, 16, 32):
+            raise self.fail(c, f"{c.spelling} width {width.value}: CUDA takes a power of two up to 32")
+        return ir.Warp(t, op, (mask, self.cast(self.expr(args[1]), t), self.cast(self.expr(args[2]), i32), width))
 
     def call(self, c: Any) -> ir.Expr:
         name = c.spelling
@@ -929,6 +1030,8 @@ class _Lowering:
                     rank = ir.BinOp(i64, "+", ir.BinOp(i64, "*", rank, ir.WorkItem(i64, "local_size", axis)),
                                     ir.WorkItem(i64, "local_id", axis))
                 return self.cast(rank, self.scalar(c))
+            if kind.startswith("tile"):
+                return self.tile_call(c, int(kind[4:]), method)
             if kind == "block" and method in ("size", "num_threads"):
                 size: ir.Expr = ir.WorkItem(i64, "local_size", 0)
                 for axis in (1, 2):
@@ -936,6 +1039,8 @@ class _Lowering:
                 return self.cast(size, self.scalar(c))
             raise self.fail(c, f"{method}() of a cooperative group is not supported here")
         args = list(c.get_arguments())
+        if name in _WARP_INTRINSICS:
+            return self.warp_intrinsic(c, _WARP_INTRINSICS[name])
         t = ir.VOID if c.type.kind.name == "VOID" else self.scalar(c)
         if name in _ATOMICS:
             op = _ATOMICS[name]
@@ -999,6 +1104,15 @@ class _Lowering:
         while candidate in taken:
             candidate, n = f"{name}_{n}", n + 1
         return candidate
+
+
+def _tile_mask(size: int) -> ir.Expr:
+    """The lanes of this thread's ``thread_block_tile<size>`` in its warp (u32)."""
+    if size == 32:
+        return ir.Const(u32, 0xFFFFFFFF)
+    lane = warp_lane()
+    base = ir.BinOp(i64, "-", lane, ir.BinOp(i64, "&", lane, ir.Const(i64, size - 1)))
+    return ir.BinOp(u32, "<<", ir.Const(u32, (1 << size) - 1), base)
 
 
 def _continue_runs(body: tuple[ir.Stmt, ...], step: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:

@@ -146,6 +146,7 @@ _SAMPLE_KERNELS = {
     "simpleAtomicIntrinsics": ("0_Introduction/simpleAtomicIntrinsics/simpleAtomicIntrinsics.cu", "testKernel"),
     "transposeDiagonal": ("6_Performance/transpose/transpose.cu", "transposeDiagonal"),
     "reduce3": ("2_Concepts_and_Techniques/reduction/reduction_kernel.cu", "reduce3<float>"),
+    "reduce6": ("2_Concepts_and_Techniques/reduction/reduction_kernel.cu", "reduce6<float, 256, true>"),
 }
 _GPU = {"cuda": ("nvcc", ".cu", ["-arch=sm_90", "-cubin", "-Werror", "all-warnings"]),
         "hip": ("hipcc", ".hip", ["--genco", "--offload-arch=gfx90a", "-Wall", "-Werror"])}
@@ -210,18 +211,24 @@ def _next_pow2(x: int) -> int:
     return 1 << (x - 1).bit_length()
 
 
-@pytest.mark.parametrize("which", [0, 1, 2, 3])
+@pytest.mark.parametrize("which", [0, 1, 2, 3, 4, 5, 6])
 @pytest.mark.parametrize("dtype,ctype", [(np.int32, "int"), (np.float32, "float")])
-def test_reduction_kernels_0_to_3(device: hetero.Device, which: int, dtype: type, ctype: str) -> None:
+def test_reduction_kernels_0_to_6(device: hetero.Device, which: int, dtype: type, ctype: str) -> None:
+    """Kernels 4-6 reduce their last warp with tile32.shfl_down (warp shuffles on every device)."""
     code, path = _source("2_Concepts_and_Techniques/reduction/reduction_kernel.cu")
-    kernel = RawKernel(code, f"reduce{which}<{ctype}>", path=path)
-    n, max_threads = 1 << 20, 256  # reduction.cpp's getNumBlocksAndThreads (the sample's default n is 1 << 24)
-    if which < 3:
+    n, max_threads, max_blocks = 1 << 20, 256, 64  # reduction.cpp's defaults (its n is 1 << 24)
+    if which < 3:  # getNumBlocksAndThreads
         threads = _next_pow2(n) if n < max_threads else max_threads
         blocks = (n + threads - 1) // threads
     else:
         threads = _next_pow2((n + 1) // 2) if n < max_threads * 2 else max_threads
         blocks = (n + threads * 2 - 1) // (threads * 2)
+    if which == 6:
+        blocks = min(max_blocks, blocks)
+    # reduce()'s switch: kernels 4-6 are instantiated for the block size (and 6 for a power-of-2 n)
+    arguments = {4: f"{ctype}, {threads}", 5: f"{ctype}, {threads}",
+                 6: f"{ctype}, {threads}, {'true' if n & (n - 1) == 0 else 'false'}"}.get(which, ctype)
+    kernel = RawKernel(code, f"reduce{which}<{arguments}>", path=path)
     shared = (2 if threads <= 32 else 1) * threads * np.dtype(dtype).itemsize
     rng = np.random.default_rng(1)
     data = (rng.integers(0, 256, n) if dtype == np.int32 else rng.random(n)).astype(dtype)  # the sample's inputs
@@ -317,3 +324,51 @@ def test_sorting_networks(device: hetero.Device, algorithm: str, length: int) ->
     for direction in (0, 1):
         got_keys, got_vals = _network(device, algorithm, keys, length, direction)
         _sorted_ok(got_keys, got_vals, keys, np.arange(total, dtype=np.uint32), length, direction)
+
+
+def test_a_kernel_after_many_host_code_errors_is_still_typed(device: hetero.Device) -> None:
+    """clang stops reading after 20 errors by default; a sample file's host code (unparsable
+    without CUDA's headers) must not leave the template instance behind it untyped."""
+    host = "\n".join(f"void host{k}() {{ undeclared_call{k}(dim3(1), cudaMemcpyHostToDevice); }}" for k in range(30))
+    code = host + "\ntemplate <class T> __global__ void twice(T *a) { a[threadIdx.x] = a[threadIdx.x] * (T)2; }\n"
+    kernel = RawKernel(code, "twice<float>")
+    a = np.arange(8, dtype=np.float32)
+    with hetero.use_device(device):
+        kernel((1,), (8,), (a,))
+    np.testing.assert_array_equal(a, np.arange(8) * 2)
+
+
+_WARP_C = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void warps(const int *x, int *down, unsigned int *votes, int *tiles, int *ranks) {
+    cg::thread_block cta = cg::this_thread_block();
+    cg::thread_block_tile<16> tile16 = cg::tiled_partition<16>(cta);
+    unsigned int t = threadIdx.x;
+    int v = x[t];
+    down[t] = __shfl_down_sync(0xffffffff, v, 4, 8);  // segments of 8 lanes
+    votes[t] = __ballot_sync(0xffffffff, v > 0) ^ (__all_sync(0xffffffff, v > -100) ? 1u : 0u);
+    tiles[t] = tile16.shfl_xor(v, 5) + (int)tile16.ballot(v > 0);
+    ranks[t] = (int)(tile16.thread_rank() * 100 + tile16.meta_group_rank() * 10 + tile16.size() / 16) + warpSize * 1000;
+}
+"""
+
+
+def test_warp_intrinsics_and_tiles_in_cuda_c(device: hetero.Device) -> None:
+    kernel = RawKernel(_WARP_C, "warps")
+    n = 64
+    x = np.random.default_rng(3).integers(-5, 6, n).astype(np.int32)
+    down, tiles, ranks = (np.zeros(n, np.int32) for _ in range(3))
+    votes = np.zeros(n, np.uint32)
+    with hetero.use_device(device):
+        kernel((1,), (n,), (x, down, votes, tiles, ranks))
+    t = np.arange(n)
+    src = t + 4
+    np.testing.assert_array_equal(down, np.where((t % 8) + 4 < 8, x[np.minimum(src, n - 1)], x))
+    for w in range(2):
+        seg = x[32 * w:32 * w + 32]
+        bits = sum(1 << j for j in range(32) if seg[j] > 0)
+        np.testing.assert_array_equal(votes[32 * w:32 * w + 32], bits ^ 1)
+    tile_bits = np.array([sum(1 << j for j in range(16) if x[16 * (k // 16) + j] > 0) for k in t])
+    np.testing.assert_array_equal(tiles, x[t ^ 5] + tile_bits)
+    np.testing.assert_array_equal(ranks, (t % 16) * 100 + (t // 16) * 10 + 1 + 32000)
