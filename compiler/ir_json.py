@@ -32,7 +32,7 @@ _OPERATORS = {
     "Compare": {"<", "<=", ">", ">=", "==", "!="},
     "Logical": {"and", "or"},
 }
-_FEATURES = {"fp64", "fp16", "int64_atomics", "barrier"}
+_FEATURES = {"fp64", "fp16", "int64_atomics", "barrier", "warps"}
 # Loc.file lands in comments and docstrings of generated code: no quotes, backslashes or control characters.
 _SAFE_FILE = re.compile(r"[^\x00-\x1f\x7f\"'`\\]{0,1024}")
 
@@ -219,6 +219,12 @@ class _Scope:
         elif isinstance(node, ir.Call):
             checks.append((node.func, self.callables, "device function"))
             checked.add("func")
+        elif isinstance(node, ir.Warp):
+            checks.append((node.op, tuple(ir.WARP_OPS), "warp operation"))
+            checked.add("op")
+        elif isinstance(node, ir.Fence):
+            checks.append((node.scope, ir.FENCE_SCOPES, "fence scope"))
+            checked.add("scope")
         for name, allowed, what in checks:
             if name not in allowed:
                 raise self.fail(f"{what} {name!r} is not declared")

@@ -5,6 +5,7 @@ early returns and partial last warps."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import numpy as np
@@ -247,3 +248,15 @@ def test_device_functions_with_warp_operations(on: hetero.Device, limit: float) 
     block_sums[2, 64](x, out, limit)
     sums = x.reshape(4, 32).sum(axis=1)
     np.testing.assert_array_equal(out, 0.0 if limit <= 0 else np.minimum(sums, limit))
+
+
+def test_warp_kernels_travel_in_bundles_as_checked_ir() -> None:
+    """Kernel bundles carry IR as JSON: warp operations and fences load back, unknown ones are refused."""
+    from hetero.compiler import ir_json
+
+    fn = block_sums.kernel._lowered(parse_signature("f64[:], f64[:], f64")[1])
+    assert ir_json.load(ir_json.dump(fn)) == fn
+    data = ir_json.dump(fn)
+    text = json.dumps(data).replace('"shfl_xor"', '"shfl_evil"')
+    with pytest.raises(ir_json.IRFormatError, match="warp operation"):
+        ir_json.load(json.loads(text))
