@@ -32,7 +32,8 @@ from typing import Any
 from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
-from . import ir
+from . import ir, passes
+from .cuda_c_memory import VECTOR_PRELUDE, MemoryAccess, Pointer, vector_type
 from .warp_emulation import linear_id, warp_lane
 
 PRELUDE = r"""
@@ -161,7 +162,7 @@ def _work_dir() -> str:
         _HEADERS_DIR = tempfile.mkdtemp(prefix="hetero-cuda-c-")
         atexit.register(shutil.rmtree, _HEADERS_DIR, True)
         with open(os.path.join(_HEADERS_DIR, "hetero_prelude.h"), "w") as out:
-            out.write(PRELUDE)
+            out.write(PRELUDE + VECTOR_PRELUDE + "\n")
         os.makedirs(os.path.join(_HEADERS_DIR, "stand-ins"), exist_ok=True)
     return _HEADERS_DIR
 
@@ -216,11 +217,12 @@ class Source:
         if decl.kind == cindex.CursorKind.FUNCTION_TEMPLATE:
             if not template_args:
                 raise CompileError(f"{self.path}: {base} is a template: name an instance, e.g. {base}<32>")
-            return self._instantiate(decl, base, template_args.rstrip(">").strip())
+            return passes.optimize(self._instantiate(decl, base, template_args.rstrip(">").strip()))
         if template_args:
             raise CompileError(f"{self.path}: {base} is not a template")
         self._check(decl)
-        return _Lowering(self, decl, base).function()
+        # folded and without dead code, as Python kernels are: an inlined helper's unused parameter goes
+        return passes.optimize(_Lowering(self, decl, base).function())
 
     def _find(self, name: str) -> Any:
         cindex = _clang()
@@ -385,7 +387,7 @@ def scalar_of(ctype: Any, where: tuple[str, int, int]) -> ScalarType:
     return _SCALARS[key]
 
 
-class _Lowering:
+class _Lowering(MemoryAccess):
     """One function's body -> IR statements (types from clang, conversions explicit)."""
 
     def __init__(self, unit: Source, decl: Any, name: str, program: dict[str, ir.Function] | None = None) -> None:
@@ -406,6 +408,11 @@ class _Lowering:
         self.references: dict[Any, tuple[str, tuple[ir.Expr, ...]]] = {}  # an inlined T& parameter -> its element
         self.inlining: set[Any] = set()
         self.temps = 0
+        self.pointers: dict[Any, tuple[str, str, ScalarType, int]] = {}
+        self.vectors: dict[Any, tuple[str, ...]] = {}
+        self.lanes: dict[str, int] = {}
+        #: Statements an expression needs run before the statement holding it (an inlined call's body).
+        self.prelude: list[ir.Stmt] = []
 
     # -- helpers -------------------------------------------------------------------------
     def where(self, cursor: Any) -> tuple[str, int, int]:
@@ -449,9 +456,15 @@ class _Lowering:
             name = self.declare(param)
             canonical = param.type.get_canonical()
             if canonical.kind.name == "POINTER":
-                array = ArrayType(self.scalar(param, canonical.get_pointee()), 1)
+                element, lanes = self.pointee(param, canonical)
+                array = ArrayType(element, 1)  # a vector type's array: the flat array of its components
                 self.arrays[name] = array
+                if lanes > 1:
+                    self.lanes[name] = lanes
                 self.params.append(ir.Param(name, array))
+            elif vector_type(canonical) is not None:
+                raise self.fail(param, f"a {param.type.spelling} parameter (a vector by value) is supported in "
+                                       "__device__ functions the front end inlines, not here")
             else:
                 t = self.scalar(param)
                 self.params.append(ir.Param(name, t))
@@ -478,7 +491,22 @@ class _Lowering:
             out.extend(self.stmt(child))
         return out
 
-    def stmt(self, c: Any) -> list[ir.Stmt]:  # noqa: C901 (one case per statement kind)
+    def stmt(self, c: Any) -> list[ir.Stmt]:
+        """Statement ``c``, after what its expressions need run first (inlined calls)."""
+        outer, self.prelude = self.prelude, []
+        try:
+            lowered = self.statement(c)
+            return [*self.prelude, *lowered]
+        finally:
+            self.prelude = outer
+
+    def no_prelude(self, c: Any, what: str) -> None:
+        if self.prelude:
+            raise self.fail(c, f"a call of a __device__ function the front end inlines (it takes shared memory, a "
+                               f"group or vectors, or holds a barrier) cannot stand in {what}; call it before the "
+                               "loop and again at the end of its body")
+
+    def statement(self, c: Any) -> list[ir.Stmt]:  # noqa: C901 (one case per statement kind)
         K = self.cindex.CursorKind  # noqa: N806
         loc = self.loc(c)
         kind = c.kind
@@ -501,7 +529,9 @@ class _Lowering:
             return [ir.If(loc, cond, then, orelse)]
         if kind == K.WHILE_STMT:
             cond_c, body_c = self.kids(c)
-            return [ir.While(loc, self.truth(cond_c), tuple(self.stmt(body_c)))]
+            cond = self.truth(cond_c)
+            self.no_prelude(cond_c, "a while condition")
+            return [ir.While(loc, cond, tuple(self.stmt(body_c)))]
         if kind == K.FOR_STMT:
             kids = self.kids(c)
             present = _for_clauses(c)  # which of init; condition; increment the header has
@@ -514,6 +544,7 @@ class _Lowering:
             body_c = kids[0]
             start = self.stmt(init) if init is not None else []
             cond = self.truth(cond_c) if cond_c is not None else ir.Const(bool_t, True)
+            self.no_prelude(c, "a for loop's condition")
             step = tuple(self.stmt(inc)) if inc is not None else ()
             body = tuple(_continue_runs(tuple(self.stmt(body_c)), step))
             return [*start, ir.While(loc, cond, (*body, *step))]
@@ -522,6 +553,7 @@ class _Lowering:
             first = self.fresh("_first")
             self.locals[first] = bool_t
             go = ir.Logical(bool_t, "or", ir.Var(bool_t, first), self.truth(cond_c))
+            self.no_prelude(cond_c, "a do-while condition")
             return [ir.Assign(loc, first, ir.Const(bool_t, True)),
                     ir.While(loc, go, (ir.Assign(loc, first, ir.Const(bool_t, False)), *self.stmt(body_c)))]
         if kind == K.RETURN_STMT:
@@ -544,12 +576,22 @@ class _Lowering:
             return []
         if canonical.kind.name == "POINTER":
             inits = [k for k in var.get_children() if k.kind.is_expression()]
-            target = self.pointer_target(inits[-1], self.scalar(var, canonical.get_pointee())) if inits else None
+            moved = self.pointer_var(var, inits[-1] if inits else None, self.loc(var))
+            if moved is not None:
+                return moved
+            pointee = canonical.get_pointee()
+            target = self.pointer_target(inits[-1], self.scalar(var, pointee)) \
+                if inits and vector_type(pointee) is None else None
             if target is None:
-                raise self.fail(var, f"the pointer variable {var.spelling} is not supported yet (only a name for "
-                                     "the kernel's shared memory, as SharedMemory<T>() gives)")
+                raise self.fail(var, f"the pointer variable {var.spelling}: hetero follows pointers into a kernel's "
+                                     "arrays (a parameter, a __shared__ array, p + k, &a[i], casts of those, "
+                                     "SharedMemory<T>())")
             self.names[var.hash] = target
             return []
+        vector = vector_type(canonical)
+        if vector is not None:
+            inits = [k for k in var.get_children() if k.kind.is_expression()]
+            return self.vector_var(var, vector, inits[-1] if inits else None, self.loc(var))
         if canonical.kind.name == "CONSTANTARRAY":
             shape: list[int] = []
             element = canonical
@@ -573,8 +615,13 @@ class _Lowering:
         if group is not None:  # cg::thread_block cta = cg::this_thread_block(): a name for the group
             self.groups[self.declare(var)] = group
             return []
-        if shared:
-            raise self.fail(var, "a __shared__ scalar is not supported yet; declare a one-element array")
+        if shared:  # __shared__ uint buf: a one-element array, read and written as buf
+            name = self.declare(var)
+            cell = ir.LocalArray(name, self.scalar(var), (1,))
+            self.local_arrays.append(cell)
+            self.arrays[name] = cell
+            self.references[var.hash] = (name, (ir.Const(i64, 0),))
+            return []
         t = self.scalar(var)
         name = self.declare(var)
         self.locals[name] = t
@@ -657,6 +704,9 @@ class _Lowering:
             return self.effect(self.kids(c)[0])
         if c.kind == K.PAREN_EXPR:
             return self.effect(self.kids(c)[0])
+        if c.kind == K.BINARY_OPERATOR and self.operator(c) == "=" and vector_type(self.kids(c)[0].type) is not None:
+            target, value = self.kids(c)
+            return self.store_vector(target, self.vector_value(value), loc)
         if c.kind == K.BINARY_OPERATOR and self.operator(c) == "=":
             target, value = self.kids(c)
             inner = value
@@ -666,6 +716,17 @@ class _Lowering:
                 first = self.effect(inner)
                 return [*first, *self.store(target, self.expr(self.kids(inner)[0]), loc)]
             return self.store(target, self.expr(value), loc)
+        variable = self.moved_variable(c)
+        if variable is not None:  # p += k on a pointer variable: its offset moves
+            into, offset_local, pointee, lanes = variable
+            step_c = None if c.kind == K.UNARY_OPERATOR else self.kids(c)[1]
+            amount: ir.Expr = ir.Const(i64, 1) if step_c is None else self.cast(self.expr(step_c), i64)
+            if self.operator(c) in ("-=", "--"):
+                amount = ir.UnaryOp(i64, "-", amount)
+            scale = self.ratio(c, Pointer(into, ir.Var(i64, offset_local), pointee, lanes))
+            if scale != 1:
+                amount = ir.BinOp(i64, "*", amount, ir.Const(i64, scale))
+            return [ir.Assign(loc, offset_local, ir.BinOp(i64, "+", ir.Var(i64, offset_local), amount))]
         moved = self.moved_name(c)
         if moved is not None:  # p += k on a pointer parameter: its offset moves
             offset = ir.Var(i64, self.offsets[moved])
@@ -690,6 +751,9 @@ class _Lowering:
         if c.kind == K.BINARY_OPERATOR and self.operator(c) == ",":
             first, second = self.kids(c)
             return [*self.effect(first), *self.effect(second)]
+        if c.kind == K.CALL_EXPR and c.spelling == "operator=" and vector_type(c.type) is not None:
+            kids = self.kids(c)  # a struct assignment: the target, the operator, the value
+            return self.store_vector(kids[0], self.vector_value(kids[-1]), loc)
         if c.kind == K.CALL_EXPR:
             if c.spelling == "__syncthreads":
                 return [ir.Barrier(loc)]
@@ -704,11 +768,18 @@ class _Lowering:
                     return [ir.ExprStmt(loc, ir.Warp(ir.VOID, "sync", (_tile_mask(int(kind[4:])),)))]
                 return [ir.Barrier(loc) if kind == "block" else ir.GridSync(loc)]
             callee = c.referenced.get_definition() if c.referenced is not None else None
-            if callee is not None and any(p.kind == K.PARM_DECL and p.type.kind.name == "LVALUEREFERENCE"
-                                          for p in callee.get_children()):
-                return self.inline(c, callee)
+            if callee is not None and c.spelling not in _WARP_INTRINSICS and self.must_inline(c, callee):
+                return self.inline(c, self.definition(c))[0]
             return [ir.ExprStmt(loc, self.expr(c))]
         raise self.fail(c, f"this expression statement ({c.kind.name.lower()}) has no effect a kernel can have")
+
+    def moved_variable(self, c: Any) -> tuple[str, str, ScalarType, int] | None:
+        """The pointer variable ``c`` (``p += k``, ``p++``) moves, else None."""
+        K = self.cindex.CursorKind  # noqa: N806
+        if not (c.kind == K.COMPOUND_ASSIGNMENT_OPERATOR or (c.kind == K.UNARY_OPERATOR and self.operator(c) in ("++", "--"))):
+            return None
+        target = self._unwrap(self.kids(c)[0])
+        return self.pointers.get(target.referenced.hash) if target.kind == K.DECL_REF_EXPR else None
 
     def moved_name(self, c: Any) -> str | None:
         """The pointer parameter ``c`` (``p += k``, ``p++``) moves, else None."""
@@ -721,10 +792,36 @@ class _Lowering:
         name = self.names.get(target.referenced.hash) if target.kind == K.DECL_REF_EXPR else None
         return name if name in self.offsets else None
 
-    def inline(self, c: Any, callee: Any) -> list[ir.Stmt]:
-        """A call of a device function with reference parameters (``Comparator(uint &keyA, …)``),
-        inlined: each ``T&`` parameter names the caller's element (its indices computed once) or
-        local, each value parameter is a fresh local."""
+    def must_inline(self, c: Any, callee: Any) -> bool:
+        """Whether a call of ``callee`` is lowered into its caller instead of an IR call: it takes
+        references, shared memory or pointers into an array (not a kernel's plain pointer
+        parameter), a cooperative group or vectors, returns a vector, or holds a barrier."""
+        K = self.cindex.CursorKind  # noqa: N806
+        params = [p for p in callee.get_children() if p.kind == K.PARM_DECL]
+        if vector_type(callee.result_type) is not None:
+            return True
+        for param, arg in zip(params, list(c.get_arguments()), strict=False):
+            canonical = param.type.get_canonical()
+            if canonical.kind.name == "LVALUEREFERENCE" or vector_type(canonical) is not None:
+                return True
+            if canonical.kind.name == "RECORD":
+                return True  # a cooperative group, passed by value
+            if canonical.kind.name == "POINTER":
+                node = self._unwrap(arg)
+                name = self.names.get(node.referenced.hash) if node.kind == K.DECL_REF_EXPR else None
+                if name is None or not isinstance(self.arrays.get(name), ArrayType) or name in self.offsets \
+                        or name in self.lanes:
+                    return True
+        body = next((k for k in callee.get_children() if k.kind == K.COMPOUND_STMT), None)
+        return body is not None and any(
+            n.kind == K.CALL_EXPR and n.spelling in ("__syncthreads", "sync", "__syncwarp") for n in body.walk_preorder())
+
+    def inline(self, c: Any, callee: Any) -> tuple[list[ir.Stmt], ir.Expr | list[ir.Expr] | None]:
+        """A call of a device function lowered into its caller: the statements, and the result (a
+        value, a vector's components, or None). Each ``T&`` parameter names the caller's element
+        (its indices computed once) or local; a pointer parameter points where the argument does;
+        a group parameter is the caller's group; other parameters are fresh locals. Only a
+        ``return`` at the function's end is supported."""
         K = self.cindex.CursorKind  # noqa: N806
         if callee.hash in self.inlining:
             raise self.fail(c, f"{callee.spelling} calls itself; recursion is not supported")
@@ -732,13 +829,15 @@ class _Lowering:
         out: list[ir.Stmt] = []
         params = [p for p in callee.get_children() if p.kind == K.PARM_DECL]
         for param, arg in zip(params, list(c.get_arguments()), strict=True):
-            if param.type.kind.name == "LVALUEREFERENCE":
-                node = arg
-                while node.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) and len(self.kids(node)) == 1:
-                    node = self.kids(node)[0]
+            canonical = param.type.get_canonical()
+            if canonical.kind.name == "LVALUEREFERENCE":
+                node = self._unwrap(arg)
                 local = self.names.get(node.referenced.hash) if node.kind == K.DECL_REF_EXPR else None
                 if local is not None and local in self.locals:
                     self.names[param.hash] = local  # a reference to a local: the local itself
+                    continue
+                if local is not None and local in self.groups:
+                    self.names[param.hash] = local  # a reference to a group: the group
                     continue
                 array, indices = self.element(node)
                 fixed: list[ir.Expr] = []
@@ -751,6 +850,19 @@ class _Lowering:
                     out.append(ir.Assign(loc, temp, index))
                     fixed.append(ir.Var(i64, temp))
                 self.references[param.hash] = (array, tuple(fixed))
+            elif canonical.kind.name == "POINTER":
+                moved = self.pointer_var(param, arg, loc)
+                if moved is None:
+                    raise self.fail(arg, f"pass {callee.spelling} a pointer into one of the kernel's arrays")
+                out += moved
+            elif vector_type(canonical) is not None:
+                out += self.vector_var(param, vector_type(canonical), arg, loc)  # type: ignore[arg-type]
+            elif canonical.kind.name == "RECORD":
+                node = self._unwrap(arg)
+                group = self.names.get(node.referenced.hash) if node.kind == K.DECL_REF_EXPR else None
+                if group not in self.groups:
+                    raise self.fail(arg, f"{callee.spelling} takes a {param.type.spelling}: pass a cooperative group")
+                self.names[param.hash] = group  # type: ignore[assignment]
             else:
                 name = self.declare(param)
                 t = self.scalar(param)
@@ -759,14 +871,60 @@ class _Lowering:
         body = next((k for k in callee.get_children() if k.kind == K.COMPOUND_STMT), None)
         if body is None:
             raise self.fail(c, f"{callee.spelling} has no body here")
+        statements = self.kids(body)
+        last = statements[-1] if statements and statements[-1].kind == K.RETURN_STMT else None
         self.inlining.add(callee.hash)
         try:
-            inlined = self.block(body)
+            inlined = [s for child in (statements[:-1] if last is not None else statements) for s in self.stmt(child)]
+            result: ir.Expr | list[ir.Expr] | None = None
+            if last is not None and self.kids(last):
+                outer, self.prelude = self.prelude, []
+                try:
+                    value_c = self.kids(last)[0]
+                    vector = vector_type(callee.result_type)
+                    if vector is not None:
+                        values = self.vector_value(value_c)
+                        names = [self.fresh(f"_{callee.spelling}_{k}") for k in "xyzw"[:vector[1]]]
+                        for name in names:
+                            self.locals[name] = vector[0]
+                        assigns = [ir.Assign(loc, n, self.cast(v, vector[0])) for n, v in zip(names, values, strict=True)]
+                        result = [ir.Var(vector[0], n) for n in names]
+                    else:
+                        t = self.scalar(callee, callee.result_type)
+                        name = self.fresh(f"_{callee.spelling}_result")
+                        self.locals[name] = t
+                        assigns = [ir.Assign(loc, name, self.cast(self.expr(value_c), t))]
+                        result = ir.Var(t, name)
+                    inlined += [*self.prelude, *assigns]
+                finally:
+                    self.prelude = outer
         finally:
             self.inlining.discard(callee.hash)
         if any(isinstance(s, ir.Return) for s in ir.walk_stmts(tuple(inlined))):
-            raise self.fail(c, f"{callee.spelling} takes references and returns early; that is not supported yet")
-        return [*out, *inlined]
+            raise self.fail(c, f"{callee.spelling} returns before its end; hetero inlines it into its caller "
+                               "(it takes shared memory, references, groups or vectors, or holds a barrier), where "
+                               "only a return at the end is supported")
+        return [*out, *inlined], result
+
+    def call_vector(self, c: Any) -> list[ir.Expr]:
+        """A call of a device function returning a vector: inlined, its components."""
+        callee = self.definition(c)
+        stmts, result = self.inline(c, callee)
+        if not isinstance(result, list):
+            raise self.fail(c, f"{callee.spelling} returns no vector")
+        self.prelude += stmts
+        return result
+
+    def definition(self, c: Any) -> Any:
+        callee = c.referenced
+        if callee is None or not callee.is_definition():
+            definition = callee.get_definition() if callee is not None else None
+            if definition is None:
+                raise self.fail(c, f"calling {c.spelling} is not supported in kernels (no device definition here)")
+            callee = definition
+        if not any(k.kind == self.cindex.CursorKind.CUDADEVICE_ATTR for k in callee.get_children()):
+            raise self.fail(c, f"{c.spelling} is not a __device__ function")
+        return callee
 
     def store(self, target: Any, value: ir.Expr, loc: ir.Loc) -> list[ir.Stmt]:
         K = self.cindex.CursorKind  # noqa: N806
@@ -781,6 +939,12 @@ class _Lowering:
                 raise self.fail(target, f"cannot assign to {target.spelling} in a kernel")
             t = self.locals.get(name) or next(p.type for p in self.params if p.name == name)
             return [ir.Assign(loc, name, self.cast(value, t))]  # type: ignore[arg-type]
+        into_component = self.store_component(target, value, loc)
+        if into_component is not None:
+            return into_component
+        through = self.subscript(target)
+        if through is not None:
+            return self.store_through(through, value, loc)
         array, indices = self.element(target)
         return [ir.Store(loc, array, indices, self.cast(value, self.element_type(array)))]
 
@@ -889,6 +1053,8 @@ class _Lowering:
             if name in self.arrays:
                 raise self.fail(c, f"the pointer {c.spelling} can only be indexed here")
             return ir.Var(self.scalar(c), name)
+        if kind == K.MEMBER_REF_EXPR and self.component(c) is not None:
+            return self.read_component(c)  # type: ignore[return-value]
         if kind == K.MEMBER_REF_EXPR:
             (base,) = self.kids(c)
             while base.kind == K.UNEXPOSED_EXPR and len(self.kids(base)) == 1:
@@ -897,6 +1063,11 @@ class _Lowering:
                 return ir.Cast(u32, ir.WorkItem(i64, _BUILTIN_DIMS[base.spelling], "xyz".index(c.spelling)))
             raise self.fail(c, f"member {c.spelling} is not supported in kernels")
         if kind == K.ARRAY_SUBSCRIPT_EXPR or (kind == K.UNARY_OPERATOR and self.operator(c) == "*"):
+            through = self.subscript(c)
+            if through is not None:
+                if through.lanes != 1:
+                    raise self.fail(c, "a whole vector cannot be used as a number here; take a component (.x)")
+                return self.load_through(through)
             array, indices = self.element(c)
             return ir.Load(self.element_type(array), array, indices)
         if kind == K.UNARY_OPERATOR:
@@ -1051,9 +1222,17 @@ class _Lowering:
                 if address.kind == K.CSTYLE_CAST_EXPR:
                     pointee = self.scalar(address, address.type.get_canonical().get_pointee())
                 address = self.kids(address)[-1]
-            if not (address.kind == K.UNARY_OPERATOR and self.operator(address) == "&"):
-                raise self.fail(c, f"{name} takes the address of an array element here: {name}(&a[i], v)")
-            array, indices = self.element(self.kids(address)[0])
+            through = self.pointer_expr(address)
+            if not (address.kind == K.UNARY_OPERATOR and self.operator(address) == "&") and through is None:
+                raise self.fail(c, f"{name} takes the address of an array element here: {name}(&a[i], v) or "
+                                   f"{name}(p + k, v)")
+            indices: tuple[ir.Expr, ...]
+            if through is not None:
+                array, indices = through.array, (through.offset,)
+                if pointee is None and through.pointee != self.element_type(array):
+                    pointee = through.pointee
+            else:
+                array, indices = self.element(self.kids(address)[0])
             element = self.element_type(array)
             if pointee is not None and pointee != element and not (
                     pointee.is_int and element.is_int and pointee.bits == element.bits):
@@ -1071,14 +1250,15 @@ class _Lowering:
             if name == "__mul24":  # sign-extend the 24-bit operands
                 a, b = (ir.BinOp(t, ">>", ir.BinOp(t, "<<", x, ir.Const(t, 8)), ir.Const(t, 8)) for x in (a, b))
             return ir.BinOp(t, "*", a, b)
-        callee = c.referenced
-        if callee is None or not callee.is_definition():
-            definition = callee.get_definition() if callee is not None else None
-            if definition is None:
-                raise self.fail(c, f"calling {name} is not supported in kernels (no device definition here)")
-            callee = definition
-        if not any(k.kind == self.cindex.CursorKind.CUDADEVICE_ATTR for k in callee.get_children()):
-            raise self.fail(c, f"{name} is not a __device__ function")
+        callee = self.definition(c)
+        if self.must_inline(c, callee):
+            stmts, result = self.inline(c, callee)
+            if isinstance(result, list):
+                raise self.fail(c, f"{name} returns a vector; take a component, or assign it to a vector variable")
+            self.prelude += stmts
+            if result is None:
+                raise self.fail(c, f"{name} returns nothing; call it as a statement")
+            return result
         key = f"{name}_{callee.hash}"
         if key not in self.program:
             inner = _Lowering(self.unit, callee, self.fresh_function(name), self.program)

@@ -60,15 +60,38 @@ def test_matrix_mul(device: hetero.Device, block_size: int) -> None:
 def test_unsupported_constructs_name_file_line_and_construct(tmp_path: Path) -> None:
     code = """
 __global__ void k(float* out) {
-    float* p = out + 1;
+    float* p = out[0] > 0.0f ? out : out + 1;
     p[0] = 2.0f;
 }
 """
-    with pytest.raises(CompileError, match="pointer variable p is not supported") as info:
+    with pytest.raises(CompileError, match="the pointer variable p: hetero follows pointers into") as info:
         RawKernel(code, "k", path=str(tmp_path / "k.cu"))
     assert info.value.line == 3 and info.value.file.endswith("k.cu")
     with pytest.raises(CompileError, match="no __global__ function named 'missing'"):
         RawKernel(code, "missing")
+
+
+def test_pointer_variables_move_and_pun(device: hetero.Device) -> None:
+    """A pointer variable into a parameter moves with +=; a uchar array written as uint pieces."""
+    code = """
+__global__ void k(float* out, unsigned int* words) {
+    __shared__ unsigned char bytes[8];
+    float* p = out + 1;
+    p += 2;
+    p[0] = 2.0f;
+    *(p - 1) = 3.0f;
+    ((unsigned int*)bytes)[threadIdx.x] = 0x04030201u * (threadIdx.x + 1);
+    __syncthreads();
+    unsigned char* b = bytes + 4 * threadIdx.x;
+    words[threadIdx.x] = b[0] + 10 * b[3] + 100 * ((unsigned int*)bytes)[1 - threadIdx.x];
+}
+"""
+    kernel = RawKernel(code, "k")
+    out, words = np.zeros(6, np.float32), np.zeros(2, np.uint32)
+    with hetero.use_device(device):
+        kernel((1,), (2,), (out, words))
+    np.testing.assert_array_equal(out, [0, 0, 3, 2, 0, 0])
+    np.testing.assert_array_equal(words, [(1 + 40 + 100 * 0x08060402) % 2**32, (2 + 80 + 100 * 0x04030201) % 2**32])
 
 
 def test_dynamic_shared_memory_is_sized_by_each_launch(device: hetero.Device) -> None:
@@ -147,6 +170,10 @@ _SAMPLE_KERNELS = {
     "transposeDiagonal": ("6_Performance/transpose/transpose.cu", "transposeDiagonal"),
     "reduce3": ("2_Concepts_and_Techniques/reduction/reduction_kernel.cu", "reduce3<float>"),
     "reduce6": ("2_Concepts_and_Techniques/reduction/reduction_kernel.cu", "reduce6<float, 256, true>"),
+    "histogram64": ("2_Concepts_and_Techniques/histogram/histogram64.cu", "histogram64Kernel"),
+    "histogram256": ("2_Concepts_and_Techniques/histogram/histogram256.cu", "histogram256Kernel"),
+    "scan": ("2_Concepts_and_Techniques/scan/scan.cu", "scanExclusiveShared"),
+    "uniformUpdate": ("2_Concepts_and_Techniques/scan/scan.cu", "uniformUpdate"),
 }
 _GPU = {"cuda": ("nvcc", ".cu", ["-arch=sm_90", "-cubin", "-Werror", "all-warnings"]),
         "hip": ("hipcc", ".hip", ["--genco", "--offload-arch=gfx90a", "-Wall", "-Werror"])}
@@ -372,3 +399,75 @@ def test_warp_intrinsics_and_tiles_in_cuda_c(device: hetero.Device) -> None:
     tile_bits = np.array([sum(1 << j for j in range(16) if x[16 * (k // 16) + j] > 0) for k in t])
     np.testing.assert_array_equal(tiles, x[t ^ 5] + tile_bits)
     np.testing.assert_array_equal(ranks, (t % 16) * 100 + (t // 16) * 10 + 1 + 32000)
+
+
+def _histogram_gold(data: np.ndarray, bins: int) -> np.ndarray:
+    """histogram_gold.cpp: each 32-bit word's four bytes, as bins of 64 (bits 2-7) or 256."""
+    words = data.view(np.uint32)
+    shifts, mask = ((2, 10, 18, 26), 0x3F) if bins == 64 else ((0, 8, 16, 24), 0xFF)
+    return sum(np.bincount((words >> s) & mask, minlength=bins) for s in shifts).astype(np.uint32)
+
+
+def test_histogram64(device: hetero.Device) -> None:
+    """uint4 loads, a uchar pointer into shared memory, (uint *) stores into it, inlined helpers."""
+    code, path = _source("2_Concepts_and_Techniques/histogram/histogram64.cu")
+    module = RawModule(code=code, path=path)
+    count_kernel, merge = module.get_function("histogram64Kernel"), module.get_function("mergeHistogram64Kernel")
+    byte_count = 1 << 20  # main.cpp uses 64 MiB; the host code below is histogram64() of histogram64.cu
+    data = np.random.default_rng(4).integers(0, 256, byte_count, dtype=np.uint8)  # h_Data[i] = rand() % 256
+    block, bins = 64, 64  # HISTOGRAM64_THREADBLOCK_SIZE, HISTOGRAM64_BIN_COUNT
+    histograms = -(-byte_count // (block * (255 - 255 % 16)))  # iDivUp(byteCount, 64 * iSnapDown(255, 16))
+    partial = np.zeros(histograms * bins, np.uint32)
+    result = np.zeros(bins, np.uint32)
+    with hetero.use_device(device):
+        count_kernel((histograms,), (block,), (partial, data.view(np.uint32), np.uint32(byte_count // 16)))
+        merge((bins,), (256,), (result, partial, np.uint32(histograms)))
+    np.testing.assert_array_equal(result, _histogram_gold(data, 64))
+
+
+def test_histogram256(device: hetero.Device) -> None:
+    """Per-warp sub-histograms: a pointer into shared memory and atomicAdd(s_WarpHist + data, 1)."""
+    code, path = _source("2_Concepts_and_Techniques/histogram/histogram256.cu")
+    module = RawModule(code=code, path=path)
+    count_kernel, merge = module.get_function("histogram256Kernel"), module.get_function("mergeHistogram256Kernel")
+    byte_count = 1 << 20
+    data = np.random.default_rng(5).integers(0, 256, byte_count, dtype=np.uint8)
+    partials, block, bins = 240, 6 * 32, 256  # PARTIAL_HISTOGRAM256_COUNT, HISTOGRAM256_THREADBLOCK_SIZE, bins
+    partial = np.zeros(partials * bins, np.uint32)
+    result = np.zeros(bins, np.uint32)
+    with hetero.use_device(device):
+        count_kernel((partials,), (block,), (partial, data.view(np.uint32), np.uint32(byte_count // 4)))
+        merge((bins,), (256,), (result, partial, np.uint32(partials)))
+    np.testing.assert_array_equal(result, _histogram_gold(data, 256))
+
+
+def _scan_gold(src: np.ndarray, length: int) -> np.ndarray:
+    """scan_gold.cpp: an exclusive prefix sum of each array of ``length`` (uint arithmetic wraps)."""
+    arrays = src.reshape(-1, length)
+    out = np.zeros_like(arrays)
+    out[:, 1:] = np.cumsum(arrays[:, :-1], axis=1, dtype=np.uint32)
+    return out.reshape(-1)
+
+
+@pytest.mark.parametrize("length", [4, 64, 1024, 2048, 8192])
+def test_scan(device: hetero.Device, length: int) -> None:
+    """uint4 values through inlined device functions that take shared memory and the block, with
+    barriers inside; a __shared__ scalar; scanExclusiveShort/Large's launches from scan.cu."""
+    code, path = _source("2_Concepts_and_Techniques/scan/scan.cu")
+    module = RawModule(code=code, path=path)
+    block = 256  # THREADBLOCK_SIZE
+    n = 1 << 16  # main.cpp's N is 13 * 1048576 / 2; any multiple of 4 * THREADBLOCK_SIZE works the same
+    src = np.random.default_rng(2009).integers(0, 2**31, n, dtype=np.uint32)  # h_Input[i] = rand()
+    dst = np.zeros(n, np.uint32)
+    with hetero.use_device(device):
+        shared = module.get_function("scanExclusiveShared")
+        if length <= 4 * block:  # scanExclusiveShort
+            shared((n // (4 * block),), (block,), (dst, src, np.uint32(length)))
+        else:  # scanExclusiveLarge
+            shared((n // (4 * block),), (block,), (dst, src, np.uint32(4 * block)))
+            count = n // (4 * block)
+            buf = np.zeros(count, np.uint32)
+            module.get_function("scanExclusiveShared2")((-(-count // block),), (block,),
+                                                        (buf, dst, src, np.uint32(count), np.uint32(length // (4 * block))))
+            module.get_function("uniformUpdate")((count,), (block,), (dst, buf))
+    np.testing.assert_array_equal(dst, _scan_gold(src, length))
