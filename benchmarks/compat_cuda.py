@@ -11,9 +11,10 @@ including the wait for the result, median of several. Front-end cost: ``frontend
 IR (lowering), ``first launch`` a process's first launch of the kernel (lowering, code generation,
 the vendor compiler, the wait), each in a fresh process: ``cold`` with an empty compile cache,
 ``cached`` once the disk cache holds the kernel. The CUDA C front end's cost is libclang's parse
-plus the lowering to IR, per cuda-samples kernel (``cuda_c_front_end``). cuda-samples' reduce0-3
-run through it on each device: GB/s of one pass over 2^22 ints, each against the best of them (the
-GPU comparison with the same source under NVRTC needs a lent GPU; reduce4-6 need warp shuffles). Writes
+plus the lowering to IR, per cuda-samples kernel (``cuda_c_front_end``). cuda-samples' reduce0-6
+run through it on each device: GB/s of one pass over 2^22 ints, each against the best of them
+(reduce4-6 end with warp shuffles, emulated through work-group memory off CUDA and HIP; the GPU
+comparison with the same source under NVRTC needs a lent GPU). Writes
 ``benchmarks/results/compat_cuda.json``.
 """
 
@@ -155,8 +156,9 @@ REDUCTION_N = 1 << 22
 
 
 def reduction_bandwidth(device: str, repeats: int) -> dict[str, Any] | str:
-    """cuda-samples' reduce0-3<int> through the CUDA C front end on ``device``: GB/s of one pass
-    over REDUCTION_N ints (the sample's launch sizes), and each against the best of them."""
+    """cuda-samples' reduce0-6<int> through the CUDA C front end on ``device``: GB/s of one pass
+    over REDUCTION_N ints (the sample's launch sizes and template instances), and each against
+    the best of them."""
     import hetero
     from hetero.compat.cuda import RawKernel
 
@@ -169,9 +171,12 @@ def reduction_bandwidth(device: str, repeats: int) -> dict[str, Any] | str:
     out: dict[str, Any] = {}
     with hetero.use_device(device):
         data = hetero.asarray(np.random.default_rng(0).integers(0, 256, n).astype(np.int32))
-        for which in range(4):
-            kernel = RawKernel(code, f"reduce{which}<int>", path=path)
+        for which in range(7):
+            arguments = {4: f"int, {threads}", 5: f"int, {threads}", 6: f"int, {threads}, true"}.get(which, "int")
+            kernel = RawKernel(code, f"reduce{which}<{arguments}>", path=path)
             blocks = (n + threads - 1) // threads if which < 3 else (n + threads * 2 - 1) // (threads * 2)
+            if which == 6:
+                blocks = min(64, blocks)  # reduction.cpp's maxBlocks
             partial = hetero.zeros(blocks, hetero.i32)
 
             def run(kernel: Any = kernel, blocks: int = blocks, partial: Any = partial) -> object:

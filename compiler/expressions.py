@@ -589,12 +589,11 @@ class ExpressionLowering:
         for arg in node.args:
             if isinstance(arg, ast.Name) and arg.id in self.arrays:
                 array = self.arrays[arg.id]
-                if isinstance(array, ir.LocalArray):
-                    raise self.src.error(arg, "local arrays cannot be passed to device functions")
                 if isinstance(array, ArrayAlias):
                     raise self.src.error(arg, f"{arg.id!r} names one of several arrays; pass the array itself")
                 args.append(Value(ir.Var(array.dtype, arg.id)))
-                types.append(array)
+                # a local array: the function is inlined where it is called (hetero.compiler.inline)
+                types.append(ArrayType(array.dtype, len(array.shape)) if isinstance(array, ir.LocalArray) else array)
                 continue
             value = self.expr(arg)
             if value.weak:

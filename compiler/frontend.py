@@ -19,7 +19,7 @@ from hetero import language, language_cuda
 from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, i32, i64, scalar_type
 
-from . import cuda_contract, grid_sync, ir, typing_numba, typing_rules, ufunc_calls
+from . import cuda_contract, grid_sync, inline, ir, typing_numba, typing_rules, ufunc_calls
 from .cpu_regions import check_barriers
 from .expressions import BINOPS, ArrayAlias, ExpressionLowering, Value, cast, const
 from .source import FunctionSource, function_source
@@ -125,7 +125,9 @@ def lower_kernel(py_func: Any, types: Sequence[ScalarType | ArrayType]) -> ir.Fu
     src = function_source(py_func)
     params = _params(src, list(types), src.tree)
     program = Program()
-    kernel = grid_sync.cut(lower(src, params, is_kernel=True, program=program, name=src.tree.name))
+    kernel = lower(src, params, is_kernel=True, program=program, name=src.tree.name)
+    kernel = inline.inline_calls(kernel, inline.kernel_bound(kernel))  # barriers, local arrays: in the kernel
+    kernel = grid_sync.cut(kernel)
     if language.typing_of(py_func) == "numba":  # written against CUDA: its contract for barriers holds
         kernel = cuda_contract.take_conditions_as_uniform(kernel)
     check_barriers(kernel)  # before any emitter: the same answer on every device
@@ -306,9 +308,7 @@ class Lowerer(ExpressionLowering):
                 and self.static(node.value.func).name == "barrier":
             if node.value.args:
                 raise self.src.error(node, "barrier() takes no arguments")
-            if not self.is_kernel:
-                raise self.src.error(node, "barrier() is only allowed in kernels, not in @hetero.func functions")
-            return [ir.Barrier(self.src.loc(node))]
+            return [ir.Barrier(self.src.loc(node))]  # in a device function: inlined into the kernel
         if not isinstance(node.value, ast.Call):
             raise self.src.error(node, "this expression has no effect; kernels allow calls as statements only")
         if self.is_grid_sync(node.value):

@@ -29,6 +29,7 @@ class _Inliner:
         self.functions = {f.name: f for f in _all_callees(kernel)}
         self.wanted = {name for name, f in self.functions.items() if wanted(f)}
         self.locals = dict(kernel.locals)
+        self.shapes = {a.name: a.shape for a in kernel.local_arrays}
         self.counter = 0
 
     def fresh(self, name: str, t: ir.ScalarType) -> str:
@@ -127,7 +128,7 @@ class _Inliner:
         for name, t in fn.locals.items():
             if name not in scalars:
                 scalars[name] = self.fresh(name, t)
-        body = _rename(fn.body, scalars, arrays)
+        body = _rename(fn.body, scalars, arrays, self.shapes)
         body = self.block(body)  # calls inside it, expanded too
         last = body[-1] if body else None
         early = [s for s in ir.walk_stmts(body[:-1] if isinstance(last, ir.Return) else body) if isinstance(s, ir.Return)]
@@ -175,7 +176,8 @@ def _subexprs(e: ir.Expr) -> list[ir.Expr]:
     return found
 
 
-def _rename(body: tuple[ir.Stmt, ...], scalars: dict[str, str], arrays: dict[str, str]) -> tuple[ir.Stmt, ...]:
+def _rename(body: tuple[ir.Stmt, ...], scalars: dict[str, str], arrays: dict[str, str],
+            shapes: dict[str, tuple[int, ...]]) -> tuple[ir.Stmt, ...]:
     def expr(e: ir.Expr) -> ir.Expr:
         changes: dict[str, object] = {}
         for field in dataclasses.fields(e):
@@ -186,6 +188,8 @@ def _rename(body: tuple[ir.Stmt, ...], scalars: dict[str, str], arrays: dict[str
                 changes[field.name] = tuple(expr(v) for v in value)
         if isinstance(e, ir.Var):
             changes["name"] = arrays.get(e.name) or scalars.get(e.name, e.name)
+        if isinstance(e, ir.Shape) and arrays.get(e.array) in shapes:
+            return ir.Const(e.type, shapes[arrays[e.array]][e.axis])  # a local array's shape is constant
         if isinstance(e, (ir.Load, ir.Atomic, ir.Shape)):
             changes["array"] = arrays.get(e.array, e.array)
         return dataclasses.replace(e, **changes) if changes else e  # type: ignore[arg-type]
@@ -241,6 +245,39 @@ def _called(body: tuple[ir.Stmt, ...], functions: dict[str, ir.Function]) -> set
                             names.add(e.func)
                             pending.append(functions[e.func].body)
     return names
+
+
+def kernel_bound(kernel: ir.Function) -> Callable[[ir.Function], bool]:
+    """The device functions of ``kernel`` that only its body can hold: those with a barrier, and
+    those given one of its local arrays (directly, or through a function that is)."""
+    functions = {f.name: f for f in _all_callees(kernel)}
+    wanted = {name for name, f in functions.items() if ir.contains_barrier(f.body)}
+    changed = True
+    while changed:
+        changed = False
+        for fn in [kernel, *functions.values()]:
+            if fn is kernel:
+                carriers = {a.name for a in kernel.local_arrays}
+            elif fn.name in wanted:
+                carriers = set(fn.array_params())
+            else:
+                continue
+            for e in _calls(fn.body):
+                if e.func not in wanted and any(isinstance(a, ir.Var) and a.name in carriers for a in e.args):
+                    wanted.add(e.func)
+                    changed = True
+    return lambda f: f.name in wanted
+
+
+def _calls(body: tuple[ir.Stmt, ...]) -> list[ir.Call]:
+    found: list[ir.Call] = []
+    for s in ir.walk_stmts(body):
+        for field in dataclasses.fields(s):
+            value = getattr(s, field.name)
+            roots = [value] if isinstance(value, ir.Expr) else [v for v in value if isinstance(v, ir.Expr)] \
+                if isinstance(value, tuple) else []
+            found += [e for root in roots for e in _subexprs(root) if isinstance(e, ir.Call)]
+    return found
 
 
 def inline_calls(kernel: ir.Function, wanted: Callable[[ir.Function], bool]) -> ir.Function:

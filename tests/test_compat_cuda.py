@@ -13,7 +13,7 @@ import pytest
 import hetero
 import hetero.compat
 from hetero.compat import cuda
-from hetero.compat.cuda import float32, int32, types
+from hetero.compat.cuda import float32, float64, int32, types
 from hetero.errors import CompileError, KernelLaunchError
 
 
@@ -449,3 +449,36 @@ def test_per_thread_arrays_keep_their_values_across_barriers(on: hetero.Device) 
     private_arrays[2, 64](data, out)
     neighbour = np.roll(data.reshape(2, 64), -1, axis=1).ravel()
     np.testing.assert_array_equal(out, data * 3 + neighbour * 3)
+
+
+@cuda.jit(device=True)
+def _block_sum(buf, v):
+    t = cuda.threadIdx.x
+    buf[t] = v
+    cuda.syncthreads()  # a barrier in a device function: hetero inlines the function into the kernel
+    s = 0.0
+    for k in range(buf.shape[0]):
+        s += buf[k]
+    cuda.syncthreads()
+    return s
+
+
+@cuda.jit(device=True)
+def _fill(row, value):
+    for k in range(row.size):
+        row[k] = value + k
+
+
+@cuda.jit
+def _uses_helpers(x, out):
+    buf = cuda.shared.array(64, float64)
+    mine = cuda.local.array(3, float64)
+    _fill(mine, x[cuda.grid(1)])  # a per-thread array passed to a device function
+    out[cuda.grid(1)] = _block_sum(buf, x[cuda.grid(1)]) + mine[2]
+
+
+def test_device_functions_take_local_arrays_and_hold_barriers(on: hetero.Device) -> None:
+    x = np.arange(128, dtype=np.float64)
+    out = np.zeros(128)
+    _uses_helpers[2, 64](x, out)
+    np.testing.assert_array_equal(out, np.repeat([x[:64].sum(), x[64:].sum()], 64) + x + 2)
