@@ -28,6 +28,7 @@ _MAX_PASSES = 8
 _RULES = {"hetero": typing_rules, "numba": typing_numba}
 #: The built-ins that declare work-group memory when assigned to a name.
 _LOCAL_ARRAYS = ("local_array", "cuda.shared.array")
+
 _BLOCK_VOTES = ("cuda.syncthreads_count", "cuda.syncthreads_and", "cuda.syncthreads_or")
 
 
@@ -47,7 +48,9 @@ if hasattr(ast, "TryStar"):
 class Program:
     """The device functions specialised while lowering one kernel (shared by nested calls)."""
 
-    def __init__(self) -> None:
+    def __init__(self, dynamic_shared: int = 0) -> None:
+        #: Bytes of dynamic shared memory the kernel is compiled for.
+        self.dynamic_shared = dynamic_shared
         self.functions: dict[tuple[int, tuple[Any, ...]], ir.Function] = {}
         self.order: list[ir.Function] = []
         self.in_progress: set[int] = set()
@@ -124,7 +127,7 @@ def lower_kernel(py_func: Any, types: Sequence[ScalarType | ArrayType]) -> ir.Fu
     """Lower a kernel for concrete parameter types (arrays with their rank)."""
     src = function_source(py_func)
     params = _params(src, list(types), src.tree)
-    program = Program()
+    program = Program(language.dynamic_shared_of(py_func))
     kernel = lower(src, params, is_kernel=True, program=program, name=src.tree.name)
     kernel = inline.inline_calls(kernel, inline.kernel_bound(kernel))  # barriers, local arrays: in the kernel
     kernel = grid_sync.cut(kernel)
@@ -178,6 +181,7 @@ class Lowerer(ExpressionLowering):
         self.assignments: dict[str, list[Value]] = {}
         self.declared: dict[str, ScalarType] = {}
         self.local_arrays: list[ir.LocalArray] = []
+        self.dynamic_name: str | None = None  # the name of the dynamic shared memory, once declared
         self.features: set[str] = set()
         self.loop_depth = 0
         self.returns: list[Value] = []
@@ -501,13 +505,15 @@ class Lowerer(ExpressionLowering):
         shape_node = call.args[0]
         parts = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
         shape = tuple(self.static_int(p, "a local_array dimension") for p in parts)
-        if any(d <= 0 for d in shape):
-            raise self.src.error(call, f"local_array shape {shape} must be positive")
         dtype_obj = self.static(call.args[1])
         try:
             dtype = scalar_type(getattr(dtype_obj, "hetero_type", dtype_obj))
         except Exception:
             raise self.src.error(call.args[1], f"{ast.unparse(call.args[1])} is not a hetero scalar type") from None
+        if shape in ((0,), ()) and not private and self.rules.NAME == "numba":
+            return self.dynamic_shared(name, dtype, call)
+        if any(d <= 0 for d in shape):
+            raise self.src.error(call, f"local_array shape {shape} must be positive")
         if name in self.arrays and not any(a.name == name for a in self.local_arrays):
             raise self.src.error(call, f"{name!r} is already an array parameter")
         existing = next((a for a in self.local_arrays if a.name == name), None)
@@ -515,6 +521,28 @@ class Lowerer(ExpressionLowering):
         if existing is not None and existing != array:
             raise self.src.error(call, f"local array {name!r} is declared twice with different shapes or types")
         if existing is None:
+            self.local_arrays.append(array)
+        self.arrays[name] = array
+        self.assigned.discard(name)
+        self.note_type(dtype)
+        return []
+
+    def dynamic_shared(self, name: str, dtype: ScalarType, call: ast.Call) -> list[ir.Stmt]:
+        """``cuda.shared.array(0, dtype)``: the launch's dynamic shared memory (its 4th launch
+        argument, in bytes), one array however many names it has, as in CUDA."""
+        nbytes = self.program.dynamic_shared
+        if not nbytes:
+            raise self.src.error(call, "cuda.shared.array(0, …) is the launch's dynamic shared memory: give its size "
+                                       "in bytes as the 4th launch argument, kernel[blocks, threads, 0, nbytes](…)")
+        size = dtype.bits // 8
+        if nbytes % size:
+            raise self.src.error(call, f"{nbytes} bytes of dynamic shared memory are not a whole number of {dtype}")
+        array = ir.LocalArray(name, dtype, (nbytes // size,))
+        if self.dynamic_name not in (None, name):
+            raise self.src.error(call, f"the dynamic shared memory is already named {self.dynamic_name!r}; hetero "
+                                       "takes one name for it (CUDA gives every such array the same address)")
+        self.dynamic_name = name
+        if all(a.name != name for a in self.local_arrays):
             self.local_arrays.append(array)
         self.arrays[name] = array
         self.assigned.discard(name)

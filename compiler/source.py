@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from hetero.errors import CompileError
-from hetero.language import DeviceFunction, Intrinsic, typing_of
+from hetero.language import DeviceFunction, Intrinsic, dynamic_shared_of, typing_of
 from hetero.types import ArrayType, ScalarType
 
 from . import ir
@@ -169,6 +169,8 @@ def _function_fingerprint(func: Callable[..., Any], memo: dict[int, Fingerprint]
     try:
         if typing_of(func) != "hetero":
             digest.update(f"typing:{typing_of(func)}\0".encode())
+        if dynamic_shared_of(func):  # the variant compiled for that many bytes of dynamic shared memory
+            digest.update(f"dynamic_shared:{dynamic_shared_of(func)}\0".encode())
         try:
             digest.update(inspect.getsource(func).encode("utf-8"))
             chains = _free_chains(func)

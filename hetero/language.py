@@ -123,6 +123,17 @@ def typing_of(py_func: Callable[..., Any]) -> str:
     return str(getattr(py_func, "__hetero_typing__", "hetero"))
 
 
+def set_dynamic_shared(py_func: Callable[..., Any], nbytes: int) -> None:
+    """Give ``py_func``'s kernel ``nbytes`` of launch-sized shared memory: CUDA's dynamic shared
+    memory, which ``cuda.shared.array(0, dtype)`` names (one compiled variant per size)."""
+    py_func.__hetero_dynamic_shared__ = int(nbytes)  # type: ignore[attr-defined]
+
+
+def dynamic_shared_of(py_func: Callable[..., Any]) -> int:
+    """The bytes of dynamic shared memory ``py_func``'s kernel is compiled for (see :func:`set_dynamic_shared`)."""
+    return int(getattr(py_func, "__hetero_dynamic_shared__", 0))
+
+
 def func(py_func: Callable[..., Any]) -> DeviceFunction:
     """Mark ``py_func`` as a device function callable from kernels."""
     return DeviceFunction(py_func)

@@ -303,8 +303,8 @@ def test_int_float_bool_casts_as_numba_types_them(on: hetero.Device) -> None:
 def test_what_is_refused_says_so() -> None:
     with pytest.raises(KernelLaunchError, match="configuration"):
         add(1, 2, 3)
-    with pytest.raises(KernelLaunchError, match="dynamic shared memory"):
-        add[1, 32, 0, 1024]
+    with pytest.raises(KernelLaunchError, match="shared_mem is a number of bytes"):
+        add[1, 32, 0, -1]
     with pytest.raises(CompileError, match="raw pointer"):
         cuda.jit(types.void(types.CPointer(types.uint8), types.uint32))(lambda x, n: None)
 
@@ -482,3 +482,29 @@ def test_device_functions_take_local_arrays_and_hold_barriers(on: hetero.Device)
     out = np.zeros(128)
     _uses_helpers[2, 64](x, out)
     np.testing.assert_array_equal(out, np.repeat([x[:64].sum(), x[64:].sum()], 64) + x + 2)
+
+
+@cuda.jit
+def _dynamic_sum(x, out):
+    buf = cuda.shared.array(0, dtype=float32)  # sized by the launch's 4th argument
+    t = cuda.threadIdx.x
+    buf[t] = x[cuda.grid(1)]
+    cuda.syncthreads()
+    if t == 0:
+        s = float32(0)
+        for k in range(buf.size):
+            s += buf[k]
+        out[cuda.blockIdx.x] = s
+
+
+@pytest.mark.parametrize("threads", [32, 64])
+def test_dynamic_shared_memory_takes_the_launch_size(on: hetero.Device, threads: int) -> None:
+    x = np.arange(128, dtype=np.float32)
+    out = np.zeros(128 // threads, np.float32)
+    _dynamic_sum[128 // threads, threads, 0, threads * 4](x, out)
+    np.testing.assert_array_equal(out, x.reshape(-1, threads).sum(axis=1))
+
+
+def test_dynamic_shared_memory_needs_a_size() -> None:
+    with pytest.raises(CompileError, match="4th launch argument"):
+        _dynamic_sum[1, 32](np.zeros(32, np.float32), np.zeros(1, np.float32))

@@ -4,7 +4,9 @@ hetero's compiler for every device.
 Launches keep Numba's meaning: ``kernel[blocks, threads](…)`` runs ``blocks × threads`` threads
 in work-groups of ``threads`` (1-, 2- or 3-D; a block is a work-group exactly), ``[…, stream,
 shared_mem]`` are accepted (hetero launches in order on the array's device), and
-``kernel.forall(n)`` covers ``n`` threads. Arguments are taken as Numba takes them:
+``kernel.forall(n)`` covers ``n`` threads. ``shared_mem`` sizes ``cuda.shared.array(0, dtype)``,
+the launch's dynamic shared memory (a variant of the kernel is compiled per size). Arguments are
+taken as Numba takes them:
 
 * a :class:`~hetero.compat.cuda.arrays.DeviceNDArray` or :class:`hetero.Array` is passed as it is;
 * a NumPy array is copied to the device before the launch and back after it (Numba's rule);
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,7 +34,7 @@ from hetero.compat.cuda.arrays import DeviceNDArray
 from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
 from hetero.kernels import Kernel
-from hetero.language import DeviceFunction, set_typing
+from hetero.language import DeviceFunction, set_dynamic_shared, set_typing
 from hetero.types import ArrayType, ScalarType
 
 #: Threads per block ``forall`` launches with (Numba asks the driver for an occupancy-based
@@ -73,6 +76,7 @@ class Dispatcher:
         if self._declared is not None and len(self._declared) != len(self.kernel.param_names()):
             raise CompileError(f"{py_func.__name__}: the signature has {len(self._declared)} argument(s), the "
                                f"function {len(self.kernel.param_names())}")
+        self._variants: dict[int, Kernel] = {}  # by bytes of dynamic shared memory
         #: Numba's per-signature compiled kernels, keyed by the signature given to ``cuda.jit``.
         self.overloads: dict[Any, Overload] = {}
         if signature is not None:
@@ -85,6 +89,21 @@ class Dispatcher:
 
     def __repr__(self) -> str:
         return f"<hetero.compat.cuda kernel {self.py_func.__qualname__}>"
+
+    def kernel_for(self, shared_mem: int) -> Kernel:
+        """The kernel compiled for ``shared_mem`` bytes of dynamic shared memory (``cuda.shared.array(0,
+        dtype)`` takes that size): a variant of its own per size, keyed apart in every cache."""
+        if not shared_mem:
+            return self.kernel
+        variant = self._variants.get(shared_mem)
+        if variant is None:
+            f = self.py_func
+            copy = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+            copy.__dict__.update(f.__dict__)
+            copy.__qualname__ = f.__qualname__
+            set_dynamic_shared(copy, shared_mem)
+            variant = self._variants.setdefault(shared_mem, Kernel(copy))
+        return variant
 
     def __getitem__(self, config: Any) -> LaunchConfig:
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
@@ -133,9 +152,9 @@ class LaunchConfig:
     """A kernel with its grid: call it with the kernel's arguments."""
 
     def __init__(self, dispatcher: Dispatcher, blocks: tuple[int, ...], threads: tuple[int, ...], shared_mem: Any) -> None:
-        if shared_mem:
-            raise KernelLaunchError(f"{dispatcher.py_func.__name__}: dynamic shared memory (shared_mem={shared_mem}) "
-                                    "is not supported yet; declare cuda.shared.array with a constant shape")
+        if not isinstance(shared_mem, (int, np.integer)) or shared_mem < 0:
+            raise KernelLaunchError(f"{dispatcher.py_func.__name__}: shared_mem is a number of bytes, got {shared_mem!r}")
+        self.shared_mem = int(shared_mem)
         ndim = max(len(blocks), len(threads))
         blocks = blocks + (1,) * (ndim - len(blocks))
         threads = threads + (1,) * (ndim - len(threads))
@@ -152,7 +171,7 @@ class LaunchConfig:
         for position, arg in enumerate(args):
             want = declared[position] if declared is not None and position < len(declared) else None
             values.append(_argument(dispatcher.py_func.__name__, position, arg, want, device, copies))
-        dispatcher.kernel[self.global_size, self.local_size](*values)
+        dispatcher.kernel_for(self.shared_mem)[self.global_size, self.local_size](*values)
         for host, staged in copies:  # Numba copies NumPy arguments back after the launch
             if host.flags.writeable:
                 np.copyto(host, staged.numpy())
