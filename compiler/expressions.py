@@ -33,6 +33,8 @@ class DeviceFunctions(Protocol):
 
     #: The device functions lowered so far, callees before their callers.
     order: list[ir.Function]
+    #: Bytes of dynamic shared memory the kernel is compiled for (``cuda.shared.array(0, dtype)``).
+    dynamic_shared: int
 
     def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType],
                  caller: FunctionSource, node: ast.AST) -> ir.Function:
