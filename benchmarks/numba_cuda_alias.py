@@ -61,7 +61,19 @@ def _support_module() -> types.ModuleType:
 
     @contextlib.contextmanager
     def override_config(name: str, value: Any) -> Iterator[None]:
-        yield
+        """numba-cuda's: set ``numba.cuda.config.<name>`` for the block (hetero's config where it has one)."""
+        from hetero.compat.cuda import config
+
+        missing = object()
+        old = getattr(config, name, missing)
+        setattr(config, name, value)
+        try:
+            yield
+        finally:
+            if old is missing:
+                delattr(config, name)
+            else:
+                setattr(config, name, old)
 
     module.captured_stdout = captured_stdout  # type: ignore[attr-defined]
     module.override_config = override_config  # type: ignore[attr-defined]

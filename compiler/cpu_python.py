@@ -231,7 +231,7 @@ class FunctionPrinter:
         """``array[indices]``; a private array is one row per work-item of the group (row ``li``)."""
         if array in self.private:
             return f"{self.array(array)}[li, {self.index(indices)}]"
-        return f"{self.array(array)}[{self.index(indices)}]"
+        return f"{self.array(array)}[{self.index(indices) if indices else '()'}]"  # a 0-d array: r[()]
 
     def expr_load(self, e: ir.Load) -> str:
         text = self.element(e.array, e.indices)
@@ -273,6 +273,11 @@ class FunctionPrinter:
         return f"{function}({self.array(e.array)}, ({index}), {args})"
 
     def expr_call(self, e: ir.Call) -> str:
+        local = {a.name for a in self.fn.local_arrays}
+        for arg in e.args:
+            if isinstance(arg, ir.Var) and arg.name in local:
+                raise error(f"local array {arg.name!r} cannot be passed to device function {e.func}() here (its "
+                            "memory is laid out per work-item); hetero's frontend inlines such calls", self.loc)
         args = [self.expr(a) for a in e.args]
         args += [self.work_item(name, axis) for name, axis in self.hidden[e.func]]
         return f"{self.names('d_', e.func)}({', '.join(args)})"

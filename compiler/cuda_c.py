@@ -22,6 +22,7 @@ contiguous array, indexed flat.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import os
 import re
 import shutil
@@ -167,16 +168,21 @@ def _work_dir() -> str:
     return _HEADERS_DIR
 
 
-def _stand_ins(code: str, folders: Sequence[str]) -> None:
-    """Empty headers for every ``#include`` that none of ``folders`` holds."""
+def _stand_ins(code: str, folders: Sequence[str]) -> list[str]:
+    """Empty headers for every ``#include`` that none of ``folders`` holds; their names, but for
+    those with known content (:data:`KNOWN_HEADERS`)."""
     base = os.path.join(_work_dir(), "stand-ins")
+    empty: list[str] = []
     for name in re.findall(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', code, re.M):
         if not any(os.path.exists(os.path.join(folder, name)) for folder in folders):
+            if name not in KNOWN_HEADERS:
+                empty.append(name)
             path = os.path.join(base, name)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             if not os.path.exists(path):
                 with open(path, "w") as out:
                     out.write(KNOWN_HEADERS.get(name, ""))
+    return empty
 
 
 class Source:
@@ -196,7 +202,7 @@ class Source:
 
     def _parse(self, code: str) -> Any:
         cindex = _clang()
-        _stand_ins(code, self.folders)
+        self.missing_includes = _stand_ins(code, self.folders)
         work = _work_dir()
         args = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", "-nostdinc", "-std=c++17",
                 "--cuda-gpu-arch=sm_70", "-include", os.path.join(work, "hetero_prelude.h"),
@@ -224,6 +230,20 @@ class Source:
         # folded and without dead code, as Python kernels are: an inlined helper's unused parameter goes
         return passes.optimize(_Lowering(self, decl, base).function())
 
+    def device_function(self, name: str) -> ir.Function:
+        """The ``__device__`` function ``name`` (with the functions it calls) as IR: a foreign function
+        a Python kernel calls (:func:`hetero.compat.cuda.declare_device`)."""
+        cindex = _clang()
+        self.shared_bytes = 0
+        for cursor in self._tu.cursor.walk_preorder():
+            if cursor.kind == cindex.CursorKind.FUNCTION_DECL and cursor.spelling == name and cursor.is_definition() \
+                    and any(c.kind == cindex.CursorKind.CUDADEVICE_ATTR for c in cursor.get_children()):
+                self._check(cursor)
+                lowering = _Lowering(self, cursor, name)
+                fn = lowering.function()
+                return passes.optimize(dataclasses.replace(fn, callees=tuple(lowering.program.values())))
+        raise CompileError(f"{self.path}: no __device__ function named {name!r} is defined here")
+
     def _find(self, name: str) -> Any:
         cindex = _clang()
         for cursor in self._tu.cursor.walk_preorder():
@@ -240,7 +260,11 @@ class Source:
             loc = diag.location
             if diag.severity >= 3 and loc.file is not None and loc.file.name == start.file.name \
                     and start.line <= loc.line <= end.line:
-                raise CompileError(diag.spelling, loc.file.name, loc.line, max(loc.column - 1, 0))
+                message = diag.spelling
+                if self.missing_includes:  # the likely cause: a header of the kernel's that is not here
+                    message += (f" (these #includes were found in none of the include folders, "
+                                f"{', '.join(self.folders) or 'none'}, and read as empty: {', '.join(self.missing_includes)})")
+                raise CompileError(message, loc.file.name, loc.line, max(loc.column - 1, 0))
 
     def _instantiate(self, decl: Any, base: str, arguments: str) -> ir.Function:
         cindex = _clang()

@@ -41,6 +41,10 @@ class DeviceFunctions(Protocol):
         """``callee`` lowered for argument ``types`` (once per types); errors point at ``node`` in ``caller``."""
         ...
 
+    def foreign(self, callee: Any, caller: FunctionSource, node: ast.AST) -> ir.Function:
+        """A foreign function's IR (its ``__hetero_foreign__``), with the functions it calls."""
+        ...
+
 
 @dataclasses.dataclass(frozen=True)
 class Value:
@@ -122,6 +126,7 @@ class ExpressionLowering:
         program: DeviceFunctions
         rules: Any  # hetero.compiler.typing_rules or typing_numba
         ufunc_loads: dict[str, ir.Load]
+        pointers: dict[str, str]  # cffi's ffi.from_buffer(a) names: the array they point at
 
         def var_type(self, name: str, node: ast.AST) -> ScalarType: ...
 
@@ -149,6 +154,9 @@ class ExpressionLowering:
             return Value(load)
         if node.id in self.arrays:
             raise self.src.error(node, f"array {node.id!r} cannot be used as a value: index it, e.g. {node.id}[i]")
+        if node.id in self.pointers:
+            raise self.src.error(node, f"{node.id!r} is a pointer to {self.pointers[node.id]!r}: pass it to a foreign "
+                                       "function (cuda.declare_device)")
         if node.id in self.var_types or node.id in self.assigned:
             return Value(ir.Var(self.var_type(node.id, node), node.id))
         return self.constant(self.src.resolve(node.id), node, node.id)
@@ -377,6 +385,8 @@ class ExpressionLowering:
             return self.call_math(_PY_MATH[callee], node)
         if isinstance(callee, language.DeviceFunction):
             return self.call_function(callee, node)
+        if hasattr(callee, "__hetero_foreign__"):
+            return self.call_foreign(callee, node)
         if isinstance(callee, np.ufunc):
             return self.call_ufunc(callee, node)
         foreign = foreign_device_function(callee)
@@ -584,6 +594,25 @@ class ExpressionLowering:
         indices = self.indices(array, node.args[1], node)
         values = tuple(cast(self.expr(a), element) for a in node.args[2:])
         return Value(ir.Atomic(element, op, array, indices, values))
+
+    def call_foreign(self, callee: Any, node: ast.Call) -> Value:
+        """A call of a foreign CUDA C function (``cuda.declare_device``): its IR, inlined into the kernel."""
+        function = self.program.foreign(callee, self.src, node)
+        params = function.params
+        if len(node.args) != len(params):
+            raise self.src.error(node, f"{callee.name}() takes {len(params)} argument(s), got {len(node.args)}")
+        args: list[ir.Expr] = []
+        for arg, param in zip(node.args, params, strict=True):
+            if isinstance(param.type, ArrayType):
+                name = self.pointers.get(arg.id, arg.id) if isinstance(arg, ast.Name) else None
+                array = self.arrays.get(name) if name is not None else None
+                if name is None or not isinstance(array, ArrayType) or array.ndim != 1 or array.dtype != param.type.dtype:
+                    raise self.src.error(arg, f"{callee.name}() takes a 1-D {param.type.dtype} array here (a "
+                                              "CPointer argument: the array itself, or ffi.from_buffer(array))")
+                args.append(ir.Var(array.dtype, name))
+            else:
+                args.append(cast(self.expr(arg), param.type))
+        return Value(ir.Call(function.return_type, function.name, tuple(args)))
 
     def call_function(self, callee: language.DeviceFunction, node: ast.Call) -> Value:
         args: list[Value] = []

@@ -76,6 +76,29 @@ class Program:
         self.order.append(function)
         return function
 
+    def foreign(self, callee: Any, caller: FunctionSource, node: ast.AST) -> ir.Function:
+        key = (id(callee), ())
+        if key not in self.functions:
+            try:
+                wrapper = callee.__hetero_foreign__()
+            except CompileError as exc:
+                raise caller.error(node, f"{exc.message} (at {exc.file}:{exc.line})" if exc.file else exc.message) from None
+            taken = {f.name for f in self.order}
+            for function in (*wrapper.callees, wrapper):
+                if function.name in taken:
+                    raise caller.error(node, f"the foreign function {function.name!r} has the name of another device "
+                                             "function of this kernel; rename one")
+                self.order.append(function)
+                taken.add(function.name)
+            self.functions[key] = wrapper
+        return self.functions[key]
+
+
+def _is_from_buffer(obj: Any) -> bool:
+    """``ffi.from_buffer`` of a cffi ``FFI`` instance (Numba-CUDA kernels use it for CPointer arguments)."""
+    owner = getattr(obj, "__self__", None)
+    return getattr(obj, "__name__", "") == "from_buffer" and type(owner).__module__.startswith("cffi")
+
 
 def _annotation(src: FunctionSource, annotation: ast.expr | None) -> ScalarType | ArrayType | None:
     if annotation is None:
@@ -182,6 +205,7 @@ class Lowerer(ExpressionLowering):
         self.declared: dict[str, ScalarType] = {}
         self.local_arrays: list[ir.LocalArray] = []
         self.dynamic_name: str | None = None  # the name of the dynamic shared memory, once declared
+        self.pointers: dict[str, str] = {}
         self.features: set[str] = set()
         self.loop_depth = 0
         self.returns: list[Value] = []
@@ -334,6 +358,13 @@ class Lowerer(ExpressionLowering):
         target = node.targets[0]
         if isinstance(target, ast.Tuple):
             return self.tuple_assign(target, node)
+        if isinstance(target, ast.Name) and isinstance(node.value, ast.Call) and _is_from_buffer(self.static(node.value.func)):
+            arg = node.value.args[0] if len(node.value.args) == 1 else None
+            if not (isinstance(arg, ast.Name) and arg.id in self.arrays):
+                raise self.src.error(node.value, "ffi.from_buffer() in a kernel takes one of its arrays")
+            self.pointers[target.id] = arg.id  # a pointer to the array's data, for foreign functions
+            self.assigned.discard(target.id)
+            return []
         if isinstance(target, ast.Name) and isinstance(self.arrays.get(target.id), ArrayAlias):
             alias = self.arrays[target.id]
             source = self.aliased_array(node.value)

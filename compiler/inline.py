@@ -30,6 +30,7 @@ class _Inliner:
         self.wanted = {name for name, f in self.functions.items() if wanted(f)}
         self.locals = dict(kernel.locals)
         self.shapes = {a.name: a.shape for a in kernel.local_arrays}
+        self.local_arrays = list(kernel.local_arrays)
         self.counter = 0
 
     def fresh(self, name: str, t: ir.ScalarType) -> str:
@@ -44,7 +45,8 @@ class _Inliner:
         body = self.block(self.kernel.body)
         called = _called(body, self.functions)
         callees = tuple(f for f in self.kernel.callees if f.name in called)
-        return dataclasses.replace(self.kernel, body=body, locals=self.locals, callees=callees)
+        return dataclasses.replace(self.kernel, body=body, locals=self.locals, callees=callees,
+                                   local_arrays=tuple(self.local_arrays))
 
     def block(self, body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
         out: list[ir.Stmt] = []
@@ -128,6 +130,11 @@ class _Inliner:
         for name, t in fn.locals.items():
             if name not in scalars:
                 scalars[name] = self.fresh(name, t)
+        for local in fn.local_arrays:  # the function's own arrays become the kernel's, once per call
+            arrays[local.name] = self.fresh(local.name, local.dtype)
+            del self.locals[arrays[local.name]]
+            self.local_arrays.append(dataclasses.replace(local, name=arrays[local.name]))
+            self.shapes[arrays[local.name]] = local.shape
         body = _rename(fn.body, scalars, arrays, self.shapes)
         body = self.block(body)  # calls inside it, expanded too
         last = body[-1] if body else None
@@ -139,8 +146,9 @@ class _Inliner:
         # returns before the end: the body runs as a loop of one trip, each return leaving it
         once = self.fresh("once", i64)
         if _returns_in_loops(body):
-            raise _error(f"{fn.name}: a return inside a loop of a device function with warp operations cannot be "
-                         "inlined here; leave the loop with break and return after it", fn.loc)
+            raise _error(f"{fn.name}: a return inside a loop of a device function hetero inlines into the kernel "
+                         "(it holds a barrier, warp operations or local arrays) is not supported; leave the loop "
+                         "with break and return after it", fn.loc)
 
         def leave(stmts: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
             done: list[ir.Stmt] = []
@@ -248,10 +256,11 @@ def _called(body: tuple[ir.Stmt, ...], functions: dict[str, ir.Function]) -> set
 
 
 def kernel_bound(kernel: ir.Function) -> Callable[[ir.Function], bool]:
-    """The device functions of ``kernel`` that only its body can hold: those with a barrier, and
-    those given one of its local arrays (directly, or through a function that is)."""
+    """The device functions of ``kernel`` that only its body can hold: those with a barrier or
+    arrays of their own, and those given one of its local arrays (directly, or through a function
+    that is)."""
     functions = {f.name: f for f in _all_callees(kernel)}
-    wanted = {name for name, f in functions.items() if ir.contains_barrier(f.body)}
+    wanted = {name for name, f in functions.items() if ir.contains_barrier(f.body) or f.local_arrays}
     changed = True
     while changed:
         changed = False
@@ -259,7 +268,7 @@ def kernel_bound(kernel: ir.Function) -> Callable[[ir.Function], bool]:
             if fn is kernel:
                 carriers = {a.name for a in kernel.local_arrays}
             elif fn.name in wanted:
-                carriers = set(fn.array_params())
+                carriers = set(fn.array_params()) | {a.name for a in fn.local_arrays}
             else:
                 continue
             for e in _calls(fn.body):

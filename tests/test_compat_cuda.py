@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import importlib.util
 import math
 from collections.abc import Iterator
 
@@ -508,3 +509,98 @@ def test_dynamic_shared_memory_takes_the_launch_size(on: hetero.Device, threads:
 def test_dynamic_shared_memory_needs_a_size() -> None:
     with pytest.raises(CompileError, match="4th launch argument"):
         _dynamic_sum[1, 32](np.zeros(32, np.float32), np.zeros(1, np.float32))
+
+
+def test_emitters_refuse_a_local_array_passed_to_a_device_function() -> None:
+    """The frontend inlines such calls; IR that still has one (a bundle, a bug) is refused by every
+    emitter, never run with the wrong memory (the CPU target keeps one row per work-item)."""
+    from hetero.compiler import emit_cpu, ir
+    from hetero.compiler.target import Target
+    from hetero.types import ArrayType, f32, i64
+
+    loc = ir.Loc("k.py", 1)
+    callee = ir.Function("put", (ir.Param("a", ArrayType(f32, 1)),), ir.VOID, {}, (),
+                         (ir.Store(loc, "a", (ir.Const(i64, 0),), ir.Const(f32, 1.0)),), False, loc)
+    kernel = ir.Function("k", (ir.Param("out", ArrayType(f32, 1)),), ir.VOID, {}, (ir.LocalArray("mine", f32, (1,), True),),
+                         (ir.ExprStmt(loc, ir.Call(ir.VOID, "put", (ir.Var(f32, "mine"),))),), True, loc, (callee,))
+    with pytest.raises(CompileError, match="local array"):
+        emit_cpu.EMITTER.emit(kernel, Target("cpu", "x86_64", frozenset({"fp64"}), "numba"))
+
+
+_FOREIGN = r"""
+#include "scale.h"
+extern "C" __device__ int scaled_mul(float *ret, float x, float y) { *ret = SCALE * x * y; return 0; }
+extern "C" __device__ int dot(double *ret, float *a, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; ++i) s += a[i] * a[i];
+    *ret = s;
+    return 0;
+}
+"""
+
+
+_NEEDS_CLANG = pytest.mark.skipif(importlib.util.find_spec("clang") is None,
+                                  reason="libclang is not installed (pip install libclang): the CUDA C front end needs it")
+
+
+@_NEEDS_CLANG
+def test_declare_device_links_cuda_c_functions(on: hetero.Device, tmp_path) -> None:
+    """Numba's foreign functions: the C source through hetero's front end, Numba's ABI (a pointer to
+    the result first), an include folder from config.CUDA_NVRTC_EXTRA_SEARCH_PATHS, and a CPointer
+    argument given the kernel's array."""
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "scale.h").write_text("#define SCALE 3.0f\n")
+    (tmp_path / "f.cu").write_text(_FOREIGN)
+    mul = cuda.declare_device("scaled_mul", "float32(float32, float32)", link=str(tmp_path / "f.cu"))
+    dot = cuda.declare_device("dot", "float64(CPointer(float32), int32)", link=str(tmp_path / "f.cu"))
+
+    @cuda.jit
+    def use(r, x, total):
+        i = cuda.grid(1)
+        if i < r.size:
+            r[i] = mul(x[i], x[i])
+        if i == 0:
+            total[0] = dot(x, x.size)
+
+    x = np.arange(8, dtype=np.float32)
+    r, total = np.zeros_like(x), np.zeros(1)
+    old = cuda.config.CUDA_NVRTC_EXTRA_SEARCH_PATHS
+    cuda.config.CUDA_NVRTC_EXTRA_SEARCH_PATHS = str(tmp_path / "inc")
+    try:
+        use[1, 8](r, x, total)
+    finally:
+        cuda.config.CUDA_NVRTC_EXTRA_SEARCH_PATHS = old
+    np.testing.assert_array_equal(r, 3 * x * x)
+    assert total[0] == float((x.astype(np.float64) ** 2).sum())
+
+
+@_NEEDS_CLANG
+def test_declare_device_refuses_what_breaks_numbas_abi(tmp_path) -> None:
+    (tmp_path / "g.cu").write_text('extern "C" __device__ float plain(float x) { return x; }\n')
+    plain = cuda.declare_device("plain", "float32(float32)", link=str(tmp_path / "g.cu"))
+    missing = cuda.declare_device("absent", "float32(float32)", link=str(tmp_path / "g.cu"))
+
+    @cuda.jit
+    def k(r):
+        r[0] = plain(r[0])
+
+    @cuda.jit
+    def k2(r):
+        r[0] = missing(r[0])
+
+    with pytest.raises(CompileError, match="Numba's ABI"):
+        k[1, 1](np.zeros(1, np.float32))
+    with pytest.raises(CompileError, match="not defined as a __device__ function"):
+        k2[1, 1](np.zeros(1, np.float32))
+
+
+@cuda.jit
+def _zero_d(r, x):
+    r[()] = x[0] * 2
+
+
+def test_zero_dimensional_arrays_stay_zero_dimensional(on: hetero.Device) -> None:
+    """r = np.ndarray((), float32) is indexed r[()] in the kernel, as numba-cuda's examples do."""
+    r = np.ndarray((), dtype=np.float32)
+    _zero_d[1, 1](r, np.array([1.5], np.float32))
+    assert r[()] == 3.0

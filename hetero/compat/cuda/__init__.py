@@ -36,6 +36,7 @@ from hetero.compat.cuda.arrays import (
     to_device,
 )
 from hetero.compat.cuda.dispatcher import Dispatcher, LaunchConfig, jit
+from hetero.compat.cuda.ffi import config, declare_device
 from hetero.compat.cuda.raw import RawKernel, RawModule
 from hetero.compat.cuda.reduce import Reduce, reduce
 from hetero.compat.cuda.types import (
@@ -89,6 +90,8 @@ from hetero.language_cuda import (
 )
 
 __all__ = [
+    "config",
+    "declare_device",
     "activemask",
     "all_sync",
     "any_sync",

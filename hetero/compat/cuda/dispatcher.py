@@ -50,8 +50,8 @@ def jit(func_or_sig: Any = None, device: bool = False, link: Sequence[str] = (),
     if unknown:
         raise TypeError(f"cuda.jit() got unsupported option(s) {', '.join(sorted(unknown))}")
     if link:
-        raise CompileError("cuda.jit(link=…): linking foreign CUDA files is not supported; hetero compiles CUDA C "
-                           "through its own front end (hetero.compat.cuda.RawKernel)")
+        raise CompileError("cuda.jit(link=…): hetero compiles CUDA C through its own front end; declare each foreign "
+                           "function with cuda.declare_device(name, sig, link=file) instead")
 
     def wrap(py_func: Callable[..., Any], signature: Any = None) -> Any:
         if device:
@@ -181,7 +181,8 @@ def _argument(name: str, position: int, arg: Any, want: Any, device: Device, cop
     if isinstance(arg, DeviceNDArray):
         arg = arg.array
     elif isinstance(arg, np.ndarray):
-        staged = hetero.asarray(np.ascontiguousarray(arg), device=device)
+        # (np.ascontiguousarray would make a 0-d array 1-d: a kernel indexes it r[()])
+        staged = hetero.asarray(arg if arg.flags.c_contiguous else arg.copy(order="C"), device=device)
         copies.append((arg, staged))
         arg = staged
     if isinstance(arg, Array):
