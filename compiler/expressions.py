@@ -35,10 +35,13 @@ class DeviceFunctions(Protocol):
     order: list[ir.Function]
     #: Bytes of dynamic shared memory the kernel is compiled for (``cuda.shared.array(0, dtype)``).
     dynamic_shared: int
+    #: How many values each device function returning a tuple returns (by id of its function).
+    arity: dict[int, int]
 
     def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType],
-                 caller: FunctionSource, node: ast.AST) -> ir.Function:
-        """``callee`` lowered for argument ``types`` (once per types); errors point at ``node`` in ``caller``."""
+                 caller: FunctionSource, node: ast.AST, element: int | None = None) -> ir.Function:
+        """``callee`` lowered for argument ``types`` (once per types; ``element``: the variant returning
+        that value of a tuple); errors point at ``node`` in ``caller``."""
         ...
 
     def foreign(self, callee: Any, caller: FunctionSource, node: ast.AST) -> ir.Function:
@@ -614,7 +617,7 @@ class ExpressionLowering:
                 args.append(cast(self.expr(arg), param.type))
         return Value(ir.Call(function.return_type, function.name, tuple(args)))
 
-    def call_function(self, callee: language.DeviceFunction, node: ast.Call) -> Value:
+    def call_function(self, callee: language.DeviceFunction, node: ast.Call, element: int | None = None) -> Value:
         args: list[Value] = []
         types: list[ScalarType | ArrayType] = []
         for arg in node.args:
@@ -631,7 +634,7 @@ class ExpressionLowering:
                 value = Value(const(value.expr.value, self.rules.literal_type(value.expr.value)))  # type: ignore[attr-defined]
             args.append(value)
             types.append(value.type)
-        function = self.program.function(callee, types, self.src, node)
+        function = self.program.function(callee, types, self.src, node, element)
         params = function.params
         if len(params) != len(args):
             raise self.src.error(node, f"{callee.py_func.__name__}() takes {len(params)} argument(s), got {len(args)}")

@@ -9,6 +9,7 @@ Anything outside the kernel language is a CompileError at the user's line.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 
 import numpy as np
@@ -20,8 +21,8 @@ from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, i32, i64, scalar_type
 
 from . import cuda_contract, grid_sync, inline, ir, typing_numba, typing_rules, ufunc_calls
-from .cpu_regions import check_barriers
-from .expressions import BINOPS, ArrayAlias, ExpressionLowering, Value, cast, const
+from .cpu_regions import check_barriers, subexprs
+from .expressions import BINOPS, ArrayAlias, ExpressionLowering, Value, cast, const, foreign_device_function
 from .source import FunctionSource, function_source
 
 _MAX_PASSES = 8
@@ -49,6 +50,8 @@ class Program:
     """The device functions specialised while lowering one kernel (shared by nested calls)."""
 
     def __init__(self, dynamic_shared: int = 0) -> None:
+        #: How many values each device function returning a tuple returns (by id of its function).
+        self.arity: dict[int, int] = {}
         #: Bytes of dynamic shared memory the kernel is compiled for.
         self.dynamic_shared = dynamic_shared
         self.functions: dict[tuple[int, tuple[Any, ...]], ir.Function] = {}
@@ -56,8 +59,8 @@ class Program:
         self.in_progress: set[int] = set()
 
     def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType],
-                 caller: FunctionSource, node: ast.AST) -> ir.Function:
-        key = (id(callee.py_func), tuple(types))
+                 caller: FunctionSource, node: ast.AST, element: int | None = None) -> ir.Function:
+        key = (id(callee.py_func), (*types, element)) if element is not None else (id(callee.py_func), tuple(types))
         if key in self.functions:
             return self.functions[key]
         if id(callee.py_func) in self.in_progress:
@@ -69,7 +72,9 @@ class Program:
             suffix = "_".join(str(t).replace("[", "").replace("]", "").replace(":", "").replace(", ", "")
                               .replace(" ", "") for t in types)
             name = f"{src.tree.name}__{suffix}" if suffix else src.tree.name
-            function = lower(src, params, is_kernel=False, program=self, name=name)
+            if element is not None:
+                name = f"{name}__value{element}"
+            function = lower(src, params, is_kernel=False, program=self, name=name, element=element)
         finally:
             self.in_progress.discard(id(callee.py_func))
         self.functions[key] = function
@@ -92,6 +97,23 @@ class Program:
                 taken.add(function.name)
             self.functions[key] = wrapper
         return self.functions[key]
+
+
+def _writes_memory(fn: ir.Function, functions: list[ir.Function]) -> bool:
+    """Whether calling ``fn`` twice could differ from calling it once (it writes or synchronises)."""
+    by_name = {f.name: f for f in functions}
+    for s in ir.walk_stmts(fn.body):
+        if isinstance(s, (ir.Store, ir.Barrier, ir.Fence, ir.GridSync)):
+            return True
+        for root in [getattr(s, f.name) for f in dataclasses.fields(s)]:
+            exprs = [root] if isinstance(root, ir.Expr) else [v for v in root if isinstance(v, ir.Expr)] \
+                if isinstance(root, tuple) else []
+            for e in (x for r in exprs for x in subexprs(r)):
+                if isinstance(e, (ir.Atomic, ir.Warp)):
+                    return True
+                if isinstance(e, ir.Call) and (e.func not in by_name or _writes_memory(by_name[e.func], functions)):
+                    return True
+    return False
 
 
 def _is_from_buffer(obj: Any) -> bool:
@@ -160,11 +182,13 @@ def lower_kernel(py_func: Any, types: Sequence[ScalarType | ArrayType]) -> ir.Fu
     return kernel
 
 
-def lower(src: FunctionSource, params: tuple[ir.Param, ...], *, is_kernel: bool, program: Program, name: str) -> ir.Function:
+def lower(src: FunctionSource, params: tuple[ir.Param, ...], *, is_kernel: bool, program: Program, name: str,
+          element: int | None = None) -> ir.Function:
     previous: dict[str, ScalarType] = {}
     rules = rules_for(src.py_func)
     for _ in range(_MAX_PASSES):
         lowerer = Lowerer(src, params, is_kernel, program, previous, rules)
+        lowerer.element = element
         body = lowerer.block(src.tree.body)
         types = lowerer.unified_types()
         if types == previous:
@@ -206,6 +230,7 @@ class Lowerer(ExpressionLowering):
         self.local_arrays: list[ir.LocalArray] = []
         self.dynamic_name: str | None = None  # the name of the dynamic shared memory, once declared
         self.pointers: dict[str, str] = {}
+        self.element: int | None = None  # the value this lowering of a tuple-returning function returns
         self.features: set[str] = set()
         self.loop_depth = 0
         self.returns: list[Value] = []
@@ -475,8 +500,27 @@ class Lowerer(ExpressionLowering):
             callee = self.static(node.func)
             if isinstance(callee, language.Intrinsic) and callee.name in ("cuda.grid", "cuda.gridsize"):
                 return self.grid_values(callee.name, self.positional(node, callee) if node.keywords else node)
+            callee = callee if isinstance(callee, language.DeviceFunction) else foreign_device_function(callee)
+            if isinstance(callee, language.DeviceFunction):
+                return self.tuple_call(callee, node)
         raise self.src.error(node, "tuple assignment takes a tuple (a, b = x, y) or cuda.grid(n) / cuda.gridsize(n) "
                                    "on the right")
+
+    def tuple_call(self, callee: language.DeviceFunction, node: ast.Call) -> list[Value]:
+        """``a, b = f(x)`` of a device function returning a tuple: one call per value, each of a variant
+        of ``f`` returning that value. ``f`` must not write memory, so that calling it again changes
+        nothing; C compilers merge what the variants compute alike."""
+        first = self.call_function(callee, node, element=0)
+        arity = self.program.arity.get(id(callee.py_func))
+        if arity is None:
+            raise self.src.error(node, f"{callee.py_func.__name__}() returns one value, not a tuple to unpack")
+        calls = [first] + [self.call_function(callee, node, element=k) for k in range(1, arity)]
+        variant = next(f for f in self.program.order if isinstance(first.expr, ir.Call) and f.name == first.expr.func)
+        if _writes_memory(variant, self.program.order):
+            raise self.src.error(node, f"{callee.py_func.__name__}() returns a tuple and writes memory (a store, an atomic, a "
+                                       "barrier or a call that does); hetero computes each value by a call of its own, so "
+                                       "return one value, or write the others into an array")
+        return calls
 
     def assign(self, target: ast.expr, value: Value, node: ast.stmt) -> list[ir.Stmt]:
         loc = self.src.loc(node)
@@ -681,7 +725,17 @@ class Lowerer(ExpressionLowering):
             return [ir.Return(loc)]
         if self.is_kernel:
             raise self.src.error(node, "kernels cannot return a value; write results into an array argument")
-        value = self.expr(node.value)
+        returned = node.value
+        if isinstance(returned, ast.Tuple):  # one element: this lowering is one of the function's variants
+            if self.element is None:
+                raise self.src.error(node, "this device function returns a tuple: unpack it where it is called, "
+                                           "a, b = f(...)")
+            if self.program.arity.setdefault(id(self.src.py_func), len(returned.elts)) != len(returned.elts):
+                raise self.src.error(node, "every return of a function returning a tuple must return as many values")
+            returned = returned.elts[self.element]
+        elif self.element is not None:
+            raise self.src.error(node, "a function returning a tuple must return a tuple from every return")
+        value = self.expr(returned)
         self.returns.append(value)
         return [ir.Return(loc, value.expr)]
 

@@ -604,3 +604,41 @@ def test_zero_dimensional_arrays_stay_zero_dimensional(on: hetero.Device) -> Non
     r = np.ndarray((), dtype=np.float32)
     _zero_d[1, 1](r, np.array([1.5], np.float32))
     assert r[()] == 3.0
+
+
+@cuda.jit(device=True)
+def _sum_and_difference(a, b):
+    if a < b:
+        return b + a, b - a
+    return a + b, a - b
+
+
+@cuda.jit(device=True)
+def _writes_and_returns(out, a):
+    out[0] = a
+    return a, a
+
+
+@cuda.jit
+def _unpacks(x, y, s, d):
+    i = cuda.grid(1)
+    if i < x.size:
+        s[i], d[i] = _sum_and_difference(x[i], y[i])
+
+
+def test_device_functions_return_tuples(on: hetero.Device) -> None:
+    x, y = np.arange(8.0), np.arange(8.0)[::-1].copy()
+    s, d = np.zeros(8), np.zeros(8)
+    _unpacks[1, 8](x, y, s, d)
+    np.testing.assert_array_equal(s, x + y)
+    np.testing.assert_array_equal(d, np.abs(x - y))
+
+
+def test_a_tuple_returning_function_that_writes_memory_is_refused() -> None:
+    @cuda.jit
+    def k(out):
+        a, b = _writes_and_returns(out, 1.0)
+        out[1] = a + b
+
+    with pytest.raises(CompileError, match="returns a tuple and writes memory"):
+        k[1, 1](np.zeros(2))
