@@ -55,6 +55,8 @@ class Emitter(abc.ABC):
     #: the launcher then checks each launch's arrays and takes a ``restrict=False`` variant
     #: for one whose arrays share memory.
     declares_restrict: bool = False
+    #: Whether the dialect runs CUDA's warp operations natively (else through work-group memory).
+    native_warps: bool = False
 
     @abc.abstractmethod
     def emit(self, fn: ir.Function, target: Target, *, restrict: bool = True) -> EmittedSource:

@@ -40,6 +40,7 @@ class CEmitter(Emitter):
         self.dialect = language.name
         self.language = language
         self.declares_restrict = bool(language.restrict)
+        self.native_warps = language.native_warps
 
     def emit(self, fn: ir.Function, target: Target, *, restrict: bool = True) -> EmittedSource:
         self.language.check_target(target)

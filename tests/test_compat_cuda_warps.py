@@ -260,3 +260,12 @@ def test_warp_kernels_travel_in_bundles_as_checked_ir() -> None:
     text = json.dumps(data).replace('"shfl_xor"', '"shfl_evil"')
     with pytest.raises(ir_json.IRFormatError, match="warp operation"):
         ir_json.load(json.loads(text))
+
+
+def test_explain_says_how_each_device_runs_warps() -> None:
+    import hetero.compat
+
+    text = hetero.compat.explain(first_warp_sum, "void(float32[:], float32[:])")
+    assert "warp operations: yes, on warps of 32 lanes" in text and "1024" in text
+    assert "cpu: runs (warps: through work-group memory and barriers)" in text
+    assert "warp size: not assumed" in hetero.compat.explain(no_warps, "void(float32[:])")

@@ -15,7 +15,8 @@ from typing import Any
 import hetero
 from hetero.compat.cuda import types as nbtypes
 from hetero.compat.cuda.dispatcher import Dispatcher
-from hetero.compiler import grid_sync, ir
+from hetero.compiler import grid_sync, ir, warp_emulation
+from hetero.compiler.emit_registry import emitter_for
 from hetero.kernels import Kernel
 from hetero.language import typing_of
 from hetero.types import ArrayType, ScalarType
@@ -68,7 +69,12 @@ def explain(kernel: Any, signature: Any = None) -> str:
     if hidden:
         lines.append("  grid syncs: yes, run as phases of launches (each work-item's locals kept in "
                      f"{', '.join(p.name for p in hidden if grid_sync.spill_layout(p.name))} between them)")
-    lines.append("  warp size: not assumed (no warp intrinsics)")
+    warps = warp_emulation.group_limit(fn) != 0
+    if warps:
+        lines.append(f"  warp operations: yes, on warps of {ir.WARP_SIZE} lanes on every device; blocks of at most "
+                     f"{warp_emulation.MAX_GROUP} threads")
+    else:
+        lines.append("  warp size: not assumed (no warp operations)")
     for device in hetero.devices():
         runs_kernels = device.runtime.kernel_target()
         if runs_kernels is None:
@@ -76,6 +82,9 @@ def explain(kernel: Any, signature: Any = None) -> str:
         else:
             missing = [n for n in needs if n not in runs_kernels.features]
             verdict = f"refused: lacks {', '.join(missing)}" if missing else "runs"
+            if warps and not missing:
+                native = emitter_for(runs_kernels.dialect).native_warps
+                verdict += " (warps: native)" if native else " (warps: through work-group memory and barriers)"
         lines.append(f"  {device.name}: {verdict}")
     return "\n".join(lines)
 
