@@ -34,7 +34,7 @@ import dataclasses
 from hetero.types import ScalarType, bool_t, i32, i64, u32
 
 from . import ir
-from .cpu_regions import UNIFORM_PREFIX, divergent_expr_test, subexprs
+from .cpu_regions import UNIFORM_PREFIX, divergent_expr_test, stmt_exprs, subexprs
 from .inline import inline_calls
 
 #: The most work-items a work-group of a kernel with warp operations may have here (CUDA's own
@@ -47,25 +47,11 @@ FALSE = ir.Const(bool_t, False)
 
 
 def has_warp(body: tuple[ir.Stmt, ...]) -> bool:
-    return any(isinstance(e, ir.Warp) for s in ir.walk_stmts(body) for root in _exprs(s) for e in subexprs(root))
-
-
-def _exprs(s: ir.Stmt) -> tuple[ir.Expr, ...]:
-    if isinstance(s, ir.Assign):
-        return (s.value,)
-    if isinstance(s, ir.Store):
-        return (*s.indices, s.value)
-    if isinstance(s, (ir.If, ir.While)):
-        return (s.cond,)
-    if isinstance(s, ir.For):
-        return (s.start, s.stop, s.step)
-    if isinstance(s, (ir.Return, ir.ExprStmt)) and s.value is not None:
-        return (s.value,)
-    return ()
+    return any(isinstance(e, ir.Warp) for s in ir.walk_stmts(body) for root in stmt_exprs(s) for e in subexprs(root))
 
 
 def _own_warps(s: ir.Stmt) -> bool:
-    return any(isinstance(e, ir.Warp) for root in _exprs(s) for e in subexprs(root))
+    return any(isinstance(e, ir.Warp) for root in stmt_exprs(s) for e in subexprs(root))
 
 
 def _has_return(body: tuple[ir.Stmt, ...]) -> bool:
