@@ -9,7 +9,6 @@ Anything outside the kernel language is a CompileError at the user's line.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import inspect
 
 import numpy as np
@@ -21,7 +20,8 @@ from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, i32, i64, scalar_type
 
 from . import cuda_contract, grid_sync, inline, ir, typing_numba, typing_rules, ufunc_calls
-from .cpu_regions import check_barriers, subexprs
+from .cpu_regions import check_barriers
+from .ir_queries import all_expressions
 from .expressions import BINOPS, ArrayAlias, ExpressionLowering, Value, cast, const, foreign_device_function
 from .source import FunctionSource, function_source
 
@@ -102,18 +102,10 @@ class Program:
 def _writes_memory(fn: ir.Function, functions: list[ir.Function]) -> bool:
     """Whether calling ``fn`` twice could differ from calling it once (it writes or synchronises)."""
     by_name = {f.name: f for f in functions}
-    for s in ir.walk_stmts(fn.body):
-        if isinstance(s, (ir.Store, ir.Barrier, ir.Fence, ir.GridSync)):
-            return True
-        for root in [getattr(s, f.name) for f in dataclasses.fields(s)]:
-            exprs = [root] if isinstance(root, ir.Expr) else [v for v in root if isinstance(v, ir.Expr)] \
-                if isinstance(root, tuple) else []
-            for e in (x for r in exprs for x in subexprs(r)):
-                if isinstance(e, (ir.Atomic, ir.Warp)):
-                    return True
-                if isinstance(e, ir.Call) and (e.func not in by_name or _writes_memory(by_name[e.func], functions)):
-                    return True
-    return False
+    if any(isinstance(s, (ir.Store, ir.Barrier, ir.Fence, ir.GridSync)) for s in ir.walk_stmts(fn.body)):
+        return True
+    return any(isinstance(e, (ir.Atomic, ir.Warp)) or (isinstance(e, ir.Call) and (
+        e.func not in by_name or _writes_memory(by_name[e.func], functions))) for e in all_expressions(fn.body))
 
 
 def _is_from_buffer(obj: Any) -> bool:

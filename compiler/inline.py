@@ -17,6 +17,7 @@ from hetero.errors import CompileError
 from hetero.types import ArrayType, i64
 
 from . import ir
+from .ir_queries import all_expressions, map_children, subexpressions
 
 
 def _error(message: str, loc: ir.Loc) -> CompileError:
@@ -91,20 +92,13 @@ class _Inliner:
         return out + [dataclasses.replace(s, **changes) if changes else s]  # type: ignore[arg-type]
 
     def calls_wanted(self, e: ir.Expr) -> bool:
-        return any(isinstance(x, ir.Call) and x.func in self.wanted for x in _subexprs(e))
+        return any(isinstance(x, ir.Call) and x.func in self.wanted for x in subexpressions(e))
 
     def hoist(self, e: ir.Expr, loc: ir.Loc) -> tuple[list[ir.Stmt], ir.Expr]:
         out: list[ir.Stmt] = []
 
         def visit(x: ir.Expr) -> ir.Expr:
-            changes: dict[str, object] = {}
-            for field in dataclasses.fields(x):
-                value = getattr(x, field.name)
-                if isinstance(value, ir.Expr):
-                    changes[field.name] = visit(value)
-                elif isinstance(value, tuple) and value and isinstance(value[0], ir.Expr):
-                    changes[field.name] = tuple(visit(v) for v in value)
-            x = dataclasses.replace(x, **changes) if changes else x  # type: ignore[arg-type]
+            x = map_children(x, visit)
             if isinstance(x, ir.Call) and x.func in self.wanted:
                 result = self.fresh(f"{x.func}_result", x.type)
                 out.extend(self.expand(x, result, loc))
@@ -171,29 +165,11 @@ def _returns_in_loops(body: tuple[ir.Stmt, ...]) -> bool:
                for s in ir.walk_stmts(body))
 
 
-def _subexprs(e: ir.Expr) -> list[ir.Expr]:
-    found = [e]
-    for field in dataclasses.fields(e):
-        value = getattr(e, field.name)
-        if isinstance(value, ir.Expr):
-            found += _subexprs(value)
-        elif isinstance(value, tuple):
-            for item in value:
-                if isinstance(item, ir.Expr):
-                    found += _subexprs(item)
-    return found
-
-
 def _rename(body: tuple[ir.Stmt, ...], scalars: dict[str, str], arrays: dict[str, str],
             shapes: dict[str, tuple[int, ...]]) -> tuple[ir.Stmt, ...]:
     def expr(e: ir.Expr) -> ir.Expr:
+        e = map_children(e, expr)
         changes: dict[str, object] = {}
-        for field in dataclasses.fields(e):
-            value = getattr(e, field.name)
-            if isinstance(value, ir.Expr):
-                changes[field.name] = expr(value)
-            elif isinstance(value, tuple) and value and isinstance(value[0], ir.Expr):
-                changes[field.name] = tuple(expr(v) for v in value)
         if isinstance(e, ir.Var):
             changes["name"] = arrays.get(e.name) or scalars.get(e.name, e.name)
         if isinstance(e, ir.Shape) and arrays.get(e.array) in shapes:
@@ -241,17 +217,10 @@ def _called(body: tuple[ir.Stmt, ...], functions: dict[str, ir.Function]) -> set
     names: set[str] = set()
     pending = [body]
     while pending:
-        stmts = pending.pop()
-        for s in ir.walk_stmts(stmts):
-            for field in dataclasses.fields(s):
-                value = getattr(s, field.name)
-                roots = [value] if isinstance(value, ir.Expr) else [v for v in value if isinstance(v, ir.Expr)] \
-                    if isinstance(value, tuple) else []
-                for root in roots:
-                    for e in _subexprs(root):
-                        if isinstance(e, ir.Call) and e.func not in names:
-                            names.add(e.func)
-                            pending.append(functions[e.func].body)
+        for e in _calls(pending.pop()):
+            if e.func not in names:
+                names.add(e.func)
+                pending.append(functions[e.func].body)
     return names
 
 
@@ -279,14 +248,7 @@ def kernel_bound(kernel: ir.Function) -> Callable[[ir.Function], bool]:
 
 
 def _calls(body: tuple[ir.Stmt, ...]) -> list[ir.Call]:
-    found: list[ir.Call] = []
-    for s in ir.walk_stmts(body):
-        for field in dataclasses.fields(s):
-            value = getattr(s, field.name)
-            roots = [value] if isinstance(value, ir.Expr) else [v for v in value if isinstance(v, ir.Expr)] \
-                if isinstance(value, tuple) else []
-            found += [e for root in roots for e in _subexprs(root) if isinstance(e, ir.Call)]
-    return found
+    return [e for e in all_expressions(body) if isinstance(e, ir.Call)]
 
 
 def inline_calls(kernel: ir.Function, wanted: Callable[[ir.Function], bool]) -> ir.Function:

@@ -4,7 +4,7 @@ loop variables a C ``for`` may step itself, and which arrays it writes."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import ir
@@ -18,6 +18,18 @@ def own_expressions(node: ir.Expr | ir.Stmt) -> list[ir.Expr]:
         value = getattr(node, field.name)
         found += [v for v in (value if isinstance(value, tuple) else (value,)) if isinstance(v, ir.Expr)]
     return found
+
+
+def map_children(e: ir.Expr, f: Callable[[ir.Expr], ir.Expr]) -> ir.Expr:
+    """``e`` with ``f`` applied to each expression directly inside it (those in tuples too)."""
+    changes: dict[str, Any] = {}
+    for field in dataclasses.fields(e):
+        value = getattr(e, field.name)
+        if isinstance(value, ir.Expr):
+            changes[field.name] = f(value)
+        elif isinstance(value, tuple) and value and isinstance(value[0], ir.Expr):
+            changes[field.name] = tuple(f(v) for v in value)
+    return dataclasses.replace(e, **changes) if changes else e
 
 
 def subexpressions(e: ir.Expr) -> Iterator[ir.Expr]:

@@ -36,6 +36,7 @@ from hetero.types import ScalarType, bool_t, i32, i64, u32
 from . import ir
 from .cpu_regions import UNIFORM_PREFIX, divergent_expr_test, stmt_exprs, subexprs
 from .inline import inline_calls
+from .ir_queries import map_children
 
 #: The most work-items a work-group of a kernel with warp operations may have here (CUDA's own
 #: limit per block), and so the slots of each exchange array.
@@ -344,14 +345,7 @@ class _Emulation:
         out: list[ir.Stmt] = []
 
         def visit(x: ir.Expr) -> ir.Expr:
-            changes: dict[str, object] = {}
-            for field in dataclasses.fields(x):
-                value = getattr(x, field.name)
-                if isinstance(value, ir.Expr):
-                    changes[field.name] = visit(value)
-                elif isinstance(value, tuple) and value and isinstance(value[0], ir.Expr):
-                    changes[field.name] = tuple(visit(v) for v in value)
-            x = dataclasses.replace(x, **changes) if changes else x  # type: ignore[arg-type]
+            x = map_children(x, visit)
             if isinstance(x, ir.Warp):
                 name = self.fresh(x.op, x.type)
                 out.extend(self.warp(x, pred, name, loc))
