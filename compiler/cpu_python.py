@@ -161,7 +161,7 @@ class FunctionPrinter:
         return wrap(t, text)
 
     def index(self, indices: tuple[ir.Expr, ...]) -> str:
-        return ", ".join(str(i.value) if isinstance(i, ir.Const) and i.value >= 0 else f"np.uint64({self.expr(i)})" for i in indices)
+        return ", ".join(str(i.value) if isinstance(i, ir.Const) and ir.number(i) >= 0 else f"np.uint64({self.expr(i)})" for i in indices)
 
     def expr(self, e: ir.Expr) -> str:
         method = getattr(self, "expr_" + type(e).__name__.lower(), None)
@@ -170,7 +170,7 @@ class FunctionPrinter:
         return str(method(e))
 
     def expr_const(self, e: ir.Const) -> str:
-        return const(e.value, e.type)
+        return const(ir.number(e), e.type)
 
     def expr_var(self, e: ir.Var) -> str:
         return self.read(e.name)

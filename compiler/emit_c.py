@@ -302,11 +302,11 @@ class FunctionWriter:
             self.temporaries += 1
             init = f"{self.dialect.c_type(s.start.type)} {counter} = {start}"
         if isinstance(s.step, ir.Const):
-            if s.step.value == 0:
+            if ir.number(s.step) == 0:
                 raise self.fail("range() step must not be zero")
-            positive = s.step.value > 0
+            positive = ir.number(s.step) > 0
             condition = f"{counter} {'<' if positive else '>'} {stop}"
-            step = {1: f"{counter}++", -1: f"{counter}--"}.get(int(s.step.value), f"{counter} += {top(self.expr(s.step))}")
+            step = {1: f"{counter}++", -1: f"{counter}--"}.get(int(ir.number(s.step)), f"{counter} += {top(self.expr(s.step))}")
         else:  # a zero step runs no iterations (Python raises ValueError)
             amount = self.temporary(depth, "step", s.step)
             condition = f"{amount} > 0 ? {counter} < {stop} : ({amount} < 0 && {counter} > {stop})"
@@ -344,7 +344,7 @@ class FunctionWriter:
         d = self.dialect
         match e:
             case ir.Const():
-                return d.literal(e.type, e.value)
+                return d.literal(e.type, ir.number(e))
             case ir.Var():
                 return self.var(e.name)
             case ir.BinOp():

@@ -21,10 +21,11 @@ from hetero import math as hetero_math
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32, i64, scalar_type, u32
 
 from . import ir, typing_rules
+from .complex_expressions import CMATH, ComplexExpressions
 from .source import MISSING, FunctionSource
 from .warp_emulation import warp_lane
 
-Number = int | float | bool
+Number = int | float | bool | complex
 
 
 class DeviceFunctions(Protocol):
@@ -80,6 +81,10 @@ _UNSUPPORTED = {
 
 def const(value: Number, t: ScalarType) -> ir.Const:
     """A literal converted to ``t`` with C conversion rules (wrapping integers to width)."""
+    if t.is_complex:
+        return ir.Const(t, complex(t.dtype.type(value)))
+    if isinstance(value, complex):
+        raise ValueError(f"cannot convert the complex {value} to {t}; take .real or abs() of it")
     if t == bool_t:
         return ir.Const(t, bool(value))
     if t.is_float:
@@ -117,7 +122,7 @@ class ArrayAlias:
     ndim: int
 
 
-class ExpressionLowering:
+class ExpressionLowering(ComplexExpressions):
     """Mixed into :class:`~hetero.compiler.frontend.Lowerer`: one method per expression form."""
 
     if TYPE_CHECKING:  # provided by Lowerer
@@ -147,7 +152,7 @@ class ExpressionLowering:
 
     # -- leaves ------------------------------------------------------------------------
     def expr_Constant(self, node: ast.Constant) -> Value:
-        if isinstance(node.value, (bool, int, float)):
+        if isinstance(node.value, (bool, int, float, complex)):
             return weak(node.value)
         raise self.src.error(node, f"{type(node.value).__name__} constants are not supported in kernels")
 
@@ -167,9 +172,9 @@ class ExpressionLowering:
     def constant(self, obj: Any, node: ast.AST, name: str) -> Value:
         if obj is MISSING:
             raise self.src.error(node, f"name {name!r} is not defined")
-        if isinstance(obj, (bool, int, float)):
+        if isinstance(obj, (bool, int, float, complex)):
             return weak(obj)
-        if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
+        if isinstance(obj, np.generic) and obj.dtype.kind in "biufc":
             return Value(const(obj.item(), scalar_type(obj.dtype)))
         if isinstance(obj, language_cuda.IndexValue):
             return Value(ir.Cast(scalar_type(language_cuda.INDEX_VALUE_TYPE), ir.WorkItem(i64, obj.builtin, obj.axis)))
@@ -201,6 +206,8 @@ class ExpressionLowering:
             raise self.src.error(node, f"{node.value.id}.{node.attr} is not supported in kernels; "
                                        "use .shape[k], .size or .ndim")
         obj = self.static(node)
+        if obj is MISSING and node.attr in ("real", "imag"):
+            return self.part(node)
         return self.constant(obj, node, ast.unparse(node))
 
     def expr_Subscript(self, node: ast.Subscript) -> Value:
@@ -274,7 +281,7 @@ class ExpressionLowering:
         value = self.expr(node)
         if not (value.weak and isinstance(value.expr, ir.Const) and isinstance(value.expr.value, int)):
             if isinstance(value.expr, ir.Const) and value.type.is_int:
-                return int(value.expr.value)
+                return int(ir.number(value.expr))
             raise self.src.error(node, f"{what} must be a constant integer")
         return int(value.expr.value)
 
@@ -290,6 +297,7 @@ class ExpressionLowering:
             return self.fold(op, left, right, node)
         left, right = self.unweaken(left, right), self.unweaken(right, left)
         lt, rt = left.type, right.type
+        self.check_complex_operator(op, lt, rt, node)
         if op in ("<<", ">>", "&", "|", "^") and not ((lt.is_int or lt == bool_t) and (rt.is_int or rt == bool_t)):
             raise self.src.error(node, f"operator {op} needs integer operands, got {lt} and {rt}")
         if op in ("<<", ">>"):
@@ -315,7 +323,8 @@ class ExpressionLowering:
             result = _PY_BINOPS[op](left.expr.value, right.expr.value)
         except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:
             raise self.src.error(node, f"constant expression fails: {exc}") from None
-        if isinstance(result, complex):
+        if isinstance(result, complex) and not any(isinstance(v.expr.value, complex)  # type: ignore[attr-defined]
+                                                   for v in (left, right)):
             raise self.src.error(node, "constant expression gives a complex number")
         return weak(result)
 
@@ -328,7 +337,11 @@ class ExpressionLowering:
         if operand.weak:
             assert isinstance(operand.expr, ir.Const)
             value = operand.expr.value
-            return weak(-value if isinstance(node.op, ast.USub) else ~int(value))
+            if isinstance(value, complex) and not isinstance(node.op, ast.USub):
+                raise self.src.error(node, "operator ~ needs an integer operand, got a complex")
+            if isinstance(node.op, ast.USub):
+                return weak(-value)
+            return weak(~int(ir.number(operand.expr)))
         if isinstance(node.op, ast.Invert):
             if not operand.type.is_int:
                 raise self.src.error(node, f"operator ~ needs an integer operand, got {operand.type}")
@@ -341,7 +354,7 @@ class ExpressionLowering:
         if value.weak:
             assert isinstance(value.expr, ir.Const)
             return ir.Const(bool_t, bool(value.expr.value))
-        return ir.Compare(bool_t, "!=", value.expr, const(0, value.type))
+        return ir.Compare(bool_t, "!=", value.expr, const(0, value.type))  # a complex too: either part nonzero
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Value:
         op = "and" if isinstance(node.op, ast.And) else "or"
@@ -362,6 +375,7 @@ class ExpressionLowering:
                 left = Value(const(left.expr.value, self.rules.literal_type(left.expr.value)))  # type: ignore[attr-defined]
             left, right = self.unweaken(left, right), self.unweaken(right, left)
             t = self.rules.promote(left.type, right.type)
+            self.check_complex_compare(op, t, node)
             compare = ir.Compare(bool_t, op, cast(left, t), cast(right, t))
             result = compare if result is None else ir.Logical(bool_t, "and", result, compare)
         assert result is not None
@@ -386,6 +400,12 @@ class ExpressionLowering:
             return self.call_intrinsic(callee.name, node)
         if callee in _PY_MATH:
             return self.call_math(_PY_MATH[callee], node)
+        if callee in CMATH:
+            return self.call_cmath(CMATH[callee], node)
+        if callee is complex:
+            return self.call_complex(node)
+        if callee is MISSING and isinstance(node.func, ast.Attribute) and node.func.attr == "conjugate":
+            return self.conjugate(node)
         if isinstance(callee, language.DeviceFunction):
             return self.call_function(callee, node)
         if hasattr(callee, "__hetero_foreign__"):
@@ -418,6 +438,8 @@ class ExpressionLowering:
             (value,) = self.args(node, 1)
             if value.weak:
                 return weak(abs(value.expr.value))  # type: ignore[attr-defined]
+            if value.type.is_complex:
+                return self.complex_abs(value)
             t = self.rules.arithmetic_type(value.type)
             return Value(ir.UnaryOp(t, "abs", cast(value, t)))
         if callee is len:
@@ -427,6 +449,8 @@ class ExpressionLowering:
         if callee is range:
             raise self.src.error(node, "range() can only be used as the iterable of a for loop")
         unknown = self.unknown_math(node.func, callee)
+        if self.unknown_cmath(callee):
+            raise self.src.error(node, self.unknown_cmath(callee))
         if unknown:
             raise self.src.error(node, f"{unknown} is not supported (supported: {_SUPPORTED_MATH}); "
                                        "compute it from those, or in a @hetero.func")
@@ -474,6 +498,7 @@ class ExpressionLowering:
         if left.weak and right.weak:
             return weak((min if op == "min" else max)(left.expr.value, right.expr.value))  # type: ignore[attr-defined]
         left, right = self.unweaken(left, right), self.unweaken(right, left)
+        self.check_complex_operator(op, left.type, right.type, node)
         t = self.rules.promote(left.type, right.type)
         return Value(ir.BinOp(t, op, cast(left, t), cast(right, t)))
 
@@ -489,6 +514,9 @@ class ExpressionLowering:
         if name not in language.MATH_FUNCTIONS:
             raise self.src.error(node, f"math.{name} is not supported (supported: {_SUPPORTED_MATH})")
         values = self.args(node, language.MATH_ARITY.get(name, 1))
+        if any(v.type.is_complex for v in values):
+            raise self.src.error(node, f"math.{name} takes real numbers; for complex ones use cmath (kernels support "
+                                       f"{', '.join('cmath.' + n for n in CMATH.values())})")
         t: ScalarType | None = None
         for v in values:
             own = self.rules.literal_type(v.expr.value) if v.weak else v.type  # type: ignore[attr-defined]

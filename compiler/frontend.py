@@ -17,9 +17,9 @@ from typing import Any
 
 from hetero import language, language_cuda
 from hetero.errors import CompileError
-from hetero.types import ArrayType, ScalarType, bool_t, f16, f64, i32, i64, scalar_type
+from hetero.types import ArrayType, ScalarType, bool_t, c128, f16, f64, i32, i64, scalar_type
 
-from . import cuda_contract, grid_sync, inline, ir, typing_numba, typing_rules, ufunc_calls
+from . import complex_lowering, cuda_contract, grid_sync, inline, ir, typing_numba, typing_rules, ufunc_calls
 from .cpu_regions import check_barriers
 from .ir_queries import all_expressions
 from .expressions import BINOPS, ArrayAlias, ExpressionLowering, Value, cast, const, foreign_device_function
@@ -167,6 +167,7 @@ def lower_kernel(py_func: Any, types: Sequence[ScalarType | ArrayType]) -> ir.Fu
     program = Program(language.dynamic_shared_of(py_func))
     kernel = lower(src, params, is_kernel=True, program=program, name=src.tree.name)
     kernel = inline.inline_calls(kernel, inline.kernel_bound(kernel))  # barriers, local arrays: in the kernel
+    kernel = complex_lowering.lower_complex(kernel)  # complex values become pairs of floats
     kernel = grid_sync.cut(kernel)
     if language.typing_of(py_func) == "numba":  # written against CUDA: its contract for barriers holds
         kernel = cuda_contract.take_conditions_as_uniform(kernel)
@@ -299,7 +300,7 @@ class Lowerer(ExpressionLowering):
         return self.previous.get(name, self.rules.literal_type(0))
 
     def note_type(self, t: ScalarType) -> None:
-        if t == f64:
+        if t == f64 or t == c128:
             self.features.add("fp64")
 
     def record(self, name: str, value: Value, node: ast.AST) -> ScalarType:

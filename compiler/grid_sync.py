@@ -162,7 +162,7 @@ class _Cutter:
         zero = ir.Const(t, 0)
         going: ir.Expr
         if isinstance(s.step, ir.Const):
-            going = ir.Compare(bool_t, "<" if s.step.value > 0 else ">", vi, vs)
+            going = ir.Compare(bool_t, "<" if ir.number(s.step) > 0 else ">", vi, vs)
         else:
             going = ir.Select(bool_t, ir.Compare(bool_t, ">", vt, zero), ir.Compare(bool_t, "<", vi, vs),
                               ir.Compare(bool_t, ">", vi, vs))

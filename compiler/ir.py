@@ -43,7 +43,16 @@ class Expr:
 
 @dataclasses.dataclass(frozen=True)
 class Const(Expr):
-    value: int | float | bool
+    value: int | float | bool | complex
+
+
+def number(c: Const) -> int | float | bool:
+    """The value of a real constant: complex ones are lowered to parts
+    (:mod:`hetero.compiler.complex_lowering`) before passes and emitters read constants."""
+    value = c.value
+    if isinstance(value, complex):
+        raise TypeError(f"a complex constant {value} reached a pass meant for real ones")
+    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,6 +197,30 @@ class Warp(Expr):
     :class:`ExprStmt`). A shuffle from a lane outside the group (or past the work-group's end)
     returns the caller's own value, as CUDA defines. Devices without warps run these through
     :mod:`hetero.compiler.warp_emulation`."""
+
+    op: str
+    args: tuple[Expr, ...]
+
+
+#: :class:`ComplexOp` operations: what each takes and gives. ``part`` is the float type of
+#: the complex operand's parts.
+COMPLEX_OPS = {
+    "make": "(re, im) of one float type -> complex", "real": "z -> part", "imag": "z -> part",
+    "abs": "z -> part", "phase": "z -> part", "conj": "z -> complex",
+    "exp": "z -> complex", "log": "z -> complex", "log10": "z -> complex", "sqrt": "z -> complex",
+    "sin": "z -> complex", "cos": "z -> complex", "tan": "z -> complex", "sinh": "z -> complex",
+    "cosh": "z -> complex", "tanh": "z -> complex",
+    "isnan": "z -> bool", "isinf": "z -> bool", "isfinite": "z -> bool",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class ComplexOp(Expr):
+    """An operation of :data:`COMPLEX_OPS` on complex (c64/c128) values. Complex values also
+    appear in :class:`Var`, :class:`Const`, :class:`Load`, :class:`Store`, :class:`Assign`,
+    :class:`Cast`, :class:`Select`, ``+ - * / **`` :class:`BinOp`, ``-`` :class:`UnaryOp` and
+    ``== !=`` :class:`Compare` as the frontend builds them; emitters never see any of them:
+    :mod:`hetero.compiler.complex_lowering` turns each into its two float parts first."""
 
     op: str
     args: tuple[Expr, ...]

@@ -53,7 +53,7 @@ def fold_expr(e: ir.Expr) -> ir.Expr:
     if isinstance(e, ir.Compare):
         left, right = fold_expr(e.left), fold_expr(e.right)
         if isinstance(left, ir.Const) and isinstance(right, ir.Const):
-            return ir.Const(bool_t, bool(_COMPARE[e.op](left.value, right.value)))
+            return ir.Const(bool_t, bool(_COMPARE[e.op](ir.number(left), ir.number(right))))
         return dataclasses.replace(e, left=left, right=right)
     if isinstance(e, ir.Logical):
         left, right = fold_expr(e.left), fold_expr(e.right)

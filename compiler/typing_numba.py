@@ -17,6 +17,9 @@ answer):
 5. A variable assigned only literals is f64 if any is a float, bool if all are bools, else
    i64.
 
+6. Complex: NumPy's common type, as Numba's (c64 with f32 stays c64; with f64 or any
+   integer of 32 bits or more, c128). A complex literal is c128.
+
 The index built-ins keep Numba's types: ``cuda.threadIdx.x`` and its kin are i32,
 ``cuda.grid(n)``, ``cuda.gridsize(n)``, ``len(a)`` and ``a.shape[k]`` are i64.
 """
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hetero.types import ScalarType, bool_t, f32, f64, i64, scalar_type, u64
+from hetero.types import ScalarType, bool_t, c128, f32, f64, i64, scalar_type, u64
 
 NAME = "numba"
 
@@ -45,7 +48,7 @@ def arithmetic_type(t: ScalarType) -> ScalarType:
 
 
 def promote(a: ScalarType, b: ScalarType) -> ScalarType:
-    if a.is_float or b.is_float:
+    if a.is_float or b.is_float or a.is_complex or b.is_complex:
         common = scalar_type(np.promote_types(_np(a), _np(b)))
         return f32 if common.name == "f16" else common
     a, b = integer_promote(a), integer_promote(b)
@@ -56,7 +59,9 @@ def _np(t: ScalarType) -> np.dtype:
     return np.dtype(np.bool_) if t == bool_t else np.dtype(t.dtype)
 
 
-def literal_type(value: float | bool) -> ScalarType:
+def literal_type(value: float | bool | complex) -> ScalarType:
+    if isinstance(value, complex):
+        return c128
     if isinstance(value, bool):
         return bool_t
     if isinstance(value, int):
@@ -64,20 +69,24 @@ def literal_type(value: float | bool) -> ScalarType:
     return f64
 
 
-def weak_literal_type(value: float | bool, other: ScalarType) -> ScalarType:
+def weak_literal_type(value: float | bool | complex, other: ScalarType) -> ScalarType:
     """Numba types a literal on its own (rule 1): its neighbour does not matter."""
     return literal_type(value)
 
 
 def division_type(t: ScalarType) -> ScalarType:
-    return t if t.is_float else f64
+    return t if t.is_float or t.is_complex else f64
 
 
 def math_type(t: ScalarType) -> ScalarType:
+    if t.is_complex:
+        return t
     return t if t.is_float and t.bits >= 32 else (f32 if t.name == "f16" else f64)
 
 
-def promote_literals(values: list[int | float | bool]) -> ScalarType:
+def promote_literals(values: list[int | float | bool | complex]) -> ScalarType:
+    if any(isinstance(v, complex) for v in values):
+        return c128
     if any(isinstance(v, float) for v in values):
         return f64
     if all(isinstance(v, bool) for v in values):

@@ -21,6 +21,10 @@ followed by every target (the frontend makes each conversion an explicit Cast).
 8. Math functions take floats: integer arguments become f32, f16 becomes f32. The predicates
    (``isnan`` ``isinf`` ``isfinite`` ``signbit``) give ``bool``; see :mod:`hetero.math` for semantics.
 9. ``x.shape[k]``, ``len(x)``, and the index built-ins (``global_id`` …) are ``i64``.
+10. Complex (c64, c128): a complex operand makes the result complex, with parts as wide as
+    rule 3 makes the floats (c64 with f32 or any integer is c64, with f64 c128). A complex
+    literal (``1j``) is weak like a float one: c64 on its own or beside f32/c64, c128 beside
+    f64/c128. Complex values compare only with ``==`` and ``!=``.
 
 Left to the target, as in C and CUDA: signed integer overflow (wraps on every target
 here, but OpenCL C does not promise it), shifts by the bit width or more, integer
@@ -30,7 +34,7 @@ out-of-range array indices (never checked, never wrapped).
 
 from __future__ import annotations
 
-from hetero.types import ScalarType, bool_t, f32, i32, i64, u64
+from hetero.types import ScalarType, bool_t, c64, complex_of, f32, i32, i64, part_type, u64
 
 NAME = "hetero"
 _SMALL_INTS = {"bool", "i8", "i16", "u8", "u16"}
@@ -52,6 +56,8 @@ def promote(a: ScalarType, b: ScalarType) -> ScalarType:
     a, b = arithmetic_type(a), arithmetic_type(b)
     if a == b:
         return a
+    if a.is_complex or b.is_complex:  # rule 10
+        return complex_of(promote(part_type(a) if a.is_complex else a, part_type(b) if b.is_complex else b))
     if a.is_float or b.is_float:
         floats = [t for t in (a, b) if t.is_float]
         return max(floats, key=lambda t: t.bits)
@@ -61,8 +67,10 @@ def promote(a: ScalarType, b: ScalarType) -> ScalarType:
     return unsigned if unsigned.bits >= signed.bits else signed
 
 
-def literal_type(value: int | float | bool) -> ScalarType:
+def literal_type(value: int | float | bool | complex) -> ScalarType:
     """A literal's type when nothing else decides it (rule 5)."""
+    if isinstance(value, complex):
+        return c64
     if isinstance(value, bool):
         return bool_t
     if isinstance(value, int):
@@ -70,8 +78,12 @@ def literal_type(value: int | float | bool) -> ScalarType:
     return f32
 
 
-def weak_literal_type(value: int | float | bool, other: ScalarType) -> ScalarType:
-    """The type a literal takes next to an operand of type ``other`` (rule 5)."""
+def weak_literal_type(value: int | float | bool | complex, other: ScalarType) -> ScalarType:
+    """The type a literal takes next to an operand of type ``other`` (rules 5 and 10)."""
+    if isinstance(value, complex):
+        return other if other.is_complex else complex_of(other) if other.is_float else c64
+    if other.is_complex:
+        return other
     if isinstance(value, bool):
         return bool_t if other == bool_t else arithmetic_type(other)
     if isinstance(value, int):
@@ -83,20 +95,22 @@ def weak_literal_type(value: int | float | bool, other: ScalarType) -> ScalarTyp
 
 def division_type(t: ScalarType) -> ScalarType:
     """The result type of ``/`` on operands promoted to ``t`` (rule 4)."""
-    return t if t.is_float else f32
+    return t if t.is_float or t.is_complex else f32
 
 
 def math_type(t: ScalarType) -> ScalarType:
     """The float type a math function computes in for an argument of type ``t`` (rule 8)."""
-    return t if t.is_float and t.bits >= 32 else f32
+    return t if (t.is_float and t.bits >= 32) or t.is_complex else f32
 
 
 INDEX_TYPE = i64
 
 
-def promote_literals(values: list[int | float | bool]) -> ScalarType:
-    """The type of a variable assigned only literals: f32 if any is a float, bool if all
-    are bools, else i32 (i64 when a value does not fit)."""
+def promote_literals(values: list[int | float | bool | complex]) -> ScalarType:
+    """The type of a variable assigned only literals: c64 if any is complex, f32 if any is a
+    float, bool if all are bools, else i32 (i64 when a value does not fit)."""
+    if any(isinstance(v, complex) for v in values):
+        return c64
     if any(isinstance(v, float) for v in values):
         return f32
     if all(isinstance(v, bool) for v in values):

@@ -306,7 +306,7 @@ class _Emulation:
         i, n, d = ir.Var(t, counter), ir.Var(t, end), ir.Var(t, stride)
         zero = ir.Const(t, 0)
         if isinstance(step, ir.Const):
-            cond: ir.Expr = ir.Compare(bool_t, "<" if step.value > 0 else ">", i, n)
+            cond: ir.Expr = ir.Compare(bool_t, "<" if ir.number(step) > 0 else ">", i, n)
         else:
             cond = ir.Select(bool_t, ir.Compare(bool_t, ">", d, zero), ir.Compare(bool_t, "<", i, n),
                              ir.Logical(bool_t, "and", ir.Compare(bool_t, "<", d, zero), ir.Compare(bool_t, ">", i, n)))

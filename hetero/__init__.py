@@ -50,7 +50,7 @@ from hetero.language import (
     DeviceFunction, atomic_add, atomic_cas, atomic_max, atomic_min, atomic_sub, barrier, func, global_id, global_size,
     group_id, local_array, local_id, local_size, num_groups,
 )
-from hetero.types import ArrayType, ScalarType, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from hetero.types import ArrayType, ScalarType, c64, c128, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 from hetero.registry import BackendStatus, backend_statuses, device, devices, opened_devices, register_backend, use_device
 from hetero.registry import APPLY_QUOTA as _APPLY_QUOTA
 from hetero.registry import AUTO_DEVICE as _AUTO_DEVICE
@@ -200,7 +200,7 @@ def synchronize() -> None:
 
 __all__ = [
     "ArrayType", "CompileError", "DeviceFunction", "Kernel", "KernelBuildError", "KernelLaunchError", "ScalarType",
-    "atomic_add", "atomic_cas", "atomic_max", "atomic_min", "atomic_sub", "barrier", "f16", "f32", "f64", "func",
+    "atomic_add", "atomic_cas", "atomic_max", "atomic_min", "atomic_sub", "barrier", "c64", "c128", "f16", "f32", "f64", "func",
     "global_id", "global_size", "group_id", "i8", "i16", "i32", "i64", "kernel", "local_array", "local_id",
     "load_bundle", "local_size", "math", "num_groups", "u8", "u16", "u32", "u64",
     "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "BundleBuildError", "BundleError", "Config",

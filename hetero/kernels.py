@@ -55,6 +55,7 @@ import numpy as np
 
 from hetero import fusion_state as _fusion
 from hetero.array import Array, asarray, empty, zeros
+from hetero.array_components import components
 from hetero.compiler import frontend, grid_sync, ir, pipeline
 from hetero.compiler.ir_queries import written_arrays
 from hetero.compiler.ir_text import format_function
@@ -123,7 +124,7 @@ class Specialization:
                                                fingerprint=kernel.source_fingerprint(),
                                                lowered=functools.partial(kernel._lowered, types), restrict=restrict)
         params = kernel.param_names()
-        extra = [a.param for a in compiled.source.abi if a.param not in params]
+        extra = [a.param for a in compiled.source.abi if a.param not in params and _complex_part(a.param, params) is None]
         grid = list(dict.fromkeys(p for p in extra if p.startswith("_grid_")))
         captured = captured_arguments(kernel, [p for p in extra if not p.startswith("_grid_")], device)
         if captured and restrict and pipeline.declares_restrict(target.dialect):
@@ -160,7 +161,16 @@ class Specialization:
         # per argument: kind, parameter position, shape axis, and the NumPy dtype of an array's
         # elements or the checking converter of a scalar (see hetero.launch_args.scalar_converter)
         self.plan: list[tuple[str, int, int, Any]] = []
+        #: Positions of complex array parameters: a launch passes their float component view
+        #: (hetero.compiler.complex_lowering gives the kernel that parameter).
+        self.complex_arrays = tuple(i for i, t in enumerate(types) if isinstance(t, ArrayType) and t.dtype.is_complex)
         for arg in self.source.abi:
+            part = _complex_part(arg.param, params) if arg.param not in index else None
+            if part is not None:  # one float part of a complex scalar parameter
+                whole, which = part
+                converter = scalar_converter(name, arg.param, arg.dtype, arg.dtype.dtype)
+                self.plan.append((arg.kind, index[whole], arg.axis, _part_converter(converter, which)))
+                continue
             declared = types[index[arg.param]]
             if arg.kind == "scalar" and isinstance(declared, ScalarType):
                 converter = scalar_converter(name, arg.param, declared, arg.dtype.dtype)
@@ -249,6 +259,10 @@ class Specialization:
             return
         if self.captured:
             args = (*args[:self.declared_count], *self.captured, *args[self.declared_count:])
+        if self.complex_arrays:
+            args = list(args)
+            for position in self.complex_arrays:
+                args[position] = components(args[position])
         if _fusion.PENDING:  # recorded elementwise work reading what this launch writes runs first
             _fusion.before_write([args[i] for i in self.written_positions()])
         runtime = self.runtime
@@ -263,6 +277,23 @@ class Specialization:
             else:
                 values.append(how(arg))
         runtime.launch(self.loaded, global_size, local_size, values)
+
+
+def _complex_part(abi_param: str, params: Sequence[str]) -> tuple[str, str] | None:
+    """``(parameter, "re" | "im")`` when ``abi_param`` is a part of complex scalar ``parameter``
+    (``z__re``, ``z__im``: hetero.compiler.complex_lowering's names), else None."""
+    for which in ("re", "im"):
+        suffix = f"__{which}"
+        if abi_param.endswith(suffix) and abi_param[:-len(suffix)] in params:
+            return abi_param[:-len(suffix)], which
+    return None
+
+
+def _part_converter(converter: Callable[[Any], Any], which: str) -> Callable[[Any], Any]:
+    """The launch value of one part of a complex scalar argument (checked as a float of its width)."""
+    if which == "re":
+        return lambda value: converter(complex(value).real)
+    return lambda value: converter(complex(value).imag)
 
 
 def captured_arguments(kernel: Kernel, names: Sequence[str], device: Device) -> dict[str, Array]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from hetero.array import Array
 from hetero.errors import KernelLaunchError
-from hetero.types import ArrayType, ScalarType, bool_t, f32, i64, scalar_type
+from hetero.types import ArrayType, ScalarType, bool_t, c64, f32, i64, scalar_type
 
 if TYPE_CHECKING:
     from hetero.device import Device
@@ -170,11 +170,13 @@ def arg_type(kernel: str, name: str, want: ScalarType | ArrayType | None, arg: A
         given_scalar = i64
     elif isinstance(arg, float) and not isinstance(arg, np.generic):
         given_scalar = f32
-    elif isinstance(arg, np.generic) and arg.dtype.kind in "biuf":
+    elif isinstance(arg, complex) and not isinstance(arg, np.generic):
+        given_scalar = c64
+    elif isinstance(arg, np.generic) and arg.dtype.kind in "biufc":
         given_scalar = scalar_type(arg.dtype)
     else:
         raise KernelLaunchError(f"{kernel}: parameter {name!r} got {type(arg).__name__}; kernels take hetero arrays "
-                                "and int, float or bool scalars")
+                                "and int, float, complex or bool scalars")
     if isinstance(want, ArrayType):
         raise KernelLaunchError(f"{kernel}: parameter {name!r} is declared {want}, got a scalar {given_scalar}")
     return want if want is not None else given_scalar

@@ -18,7 +18,8 @@ from hetero.errors import UnsupportedDtypeError
 
 @dataclasses.dataclass(frozen=True)
 class ScalarType:
-    """A scalar type: ``kind`` is ``b`` (bool), ``i`` (signed), ``u`` (unsigned) or ``f`` (float)."""
+    """A scalar type: ``kind`` is ``b`` (bool), ``i`` (signed), ``u`` (unsigned), ``f`` (float) or
+    ``c`` (complex: ``bits`` counts both parts, as NumPy's complex64 does)."""
 
     name: str
     kind: str
@@ -31,6 +32,10 @@ class ScalarType:
     @property
     def is_float(self) -> bool:
         return self.kind == "f"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
 
     @property
     def is_int(self) -> bool:
@@ -77,12 +82,17 @@ u64 = ScalarType("u64", "u", 64)
 f16 = ScalarType("f16", "f", 16)
 f32 = ScalarType("f32", "f", 32)
 f64 = ScalarType("f64", "f", 64)
+#: Complex scalars (NumPy's complex64 and complex128). Kernels compute with them through
+#: :mod:`hetero.compiler.complex_lowering`, which turns each into its two float parts, so no
+#: emitter or device ever sees a complex type.
+c64 = ScalarType("c64", "c", 64)
+c128 = ScalarType("c128", "c", 128)
 
-SCALARS: tuple[ScalarType, ...] = (bool_t, i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64)
+SCALARS: tuple[ScalarType, ...] = (bool_t, i8, i16, i32, i64, u8, u16, u32, u64, f16, f32, f64, c64, c128)
 _NUMPY_NAMES = {
     "bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
     "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
-    "f16": "float16", "f32": "float32", "f64": "float64",
+    "f16": "float16", "f32": "float32", "f64": "float64", "c64": "complex64", "c128": "complex128",
 }
 _BY_DTYPE = {np.dtype(numpy_name): t for t in SCALARS for name, numpy_name in _NUMPY_NAMES.items() if t.name == name}
 BY_NAME = {t.name: t for t in SCALARS}
@@ -96,9 +106,21 @@ def scalar_type(spec: Any) -> ScalarType:
         return BY_NAME[spec]
     if spec is bool:
         return bool_t
+    if spec is complex:
+        return c128
     dtype = as_dtype(spec)
-    if dtype.kind == "c":
-        raise UnsupportedDtypeError(
-            f"{dtype} is not a kernel scalar type: kernels see complex arrays as float arrays of (real, imag) "
-            "pairs; pass hetero.array_components.components(x) (shape x.shape + (2,)) to a kernel instead")
-    return _BY_DTYPE[dtype]
+    found = _BY_DTYPE.get(dtype)
+    if found is None:
+        raise UnsupportedDtypeError(f"{dtype} is not a kernel scalar type (kernels take bool, integers, floats and "
+                                    "complex64/complex128)")
+    return found
+
+
+def part_type(t: ScalarType) -> ScalarType:
+    """The float type of each part of complex ``t``: f32 for c64, f64 for c128."""
+    return f32 if t == c64 else f64
+
+
+def complex_of(t: ScalarType) -> ScalarType:
+    """The complex type whose parts hold float ``t`` (c64 for f16 and f32, c128 for f64)."""
+    return c128 if t == f64 else c64

@@ -6,6 +6,7 @@ index math, renamed variables)."""
 
 from __future__ import annotations
 
+import cmath
 import concurrent.futures
 import ctypes
 import ctypes.util
@@ -296,16 +297,26 @@ def names(out: hetero.Array[i64], this: i64):
     out[0] = new + template + threadIdx + half + linux + errno + expf + signed + atomicAdd + float4 + delete
 
 
+@cuda.jit
+def complex_numbers(a, b, z):
+    """Complex values (as pairs of floats): arithmetic, cmath functions, powers, both widths."""
+    i = cuda.grid(1)
+    w = a[i] * z / (b[i] + 1j)
+    a[i] = cmath.exp(w) + cmath.sqrt(w) * cmath.tanh(w) - cmath.log(w) ** 2 + w ** (0.5 + 1j)
+    b[i] = complex(abs(w), cmath.phase(w)) * b[i].conjugate() + cmath.tan(b[i])
+
+
 EXTRA_SIGNATURES = {
     "halves": "f16[:], f16[:], f32[:], f64[:], f16[:], f32", "doubles": "f64[:], f64[:], i64[:]",
     "floats": "f32[:], f32[:]", "atomics": "i64[:], u64[:], f64[:], i32[:], u32[:], f32[:], f64[:]",
     "newer_atomics": "i64[:], u64[:], f64[:], i32[:], u32[:], f32[:], f64[:]", "private_arrays": "f32[:], f32[:]",
-    "warps": "f64[:], bool[:], f64[:], u32[:]",
+    "warps": "f64[:], bool[:], f64[:], u32[:]", "complex_numbers": "c128[:], c64[:], c128",
     "device_functions": "f32[:, :], f32[:, :], f32[:]", "flags": "bool[:], bool[:], u8[:], i16[:], bool",
     "volume": "f32[:, :, :], f32[:, :, :], i64[:]", "names": "i64[:], i64",
 }
 EXTRA = {"halves": halves, "doubles": doubles, "floats": floats, "atomics": atomics, "newer_atomics": newer_atomics,
          "private_arrays": private_arrays.kernel, "warps": warps.kernel,
+         "complex_numbers": complex_numbers.kernel,
          "device_functions": device_functions, "flags": flags, "volume": volume, "names": names}
 KERNELS = {**{name: (getattr(corpus, name), sig) for name, sig in CORPUS_SIGNATURES.items()},
            **{name: (EXTRA[name], sig) for name, sig in EXTRA_SIGNATURES.items()}}

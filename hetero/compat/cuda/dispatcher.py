@@ -10,7 +10,9 @@ taken as Numba takes them:
 
 * a :class:`~hetero.compat.cuda.arrays.DeviceNDArray` or :class:`hetero.Array` is passed as it is;
 * a NumPy array is copied to the device before the launch and back after it (Numba's rule);
-* a Python ``int`` is i64, ``float`` f64, ``bool`` bool; NumPy scalars keep their type;
+* a Python ``int`` is i64, ``float`` f64, ``complex`` c128, ``bool`` bool; NumPy scalars keep
+  their type; complex arrays and scalars work as in Numba
+  (:mod:`hetero.compiler.complex_lowering`);
 * with a signature, scalars are converted to its types and arrays must match them.
 
 The kernel runs on the device its arrays live on, else on ``hetero.device()``; the body is
@@ -197,7 +199,9 @@ def _argument(name: str, position: int, arg: Any, want: Any, device: Device, cop
         return np.int64(arg)
     if isinstance(arg, float):
         return np.float64(arg)
+    if isinstance(arg, complex):
+        return np.complex128(arg)
     if isinstance(arg, np.generic):
         return arg
     raise TypeError(f"{name}: argument {position} is a {type(arg).__name__}; kernels take arrays (NumPy or device "
-                    "arrays) and int, float or bool scalars")
+                    "arrays) and int, float, complex or bool scalars")
