@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from hetero import language, language_cuda
+from hetero import language, language_bits, language_cuda
 from hetero import math as hetero_math
-from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32, i64, scalar_type, u32
+from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32, i64, scalar_type, u32, u64
 
 from . import ir, typing_rules
 from .complex_expressions import CMATH, ComplexExpressions
@@ -541,6 +541,8 @@ class ExpressionLowering(ComplexExpressions):
             return self.call_atomic("cas", ast.copy_location(ast.Call(node.func, [node.args[0], zero, *node.args[1:]], []), node))
         if name in language_cuda.WARP_CALLS:
             return self.call_warp(language_cuda.WARP_CALLS[name], node)
+        if name in language_cuda.BIT_CALLS:
+            return self.call_bits(name.removeprefix("cuda."), node)
         if name == "cuda.lanemask_lt":
             self.args(node, 0)
             lane = ir.Cast(u32, warp_lane())
@@ -589,6 +591,24 @@ class ExpressionLowering(ComplexExpressions):
         else:
             t = {"all": bool_t, "any": bool_t, "sync": ir.VOID}.get(op, u32)
         return Value(ir.Warp(t, op, tuple(args)))
+
+    def call_bits(self, op: str, node: ast.Call) -> Value:
+        """``cuda.popc/clz/ffs/brev(x)`` in Numba's types: the first two give x's type, ``ffs`` u32,
+        ``brev`` u32 or u64; computed on x's bit pattern at its width, widened to 32 or 64 bits."""
+        (value,) = self.args(node, 1)
+        own = self.rules.literal_type(value.expr.value) if value.weak else value.type  # type: ignore[attr-defined]
+        if not (own.is_int or own == bool_t):
+            raise self.src.error(node, f"cuda.{op}() takes an integer, got {own}")
+        width = 8 if own == bool_t else own.bits
+        pattern = cast(value, scalar_type(f"u{width}"))  # the bits of x at its own width
+        wide = u64 if width == 64 else u32
+        function = self.program.function(language_bits.FUNCTIONS[op][width == 64], [wide], self.src, node)
+        result: ir.Expr = ir.Call(function.return_type, function.name, (cast(Value(pattern), wide),))
+        if op == "clz" and width < 32:  # leading zeros of the widened value, less the added ones
+            result = ir.BinOp(u32, "-", result, ir.Const(u32, 32 - width))
+        if op in ("ffs", "brev"):
+            return Value(result)
+        return Value(cast(Value(result), own))
 
     def grid_values(self, name: str, node: ast.Call) -> list[Value]:
         """``cuda.grid(n)`` / ``cuda.gridsize(n)``: n values (i64), axis 0 first."""

@@ -115,6 +115,12 @@ threadfence_block = _warp("threadfence_block", "cuda.threadfence_block(): order 
                           "its block", ())
 threadfence_system = _warp("threadfence_system", "cuda.threadfence_system(): order this thread's memory accesses "
                            "for the device and the host", ())
+popc = Intrinsic("cuda.popc", "cuda.popc(x): the number of bits set in x (of x's integer type)")
+clz = Intrinsic("cuda.clz", "cuda.clz(x): the number of leading zero bits of x, in its width (of x's type)")
+ffs = Intrinsic("cuda.ffs", "cuda.ffs(x): the position of x's least significant set bit, from 1; 0 for 0 (u32)")
+brev = Intrinsic("cuda.brev", "cuda.brev(x): x's bits reversed (u32 for up to 32 bits, u64 for 64)")
+#: The bit intrinsics (device functions of :mod:`hetero.language_bits`).
+BIT_CALLS = ("cuda.popc", "cuda.clz", "cuda.ffs", "cuda.brev")
 #: The warp intrinsics and the operation of :class:`hetero.compiler.ir.Warp` each is.
 WARP_CALLS = {"cuda.shfl_sync": "shfl", "cuda.shfl_up_sync": "shfl_up", "cuda.shfl_down_sync": "shfl_down",
               "cuda.shfl_xor_sync": "shfl_xor", "cuda.all_sync": "all", "cuda.any_sync": "any",

@@ -306,17 +306,25 @@ def complex_numbers(a, b, z):
     b[i] = complex(abs(w), cmath.phase(w)) * b[i].conjugate() + cmath.tan(b[i])
 
 
+@cuda.jit
+def bit_intrinsics(a, b, out):
+    """cuda.popc/clz/ffs/brev on 32- and 64-bit patterns (device functions of hetero.language_bits)."""
+    i = cuda.grid(1)
+    out[i] = cuda.popc(a[i]) + cuda.clz(b[i]) + cuda.ffs(a[i]) + cuda.brev(b[i]) + cuda.brev(a[i])
+
+
 EXTRA_SIGNATURES = {
     "halves": "f16[:], f16[:], f32[:], f64[:], f16[:], f32", "doubles": "f64[:], f64[:], i64[:]",
     "floats": "f32[:], f32[:]", "atomics": "i64[:], u64[:], f64[:], i32[:], u32[:], f32[:], f64[:]",
     "newer_atomics": "i64[:], u64[:], f64[:], i32[:], u32[:], f32[:], f64[:]", "private_arrays": "f32[:], f32[:]",
     "warps": "f64[:], bool[:], f64[:], u32[:]", "complex_numbers": "c128[:], c64[:], c128",
+    "bit_intrinsics": "u32[:], i64[:], u64[:]",
     "device_functions": "f32[:, :], f32[:, :], f32[:]", "flags": "bool[:], bool[:], u8[:], i16[:], bool",
     "volume": "f32[:, :, :], f32[:, :, :], i64[:]", "names": "i64[:], i64",
 }
 EXTRA = {"halves": halves, "doubles": doubles, "floats": floats, "atomics": atomics, "newer_atomics": newer_atomics,
          "private_arrays": private_arrays.kernel, "warps": warps.kernel,
-         "complex_numbers": complex_numbers.kernel,
+         "complex_numbers": complex_numbers.kernel, "bit_intrinsics": bit_intrinsics.kernel,
          "device_functions": device_functions, "flags": flags, "volume": volume, "names": names}
 KERNELS = {**{name: (getattr(corpus, name), sig) for name, sig in CORPUS_SIGNATURES.items()},
            **{name: (EXTRA[name], sig) for name, sig in EXTRA_SIGNATURES.items()}}
