@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from hetero import language, language_bits, language_cuda
+from hetero import language, language_bits, language_cuda, language_warp_match
 from hetero import math as hetero_math
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32, i64, scalar_type, u32, u64
 
@@ -541,6 +541,11 @@ class ExpressionLowering(ComplexExpressions):
             return self.call_atomic("cas", ast.copy_location(ast.Call(node.func, [node.args[0], zero, *node.args[1:]], []), node))
         if name in language_cuda.WARP_CALLS:
             return self.call_warp(language_cuda.WARP_CALLS[name], node)
+        if name == "cuda.match_any_sync":
+            return self.call_match(node)
+        if name == "cuda.match_all_sync":
+            raise self.src.error(node, "cuda.match_all_sync() returns a tuple: unpack it, m, pred = "
+                                       "cuda.match_all_sync(mask, value)")
         if name in language_cuda.BIT_CALLS:
             return self.call_bits(name.removeprefix("cuda."), node)
         if name == "cuda.lanemask_lt":
@@ -591,6 +596,23 @@ class ExpressionLowering(ComplexExpressions):
         else:
             t = {"all": bool_t, "any": bool_t, "sync": ir.VOID}.get(op, u32)
         return Value(ir.Warp(t, op, tuple(args)))
+
+    def call_match(self, node: ast.Call) -> Value:
+        """``cuda.match_any_sync(mask, value)``: a call of :func:`hetero.language_warp_match.match_any`."""
+        mask, value = self.args(node, 2)
+        own = self.rules.literal_type(value.expr.value) if value.weak else value.type  # type: ignore[attr-defined]
+        if not (own.is_int or own == bool_t):
+            raise self.src.error(node, f"match_*_sync takes an integer value here, got {own}: CUDA compares bit "
+                                       "patterns, so pass the bits, e.g. a view of the array as int32/int64")
+        function = self.program.function(language_warp_match.match_any, [u32, own], self.src, node)
+        return Value(ir.Call(u32, function.name, (cast(mask, u32), cast(value, own))))
+
+    def match_all(self, node: ast.Call) -> list[Value]:
+        """``m, pred = cuda.match_all_sync(mask, value)``: ``(mask, True)`` when every lane of ``mask``
+        matches, else ``(0, False)``."""
+        mask = cast(self.args(node, 2)[0], u32)
+        every = ir.Compare(bool_t, "==", self.call_match(node).expr, mask)
+        return [Value(ir.Select(u32, every, mask, ir.Const(u32, 0))), Value(every)]
 
     def call_bits(self, op: str, node: ast.Call) -> Value:
         """``cuda.popc/clz/ffs/brev(x)`` in Numba's types: the first two give x's type, ``ffs`` u32,

@@ -493,6 +493,8 @@ class Lowerer(ExpressionLowering):
             callee = self.static(node.func)
             if isinstance(callee, language.Intrinsic) and callee.name in ("cuda.grid", "cuda.gridsize"):
                 return self.grid_values(callee.name, self.positional(node, callee) if node.keywords else node)
+            if isinstance(callee, language.Intrinsic) and callee.name == "cuda.match_all_sync":
+                return self.match_all(self.positional(node, callee) if node.keywords else node)
             callee = callee if isinstance(callee, language.DeviceFunction) else foreign_device_function(callee)
             if isinstance(callee, language.DeviceFunction):
                 return self.tuple_call(callee, node)

@@ -119,6 +119,10 @@ popc = Intrinsic("cuda.popc", "cuda.popc(x): the number of bits set in x (of x's
 clz = Intrinsic("cuda.clz", "cuda.clz(x): the number of leading zero bits of x, in its width (of x's type)")
 ffs = Intrinsic("cuda.ffs", "cuda.ffs(x): the position of x's least significant set bit, from 1; 0 for 0 (u32)")
 brev = Intrinsic("cuda.brev", "cuda.brev(x): x's bits reversed (u32 for up to 32 bits, u64 for 64)")
+match_any_sync = _warp("match_any_sync", "cuda.match_any_sync(mask, value): the lanes of mask whose value equals "
+                        "this lane's, a bit each (u32; integer values)", ("mask", "value"))
+match_all_sync = _warp("match_all_sync", "m, pred = cuda.match_all_sync(mask, value): (mask, True) when every lane of "
+                       "mask has this lane's value, else (0, False); integer values", ("mask", "value"))
 #: The bit intrinsics (device functions of :mod:`hetero.language_bits`).
 BIT_CALLS = ("cuda.popc", "cuda.clz", "cuda.ffs", "cuda.brev")
 #: The warp intrinsics and the operation of :class:`hetero.compiler.ir.Warp` each is.

@@ -14,7 +14,7 @@ import pytest
 import hetero
 from hetero.compat import cuda
 from hetero.compiler import ir, warp_emulation
-from hetero.errors import KernelLaunchError
+from hetero.errors import CompileError, KernelLaunchError
 from hetero.compiler.signature import parse_signature
 
 FULL = 0xFFFFFFFF
@@ -269,3 +269,42 @@ def test_explain_says_how_each_device_runs_warps() -> None:
     assert "warp operations: yes, on warps of 32 lanes" in text and "1024" in text
     assert "cpu: runs (warps: through work-group memory and barriers)" in text
     assert "warp size: not assumed" in hetero.compat.explain(no_warps, "void(float32[:])")
+
+
+# -- match ------------------------------------------------------------------------------------
+@cuda.jit
+def matches(x, any_out, all_mask, all_pred):
+    i = cuda.grid(1)
+    v = x[i]
+    if cuda.laneid % 2 == 1:  # only the odd lanes take part
+        any_out[i] = cuda.match_any_sync(cuda.activemask(), v)
+    m, p = cuda.match_all_sync(FULL, v // 10)
+    all_mask[i] = m
+    all_pred[i] = p
+
+
+def test_match_any_and_all_follow_cuda(on: hetero.Device) -> None:
+    n = 96
+    x = (np.arange(n) % 3).astype(np.int64)
+    x[64:] = 7  # in the third warp every lane holds the same value
+    x[5] = 40  # so v // 10 differs in the first warp
+    any_out, all_mask, all_pred = np.zeros(n, np.uint32), np.zeros(n, np.uint32), np.zeros(n, np.bool_)
+    matches[1, n](x, any_out, all_mask, all_pred)
+    want = np.zeros(n, np.uint32)
+    for i in range(1, n, 2):
+        base = i - i % 32
+        want[i] = sum(1 << (j - base) for j in range(base + 1, base + 32, 2) if x[j] == x[i])
+    np.testing.assert_array_equal(any_out, want)
+    np.testing.assert_array_equal(all_pred, warp_of(n) > 0)
+    np.testing.assert_array_equal(all_mask, np.where(warp_of(n) > 0, FULL, 0))
+
+
+@cuda.jit
+def match_float(x, out):
+    i = cuda.grid(1)
+    out[i] = cuda.match_any_sync(FULL, x[i])
+
+
+def test_match_of_floats_is_refused_naming_bit_patterns(on: hetero.Device) -> None:
+    with pytest.raises(CompileError, match="bit patterns"):
+        match_float[1, 32](np.zeros(32, np.float32), np.zeros(32, np.uint32))

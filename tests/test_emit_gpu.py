@@ -210,6 +210,8 @@ def warps(data, flags, out, votes):
     out[i] = v + n + flag
     cuda.threadfence()
     votes[i] = cuda.ballot_sync(0xFFFFFFFF, v > 0) + cuda.activemask() + cuda.lanemask_lt()
+    m, p = cuda.match_all_sync(0xFFFFFFFF, n)
+    votes[i] += cuda.match_any_sync(0xFFFFFFFF, n) + m + p
     if cuda.all_sync(0xFFFFFFFF, flag) or cuda.any_sync(cuda.activemask(), v < 0.0):
         votes[i] += 1
     cuda.threadfence_system()
