@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
+from typing import TypeVar
 
 from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, bool_t, c128, i64, part_type
@@ -48,6 +50,7 @@ from . import inline, ir
 from .ir_queries import all_expressions, map_children, own_expressions
 
 Pair = tuple[ir.Expr, ir.Expr]
+_T = TypeVar("_T")
 #: Past this |real part| tanh is ±1 to within f64's precision (1 - tanh(20) < 2**-55).
 _TANH_SATURATES = 20.0
 _MAX_INT_POWER = 64
@@ -159,7 +162,7 @@ class _Lowering:
     def temps(self, z: Pair) -> Pair:
         return self.temp(z[0]), self.temp(z[1])
 
-    def captured(self, f):  # type: ignore[no-untyped-def]
+    def captured(self, f: Callable[[], _T]) -> tuple[list[ir.Stmt], _T]:
         """``(statements, result)``: what ``f()`` needs evaluated first, kept apart from ``self.pre``."""
         saved, self.pre = self.pre, []
         try:
@@ -449,14 +452,4 @@ class _Lowering:
                 ir.Select(t, saturated, _bin("*", _const(t, 0), _math("sin", two_b)), _bin("/", _math("sin", two_b), denom)))
 
 
-def complex_params(fn_params: tuple[ir.Param, ...]) -> dict[str, ScalarType]:
-    """The complex parameters among a kernel's (frontend) parameters, by name."""
-    found: dict[str, ScalarType] = {}
-    for p in fn_params:
-        t = p.type.dtype if isinstance(p.type, ArrayType) else p.type
-        if t.is_complex:
-            found[p.name] = t
-    return found
-
-
-__all__ = ["complex_params", "lower_complex", "touches_complex"]
+__all__ = ["lower_complex", "touches_complex"]
