@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 from hetero.types import ScalarType, bool_t, complex_of, part_type
 
 from . import ir
+from .values import Value, cast, const, weak
 
-if TYPE_CHECKING:
-    from .expressions import Value
 
 #: cmath functions a kernel may call, by their ComplexOp name.
 CMATH = {getattr(cmath, name): name for name in ("exp", "log", "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
@@ -56,8 +55,6 @@ class ComplexExpressions:
     def complex_value(self, v: Value) -> ir.Expr:
         """``v`` as a complex expression of its own complex type, or of the complex type its float
         type has (a weak literal takes the rules' literal type)."""
-        from .expressions import cast
-
         own = self.rules.literal_type(v.expr.value) if v.weak else v.type  # type: ignore[attr-defined]
         target = own if own.is_complex else complex_of(self.rules.math_type(own))
         self.note_type(target)
@@ -65,8 +62,6 @@ class ComplexExpressions:
 
     def part(self, node: ast.Attribute) -> Value:
         """``z.real`` / ``z.imag`` (of a float or integer, itself and 0, as in Python)."""
-        from .expressions import Value, const, weak
-
         value = self.expr(node.value)
         if value.weak:
             number = complex(value.expr.value)  # type: ignore[attr-defined]
@@ -78,8 +73,6 @@ class ComplexExpressions:
         return Value(const(0, value.type))
 
     def conjugate(self, node: ast.Call) -> Value:
-        from .expressions import Value
-
         assert isinstance(node.func, ast.Attribute)
         if node.args or node.keywords:
             raise self.src.error(node, "conjugate() takes no arguments")
@@ -89,14 +82,10 @@ class ComplexExpressions:
         return Value(ir.ComplexOp(value.type, "conj", (value.expr,)))
 
     def complex_abs(self, value: Value) -> Value:
-        from .expressions import Value
-
         return Value(ir.ComplexOp(part_type(value.type), "abs", (value.expr,)))
 
     def call_complex(self, node: ast.Call) -> Value:
         """``complex(re)`` / ``complex(re, im)``: the complex number of the (promoted) parts."""
-        from .expressions import Value, cast
-
         if not 1 <= len(node.args) <= 2:
             raise self.src.error(node, "complex() in kernels takes the real part and optionally the imaginary part")
         parts = [self.expr(a) for a in node.args]
@@ -114,8 +103,6 @@ class ComplexExpressions:
         return Value(ir.ComplexOp(whole, "make", (re, im)))
 
     def call_cmath(self, name: str, node: ast.Call) -> Value:
-        from .expressions import Value
-
         (value,) = self.args(node, 1)
         z = self.complex_value(value)
         t: ScalarType = z.type

@@ -20,12 +20,12 @@ from hetero import language, language_bits, language_cuda, language_warp_match
 from hetero import math as hetero_math
 from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32, i64, scalar_type, u32, u64
 
-from . import ir, typing_rules
+from . import ir
 from .complex_expressions import CMATH, ComplexExpressions
+from .values import Value, cast, const, weak
 from .source import MISSING, FunctionSource
 from .warp_emulation import warp_lane
 
-Number = int | float | bool | complex
 
 
 class DeviceFunctions(Protocol):
@@ -50,16 +50,6 @@ class DeviceFunctions(Protocol):
         ...
 
 
-@dataclasses.dataclass(frozen=True)
-class Value:
-    expr: ir.Expr
-    weak: bool = False  # an untyped literal: expr is a Const whose type may still change
-
-    @property
-    def type(self) -> ScalarType:
-        return self.expr.type
-
-
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
           ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 _PY_BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
@@ -77,38 +67,6 @@ _UNSUPPORTED = {
     ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield", ast.NamedExpr: "assignment expressions (:=)",
     ast.Tuple: "tuples (outside indexing)", ast.Slice: "slices",
 }
-
-
-def const(value: Number, t: ScalarType) -> ir.Const:
-    """A literal converted to ``t`` with C conversion rules (wrapping integers to width)."""
-    if t.is_complex:
-        return ir.Const(t, complex(t.dtype.type(value)))
-    if isinstance(value, complex):
-        raise ValueError(f"cannot convert the complex {value} to {t}; take .real or abs() of it")
-    if t == bool_t:
-        return ir.Const(t, bool(value))
-    if t.is_float:
-        return ir.Const(t, float(t.dtype.type(value)))
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"cannot convert {value} to {t}")
-        value = int(value)  # truncates towards zero, as C
-    return ir.Const(t, int(np.array(int(value) & ((1 << t.bits) - 1), dtype=np.uint64).astype(t.dtype)))
-
-
-def cast(v: Value, t: ScalarType) -> ir.Expr:
-    if v.weak:
-        assert isinstance(v.expr, ir.Const)
-        return const(v.expr.value, t)
-    if v.type == t:
-        return v.expr
-    if isinstance(v.expr, ir.Const):
-        return const(v.expr.value, t)
-    return ir.Cast(t, v.expr)
-
-
-def weak(value: Number) -> Value:
-    return Value(ir.Const(typing_rules.literal_type(value), value), weak=True)
 
 
 @dataclasses.dataclass(frozen=True)
