@@ -43,8 +43,11 @@ demo: setup
 		--inject '$(DEMO_HANG)' examples/train_digits.py --checkpoint-every 20
 	$(PY) examples/train_digits.py --inject '$(DEMO_FAULT)' --compare
 
+# The suite on one worker per core (pytest-xdist), each test file whole on one worker, so that a
+# file's tests share the kernels they build; TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= auto
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 # The import contracts in pyproject.toml ([tool.importlinter]: the floors, the scheduler's purity),
 # checked by import-linter. It reads hetero/ as Python lays the package out: hetero/backends,
@@ -61,11 +64,14 @@ lint-imports: setup
 # Each is skipped, with a message, where its peer folder is absent.
 CONFORMANCE_DEVICES ?=
 CONFORMANCE_EXAMPLES ?= 5
+# CI runs make test first, which holds tests/test_cuda_samples.py: CONFORMANCE_SAMPLES=0 skips the second run.
+CONFORMANCE_SAMPLES ?= 1
 conformance: setup
 	$(PY) -m benchmarks.array_api_conformance --max-examples $(CONFORMANCE_EXAMPLES) \
 		$(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 	$(PY) -m benchmarks.numba_cuda_examples $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
-	$(PY) -m pytest -q -p no:cacheprovider -rs tests/test_cuda_samples.py
+	$(if $(filter 0,$(CONFORMANCE_SAMPLES)),@echo "cuda-samples: skipped (CONFORMANCE_SAMPLES=0: make test ran tests/test_cuda_samples.py)",\
+	$(PY) -m pytest -q -p no:cacheprovider -rs tests/test_cuda_samples.py)
 
 bench: setup
 	$(PY) -m benchmarks.run_all

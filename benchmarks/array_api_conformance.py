@@ -1,8 +1,9 @@
 """The Python array API standard's own conformance suite (data-apis/array-api-tests) against
-``hetero.xp``, on each device in turn; pass/fail/skip counts per device.
+``hetero.xp``, on each device (as many devices at once as ``--jobs``, default one per core, each
+run a process of its own in a copy of the suite); pass/fail/skip counts per device.
 
     python -m benchmarks.array_api_conformance [--devices cpu oneapi:0 opencl:0] [--max-examples 5]
-        [--suite ../shared/peers/array-api-tests] [--tests array_api_tests/test_sorting_functions.py ...]
+        [--jobs N] [--suite ../shared/peers/array-api-tests] [--tests array_api_tests/test_sorting_functions.py ...]
 
 ``make conformance`` runs it with the budget CI uses. The suite lives read-only in
 ``../shared/peers/array-api-tests`` (or ``HETERO_ARRAY_API_TESTS``); it is copied to a temporary
@@ -23,6 +24,7 @@ XPASS, and an entry that passes on every device run is stale: remove it.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import shutil
@@ -107,6 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--devices", nargs="+", default=None, help="devices to run on (default: every device present)")
     parser.add_argument("--max-examples", type=int, default=DEFAULT_MAX_EXAMPLES, help="hypothesis examples per test")
     parser.add_argument("--suite", default=None, help="the array-api-tests folder (default ../shared/peers/array-api-tests)")
+    parser.add_argument("--jobs", type=int, default=0, help="devices whose runs go at once (default: one per core)")
     parser.add_argument("--tests", nargs="*", default=[], help="test files or ids (default: the whole suite; "
                         "a narrowed run writes no results file)")
     args = parser.parse_args(argv)
@@ -120,12 +123,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     names = args.devices or [d.name for d in hetero.devices()]
     results: dict[str, Any] = {}
+    jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(names)))
     with tempfile.TemporaryDirectory(prefix="hetero-array-api-") as temp:
-        workdir = Path(temp) / "array-api-tests"
-        shutil.copytree(suite, workdir, ignore=shutil.ignore_patterns(".git", "__pycache__", ".hypothesis"))
-        for name in names:
+
+        def run(name: str) -> dict[str, Any]:  # each device's run in a copy of its own
+            workdir = Path(temp) / name.replace(":", "_") / "array-api-tests"
+            shutil.copytree(suite, workdir, ignore=shutil.ignore_patterns(".git", "__pycache__", ".hypothesis"))
             print(f"array-api-tests on {name} (--max-examples {args.max_examples}) ...", flush=True)
-            results[name] = found = run_device(suite, name, args.max_examples, args.tests, workdir)
+            return run_device(suite, name, args.max_examples, args.tests, workdir)
+
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+            runs = {name: pool.submit(run, name) for name in names}
+        for name in names:
+            results[name] = found = runs[name].result()
             print(f"  {name}: {found['passed']}/{found['collected']} passed ({100 * found['pass_rate']:.1f} %), "
                   f"{found['failed'] + found['error']} failed, {found['xfailed']} xfailed, {found['skipped']} skipped, "
                   f"{found['xpassed']} xpassed, in {found['seconds']:.0f} s", flush=True)
