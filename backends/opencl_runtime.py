@@ -27,7 +27,7 @@ from hetero.errors import BackendUnavailableError, DeviceDegradedError, DeviceOu
 from hetero.plugin import Backend, DeviceRuntime
 from hetero.target import Target, opencl_target
 
-from . import clblast, host, opencl_errors, opencl_icd
+from . import clblast, host, opencl_errors, opencl_icd, opencl_subgroups
 from .opencl_pool import DEFAULT_LIMIT, BufferPool, PooledBuffer
 
 _VENDOR_IDS = {0x8086: "Intel", 0x1002: "AMD", 0x10DE: "NVIDIA", 0x13B5: "ARM", 0x5143: "Qualcomm", 0x106B: "Apple"}
@@ -63,6 +63,7 @@ class OpenCLRuntime(DeviceRuntime):
         self._probe: tuple[Any, Any, Any] | None = None  # health probe: its queue, kernel and buffer
         self._probe_lock = threading.Lock()
         self._probe_stuck: tuple[Any, float] | None = None  # a probe that timed out: its event, start time
+        self._subgroup_sizes: tuple[int, ...] | None = None  # what intel_reqd_sub_group_size takes, asked once
 
     def _open(self) -> None:
         with self._lock:
@@ -154,7 +155,12 @@ class OpenCLRuntime(DeviceRuntime):
     # -- kernels ----------------------------------------------------------------------------
     def kernel_target(self) -> Target:
         toolchain = f"{self.info.extra.get('platform_version', '')} driver {self.info.driver_version}"
-        return opencl_target(self.cl_device.extensions, self.info.fp64, self.info.stable_id, toolchain)
+        if self._subgroup_sizes is None:
+            self._subgroup_sizes = opencl_subgroups.subgroup_sizes(self.cl, self.cl_device)
+        mode = get_config().subgroups  # shuffles on a CPU device's sub-groups are slow: see hetero.config
+        sizes = () if mode == "off" else self._subgroup_sizes
+        shuffles = mode == "all" or self.info.kind != Kind.CPU
+        return opencl_target(self.cl_device.extensions, self.info.fp64, self.info.stable_id, toolchain, sizes, shuffles)
 
     def build_kernel(self, source: Any, artifact: bytes | None, path: Path) -> tuple[Any, bytes | None]:
         if self.queue is None:

@@ -33,6 +33,8 @@ class ProgramContext(Protocol):
     enabled: set[str]
     #: Does f16 appear anywhere (arrays included)?
     uses_half: bool
+    #: Does the kernel hold sub-group operations (:data:`ir.SUBGROUP_OPS`)?
+    uses_subgroups: bool
 
     def helper(self, kind: str, t: ScalarType, space: str = "") -> str:
         """The name of a helper function of ``kind`` for type ``t``, added to the program once."""
@@ -212,9 +214,17 @@ class CDialect:
     #: A memory fence per scope (``block``, ``device``, ``system``).
     fences: Mapping[str, str] = {}
 
+    #: Whether the dialect can print :data:`ir.SUBGROUP_OPS` for targets with ``subgroups32``.
+    subgroup_warps = False
+
     def warp(self, w: WriterContext, e: ir.Warp) -> str:
-        """Warp operation ``e`` natively (dialects with :attr:`native_warps`)."""
+        """Warp operation ``e`` natively (dialects with :attr:`native_warps`), or sub-group
+        operation ``e`` (dialects with :attr:`subgroup_warps`)."""
         raise NotImplementedError
+
+    def kernel_attributes(self, program: ProgramContext) -> str:
+        """What goes before the kernel's head (``""``, or attributes ending in a space)."""
+        return ""
 
     # -- the program around the functions ------------------------------------------------
     #: Options the vendor compiler gets with every kernel of this dialect.

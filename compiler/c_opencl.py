@@ -68,6 +68,21 @@ class OpenCLDialect(CDialect):
     fences = {"block": "mem_fence(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
               "device": "mem_fence(CLK_GLOBAL_MEM_FENCE);", "system": "mem_fence(CLK_GLOBAL_MEM_FENCE);"}
 
+    subgroup_warps = True
+
+    def kernel_attributes(self, program: ProgramContext) -> str:
+        return "__attribute__((intel_reqd_sub_group_size(32))) " if program.uses_subgroups else ""
+
+    def warp(self, w: WriterContext, e: ir.Warp) -> str:
+        if e.op == "sg_linear":
+            return "((long)get_sub_group_id() * 32 + (long)get_sub_group_local_id())"
+        if e.op == "sg_shuffle":
+            value, lane = (top(w.expr(a)) for a in e.args)
+            return f"sub_group_shuffle({value}, {lane})"
+        if e.op == "sg_ballot":
+            return f"sub_group_ballot({top(w.expr(e.args[0]))}).x"
+        raise ValueError(f"internal: warp operation {e.op!r} has no OpenCL sub-group form")
+
     def special_float(self, real: float, double: bool) -> str:
         text = "NAN" if math.isnan(real) else "INFINITY" if real > 0 else "(-INFINITY)"
         return f"((double){text})" if double else text

@@ -57,6 +57,8 @@ class Emitter(abc.ABC):
     declares_restrict: bool = False
     #: Whether the dialect runs CUDA's warp operations natively (else through work-group memory).
     native_warps: bool = False
+    #: Whether it runs them on 32-wide sub-groups where the target has ``subgroups32``.
+    subgroup_warps: bool = False
 
     @abc.abstractmethod
     def emit(self, fn: ir.Function, target: Target, *, restrict: bool = True) -> EmittedSource:

@@ -41,6 +41,7 @@ class CEmitter(Emitter):
         self.language = language
         self.declares_restrict = bool(language.restrict)
         self.native_warps = language.native_warps
+        self.subgroup_warps = language.subgroup_warps
 
     def emit(self, fn: ir.Function, target: Target, *, restrict: bool = True) -> EmittedSource:
         self.language.check_target(target)
@@ -48,7 +49,8 @@ class CEmitter(Emitter):
             raise ValueError(f"{fn.name!r} is a device function; emit the kernel that calls it")
         limit = warp_emulation.group_limit(fn)
         if not self.language.native_warps:
-            fn = warp_emulation.emulate(fn)
+            subgroups = self.language.subgroup_warps and "subgroups32" in target.features
+            fn = warp_emulation.emulate(fn, subgroups, "subgroup_shuffles32" in target.features)
         check_barriers(fn)  # IR from a bundle skips the frontend, which checks this first
         source = Program(fn, target, self.language, restrict=restrict).source()
         return dataclasses.replace(source, max_group=limit) if limit else source
@@ -71,6 +73,7 @@ class Program:
         self.enabled: set[str] = set()
         #: Does f16 appear anywhere (arrays included)?
         self.uses_half = False
+        self.uses_subgroups = warp_emulation.uses_subgroups(kernel)
         self._check_features()
 
     def _collect(self, callees: tuple[ir.Function, ...]) -> None:
@@ -198,7 +201,7 @@ class FunctionWriter:
                 ctype = d.storage["bool"] if fn.is_kernel and param.type.kind == "b" else d.c_type(param.type)
                 params.append(f"{ctype} {self.names[param.name]}")
         if fn.is_kernel:
-            head = f"{d.kernel_head} {self.program.entry}("
+            head = f"{d.kernel_attributes(self.program)}{d.kernel_head} {self.program.entry}("
         else:
             prefix = f"{d.function_head} " if d.function_head else ""
             head = f"{prefix}{d.c_type(fn.return_type)} {self.program.c_names[fn.name]}("
@@ -379,7 +382,7 @@ class FunctionWriter:
             case ir.Call():
                 return self.call(e)
             case ir.Warp():
-                if not d.native_warps:
+                if not (d.native_warps or (d.subgroup_warps and e.op in ir.SUBGROUP_OPS)):
                     raise self.fail(f"internal: warp operation {e.op!r} reached the {d.title} emitter unemulated")
                 return d.warp(self, e)
         raise self.fail(f"internal: the {d.title} emitter has no rule for {type(e).__name__}")

@@ -185,6 +185,12 @@ WARP_OPS = {
     "all": ("mask", "predicate"), "any": ("mask", "predicate"), "ballot": ("mask", "predicate"),
     "activemask": (), "sync": ("mask",),
 }
+#: The sub-group operations :mod:`hetero.compiler.warp_emulation` gives a :class:`Warp` on a target
+#: with 32-wide sub-groups (``subgroups32``); no frontend makes them. ``sg_linear`` (i64) is
+#: ``sub_group_id * 32 + sub_group_local_id``; ``sg_shuffle(value, lane)`` reads ``value`` (32 or
+#: 64 bits) in sub-group lane ``lane`` (u32, in range); ``sg_ballot(predicate)`` is the u32 of the
+#: lanes whose predicate holds.
+SUBGROUP_OPS = {"sg_linear": (), "sg_shuffle": ("value", "lane"), "sg_ballot": ("predicate",)}
 
 
 @dataclasses.dataclass(frozen=True)

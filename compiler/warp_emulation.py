@@ -25,13 +25,25 @@ kernel is first put into *predicated* form wherever a warp operation (or a ``ret
 
 Statements without a warp operation keep their shape; a kernel without one is unchanged.
 Work-groups may hold up to :data:`MAX_GROUP` work-items (CUDA's own limit per block).
+
+On a target with 32-wide sub-groups (``subgroups32``: Intel's OpenCL runtimes) the predicated
+form stays, and each vote becomes sub-group ballots (:data:`ir.SUBGROUP_OPS`) with no barrier,
+where the sub-groups are CUDA's warps; each shuffle becomes a sub-group shuffle too where the
+target's shuffles are fast (``subgroup_shuffles32``: not Intel's CPU runtime, where a 32-wide
+shuffle is about ten times slower than the exchange through work-group memory). That depends on the launch: Intel's
+runtimes cut sub-groups along dimension 0 only, so a block of 16 x 4 gets four sub-groups of 16.
+So the kernel asks once, at its start, whether every work-item's ``sub_group_id * 32 +
+sub_group_local_id`` is its linear local id (a vote through work-group memory, the same in the
+whole group), and each warp operation takes the sub-group path where that holds and the
+work-group memory path where it does not: the same answer, lane for lane, either way.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
-from hetero.types import ScalarType, bool_t, i32, i64, u32
+from hetero.types import ScalarType, bool_t, f32, i32, i64, u32
 
 from . import ir
 from .cpu_regions import UNIFORM_PREFIX, divergent_expr_test, stmt_exprs, subexprs
@@ -116,8 +128,9 @@ class _Loop:
 
 
 class _Emulation:
-    def __init__(self, fn: ir.Function) -> None:
+    def __init__(self, fn: ir.Function, subgroups: bool = False, shuffles: bool = False) -> None:
         self.fn = fn
+        self.shuffles = subgroups and shuffles
         self.locals = dict(fn.locals)
         self.arrays = list(fn.local_arrays)
         original = divergent_expr_test(fn)
@@ -126,6 +139,12 @@ class _Emulation:
         self.divergent = lambda e: original(e) or any(isinstance(x, ir.Var) and x.name not in known for x in subexprs(e))
         self.counter = 0
         self.alive = self.fresh("alive", bool_t) if _has_return(fn.body) else None
+        #: Where sub-groups serve some warp operation of the kernel: the (uniform) name of "this
+        #: launch's sub-groups are warps". A kernel with none keeps its default sub-group size.
+        served = _VOTES | (_SHUFFLES if self.shuffles else frozenset())
+        wanted = subgroups and any(isinstance(e, ir.Warp) and e.op in served
+                                   for st in ir.walk_stmts(fn.body) for root in stmt_exprs(st) for e in subexprs(root))
+        self.native = self.fresh("subgroups", bool_t, UNIFORM_PREFIX + _PREFIX) if wanted else None
 
     # -- names -----------------------------------------------------------------------
     def fresh(self, stem: str, t: ScalarType, prefix: str = _PREFIX) -> str:
@@ -147,6 +166,8 @@ class _Emulation:
         body: list[ir.Stmt] = []
         if self.alive is not None:
             body.append(ir.Assign(self.fn.loc, self.alive, TRUE))
+        if self.native is not None:
+            body += self.subgroups_are_warps(self.fn.loc)
         body += self.block(self.fn.body, None, None)
         features = self.fn.features | {FEATURE, "barrier"}
         return dataclasses.replace(self.fn, body=tuple(body), locals=self.locals, local_arrays=tuple(self.arrays),
@@ -340,6 +361,22 @@ class _Emulation:
             ir.Barrier(loc),
         ]
 
+    def subgroups_are_warps(self, loc: ir.Loc) -> list[ir.Stmt]:
+        """``native = every work-item's sub-group position is its warp position`` (uniform)."""
+        assert self.native is not None
+        astray = self.fresh("astray", bool_t)
+        vote = self.fresh("any", bool_t, UNIFORM_PREFIX + _PREFIX)
+        position = ir.Warp(i64, "sg_linear", ())
+        return [ir.Assign(loc, astray, ir.Compare(bool_t, "!=", position, linear_id())),
+                *self.group_any(ir.Var(bool_t, astray), vote, loc),
+                ir.Assign(loc, self.native, _not(ir.Var(bool_t, vote)))]
+
+    def either(self, native: Sequence[ir.Stmt], emulated: Sequence[ir.Stmt], loc: ir.Loc) -> list[ir.Stmt]:
+        """The sub-group statements where this launch's sub-groups are warps, else the emulation."""
+        if self.native is None:
+            return list(emulated)
+        return [ir.If(loc, ir.Var(bool_t, self.native), tuple(native), tuple(emulated))]
+
     def hoist(self, e: ir.Expr, pred: ir.Expr | None, loc: ir.Loc) -> tuple[list[ir.Stmt], ir.Expr]:
         """``e`` with each warp operation in it computed beforehand, in every work-item, into a local."""
         out: list[ir.Stmt] = []
@@ -380,7 +417,6 @@ class _Emulation:
             # CUDA's lane arguments are unsigned: a negative delta is a huge one
             ir.Assign(loc, lane_v, ir.Cast(i64, ir.Cast(u32, self.operand(lane_arg, pred)))),
             ir.Assign(loc, width_v, ir.Cast(i64, self.operand(width_arg, pred))),
-            ir.Barrier(loc),
         ]
         lane, width = ir.Var(i64, lane_v), ir.Var(i64, width_v)
         in_warp = _bin("&", lid, _i64(ir.WARP_SIZE - 1))
@@ -404,7 +440,16 @@ class _Emulation:
         read: ir.Expr = ir.Load(stored_type, slot, (ir.Select(i64, valid, source, lid),))
         if stored_type != value.type:
             read = ir.Compare(bool_t, "!=", read, ir.Const(i32, 0))
-        return out + [ir.Assign(loc, result, read), ir.Barrier(loc)]
+        emulated = [out[0], ir.Barrier(loc), ir.Assign(loc, result, read), ir.Barrier(loc)]
+        # the sub-group's lane of the source: in range wherever valid, the caller's own elsewhere
+        lane_in = ir.Cast(u32, ir.Select(i64, valid, _bin("-", source, _bin("-", lid, in_warp)), in_warp))
+        wide = _SHUFFLED.get(value.type.name, value.type)
+        shuffled: ir.Expr = ir.Warp(wide, "sg_shuffle", (self.operand(value if wide == value.type else ir.Cast(wide, value), pred),
+                                                         lane_in))
+        if wide != value.type:
+            shuffled = ir.Compare(bool_t, "!=", shuffled, ir.Const(wide, 0)) if value.type == bool_t else ir.Cast(value.type, shuffled)
+        native = [ir.Assign(loc, result, shuffled)]
+        return out[1:3] + (self.either(native, emulated, loc) if self.shuffles else emulated)
 
     def vote(self, w: ir.Warp, pred: ir.Expr | None, result: str, loc: ir.Loc) -> list[ir.Stmt]:
         slot = self.exchange(i32)
@@ -429,14 +474,24 @@ class _Emulation:
             ir.If(loc, ir.Compare(bool_t, "==", seen, ir.Const(i32, 3)),
                   (ir.Assign(loc, true_v, ir.BinOp(u32, "|", ir.Var(u32, true_v), bit)),)),
         )),)
-        out: list[ir.Stmt] = [
-            ir.Assign(loc, mask_v, self.operand(mask, pred)),
+        emulated: list[ir.Stmt] = [
             ir.Store(loc, slot, (lid,), code),
             ir.Barrier(loc),
             ir.Assign(loc, act_v, ir.Const(u32, 0)),
             ir.Assign(loc, true_v, ir.Const(u32, 0)),
             ir.For(loc, j, _i64(0), _i64(ir.WARP_SIZE), _i64(1), gather),
+            ir.Barrier(loc),  # every slot read before the next exchange writes them
         ]
+        native: list[ir.Stmt] = []
+        if self.native is not None:
+            code_v = self.fresh("code", i32)
+            seen_v = ir.Var(i32, code_v)
+            native = [
+                ir.Assign(loc, code_v, code),
+                ir.Assign(loc, act_v, ir.Warp(u32, "sg_ballot", (ir.Compare(bool_t, "!=", seen_v, ir.Const(i32, 0)),))),
+                ir.Assign(loc, true_v, ir.Warp(u32, "sg_ballot", (ir.Compare(bool_t, "==", seen_v, ir.Const(i32, 3)),))),
+            ]
+        out: list[ir.Stmt] = [ir.Assign(loc, mask_v, self.operand(mask, pred)), *self.either(native, emulated, loc)]
         m = ir.Var(u32, mask_v)
         votes = ir.BinOp(u32, "&", ir.Var(u32, true_v), m)
         if w.op in ("ballot", "activemask"):
@@ -445,7 +500,13 @@ class _Emulation:
             value = ir.Compare(bool_t, "!=", votes, ir.Const(u32, 0))
         else:
             value = ir.Compare(bool_t, "==", votes, ir.BinOp(u32, "&", ir.Var(u32, act_v), m))
-        return out + [ir.Assign(loc, result, value), ir.Barrier(loc)]
+        return out + [ir.Assign(loc, result, value)]
+
+
+_VOTES = frozenset({"all", "any", "ballot", "activemask"})
+_SHUFFLES = frozenset({"shfl", "shfl_up", "shfl_down", "shfl_xor"})
+#: What a value narrower than 32 bits travels as through a sub-group shuffle (exactly, both ways).
+_SHUFFLED = {"bool": i32, "i8": i32, "i16": i32, "u8": u32, "u16": u32, "f16": f32}
 
 
 def _jumps(body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
@@ -465,10 +526,18 @@ def group_limit(fn: ir.Function) -> int:
     return MAX_GROUP if has_warp(fn.body) or any(has_warp(c.body) for c in fn.callees) else 0
 
 
-def emulate(fn: ir.Function) -> ir.Function:
-    """``fn`` with its warp operations done through work-group memory (unchanged without any); the
-    device functions holding some are inlined first (:mod:`hetero.compiler.inline`)."""
+def emulate(fn: ir.Function, subgroups: bool = False, shuffles: bool = False) -> ir.Function:
+    """``fn`` with its warp operations done through work-group memory (unchanged without any), or
+    its votes (and its shuffles too, with ``shuffles``) through 32-wide sub-groups where
+    ``subgroups`` and the launch's sub-groups are warps; the device functions holding some are
+    inlined first (:mod:`hetero.compiler.inline`)."""
     if not fn.is_kernel or not group_limit(fn):
         return fn
     fn = inline_calls(fn, lambda f: has_warp(f.body))
-    return _Emulation(fn).run()
+    return _Emulation(fn, subgroups, shuffles).run()
+
+
+def uses_subgroups(fn: ir.Function) -> bool:
+    """Whether (emulated) kernel ``fn`` holds sub-group operations: it must then ask for 32-wide sub-groups."""
+    return any(isinstance(e, ir.Warp) and e.op in ir.SUBGROUP_OPS
+               for s in ir.walk_stmts(fn.body) for root in stmt_exprs(s) for e in subexprs(root))

@@ -19,6 +19,7 @@ HETERO_HEALTH_INTERVAL health_interval seconds between health polls of the monit
 HETERO_QUOTA           quota           memory quota of this process per device (see below)
 HETERO_COST_SAMPLING   cost_sampling   time every k-th kernel launch for the cost model (0: off)
 HETERO_BLAS            blas            ``off``: ``hetero.matmul`` runs hetero's own kernel, never a vendor BLAS
+HETERO_SUBGROUPS       subgroups       ``auto`` (default), ``off`` or ``all``: CUDA's warps on OpenCL sub-groups (below)
 HETERO_HOST_FALLBACK   host_fallback   ``warn`` (default), ``allow`` or ``error``: LAPACK/FFT on the host (below)
 ====================== =============== ==================================================
 
@@ -28,6 +29,12 @@ through NumPy, its operands downloaded and its results uploaded (:mod:`hetero.ar
 ``warn`` runs it and logs one WARNING per function and device (logger ``hetero.array``),
 ``allow`` runs it without the warning, ``error`` refuses with :class:`hetero.ArrayError`. Every
 fallback is counted either way (``hetero.array_host_fallback.counts()``).
+
+``subgroups`` says where CUDA's warp operations use 32-wide OpenCL sub-groups (Intel's runtimes;
+:mod:`hetero.compiler.warp_emulation`): ``auto`` uses them for votes on every such device and for
+shuffles too except on CPU devices, where Intel's runtime runs 32-wide shuffles about 10 times
+slower than work-group memory (``benchmarks/warp_subgroups.py``); ``all`` uses them for shuffles
+on CPU devices as well; ``off`` never (a driver whose sub-groups misbehave).
 
 The compile cache's bounds (least recently used entries go first; see
 :mod:`hetero.compiler.cache`):
@@ -148,6 +155,7 @@ class Config:
     quota: Mapping[str, int] = dataclasses.field(default_factory=dict)  # device/backend/"*" -> bytes; empty: none
     cost_sampling: int = 0  # time every k-th launch; 0: off
     blas: bool = True  # vendor BLAS for matmul where there is one (hetero.array_blas); False: the tiled kernel
+    subgroups: str = "auto"  # CUDA's warps on 32-wide OpenCL sub-groups: "auto", "off" or "all"
     host_fallback: str = "warn"  # linalg/fft with no vendor library on the device: "warn", "allow" or "error"
     cache_max_size: int = CACHE_MAX_SIZE  # bytes of the disk cache
     cache_max_entries: int = CACHE_MAX_ENTRIES
@@ -179,6 +187,7 @@ _ENV = {
     "HETERO_QUOTA": "quota",
     "HETERO_COST_SAMPLING": "cost_sampling",
     "HETERO_BLAS": "blas",
+    "HETERO_SUBGROUPS": "subgroups",
     "HETERO_HOST_FALLBACK": "host_fallback",
     "HETERO_CACHE_MAX_SIZE": "cache_max_size",
     "HETERO_CACHE_MAX_ENTRIES": "cache_max_entries",
@@ -188,6 +197,7 @@ _ENV = {
 _FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 POLICIES = ("first-fit", "binpack", "spread", "fastest", "priority")
 HOST_FALLBACK_MODES = ("warn", "allow", "error")
+SUBGROUP_MODES = ("auto", "off", "all")
 
 
 def config_file(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -315,6 +325,14 @@ def _parse(key: str, value: Any, origin: str) -> Any:
             raise ConfigError(f"{origin}: 'policy' is {value!r}; valid policies: {', '.join(POLICIES)}"
                               + did_you_mean(policy, POLICIES))
         return policy
+    if key == "subgroups":
+        mode = str(value).strip().lower()
+        if mode not in SUBGROUP_MODES:
+            raise ConfigError(f"{origin}: 'subgroups' is {value!r}; valid modes: {', '.join(SUBGROUP_MODES)} "
+                              "(auto: votes on sub-groups, shuffles too except on CPU devices; off: never; "
+                              "all: votes and shuffles wherever a device has 32-wide sub-groups)"
+                              + did_you_mean(mode, SUBGROUP_MODES))
+        return mode
     if key == "host_fallback":
         mode = str(value).strip().lower()
         if mode not in HOST_FALLBACK_MODES:

@@ -83,8 +83,16 @@ def explain(kernel: Any, signature: Any = None) -> str:
             missing = [n for n in needs if n not in runs_kernels.features]
             verdict = f"refused: lacks {', '.join(missing)}" if missing else "runs"
             if warps and not missing:
-                native = emitter_for(runs_kernels.dialect).native_warps
-                verdict += " (warps: native)" if native else " (warps: through work-group memory and barriers)"
+                emitter = emitter_for(runs_kernels.dialect)
+                if emitter.native_warps:
+                    verdict += " (warps: native)"
+                elif emitter.subgroup_warps and "subgroups32" in runs_kernels.features:
+                    what = "votes and shuffles" if "subgroup_shuffles32" in runs_kernels.features else \
+                        "votes (shuffles through work-group memory)"
+                    verdict += (f" (warps: {what} on 32-wide sub-groups where each row of a block holds whole "
+                                "warps, else through work-group memory and barriers)")
+                else:
+                    verdict += " (warps: through work-group memory and barriers)"
         lines.append(f"  {device.name}: {verdict}")
     return "\n".join(lines)
 
