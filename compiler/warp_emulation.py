@@ -59,6 +59,11 @@ TRUE = ir.Const(bool_t, True)
 FALSE = ir.Const(bool_t, False)
 
 
+def _warp_ops(body: tuple[ir.Stmt, ...]) -> set[str]:
+    """The warp (and sub-group) operations ``body`` holds."""
+    return {e.op for s in ir.walk_stmts(body) for root in stmt_exprs(s) for e in subexprs(root) if isinstance(e, ir.Warp)}
+
+
 def has_warp(body: tuple[ir.Stmt, ...]) -> bool:
     return any(isinstance(e, ir.Warp) for s in ir.walk_stmts(body) for root in stmt_exprs(s) for e in subexprs(root))
 
@@ -142,8 +147,7 @@ class _Emulation:
         #: Where sub-groups serve some warp operation of the kernel: the (uniform) name of "this
         #: launch's sub-groups are warps". A kernel with none keeps its default sub-group size.
         served = _VOTES | (_SHUFFLES if self.shuffles else frozenset())
-        wanted = subgroups and any(isinstance(e, ir.Warp) and e.op in served
-                                   for st in ir.walk_stmts(fn.body) for root in stmt_exprs(st) for e in subexprs(root))
+        wanted = subgroups and bool(_warp_ops(fn.body) & served)
         self.native = self.fresh("subgroups", bool_t, UNIFORM_PREFIX + _PREFIX) if wanted else None
 
     # -- names -----------------------------------------------------------------------
@@ -539,5 +543,4 @@ def emulate(fn: ir.Function, subgroups: bool = False, shuffles: bool = False) ->
 
 def uses_subgroups(fn: ir.Function) -> bool:
     """Whether (emulated) kernel ``fn`` holds sub-group operations: it must then ask for 32-wide sub-groups."""
-    return any(isinstance(e, ir.Warp) and e.op in ir.SUBGROUP_OPS
-               for s in ir.walk_stmts(fn.body) for root in stmt_exprs(s) for e in subexprs(root))
+    return bool(_warp_ops(fn.body) & set(ir.SUBGROUP_OPS))
