@@ -21,28 +21,23 @@ An error a fault rule raised (``error.injected``) gives a hetero error marked in
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import sys
 from typing import TYPE_CHECKING
 
 from hetero.backends import cuda_errors
 from hetero.errors import (
-    ContextCorruptedError,
-    DeviceDegradedError,
-    DeviceError,
-    DeviceLostError,
     DeviceOutOfMemoryError,
     HeteroError,
 )
+from hetero.fault import ort_errors
+from hetero.fault.recognised import ERROR_OF_CLASS, UNKNOWN_DEVICE, Recognised, injected
 from hetero.fault.taxonomy import CODE_TABLES, FaultClass
-from hetero.fault.torch_errors import TORCH_ERRORS, TorchErrorRow
+from hetero.fault.torch_errors import first_match
 
 if TYPE_CHECKING:
     from hetero.device import Device
 
-#: The device name a recognised error gets when the caller knows none.
-UNKNOWN_DEVICE = "unknown device"
 #: (module, class name) of CuPy's exceptions: the runtime's, the driver's, the memory pool's.
 _CUPY_ERRORS = {("cupy_backends.cuda.api.runtime", "CUDARuntimeError"), ("cupy_backends.cuda.api.driver", "CUDADriverError"),
                 ("cupy.cuda.memory", "OutOfMemoryError")}
@@ -50,30 +45,19 @@ _CUPY_ERRORS = {("cupy_backends.cuda.api.runtime", "CUDARuntimeError"), ("cupy_b
 _BACKEND_OF_FAMILY = {"cuda": "cuda", "cublas": "cuda", "cudnn": "cuda", "nccl": "cuda", "hip": "rocm",
                       "hipblas": "rocm", "miopen": "rocm", "xpu": "oneapi", "mps": "mps",
                       "cpu": "cpu"}
-_ERROR_OF_CLASS: dict[FaultClass, type[DeviceError]] = {
-    FaultClass.CONTEXT_CORRUPTING: ContextCorruptedError, FaultClass.DEVICE_LOST: DeviceLostError,
-    FaultClass.DEGRADED: DeviceDegradedError, FaultClass.RECOVERABLE: DeviceError, FaultClass.NONE: DeviceError,
-}
 _HIP = re.compile(r"\bHIP\b")
 _RUNTIME_NAMED = re.compile(r"\b(?:CUDA|HIP)\b")
 
 
-@dataclasses.dataclass(frozen=True)
-class Recognised:
-    """A foreign error read as ``error`` (whose ``__cause__`` is the original); ``basis`` says
-    what decided it, for the classification's reason."""
-
-    error: DeviceError
-    basis: str
-
-
 def recognise(error: BaseException, device: Device | None = None) -> Recognised | None:
     """``error`` as a hetero :class:`~hetero.errors.DeviceError` on ``device`` when it is a torch or
-    CuPy device error this module knows; None for anything else (hetero's own errors included)."""
+    CuPy device error this module knows (ONNX Runtime's: :mod:`hetero.fault.ort_errors`); None for anything else (hetero's own errors included)."""
     if isinstance(error, HeteroError):
         return None
     if _is_cupy(error):
         return _from_cupy(error, device)
+    if ort_errors.is_ort_error(error):
+        return ort_errors.recognise(error, device)
     if isinstance(error, RuntimeError):
         return _from_torch(error, device)
     return None
@@ -98,16 +82,10 @@ def _from_cupy(error: BaseException, device: Device | None) -> Recognised:
     name = device.name if device is not None else UNKNOWN_DEVICE
     found = cuda_errors.translate(error, backend, name, f"a {type_name(error)} call in user code")
     found.__cause__ = error
-    found.injected = _injected(error) or found.injected
+    found.injected = injected(error) or found.injected
     status = getattr(error, "status", None)
     basis = f"{type_name(error)} status {status}" if status is not None else type_name(error)
     return Recognised(found, f"{basis} read through hetero's {backend} code table")
-
-
-def _injected(error: BaseException) -> bool:
-    """Whether a fault rule raised ``error`` (hetero.fault.injection_torch marks torch's errors so):
-    the hetero error read from it keeps the mark, so a drill stays out of the real quarantine."""
-    return getattr(error, "injected", False) is True
 
 
 def _torch_type(name: str) -> type[BaseException] | None:
@@ -116,18 +94,9 @@ def _torch_type(name: str) -> type[BaseException] | None:
     return found if isinstance(found, type) and issubclass(found, BaseException) else None
 
 
-def _first_row(text: str) -> tuple[TorchErrorRow | None, str | None]:
-    """The first row whose spelling the text has, and the text it matched."""
-    for row in TORCH_ERRORS:
-        match = row.pattern.search(text)
-        if match is not None:
-            return row, match.group(0)
-    return None, None
-
-
 def _from_torch(error: RuntimeError, device: Device | None) -> Recognised | None:
     text = str(error)
-    row, matched = _first_row(text)
+    row, matched = first_match(text)
     oom_type, accelerator_type = _torch_type("OutOfMemoryError"), _torch_type("AcceleratorError")
     is_oom = oom_type is not None and isinstance(error, oom_type)
     is_accelerator = accelerator_type is not None and isinstance(error, accelerator_type)
@@ -154,7 +123,7 @@ def _from_torch(error: RuntimeError, device: Device | None) -> Recognised | None
         fault_class = FaultClass.RECOVERABLE
     table = CODE_TABLES.get(family, {})
     code_name = table[code].name if code is not None and code in table else matched
-    cls = _ERROR_OF_CLASS[fault_class]
+    cls = ERROR_OF_CLASS[fault_class]
     if fault_class is FaultClass.RECOVERABLE and code in (None, 2):
         cls = DeviceOutOfMemoryError
     backend = device.backend if device is not None else _BACKEND_OF_FAMILY.get(family, "cuda")
@@ -162,5 +131,5 @@ def _from_torch(error: RuntimeError, device: Device | None) -> Recognised | None
     found = cls(f"{type_name(error)}: {first_line}", backend=backend,
                 device=device.name if device is not None else UNKNOWN_DEVICE, code=code, code_name=code_name)
     found.__cause__ = error
-    found.injected = _injected(error)
+    found.injected = injected(error)
     return Recognised(found, basis)

@@ -18,7 +18,8 @@ logged (logger ``hetero.fault.injection``, WARNING), published on the fault even
 At exit, a rule that never fired in the process is named in a warning: injection only reaches
 operations through hetero's backends, on devices the rule names. Rules of the ``torch`` op wrap no
 runtime: they fire at torch's op boundary (:mod:`hetero.fault.injection_torch`, told through
-:data:`hetero.injection_hooks.TORCH_RULES_CHANGED` when they come and go).
+:data:`hetero.injection_hooks.TORCH_RULES_CHANGED` when they come and go); rules of the ``infer``
+op fire where a :mod:`hetero.onnx` session runs ONNX Runtime (:mod:`hetero.fault.injection_infer`).
 """
 
 from __future__ import annotations
@@ -393,7 +394,8 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
     - OP: ``launch`` (kernel launches and vendor library calls: ``hetero.matmul``'s BLAS), ``copy``
       (upload, download, device copies), ``alloc``, ``sync``, ``health``, or
       ``torch`` (torch ops on the device's torch tensors, raising torch's own exception:
-      :mod:`hetero.fault.injection_torch`);
+      :mod:`hetero.fault.injection_torch`), ``infer`` (ONNX Runtime inferences of
+      :mod:`hetero.onnx` sessions and pools on the device: :mod:`hetero.fault.injection_infer`);
     - TRIGGER: ``nth=N`` (exactly the Nth matching call on each device), ``every=K``, or ``p=P``
       (with ``,seed=S`` the same calls fire in every run); ``,times=M`` caps the fires;
     - WHAT: ``lost``, ``sticky``, ``oom``, ``degraded`` (the backend's own error of that kind), a vendor
@@ -481,9 +483,21 @@ def configured_injection(faults: tuple[str, ...]) -> Injection:
 
 def torch_injections() -> list[Injection]:
     """The active injections (configured and :func:`inject` blocks) with a rule for torch ops."""
+    return injections_for(TORCH_OP)
+
+
+def injections_for(op: str) -> list[Injection]:
+    """The active injections (configured and :func:`inject` blocks) with a rule for ``op``."""
     with _LOCK:
         return [inj for inj in (*_CONFIGURED.values(), *_ACTIVE)
-                if inj.active and any(rule.op == TORCH_OP for rule in inj.rules)]
+                if inj.active and any(rule.op == op for rule in inj.rules)]
+
+
+def fault_error(runtime: DeviceRuntime, rule: Rule) -> BaseException:
+    """The error a fired error rule raises: ``runtime``'s own native error of the rule's kind or
+    vendor code, marked injected (what a call-site boundary outside the runtime, such as
+    :mod:`hetero.fault.injection_infer`, raises)."""
+    return _error(runtime, rule, rule.what.kind, rule.what.code, rule.what.xid)
 
 
 def active() -> bool:
@@ -497,7 +511,7 @@ def wrapped_methods(runtime: DeviceRuntime) -> list[str]:
 
 
 __all__ = ["OPS", "FaultRecord", "Injection", "active", "announce", "apply_at_open", "configured", "configured_injection",
-           "inject", "process_fault", "torch_injections", "wrapped_methods"]
+           "fault_error", "inject", "injections_for", "process_fault", "torch_injections", "wrapped_methods"]
 
 
 RUNTIMES_OPENED.register(apply_at_open)  # the registry calls it as each backend opens (see hetero.hooks)

@@ -11,6 +11,7 @@ Examples::
     cuda:0:sync:nth=1:xid:79              an Xid 79 health event, and the device-lost error
     oneapi:0:health:nth=3:degraded        health() reports DEGRADED from the 3rd call on
     cuda:0:torch:nth=50:sticky            the 50th torch op on cuda:0's tensors: an illegal memory access
+    cpu:infer:p=0.01,seed=3:sticky        1% of ONNX Runtime inferences on the CPU (hetero.onnx), reproducibly
 
 DEVICE is an ``fnmatch`` pattern over device names; DEVICE and WHAT may contain colons, so the
 rule is split on the OP keyword. This module only parses and counts: applying rules to devices
@@ -31,7 +32,8 @@ from hetero.errors import ConfigError, did_you_mean
 #: devices is one call on the runtime that does it (the non-host side: ``oneapi:0`` uploads from
 #: ``cpu``), so it counts there; reading a host-memory array (``cpu``) calls no runtime at all.
 #: ``torch`` covers no runtime method: torch ops on the device's torch tensors, counted at torch's
-#: op boundary (:mod:`hetero.fault.injection_torch`).
+#: op boundary (:mod:`hetero.fault.injection_torch`). ``infer`` neither: each ONNX Runtime
+#: inference a :mod:`hetero.onnx` session runs on the device (:mod:`hetero.fault.injection_infer`).
 OPS: dict[str, tuple[str, ...]] = {
     "launch": ("launch", "call_library"),  # a kernel, or a vendor library routine (CLBlast, cuBLAS, NumPy)
     "copy": ("upload", "download", "copy"),
@@ -39,9 +41,12 @@ OPS: dict[str, tuple[str, ...]] = {
     "sync": ("synchronize",),
     "health": ("health",),
     "torch": (),
+    "infer": (),
 }
 #: The op whose rules fire in torch, not in a hetero backend.
 TORCH_OP = "torch"
+#: The op whose rules fire in hetero.onnx's sessions, before ONNX Runtime runs.
+INFER_OP = "infer"
 
 #: Fault kinds: the device backend's own native error of that kind (``runtime.fault_error(kind)``).
 KINDS = ("lost", "sticky", "oom", "degraded")
@@ -50,10 +55,13 @@ VENDORS: dict[str, tuple[str, ...]] = {"cuda": ("cuda",), "hip": ("rocm",), "ope
 PROCESS_FAULTS = ("crash", "hang")
 #: What a torch rule can do: torch's own error of that kind, or a process fault (no vendor code, no Xid).
 TORCH_WHATS = (*KINDS, *PROCESS_FAULTS)
+#: What an infer rule can do: the device's own error of a kind or a vendor code, or a process fault (no Xid:
+#: an Xid is a health event of the GPU, which a health or launch rule drills).
+INFER_WHATS = (*KINDS, "code", *PROCESS_FAULTS)
 WHAT_CHOICES = (*KINDS, "cuda:CODE", "hip:CODE", "opencl:CODE", "xid:N", "crash", "hang", "hang:DURATION")
 SYNTAX = "DEVICE:OP:TRIGGER:WHAT, e.g. 'oneapi:0:launch:nth=300:lost'"
 
-_RULE = re.compile(r"^(?P<device>.+?):(?P<op>launch|copy|alloc|sync|health|torch):(?P<trigger>[^:]*):(?P<what>.+)$")
+_RULE = re.compile(r"^(?P<device>.+?):(?P<op>launch|copy|alloc|sync|health|torch|infer):(?P<trigger>[^:]*):(?P<what>.+)$")
 _DURATION = re.compile(r"^(?P<value>\d+(?:\.\d*)?|\.\d+)(?P<unit>ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -135,6 +143,9 @@ def parse_rule(text: str) -> Rule:
     if op == TORCH_OP and what.kind not in TORCH_WHATS:
         raise _bad(rule, f"WHAT {match['what']!r}", "cannot apply to op 'torch'; torch faults are "
                    f"{', '.join(TORCH_WHATS)} (torch's own error of that kind), hang:DURATION")
+    if op == INFER_OP and what.kind not in INFER_WHATS:
+        raise _bad(rule, f"WHAT {match['what']!r}", "cannot apply to op 'infer'; inference faults are "
+                   f"{', '.join(KINDS)}, cuda:CODE, hip:CODE, opencl:CODE, crash or hang:DURATION")
     if what.vendor is not None and not any(ch in device for ch in "*?["):
         backend = device.split(":", 1)[0]
         if backend not in VENDORS[what.vendor]:

@@ -174,3 +174,12 @@ TORCH_ERRORS: tuple[TorchErrorRow, ...] = (
     TorchErrorRow(r"ncclInternalError|ncclInvalidArgument|ncclInvalidUsage", N, NCCL, DIST, family="nccl", note="a bug in NCCL or in its use, not a device fault"),
 )
 del R, C, L, D, N
+
+
+def first_match(text: str) -> tuple[TorchErrorRow | None, str | None]:
+    """The first row of :data:`TORCH_ERRORS` whose spelling ``text`` has, and the text it matched."""
+    for row in TORCH_ERRORS:
+        match = row.pattern.search(text)
+        if match is not None:
+            return row, match.group(0)
+    return None, None
