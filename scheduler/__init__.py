@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from hetero.scheduler.policies import KIND_WEIGHT, Policy, Ranking, get_policy, rank, static_speed
     from hetero.scheduler.quota import Task, current_task, set_process_task, task
     from hetero.scheduler.failover import replacement
+    from hetero.scheduler.routing import ROUTING_POLICIES, Router
     from hetero.scheduler.request import PRIORITIES, Candidate, CostModel, Request, format_size, parse_size
     from hetero.scheduler.usage import LEDGER, DeviceLoad
 
@@ -49,6 +50,7 @@ _LAZY = {
     "parse_size": "request", "format_size": "request",
     "LEDGER": "usage", "DeviceLoad": "usage",
     "replacement": "failover",
+    "Router": "routing", "ROUTING_POLICIES": "routing",
 }
 
 
@@ -62,6 +64,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "ROUTING_POLICIES", "Router",
     "KIND_WEIGHT", "LEDGER", "PRIORITIES", "Candidate", "CostModel", "DeviceLoad", "Explanation", "NoDeviceAvailable",
     "Policy", "Ranking", "Request", "Row", "Task", "assign", "auto_device", "current_task", "decide", "explain",
     "forget_decisions", "format_size", "get_cost_model", "get_policy", "live_candidates", "parse_size", "place", "rank",
