@@ -1,0 +1,68 @@
+"""The errors of :mod:`hetero.onnx`: a provider that did not bind, a bad feed, a request that no
+device could answer (with every attempt it made)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hetero.errors import HeteroError
+
+
+class ProviderUnavailableError(HeteroError, RuntimeError):
+    """ONNX Runtime did not bind the execution provider a device needs (it would have run the model
+    on the CPU without saying so)."""
+
+    def __init__(self, provider: str, device: str, bound: list[str], remedy: str) -> None:
+        self.provider = provider
+        self.device = device
+        self.bound = list(bound)
+        self.remedy = remedy
+        problem = (f"ONNX Runtime did not bind {provider} for device {device!r} (it bound {', '.join(bound)})" if bound
+                   else f"this ONNX Runtime has no {provider} for device {device!r}")
+        super().__init__(f"{problem}; {remedy}; or run on the CPU on purpose with fallback='cpu' "
+                         "(hetero infer/serve --fallback-cpu)")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.provider, self.device, self.bound, self.remedy))
+
+
+class InputError(HeteroError, ValueError):
+    """A feed does not fit the model: unknown or missing input name, wrong dtype or shape. Nothing ran."""
+
+    def __init__(self, message: str, name: str | None = None) -> None:
+        self.name = name
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.args[0], self.name))
+
+
+@dataclasses.dataclass(frozen=True)
+class Attempt:
+    """One try of a request on one pool member: where, how long, and why it failed (None: it answered)."""
+
+    member: str
+    device: str
+    seconds: float
+    error: str | None = None
+    fault_class: str | None = None
+    action: str | None = None
+
+
+class InferenceFailedError(HeteroError, RuntimeError):
+    """A request no member of the pool could answer within its retry budget; ``history`` holds each
+    attempt, the last error is the ``__cause__``."""
+
+    def __init__(self, message: str, history: list[Attempt] | tuple[Attempt, ...] = ()) -> None:
+        self.history = tuple(history)
+        lines = [message] + [f"  try {i + 1}: {a.member} ({a.device}) after {a.seconds * 1e3:.1f} ms: {a.error}"
+                             + (f" [{a.fault_class} -> {a.action}]" if a.fault_class else "")
+                             for i, a in enumerate(self.history)]
+        super().__init__("\n".join(lines))
+        self.message = message
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.message, self.history))
+
+
+__all__ = ["Attempt", "InferenceFailedError", "InputError", "ProviderUnavailableError"]

@@ -1,0 +1,226 @@
+"""``hetero.onnx.Session``: an ONNX Runtime session on a hetero device, with no silent fallback.
+
+    >>> s = hetero.onnx.Session("model.onnx", device="cuda:0")
+    >>> s.run({"x": x})["y"]
+
+ONNX Runtime binds the providers it can and runs the rest on the CPU without saying so
+(onnxruntime#23372, #11323): ``InferenceSession(m, providers=["CUDAExecutionProvider"])`` on a
+machine whose CUDA libraries do not load runs on the CPU, and so does asking for a plugin EP by
+name. Here the session checks ``get_providers()`` once it exists; a missing provider raises
+:class:`ProviderUnavailableError` (naming the provider, the device and what to install), or with
+``fallback="cpu"`` runs on the CPU *and says so*: a warning and a ``provider-fallback`` event on
+the fault bus. Every ``run`` counts as an inference for fault rules of the ``infer`` op, and an
+ONNX Runtime error that is a device error comes out as hetero's (:mod:`hetero.fault.ort_errors`),
+so :func:`hetero.fault.classify`, the guard and :class:`hetero.onnx.Pool` treat it as any other.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetero.device import Device
+from hetero.fault import event_bus, injection_infer, ort_errors
+from hetero.onnx import feeds as _feeds
+from hetero.onnx import providers as _providers
+from hetero.onnx.errors import InputError, ProviderUnavailableError
+from hetero.onnx.spec import TensorSpec, from_node_arg
+
+log = logging.getLogger("hetero.onnx")
+
+ModelSource = str | os.PathLike[str] | bytes | Any  # a path, the serialized bytes, or an onnx.ModelProto
+
+
+def onnxruntime() -> Any:
+    """The ``onnxruntime`` module, or an ImportError that says how to install it."""
+    try:
+        import onnxruntime as ort
+    except ImportError as error:
+        raise ImportError("hetero.onnx needs ONNX Runtime: pip install 'hetero[onnx]' (or pip install onnxruntime)"
+                          ) from error
+    return ort
+
+
+def model_bytes(model: ModelSource) -> bytes:
+    """The serialized model: read from a path, or a ModelProto serialized (nothing is executed)."""
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return bytes(model)
+    if hasattr(model, "SerializeToString"):
+        return bytes(model.SerializeToString())
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        if not path.is_file():
+            raise FileNotFoundError(f"no ONNX model at {str(path)!r}" + (" (it is a directory)" if path.is_dir() else ""))
+        return path.read_bytes()
+    raise TypeError(f"model must be a path, the model's bytes or an onnx.ModelProto, got {type(model).__name__}")
+
+
+def resolve_device(device: str | Device) -> Device:
+    """A Device for ``device``; ``"auto"``: the first device (GPUs first) whose provider is installed."""
+    import hetero
+
+    if isinstance(device, Device):
+        return device
+    if device != "auto":
+        return hetero.device(device)
+    ort = onnxruntime()
+    for candidate in hetero.devices():
+        if _providers.choose(ort, candidate) is not None:
+            return candidate
+    return hetero.device("cpu")
+
+
+class Session:
+    """An ONNX Runtime session on one hetero device.
+
+    ``model``: a path, the model's bytes or an ``onnx.ModelProto``. ``device``: a Device, a name
+    (``cuda:0``, ``oneapi:0``, ``cpu``) or ``"auto"``. ``fallback="cpu"``: run on the CPU when the
+    device's provider cannot be bound (announced), instead of raising. ``threads``: ONNX Runtime's
+    intra-op threads (None: its default). ``session_options``: an ``onnxruntime.SessionOptions``
+    to start from. ``provider_options``: extra options for the device's provider.
+    """
+
+    def __init__(self, model: ModelSource, device: str | Device = "auto", *, fallback: str | None = None,
+                 threads: int | None = None, session_options: Any = None,
+                 provider_options: Mapping[str, str] | None = None) -> None:
+        if fallback not in (None, "cpu"):
+            raise ValueError(f"fallback must be None or 'cpu', got {fallback!r}")
+        ort = onnxruntime()
+        data = model_bytes(model)
+        self.requested: Device = resolve_device(device)
+        self.device: Device = self.requested
+        self.fell_back = False
+        choice = _providers.choose(ort, self.requested)
+        session = None
+        if choice is not None:
+            session = self._create(ort, data, choice, threads, session_options, provider_options)
+            if choice.provider not in session.get_providers():
+                bound = session.get_providers()
+                session = None
+                problem = ProviderUnavailableError(choice.provider, self.requested.name, bound, choice.remedy)
+            else:
+                problem = None
+        else:
+            wanted = _providers.wanted(self.requested) or "execution provider"
+            problem = ProviderUnavailableError(wanted, self.requested.name, [], _providers.remedy(self.requested.backend))
+        if session is None:
+            assert problem is not None
+            if fallback != "cpu":
+                raise problem
+            session = self._fall_back(ort, data, problem, threads, session_options)
+        self._session = session
+        self.provider: str = session.get_providers()[0]
+        self.inputs: tuple[TensorSpec, ...] = tuple(from_node_arg(a) for a in session.get_inputs())
+        self.outputs: tuple[TensorSpec, ...] = tuple(from_node_arg(a) for a in session.get_outputs())
+        self._output_names = [spec.name for spec in self.outputs]
+
+    def _create(self, ort: Any, data: bytes, choice: _providers.ProviderChoice, threads: int | None,
+                session_options: Any, provider_options: Mapping[str, str] | None) -> Any:
+        options = session_options if session_options is not None else ort.SessionOptions()
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        if choice.ep_devices:  # a plugin EP: bound to its devices through the options
+            options.add_provider_for_devices(choice.ep_devices, {**choice.ep_options, **(provider_options or {})})
+            return ort.InferenceSession(data, sess_options=options)
+        providers = list(choice.providers)
+        if provider_options and providers and isinstance(providers[0], tuple):
+            providers[0] = (providers[0][0], {**providers[0][1], **provider_options})
+        elif provider_options:
+            providers[0] = (providers[0], dict(provider_options))
+        return ort.InferenceSession(data, sess_options=options, providers=providers)
+
+    def _fall_back(self, ort: Any, data: bytes, problem: ProviderUnavailableError, threads: int | None,
+                   session_options: Any) -> Any:
+        import hetero
+
+        self.device = hetero.device("cpu")
+        self.fell_back = True
+        log.warning("%s; running on the CPU instead (fallback='cpu')", problem)
+        event_bus.publish("provider-fallback", device=self.requested.name, provider=problem.provider,
+                          bound=["CPUExecutionProvider"], to="cpu", reason=str(problem))
+        options = session_options if session_options is not None else ort.SessionOptions()
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        return ort.InferenceSession(data, sess_options=options, providers=[_providers.CPU])
+
+    @property
+    def ort_session(self) -> Any:
+        """The ``onnxruntime.InferenceSession`` underneath."""
+        return self._session
+
+    def run(self, feeds: Mapping[str, Any], outputs: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """Run the model on ``feeds`` (input name -> array); the outputs by name (all, or ``outputs``)."""
+        ready = _feeds.prepare(feeds, self.inputs)
+        return self.run_prepared(ready, outputs)
+
+    def run_prepared(self, ready: Mapping[str, Any], outputs: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """``run`` for feeds :func:`hetero.onnx.feeds.prepare` has checked (a pool checks once per request)."""
+        names = self._output_names if outputs is None else self._check_outputs(outputs)
+        injection_infer.check(self.device)
+        try:
+            if any(_feeds.is_device_tensor(v) for v in ready.values()):
+                results = self._run_bound(ready, names)
+            else:
+                results = self._session.run(names, ready)
+        except Exception as error:
+            raise self._translate(error) from error
+        return dict(zip(names, results))
+
+    def _check_outputs(self, outputs: Sequence[str]) -> list[str]:
+        unknown = [name for name in outputs if name not in self._output_names]
+        if unknown:
+            raise InputError(f"the model has no output {unknown[0]!r}; its outputs: {', '.join(self._output_names)}",
+                             unknown[0])
+        return list(outputs)
+
+    def _run_bound(self, ready: Mapping[str, Any], names: list[str]) -> list[np.ndarray]:
+        """IOBinding: torch tensors in GPU memory are read where they are, outputs come back to the host."""
+        if self.provider not in (_providers.CUDA, _providers.ROCM, _providers.MIGRAPHX):
+            raise InputError(f"a GPU torch tensor was fed to a session on {self.device.name} ({self.provider}); "
+                             "move it with .cpu() or run the session on the tensor's GPU")
+        binding = self._session.io_binding()
+        for name, value in ready.items():
+            if _feeds.is_device_tensor(value):
+                tensor = value.contiguous()
+                binding.bind_input(name, "cuda", tensor.device.index or 0, np.dtype(str(tensor.dtype).removeprefix("torch.")),
+                                   tuple(tensor.shape), tensor.data_ptr())
+            else:
+                binding.bind_cpu_input(name, value)
+        for name in names:
+            binding.bind_output(name, "cpu")
+        self._session.run_with_iobinding(binding)
+        return list(binding.copy_outputs_to_cpu())
+
+    def _translate(self, error: BaseException) -> BaseException:
+        if isinstance(error, InputError) or not ort_errors.is_ort_error(error):
+            return error
+        found = ort_errors.recognise(error, self.device)
+        if found is not None:
+            return found.error
+        if type(error).__name__ == "InvalidArgument":
+            return InputError(f"ONNX Runtime rejected the feeds: {str(error).strip().splitlines()[0]}")
+        return error
+
+    def warm_up(self, batch: int = 1) -> float:
+        """Run once on zeros (free dimensions ``batch``, the rest as the model fixes them); the seconds it took."""
+        started = time.perf_counter()
+        self.run(probe_feeds(self.inputs, batch))
+        return time.perf_counter() - started
+
+    def __repr__(self) -> str:
+        via = f" (fell back from {self.requested.name})" if self.fell_back else ""
+        return f"<hetero.onnx.Session on {self.device.name} via {self.provider}{via}>"
+
+
+def probe_feeds(inputs: Sequence[TensorSpec], batch: int = 1) -> dict[str, np.ndarray]:
+    """Zeros for every input, each free dimension ``batch``: a run that tells whether a device answers."""
+    return {spec.name: np.zeros(tuple(batch if d is None else d for d in spec.shape), dtype=spec.dtype) for spec in inputs}
+
+
+__all__ = ["Session", "model_bytes", "onnxruntime", "probe_feeds", "resolve_device"]
