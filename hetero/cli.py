@@ -63,7 +63,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"devices": cmd_devices}
 #: Modules with ``add_commands(subparsers) -> {name: handler}``: ``hetero quarantine …``, ``hetero calibrate``.
-_OPTIONAL_COMMANDS = ("hetero.cli_quarantine", "hetero.cli_calibrate")
+_OPTIONAL_COMMANDS = ("hetero.cli_quarantine", "hetero.cli_calibrate", "hetero.cli_serve", "hetero.cli_infer")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,21 @@
+"""``hetero serve``: a model behind the KServe v2 inference protocol over HTTP (the protocol Triton
+Inference Server speaks, so ``tritonclient.http`` and KServe clients work unchanged).
+
+- :mod:`hetero.serve.protocol`: request decoding and response encoding, JSON tensors and the
+  binary tensor extension, pure NumPy;
+- :mod:`hetero.serve.app`: :func:`make_app`, the aiohttp application (health, metadata, infer,
+  ``/metrics``) over a :class:`~hetero.serve.servable.Servable` such as :class:`hetero.onnx.Pool`;
+- :mod:`hetero.serve.metrics`: the Prometheus metrics, request counts and the pool's members;
+- :mod:`hetero.serve.runner`: :func:`serve` (blocking, SIGINT/SIGTERM shut down gracefully) and
+  :class:`~hetero.serve.runner.ServerThread` (a background server for tests and benchmarks).
+
+Importing it loads aiohttp and prometheus_client, never ONNX Runtime.
+"""
+
+from __future__ import annotations
+
+from hetero.serve.app import make_app
+from hetero.serve.runner import ServerThread, serve
+from hetero.serve.servable import Servable
+
+__all__ = ["Servable", "ServerThread", "make_app", "serve"]
