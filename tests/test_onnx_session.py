@@ -78,6 +78,36 @@ def test_a_provider_onnxruntime_drops_silently_is_caught(monkeypatch: pytest.Mon
         Session(model.data, "cpu")
 
 
+def test_onnxruntimes_run_time_fallback_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ONNX Runtime's wrapper, on an EPFail in run(), moves the session to its fallback providers (the
+    CPU) with only a print, and answers from there. hetero's session raises the error instead."""
+    from onnxruntime.capi.onnxruntime_pybind11_state import EPFail
+
+    model = mlp()
+    session = Session(model.data, "cpu")
+    raw = session.ort_session
+    assert raw._enable_fallback is False
+    calls = []
+
+    class FailingOnce:
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def run(self, *args):
+            calls.append(args)
+            if len(calls) == 1:
+                raise EPFail("CUDA failure 700: an illegal memory access was encountered ; GPU=0 ; hostname=h ; expr=x;")
+            return self.inner.run(*args)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    monkeypatch.setattr(raw, "_sess", FailingOnce(raw._sess))
+    with pytest.raises(hetero.DeviceError, match="illegal memory access"):
+        session.run({"x": model.sample(1)})
+    assert len(calls) == 1  # not retried behind the caller's back
+
+
 def test_inputs_numpy_hetero_torch_and_lists() -> None:
     model = mlp()
     x = model.sample(4)

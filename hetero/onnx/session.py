@@ -6,7 +6,9 @@
 ONNX Runtime binds the providers it can and runs the rest on the CPU without saying so
 (onnxruntime#23372, #11323): ``InferenceSession(m, providers=["CUDAExecutionProvider"])`` on a
 machine whose CUDA libraries do not load runs on the CPU, and so does asking for a plugin EP by
-name. Here the session checks ``get_providers()`` once it exists; a missing provider raises
+name; and once a session exists, an ``EPFail`` in ``run`` moves it to the CPU with only a print to
+stdout (the wrapper's ``_enable_fallback``, on for CUDA and TensorRT). Here the session turns that
+off (``disable_fallback()``) and checks ``get_providers()`` once it exists; a missing provider raises
 :class:`ProviderUnavailableError` (naming the provider, the device and what to install), or with
 ``fallback="cpu"`` runs on the CPU *and says so*: a warning and a ``provider-fallback`` event on
 the fault bus. Every ``run`` counts as an inference for fault rules of the ``infer`` op, and an
@@ -114,6 +116,10 @@ class Session:
             if fallback != "cpu":
                 raise problem
             session = self._fall_back(ort, data, problem, threads, session_options)
+        # ONNX Runtime's Python wrapper has a second silent fallback: when run() meets an EPFail (and
+        # at creation, for CUDA and TensorRT) it moves the session to its fallback providers (the CPU)
+        # with a print() to stdout, and retries. Off: the error reaches hetero's classifier instead.
+        session.disable_fallback()
         self._session = session
         self.provider: str = session.get_providers()[0]
         self.inputs: tuple[TensorSpec, ...] = tuple(from_node_arg(a) for a in session.get_inputs())
@@ -159,12 +165,12 @@ class Session:
         ready = _feeds.prepare(feeds, self.inputs)
         return self.run_prepared(ready, outputs)
 
-    def run_prepared(self, ready: Mapping[str, Any], outputs: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    def run_prepared(self, ready: _feeds.Feeds, outputs: Sequence[str] | None = None) -> dict[str, np.ndarray]:
         """``run`` for feeds :func:`hetero.onnx.feeds.prepare` has checked (a pool checks once per request)."""
         names = self._output_names if outputs is None else self._check_outputs(outputs)
         injection_infer.check(self.device)
         try:
-            if any(_feeds.is_device_tensor(v) for v in ready.values()):
+            if ready.on_device:
                 results = self._run_bound(ready, names)
             else:
                 results = self._session.run(names, ready)
