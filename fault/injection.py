@@ -486,6 +486,12 @@ def torch_injections() -> list[Injection]:
     return injections_for(TORCH_OP)
 
 
+def any_rules() -> bool:
+    """Whether any injection exists (configured, or an inject() block): a hot path's lock-free check
+    before it asks :func:`injections_for`."""
+    return bool(_ACTIVE) or bool(_CONFIGURED)
+
+
 def injections_for(op: str) -> list[Injection]:
     """The active injections (configured and :func:`inject` blocks) with a rule for ``op``."""
     with _LOCK:
@@ -510,7 +516,7 @@ def wrapped_methods(runtime: DeviceRuntime) -> list[str]:
     return [m for m in _INJECTED_METHODS if m in vars(runtime)]
 
 
-__all__ = ["OPS", "FaultRecord", "Injection", "active", "announce", "apply_at_open", "configured", "configured_injection",
+__all__ = ["OPS", "FaultRecord", "Injection", "active", "announce", "any_rules", "apply_at_open", "configured", "configured_injection",
            "fault_error", "inject", "injections_for", "process_fault", "torch_injections", "wrapped_methods"]
 
 

@@ -25,10 +25,9 @@ def armed() -> bool:
 def check(device: Device, where: str = "onnxruntime run") -> None:
     """Count one inference on ``device``; when a rule fires, announce it and raise its error (a
     ``crash`` rule kills the process, a ``hang`` rule holds it, then the inference goes on)."""
-    injections = _injection.injections_for(INFER_OP)
-    if not injections:
+    if not _injection.any_rules():  # the common case: no rule at all, no lock taken
         return
-    for injection in injections:
+    for injection in _injection.injections_for(INFER_OP):
         for state in injection.states_for(device.runtime):
             if state.rule.op != INFER_OP:
                 continue

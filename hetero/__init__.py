@@ -137,6 +137,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "fault": ("hetero.fault", None),
     "scheduler": ("hetero.scheduler", None),
     "xp": ("hetero.xp", None),  # the array API namespace (x.__array_namespace__())
+    "onnx": ("hetero.onnx", None),  # ONNX Runtime sessions and failover pools
     # reductions and scans (hetero.array_reductions) load the compiler: on first use too
     "sum": ("hetero.array_reductions", "sum"),
     "prod": ("hetero.array_reductions", "prod"),
@@ -205,7 +206,7 @@ __all__ = [
     "load_bundle", "local_size", "math", "num_groups", "u8", "u16", "u32", "u64",
     "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "BundleBuildError", "BundleError", "Config",
     "ConfigError", "ContextCorruptedError", "DeviceDegradedError", "DeviceLostError", "QuotaExceeded",
-    "RecoveryFailedError", "Stream", "checkpoint", "fault", "fusion", "guard", "heartbeat", "resumable", "scheduler", "use_device", "xp",
+    "RecoveryFailedError", "Stream", "checkpoint", "fault", "fusion", "onnx", "guard", "heartbeat", "resumable", "scheduler", "use_device", "xp",
     "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health",
     "HealthState", "HeteroError", "Kind", "PluginError", "ToolchainNotFoundError", "UnsupportedDtypeError",
     "__version__", "arange", "asarray", "broadcast_to", "expand_dims", "flip", "moveaxis", "permute_dims", "reshape",

@@ -36,10 +36,13 @@ EWMA_WEIGHT = 0.2
 
 @dataclasses.dataclass
 class MemberLoad:
-    """What the router knows of one member."""
+    """What the router knows of one member: requests in flight, answered and failed on it, and its
+    moving-average latency (seconds)."""
 
     name: str
     outstanding: int = 0
+    answered: int = 0
+    failed: int = 0
     ewma_seconds: float | None = None
     enabled: bool = True
 
@@ -56,59 +59,71 @@ class Router:
         self.policy = policy
         self._loads = {name: MemberLoad(name) for name in members}
         self._order = list(members)
+        self._enabled = [self._loads[name] for name in self._order]  # in order; rebuilt on disable/enable
         self._next = 0
         self._lock = threading.Lock()
 
     def acquire(self, exclude: Iterable[str] = ()) -> str | None:
         """The member the next request goes to (its outstanding count taken), or None when every
         enabled member is excluded or none is enabled."""
-        skip = set(exclude)
+        skip = set(exclude) if exclude else None
         with self._lock:
-            allowed = [name for name in self._order if self._loads[name].enabled and name not in skip]
+            allowed = self._enabled if skip is None else [load for load in self._enabled if load.name not in skip]
             if not allowed:
                 return None
             chosen = self._choose(allowed)
-            self._loads[chosen].outstanding += 1
-            return chosen
+            chosen.outstanding += 1
+            return chosen.name
 
     def release(self, member: str, seconds: float | None = None) -> None:
         """A request on ``member`` ended; ``seconds``: how long it took when it answered (None: it failed)."""
         with self._lock:
             load = self._loads[member]
             load.outstanding = max(load.outstanding - 1, 0)
-            if seconds is not None:
-                load.ewma_seconds = seconds if load.ewma_seconds is None else \
-                    (1 - EWMA_WEIGHT) * load.ewma_seconds + EWMA_WEIGHT * seconds
+            if seconds is None:
+                load.failed += 1
+                return
+            load.answered += 1
+            load.ewma_seconds = seconds if load.ewma_seconds is None else \
+                (1 - EWMA_WEIGHT) * load.ewma_seconds + EWMA_WEIGHT * seconds
 
     def disable(self, member: str) -> None:
         with self._lock:
             self._loads[member].enabled = False
+            self._enabled = [self._loads[name] for name in self._order if self._loads[name].enabled]
 
     def enable(self, member: str) -> None:
         with self._lock:
             self._loads[member].enabled = True
+            self._enabled = [self._loads[name] for name in self._order if self._loads[name].enabled]
 
     def enabled(self) -> list[str]:
         with self._lock:
-            return [name for name in self._order if self._loads[name].enabled]
+            return [load.name for load in self._enabled]
 
     def loads(self) -> list[MemberLoad]:
         with self._lock:
             return [dataclasses.replace(self._loads[name]) for name in self._order]
 
-    def _choose(self, allowed: list[str]) -> str:
+    def _choose(self, allowed: list[MemberLoad]) -> MemberLoad:
         if self.policy == "round-robin":
-            for step in range(len(self._order)):
-                name = self._order[(self._next + step) % len(self._order)]
-                if name in allowed:
-                    self._next = (self._order.index(name) + 1) % len(self._order)
-                    return name
+            count = len(self._order)
+            names = {load.name for load in allowed}
+            for step in range(count):
+                name = self._order[(self._next + step) % count]
+                if name in names:
+                    self._next = (self._order.index(name) + 1) % count
+                    return self._loads[name]
         if self.policy == "fastest":
-            unmeasured = [name for name in allowed if self._loads[name].ewma_seconds is None]
+            unmeasured = [load for load in allowed if load.ewma_seconds is None]
             if unmeasured:
-                return min(unmeasured, key=lambda name: self._loads[name].outstanding)
-            return min(allowed, key=lambda name: (self._loads[name].outstanding + 1) * (self._loads[name].ewma_seconds or 0.0))
-        return min(allowed, key=lambda name: self._loads[name].outstanding)
+                return min(unmeasured, key=lambda load: load.outstanding)
+            return min(allowed, key=lambda load: (load.outstanding + 1) * (load.ewma_seconds or 0.0))
+        best = allowed[0]  # least outstanding; the first listed wins a tie
+        for load in allowed:
+            if load.outstanding < best.outstanding:
+                best = load
+        return best
 
 
 __all__ = ["DEFAULT_ROUTING", "ROUTING_POLICIES", "MemberLoad", "Router"]

@@ -57,9 +57,27 @@ def check(name: str, dtype: np.dtype, shape: tuple[int, ...], spec: TensorSpec) 
                          f"(? is any size)", name)
 
 
-def prepare(feeds: Mapping[str, Any], inputs: Sequence[TensorSpec]) -> dict[str, Any]:
+class Feeds(dict):  # type: ignore[type-arg]
+    """Checked feeds (input name -> value); ``on_device``: some value is a GPU tensor (IOBinding)."""
+
+    on_device = False
+
+
+def prepare(feeds: Mapping[str, Any], inputs: Sequence[TensorSpec]) -> Feeds:
     """Check ``feeds`` against the model's ``inputs``: every name known, none missing, each dtype
     and shape fits. Host values become NumPy arrays; device tensors stay as they are."""
+    if type(feeds) is dict and len(feeds) == len(inputs):  # the usual request: C-contiguous arrays that fit
+        for spec in inputs:
+            value = feeds.get(spec.name)
+            if (type(value) is not np.ndarray or value.dtype != spec.dtype or not value.flags.c_contiguous
+                    or not spec.accepts(value.shape)):
+                break
+        else:
+            return Feeds(feeds)
+    return _prepare(feeds, inputs)
+
+
+def _prepare(feeds: Mapping[str, Any], inputs: Sequence[TensorSpec]) -> Feeds:
     if not isinstance(feeds, Mapping):
         raise InputError(f"feeds must be a mapping of input name to array, got {type(feeds).__name__} "
                          f"(the model's inputs: {', '.join(s.describe() for s in inputs)})")
@@ -74,7 +92,7 @@ def prepare(feeds: Mapping[str, Any], inputs: Sequence[TensorSpec]) -> dict[str,
     if missing:
         raise InputError(f"input {missing[0]!r} is missing; the model takes {', '.join(s.describe() for s in inputs)}",
                          missing[0])
-    ready: dict[str, Any] = {}
+    ready = Feeds()
     for name, value in feeds.items():
         spec = specs[name]
         if is_device_tensor(value):
@@ -86,6 +104,7 @@ def prepare(feeds: Mapping[str, Any], inputs: Sequence[TensorSpec]) -> dict[str,
                                  f"interface cannot describe; the model takes {spec.describe()}", name) from None
             check(name, dtype, tuple(value.shape), spec)
             ready[name] = value
+            ready.on_device = True
             continue
         array = host_array(name, value, spec)
         check(name, array.dtype, array.shape, spec)
@@ -93,4 +112,4 @@ def prepare(feeds: Mapping[str, Any], inputs: Sequence[TensorSpec]) -> dict[str,
     return ready
 
 
-__all__ = ["check", "host_array", "is_device_tensor", "prepare"]
+__all__ = ["Feeds", "check", "host_array", "is_device_tensor", "prepare"]

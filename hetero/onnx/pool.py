@@ -15,8 +15,10 @@ up to ``retries`` more times. A request that cannot complete raises
 is not a device fault (a model bug) is not retried. Nothing is answered twice: an attempt that
 raised produced no answer. A device leaves quarantine (released by hand: ``hetero quarantine release``) or its
 entry expires, and once a probe inference on zeros answers on each of its members it rejoins
-(an expired entry is released then: the probe is its health check); devices
-quarantined by anyone else (the monitor, another process) leave routing too.
+(an expired entry is released then: the probe is its health check; a GPU whose context a
+sticky fault corrupted fails it, and stays out for the process's life, as it must); devices
+quarantined by anyone else (the monitor, another process) leave routing too. Each benched device
+has its own recovery thread, which probes as soon as the entry expires.
 """
 
 from __future__ import annotations
@@ -36,16 +38,17 @@ from hetero.fault.classify import Classification, classify
 from hetero.onnx import providers as _providers
 from hetero.onnx.errors import Attempt, InferenceFailedError, InputError
 from hetero.onnx.feeds import prepare
-from hetero.onnx.pool_stats import MemberStats, PoolStats
+from hetero.onnx.pool_stats import Latencies, PoolEvents
 from hetero.onnx.session import ModelSource, Session, model_bytes, onnxruntime, probe_feeds
 from hetero.onnx.spec import TensorSpec
 from hetero.scheduler.routing import DEFAULT_ROUTING, Router
 
 log = logging.getLogger("hetero.onnx")
 
-#: How often the rejoin watcher looks at benched devices, and how often quarantine is re-read.
-REJOIN_POLL = 0.02
+#: How often the quarantine is re-read for devices someone else quarantined; the longest a recovery
+#: thread sleeps between looks at its device's entry (it wakes at the expiry when the entry has one).
 EXTERNAL_POLL = 0.25
+RECOVERY_POLL = 0.25
 
 
 @dataclasses.dataclass
@@ -96,15 +99,15 @@ class Pool:
                 member = Member(f"{device.name}#{replica}", session)
                 self._members[member.name] = member
         self._router = Router(list(self._members), policy)
-        self._member_stats = {n: MemberStats(n, m.device.name) for n, m in self._members.items()}
-        self._stats = PoolStats()
+        self._latencies = {name: Latencies() for name in self._members}
+        self._events = PoolEvents()
         first = next(iter(self._members.values())).session
         self.inputs: tuple[TensorSpec, ...] = first.inputs
         self.outputs: tuple[TensorSpec, ...] = first.outputs
         self._benched: dict[str, Bench] = {}  # device name -> why it is out
+        self._recovering: dict[str, threading.Thread] = {}
         self._cond = threading.Condition()
         self._closed = False
-        self._watcher: threading.Thread | None = None
         self._external_checked = 0.0
         self._check_external(force=True)
 
@@ -137,53 +140,74 @@ class Pool:
         ready = prepare(feeds, self.inputs)
         if outputs is not None:
             outputs = next(iter(self._members.values())).session._check_outputs(outputs)
-        self._stats.add("requests")
-        self._check_external()
-        history: list[Attempt] = []
-        tried: set[str] = set()
+        if time.monotonic() - self._external_checked >= EXTERNAL_POLL:
+            self._check_external()
+        router = self._router
+        name = router.acquire()
+        if name is not None:  # the fast path: the first attempt
+            started = time.perf_counter()
+            try:
+                result = self._members[name].session.run_prepared(ready, outputs)
+            except InputError:
+                router.release(name)
+                raise
+            except Exception as error:  # noqa: BLE001 - classified; the request goes on elsewhere
+                history: list[Attempt] = []
+                self._failed(name, error, time.perf_counter() - started, history)
+                return self._retry(ready, outputs, timeout, history, {name})
+            seconds = time.perf_counter() - started
+            router.release(name, seconds)
+            self._latencies[name].add(seconds)
+            return result
+        return self._retry(ready, outputs, timeout, [], set())
+
+    def _retry(self, ready: Any, outputs: Sequence[str] | None, timeout: float | None, history: list[Attempt],
+               tried: set[str]) -> dict[str, np.ndarray]:
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while True:
             name = self._router.acquire(exclude=tried) or self._router.acquire()
             if name is None:
                 self._wait_for_member(deadline, history)
                 continue
-            member = self._members[name]
             started = time.perf_counter()
             try:
-                result = member.session.run_prepared(ready, outputs)
+                result = self._members[name].session.run_prepared(ready, outputs)
             except InputError:
                 self._router.release(name)
                 raise
-            except Exception as error:  # noqa: BLE001 - classified below; the request goes on elsewhere
-                seconds = time.perf_counter() - started
-                self._router.release(name)
-                self._member_stats[name].failed()
-                verdict = classify(error)
-                history.append(Attempt(name, member.device.name, seconds, f"{type(error).__name__}: {error}",
-                                       str(verdict.fault_class), str(verdict.action)))
-                if not verdict.is_fault:
-                    self._stats.add("failures")
-                    raise InferenceFailedError(f"request to {self.name!r} failed with an error that is not a device "
-                                               "fault (not retried: it would fail on every device)", history) from error
-                self._bench(member.device, error, verdict)
-                if len(history) > self.retries:
-                    self._stats.add("failures")
-                    raise InferenceFailedError(f"request to {self.name!r} failed on {len(history)} attempts "
-                                               f"(retry budget {self.retries})", history) from error
-                self._stats.add("retries")
+            except Exception as error:  # noqa: BLE001 - classified; the request goes on elsewhere
+                self._failed(name, error, time.perf_counter() - started, history)
                 tried.add(name)
                 continue
             seconds = time.perf_counter() - started
             self._router.release(name, seconds)
-            self._member_stats[name].answered(seconds)
-            self._stats.add("answered")
+            self._latencies[name].add(seconds)
             return result
+
+    def _failed(self, name: str, error: Exception, seconds: float, history: list[Attempt]) -> None:
+        """Account a failed attempt: classify, bench the device when it is at fault, and raise when
+        the request must stop (no device fault, or the retry budget spent)."""
+        member = self._members[name]
+        self._router.release(name)
+        verdict = classify(error)
+        history.append(Attempt(name, member.device.name, seconds, f"{type(error).__name__}: {error}",
+                               str(verdict.fault_class), str(verdict.action)))
+        if not verdict.is_fault:
+            self._events.add("failures")
+            raise InferenceFailedError(f"request to {self.name!r} failed with an error that is not a device "
+                                       "fault (not retried: it would fail on every device)", history) from error
+        self._bench(member.device, error, verdict)
+        if len(history) > self.retries:
+            self._events.add("failures")
+            raise InferenceFailedError(f"request to {self.name!r} failed on {len(history)} attempts "
+                                       f"(retry budget {self.retries})", history) from error
+        self._events.add("retries")
 
     def _wait_for_member(self, deadline: float, history: list[Attempt]) -> None:
         with self._cond:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or self._closed:
-                self._stats.add("failures")
+                self._events.add("failures")
                 out = ", ".join(f"{d} ({b.reason})" for d, b in self._benched.items()) or "none"
                 raise InferenceFailedError(f"no healthy member of pool {self.name!r} within the timeout; out of "
                                            f"routing: {out}", history)
@@ -201,13 +225,17 @@ class Pool:
                            injected=verdict.injected or getattr(error, "injected", False) is True)
         elif verdict is not None:
             return  # recoverable (out of memory): this request moves on, the device keeps serving
+        bench = Bench(reason, verdict, time.monotonic())
         with self._cond:
-            if device.name in self._benched:
+            if device.name in self._benched or self._closed:
                 return
-            self._benched[device.name] = Bench(reason, verdict, time.monotonic())
+            self._benched[device.name] = bench
             for member in self._members_on(device.name):
                 self._router.disable(member.name)
-            self._start_watcher()
+            thread = threading.Thread(target=self._recover, args=(device.name, bench), daemon=True,
+                                      name=f"hetero-pool-{self.name}-recover-{device.name}")
+            self._recovering[device.name] = thread
+        thread.start()
         log.warning("pool %r: %s out of routing: %s", self.name, device.name, reason)
         event_bus.publish("pool-member-out", pool=self.name, device=device.name, reason=reason,
                           members=[m.name for m in self._members_on(device.name)])
@@ -223,53 +251,50 @@ class Pool:
             if member.device.stable_id in ids and member.device.name not in self._benched:
                 self._bench(member.device, RuntimeError("quarantined"), None)
 
-    def _start_watcher(self) -> None:
-        if self._watcher is None or not self._watcher.is_alive():
-            self._watcher = threading.Thread(target=self._watch, name=f"hetero-pool-rejoin-{self.name}", daemon=True)
-            self._watcher.start()
-
-    def _watch(self) -> None:
-        while True:
-            with self._cond:
-                if self._closed or not self._benched:
-                    self._watcher = None
-                    return
-                waiting = list(self._benched.items())
-            for device_name, bench in waiting:
-                members = self._members_on(device_name)
-                entry = quarantine.entry(members[0].device) if members else None
-                if not members or (entry is not None and not entry.expired()):
-                    continue
-                if self._probe(members, bench):
-                    if entry is not None:  # expired: the probe is the health check that releases it
-                        quarantine.release(members[0].device, f"expired, and a probe inference answered (hetero.onnx "
-                                                              f"pool {self.name!r})")
-                    with self._cond:
-                        self._benched.pop(device_name, None)
-                        for member in members:
-                            self._router.enable(member.name)
-                        self._cond.notify_all()
-                    self._stats.add("rejoins")
-                    log.info("pool %r: %s rejoined after a probe inference", self.name, device_name)
-                    event_bus.publish("pool-member-rejoined", pool=self.name, device=device_name,
-                                      members=[m.name for m in members])
-            time.sleep(REJOIN_POLL)
-
-    def _probe(self, members: list[Member], bench: Bench) -> bool:
-        """Whether every member on a released device answers a probe inference (sessions rebuilt
-        first when the fault left the device's context unusable)."""
+    def _recover(self, device_name: str, bench: Bench) -> None:
+        """One benched device's way back: once its quarantine entry is gone or expired, a probe
+        inference on each of its members. The sessions are kept: a fault that corrupts a GPU's
+        context (sticky) leaves it unusable for the whole process, new sessions included, so there
+        the probe fails and the device stays out; a device whose fault has passed answers it."""
+        members = self._members_on(device_name)
         device = members[0].device
-        if device.health().state is HealthState.UNHEALTHY:
+        while not self._closed:
+            entry = quarantine.entry(device)
+            if entry is not None and not entry.expired():
+                wait = RECOVERY_POLL if entry.expires is None else min(max(entry.expires - time.time(), 0.001), RECOVERY_POLL)
+                with self._cond:
+                    self._cond.wait(wait)
+                continue
+            if self._probe(members):
+                if entry is not None:  # expired: the probe is the health check that releases it
+                    quarantine.release(device, f"expired, and a probe inference answered (hetero.onnx pool {self.name!r})")
+                with self._cond:
+                    self._benched.pop(device_name, None)
+                    self._recovering.pop(device_name, None)
+                    for member in members:
+                        self._router.enable(member.name)
+                    self._cond.notify_all()
+                self._events.add("rejoins")
+                log.info("pool %r: %s rejoined after a probe inference", self.name, device_name)
+                event_bus.publish("pool-member-rejoined", pool=self.name, device=device_name,
+                                  members=[m.name for m in members])
+                return
+
+    def _probe(self, members: list[Member]) -> bool:
+        """Whether every member on a released device answers a probe inference on zeros (a failed
+        probe quarantines the device again, for its fault's TTL)."""
+        device = members[0].device
+        if device.health().state is not HealthState.OK:  # as the quarantine's own release asks
+            with self._cond:
+                self._cond.wait(RECOVERY_POLL)
             return False
         feeds = probe_feeds(self.inputs)
         for member in members:
             try:
-                if bench.classification is not None and bench.classification.sticky:
-                    member.session = Session(self._data, device, fallback=self._fallback, threads=self._threads)
                 member.session.run(feeds)
             except Exception as error:  # noqa: BLE001 - the device stays out; the quarantine says why
                 verdict = classify(error)
-                self._stats.add("probe_failures")
+                self._events.add("probe_failures")
                 log.warning("pool %r: probe on %s failed: %s", self.name, device.name, error)
                 ttl = self.quarantine_ttl if self.quarantine_ttl is not None else verdict.ttl
                 quarantine.add(device, f"hetero.onnx pool {self.name!r}: probe failed: {error}",
@@ -292,21 +317,26 @@ class Pool:
         return [{"member": m.name, "device": m.device.name, "healthy": m.name in enabled} for m in self._members.values()]
 
     def stats(self) -> dict[str, Any]:
-        """Totals (requests, answered, failures, retries, rejoins, probe_failures) and per member: device, requests,
-        failures, p50/p90/p99 latency in ms, healthy, outstanding."""
-        loads = {load.name: load for load in self._router.loads()}
+        """Totals: requests (finished), answered, failures (requests that failed for good), retries
+        (attempts made again elsewhere), rejoins, probe_failures; per member: device, requests
+        (answered there), failures (attempts failed there), p50/p90/p99 latency in ms, healthy,
+        outstanding."""
+        events = self._events.as_dict()
         members = {}
-        for name, stats in self._member_stats.items():
-            members[name] = {**stats.as_dict(), "healthy": loads[name].enabled, "outstanding": loads[name].outstanding}
-        return {**self._stats.as_dict(), "members": members}
+        for load in self._router.loads():
+            members[load.name] = {"device": self._members[load.name].device.name, "requests": load.answered,
+                                  "failures": load.failed, **self._latencies[load.name].percentiles_ms(),
+                                  "healthy": load.enabled, "outstanding": load.outstanding}
+        answered = sum(m["requests"] for m in members.values())
+        return {"requests": answered + events["failures"], "answered": answered, **events, "members": members}
 
     def close(self) -> None:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        watcher = self._watcher
-        if watcher is not None:
-            watcher.join(timeout=5)
+            threads = list(self._recovering.values())
+        for thread in threads:
+            thread.join(timeout=5)
 
     def __enter__(self) -> Pool:
         return self

@@ -1,4 +1,5 @@
-"""What a pool counts: requests, failures and retries, and latency percentiles per member."""
+"""What a pool counts beyond the router's per-member counts: its recent latencies per member, and
+the rare events (requests that failed for good, retries, rejoins, failed probes)."""
 
 from __future__ import annotations
 
@@ -12,55 +13,36 @@ import numpy as np
 WINDOW = 10_000
 
 
-class MemberStats:
-    """One member's counts and its recent latencies (seconds). Thread-safe."""
+class Latencies:
+    """One member's recent latencies (seconds); ``add`` takes no lock (a deque's append is atomic)."""
 
-    def __init__(self, member: str, device: str) -> None:
-        self.member = member
-        self.device = device
-        self.requests = 0  # attempts that answered
-        self.failures = 0  # attempts that failed
-        self._latencies: collections.deque[float] = collections.deque(maxlen=WINDOW)
+    def __init__(self) -> None:
+        self._seconds: collections.deque[float] = collections.deque(maxlen=WINDOW)
+        self.add = self._seconds.append
+
+    def percentiles_ms(self) -> dict[str, float]:
+        values = np.array(list(self._seconds)) * 1e3
+        p50, p90, p99 = (np.percentile(values, [50, 90, 99]).tolist() if values.size else [float("nan")] * 3)
+        return {"p50_ms": p50, "p90_ms": p90, "p99_ms": p99}
+
+
+class PoolEvents:
+    """Counts of what happens off the fast path: requests failed for good, retried attempts,
+    devices rejoined, rejoin probes failed."""
+
+    FIELDS = ("failures", "retries", "rejoins", "probe_failures")
+
+    def __init__(self) -> None:
+        self._counts = dict.fromkeys(self.FIELDS, 0)
         self._lock = threading.Lock()
 
-    def answered(self, seconds: float) -> None:
+    def add(self, field: str) -> None:
         with self._lock:
-            self.requests += 1
-            self._latencies.append(seconds)
-
-    def failed(self) -> None:
-        with self._lock:
-            self.failures += 1
+            self._counts[field] += 1
 
     def as_dict(self) -> dict[str, Any]:
         with self._lock:
-            latencies = np.array(self._latencies) * 1e3
-            requests, failures = self.requests, self.failures
-        p50, p90, p99 = (np.percentile(latencies, [50, 90, 99]).tolist() if latencies.size else [float("nan")] * 3)
-        return {"device": self.device, "requests": requests, "failures": failures,
-                "p50_ms": p50, "p90_ms": p90, "p99_ms": p99}
+            return dict(self._counts)
 
 
-class PoolStats:
-    """The pool's totals: requests asked, answered, failed for good; attempts retried."""
-
-    def __init__(self) -> None:
-        self.requests = 0
-        self.answered = 0
-        self.failures = 0
-        self.retries = 0
-        self.rejoins = 0
-        self.probe_failures = 0  # rejoin probes that failed (the device stayed out)
-        self._lock = threading.Lock()
-
-    def add(self, field: str, count: int = 1) -> None:
-        with self._lock:
-            setattr(self, field, getattr(self, field) + count)
-
-    def as_dict(self) -> dict[str, int]:
-        with self._lock:
-            return {"requests": self.requests, "answered": self.answered, "failures": self.failures,
-                    "retries": self.retries, "rejoins": self.rejoins, "probe_failures": self.probe_failures}
-
-
-__all__ = ["WINDOW", "MemberStats", "PoolStats"]
+__all__ = ["WINDOW", "Latencies", "PoolEvents"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -23,9 +24,18 @@ class TensorSpec:
     dtype: np.dtype
     shape: tuple[int | None, ...]
 
+    @functools.cached_property
+    def _fixed(self) -> tuple[tuple[int, int], ...]:
+        return tuple((axis, size) for axis, size in enumerate(self.shape) if size is not None)
+
     def accepts(self, shape: tuple[int, ...]) -> bool:
         """Whether an array of ``shape`` fits (same rank, each fixed dimension equal)."""
-        return len(shape) == len(self.shape) and all(want is None or want == got for want, got in zip(self.shape, shape))
+        if len(shape) != len(self.shape):
+            return False
+        for axis, size in self._fixed:
+            if shape[axis] != size:
+                return False
+        return True
 
     def describe(self) -> str:
         dims = ", ".join("?" if d is None else str(d) for d in self.shape)
