@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from benchmarks import (
     array_ops, compat_cuda, compile_bundle, compile_time, copy_bandwidth, digits_arrays, guard_overhead, guard_recovery, import_time,
-    injection_overhead, launch_overhead, launcher_overhead, placement, recovery_vs_torchrun, sgemm, split, stream_triad,
+    inference, injection_overhead, launch_overhead, launcher_overhead, placement, recovery_vs_torchrun, sgemm, split, stream_triad,
     torch_guard,
 )
 
@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str]], int]] = {
     "launcher_overhead": launcher_overhead.main,
     "recovery_vs_torchrun": recovery_vs_torchrun.main,
     "compat_cuda": compat_cuda.main,
+    "inference": inference.main,
     "torch_guard": torch_guard.main,  # last: its lost drill leaves the cpu device unhealthy for the process
 }
 
