@@ -33,7 +33,7 @@ import dataclasses
 from hetero.errors import CompileError
 from hetero.types import ArrayType, ScalarType, f16, f32
 
-from . import ir, warp_emulation
+from . import cpu_guard, ir, warp_emulation
 from .cpu_python import PARAM_COPY, STORAGE, VALUE, FunctionPrinter, Names, const, has_return
 from .cpu_regions import (
     GroupFor,
@@ -220,8 +220,13 @@ class _Module:
         """Every work-item of the group runs ``run`` in turn (axis 0 innermost)."""
         assert printer.plan is not None
         printer.mode = "item"
+        stmts = run.stmts
         if printer.flat:
             lines, body_pad = [f"{pad}for l0 in range(n0):"], pad + "    "
+            guard = self.guard_in_range(printer, run)
+            if guard is not None:  # the bounds check moves into the range (see cpu_guard)
+                bound, stmts = guard
+                lines.insert(0, f"{pad}n0 = min(n0, {printer.expr(bound)} - base0)")
         else:
             lines = [f"{pad}for l2 in range(n2):", f"{pad}    for l1 in range(n1):", f"{pad}        for l0 in range(n0):"]
             body_pad = pad + " " * 12
@@ -242,7 +247,18 @@ class _Module:
         for name in sorted(used - printer.plan.promoted - printer.plan.group_vars - needed):  # typed zeros
             if name in printer.fn.locals and (name not in printer.params or name in printer.assigned_params):
                 lines.append(f"{body_pad}{printer.write(name)} = {const(0, printer.fn.locals[name])}")
-        return lines + printer.stmts(run.stmts, 0, body_pad)
+        return lines + printer.stmts(stmts, 0, body_pad)
+
+    def guard_in_range(self, printer: FunctionPrinter, run: Run) -> tuple[ir.Expr, tuple[ir.Stmt, ...]] | None:
+        """:func:`.cpu_guard.narrowed` for a flat kernel made of this one run."""
+        assert printer.plan is not None
+        if printer.plan.nodes != [run]:
+            return None
+        fn = printer.fn
+        assigned = [s.name for s in ir.walk_stmts(fn.body) if isinstance(s, ir.Assign)]
+        assigned += [s.var for s in ir.walk_stmts(fn.body) if isinstance(s, ir.For)]
+        fixed = {p.name for p in fn.params} - set(assigned) - printer.assigned_params
+        return cpu_guard.narrowed(run.stmts, fixed, assigned)
 
 
 def _array_uses(stmts: tuple[ir.Stmt, ...]) -> list[ir.Load | ir.Store]:
