@@ -19,8 +19,10 @@ the other devices are kept by the launcher for its next call (``SplitKernel.rele
 frees them); ``kernel.split(...)`` with the same settings returns the same object.
 
 Because devices may share what the model counts as independent (cores, memory bandwidth),
-an adaptive launcher (the default) also measures whole launches on the arrays' device alone
-and runs there when that is faster (:class:`hetero.scheduler.split_plan.Outcomes`). A part
+an adaptive launcher (the default) also measures whole launches with every row on one device,
+the one the cost model predicts fastest alone with its copies (the arrays' own device before the
+model knows), and runs that way when it is faster (:class:`hetero.scheduler.split_plan.Outcomes`):
+a split is never slower than the best single device for long. A part
 that fails raises its device's own error, with a note naming the part.
 """
 
@@ -82,6 +84,7 @@ class SplitPlan:
     roles: dict[str, str]
     basis: str
     measured_s: tuple[float | None, ...] = ()
+    fastest_alone: str | None = None  # the device the cost model predicts fastest with all the rows
 
 
 class SplitKernel:
@@ -241,6 +244,7 @@ class SplitLauncher:
         moved = bytes_moved(kernel.param_names(), layout, args)
         predictors = [model.predictor(key, d.stable_id) for d in devices]
         untimed = [d.name for d, p in zip(devices, predictors, strict=True) if p is None]
+        fastest: str | None = None
         if untimed:
             rows = split_plan.even(total, len(devices), granularity)
             basis = f"even: no timings of {kernel.name} on {', '.join(untimed)} yet (this launch records them)"
@@ -253,15 +257,18 @@ class SplitLauncher:
                     return compute(rows * per_row_items) + copies(rows) if rows > 0 else 0.0
                 return time_for
 
-            partition = split_plan.partition(total, [cost(d, p) for d, p in zip(devices, predictors, strict=True)],
-                                             granularity)
+            times = [cost(d, p) for d, p in zip(devices, predictors, strict=True)]
+            partition = split_plan.partition(total, times, granularity)
             rows, predicted = partition.rows, partition.predicted_s
             basis = "cost model: compute + copies (dmda)"
+            whole = [time_for(total) for time_for in times]
+            fastest = devices[whole.index(min(whole))].name
         bounds, lo = [], 0
         for count in rows:
             bounds.append((lo, lo + count))
             lo += count
-        return SplitPlan(axis, tuple(d.name for d in devices), tuple(bounds), tuple(predicted), dict(layout.roles), basis)
+        return SplitPlan(axis, tuple(d.name for d in devices), tuple(bounds), tuple(predicted), dict(layout.roles), basis,
+                         fastest_alone=fastest)
 
     @staticmethod
     def _plan_key(source: Device, args: Sequence[Any]) -> tuple[Any, ...]:
@@ -296,12 +303,13 @@ class SplitLauncher:
         with self._lock:
             plan = self._current_plan(layout, source, args)
             parts = [(d, lo, hi) for d, (lo, hi) in zip(self.owner.devices, plan.bounds, strict=True) if hi > lo]
-            walls = self._walls.setdefault(self._plan_key(source, args), Outcomes())
-            alone = (self.owner.adaptive and len(parts) > 1 and source in self.owner.devices
+            single = self._alone_device(plan, source)
+            walls = self._walls.setdefault((*self._plan_key(source, args), single.name), Outcomes())
+            alone = (self.owner.adaptive and len(parts) > 1 and single in self.owner.devices
                      and walls.prefer_alone())
             if alone:
-                plan = self._alone_plan(plan, source, layout, walls)
-                parts = [(source, 0, self.global_size[layout.axis])]
+                plan = self._alone_plan(plan, single, layout, walls)
+                parts = [(single, 0, self.global_size[layout.axis])]
             start = time.perf_counter()
             if len(parts) == 1 and parts[0][0] is source:  # all on the arrays' device: a plain launch
                 seconds = _timed(kernel, self.global_size, self.local_size, args, source)
@@ -314,11 +322,19 @@ class SplitLauncher:
             self.last = dataclasses.replace(plan, measured_s=tuple(measured))
         return self.last
 
-    def _alone_plan(self, plan: SplitPlan, source: Device, layout: Layout, walls: Outcomes) -> SplitPlan:
+    def _alone_device(self, plan: SplitPlan, source: Device) -> Device:
+        """Where all the rows go when not split: the device the cost model predicts fastest alone
+        (its copies counted), else the arrays' own device."""
+        for device in self.owner.devices:
+            if device.name == plan.fastest_alone:
+                return device
+        return source
+
+    def _alone_plan(self, plan: SplitPlan, device: Device, layout: Layout, walls: Outcomes) -> SplitPlan:
         total = self.global_size[layout.axis]
-        bounds = tuple((0, total) if d is source else (total, total) for d in self.owner.devices)
-        basis = (f"alone on {source.name}: measured faster than splitting ({walls.describe()})"
-                 if walls.alone else f"alone on {source.name}: measuring it against the split")
+        bounds = tuple((0, total) if d is device else (total, total) for d in self.owner.devices)
+        basis = (f"alone on {device.name}: measured faster than splitting ({walls.describe()})"
+                 if walls.alone else f"alone on {device.name}: measuring it against the split")
         return dataclasses.replace(plan, bounds=bounds, predicted_s=tuple(0.0 for _ in bounds), basis=basis)
 
     def _run(self, layout: Layout, source: Device, args: Sequence[Any], parts: list[tuple[Device, int, int]],

@@ -150,6 +150,26 @@ def test_adaptive_launcher_runs_alone_when_that_was_faster() -> None:
     assert any(b.startswith("alone on cpu") for b in bases)  # the source alone was measured
 
 
+def test_the_alternative_to_splitting_is_the_fastest_device_alone_not_the_source() -> None:
+    """The arrays on cpu, the model saying oneapi:0 is far faster: the launcher measures the split
+    against oneapi:0 alone (it ran cpu alone, 0.77x the best single device, before)."""
+    if "oneapi:0" not in DEVICE_NAMES:
+        pytest.skip("needs oneapi:0 (pip install intel-opencl-rt)")
+    n = 4096
+    model = CostModel()
+    for name, seconds in (("cpu", 1.0), ("oneapi:0", 0.05)):
+        for rows in (n // 8, n // 2, n):
+            model.record(ck.copy.cost_key(), hetero.device(name).stable_id, rows, seconds * rows / n)
+    launcher = ck.copy.split(["cpu", "oneapi:0"], model=model)[n]
+    x, y = hetero.full(n, 2.0, device="cpu"), hetero.zeros(n, device="cpu")
+    first = launcher(x, y)
+    assert first.basis.startswith("cost model") and first.fastest_alone == "oneapi:0"
+    second = launcher(x, y)
+    assert second.basis.startswith("alone on oneapi:0")
+    assert second.bounds == ((n, n), (0, n)) or second.bounds[second.devices.index("oneapi:0")] == (0, n)
+    assert np.array_equal(y.numpy(), x.numpy())
+
+
 # -- the partition ---------------------------------------------------------------------
 def test_partition_is_proportional_to_speed() -> None:
     parts = partition(3000, [lambda r: r * 1e-6, lambda r: r * 2e-6])
