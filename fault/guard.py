@@ -85,7 +85,8 @@ the hetero error for the same fault, :mod:`hetero.fault.foreign_errors`), the gu
 
 On entering the ``with`` block a background thread prepares the failover device (``standby``:
 discovery, a health check, one tiny kernel there), so a recovery need not import a backend
-or open a device; and the health monitor runs (:mod:`hetero.fault.guard_monitor`: started by the
+or open a device, and then builds there each kernel the guarded steps compile, so a recovery's
+first steps on it need not build them (:mod:`hetero.fault.guard_standby`); and the health monitor runs (:mod:`hetero.fault.guard_monitor`: started by the
 first guard entered unless already running, stopped by the last one out), so health and Xid
 events reach the classifier. Inside the ``with`` block ``hetero.device()`` is the guard's current device (``g.device``), so
 arrays and kernels a step creates follow it. Each recovery is published as a ``recovery`` event
@@ -235,12 +236,15 @@ class Guard:
     def __enter__(self) -> Guard:  # noqa: PYI034
         self._token = _CURRENT.set(self._device)
         if self._standby_wanted and self._standby is None:
-            from hetero.fault.guard_standby import Standby
-
-            self._standby = Standby(lambda: self._next_device(self._device))
+            self._standby = self._new_standby()
         guard_monitor.acquire()  # health/Xid events reach the classifier while guarded (fault/guard_monitor.py)
         self._monitoring = True
         return self
+
+    def _new_standby(self) -> Standby:
+        from hetero.fault.guard_standby import Standby
+
+        return Standby(lambda: self._next_device(self._device), on=lambda: self._device)
 
     def wait_standby(self, timeout: float | None = None) -> Device | None:
         """Wait until the failover device is prepared (see ``standby``); returns it, or None when
@@ -257,6 +261,7 @@ class Guard:
         self._records.clear()  # host memory the finished loop no longer needs
         self.last_snapshot = None
         if self._standby is not None:  # let a preparation still loading a compiler finish before exit
+            self._standby.stop()
             self._standby.wait(STANDBY_JOIN_SECONDS)
         if self._monitoring:
             self._monitoring = False
@@ -291,6 +296,8 @@ class Guard:
             self._depth -= 1
         self._records.append(Record(fn, args, kwargs, entry_rng))
         self.step_number += 1
+        if self._standby is not None:
+            self._standby.learn()  # kernels this step compiled: built for the failover device in the background
         if not self._depth:
             self._ended = fingerprint.of(self.state)
         return result
@@ -460,6 +467,9 @@ class Guard:
         self._device = target
         if self._token is not None:  # inside the `with`: hetero.device() follows the guard
             _CURRENT.set(target)
+        if self._standby is not None:  # the next failover device is another one now: prepare it
+            self._standby.stop()
+            self._standby = self._new_standby()
 
     def _replay(self, target: Device) -> None:
         token = _CURRENT.set(target)

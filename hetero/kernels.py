@@ -48,6 +48,7 @@ import functools
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -545,7 +546,26 @@ class Kernel:
             if entry is None:
                 entry = Specialization(self, tuple(types), device)
                 self._dispatch[key] = entry
+                _note_specialized(self)
         return entry
+
+    def prebuild(self, device: Device, on: Device) -> int:
+        """Build for ``device`` every plain specialization this kernel has on ``on`` (what a move of
+        the work from ``on`` to ``device`` would build at its first launches); returns how many
+        were built. Used by the guard's standby, in the background."""
+        with self._lock:
+            wanted = [(key, entry.types) for key, entry in self._dispatch.items()
+                      if isinstance(entry, Specialization) and entry.device is on and _plain_key(key)]
+        built = 0
+        for key, types in wanted:
+            moved = tuple((k[0], k[1], device) if type(k) is tuple else k for k in key)
+            if moved in self._dispatch:
+                continue
+            entry = Specialization(self, types, device)  # compiles (outside the lock: it takes a while)
+            with self._lock:
+                if self._dispatch.setdefault(moved, entry) is entry:
+                    built += 1
+        return built
 
     def _specialize_views(self, args: Sequence[Any], key: tuple[Any, ...]) -> Specialization:
         """The launch for ``args`` some of which are views no kernel can take as they are: the
@@ -559,6 +579,33 @@ class Kernel:
                 entry = cast(Specialization, STAGED_LAUNCH.call(self, inner, args))
                 self._dispatch[key] = entry
         return entry
+
+
+#: Kernels with a specialization, and a count that moves each time one gains another (the
+#: guard's standby builds the new ones for its failover device).
+_SPECIALIZED: weakref.WeakSet[Kernel] = weakref.WeakSet()
+_generation = 0
+
+
+def _note_specialized(kernel: Kernel) -> None:
+    global _generation
+    _SPECIALIZED.add(kernel)
+    _generation += 1
+
+
+def _plain_key(key: tuple[Any, ...]) -> bool:
+    """A dispatch key of contiguous arrays (not a view's staged launch)."""
+    return all(not (type(k) is tuple and k[1] < 0) for k in key)
+
+
+def specialization_generation() -> int:
+    """A number that changes whenever some kernel is compiled for new argument types or a new device."""
+    return _generation
+
+
+def specialized_kernels() -> list[Kernel]:
+    """The kernels compiled at least once in this process (alive ones)."""
+    return list(_SPECIALIZED)
 
 
 def kernel(py_func: Callable[..., Any]) -> Kernel:
