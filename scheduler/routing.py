@@ -22,6 +22,7 @@ Members leave routing (``disable``, a failed or quarantined device) and come bac
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import threading
 from collections.abc import Iterable, Sequence
@@ -103,7 +104,7 @@ class Router:
 
     def loads(self) -> list[MemberLoad]:
         with self._lock:
-            return [dataclasses.replace(self._loads[name]) for name in self._order]
+            return [copy.copy(self._loads[name]) for name in self._order]  # snapshots the caller may keep
 
     def _choose(self, allowed: list[MemberLoad]) -> MemberLoad:
         if self.policy == "round-robin":
