@@ -4,14 +4,14 @@ raises, ``round`` halfway away from zero, IEEE ``remainder``) with the same func
 compiler calls: ``libm_X`` is C's ``X`` on float64, ``libm_Xf`` C's ``Xf`` on float32.
 
 Numba calls each as an external symbol that the running process already has (CPython links
-the C math library), so nothing is loaded and compiled kernels stay cacheable.
+the C math library), so nothing is loaded and compiled kernels stay cacheable. The ``libm_X``
+names are made on first use (generated modules import them), so that the emitter, which needs
+only :data:`FUNCTIONS` and :func:`symbol`, does not import Numba.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from numba import types
 
 #: C functions, by the number of float arguments they take.
 _FUNCTIONS = {
@@ -23,14 +23,22 @@ _FUNCTIONS = {
 FUNCTIONS = frozenset(name for names in _FUNCTIONS.values() for name in names)
 
 
-def _external(symbol: str, arity: int, t: types.Float) -> Any:
-    return types.ExternalFunction(symbol, t(*[t] * arity))
+_ARITY = {name: arity for arity, names in _FUNCTIONS.items() for name in names}
 
 
-for _arity, _names in _FUNCTIONS.items():
-    for _name in _names:
-        globals()[f"libm_{_name}"] = _external(_name, _arity, types.float64)
-        globals()[f"libm_{_name}f"] = _external(f"{_name}f", _arity, types.float32)
+def __getattr__(attribute: str) -> Any:
+    """``libm_X`` / ``libm_Xf``: C's ``X`` on float64 / ``Xf`` on float32, as Numba external functions."""
+    name = attribute.removeprefix("libm_")
+    double = name in _ARITY
+    base = name if double else name[:-1] if name.endswith("f") else ""
+    if not attribute.startswith("libm_") or base not in _ARITY:
+        raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
+    from numba import types
+
+    t = types.float64 if double else types.float32
+    function = types.ExternalFunction(name, t(*[t] * _ARITY[base]))
+    globals()[attribute] = function
+    return function
 
 
 def symbol(name: str, double: bool) -> str:
