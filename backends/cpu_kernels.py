@@ -1,7 +1,11 @@
 """Kernels on the ``cpu`` device: generated Python modules compiled by Numba, run on threads.
 
 The module is written into hetero's cache (atomically) and imported from there, so
-Numba's own cache (``__pycache__`` beside it) makes a new process skip compilation.
+Numba's own cache (``__pycache__`` beside it) makes a new process skip compilation. After a
+fresh compile, the machine code of each launch signature is also kept beside the module
+(:mod:`.cpu_native`): a new process runs a cached kernel from it without importing Numba,
+whose start-up (~0.5 s) then happens on a background thread, and moves each kernel to its
+Numba dispatcher once that is ready (:func:`wait_for_numba` waits for it).
 
 A launch's work-groups are split into one chunk per thread (``NUMBA_NUM_THREADS``, the
 machine's cores unless set); the calling thread runs the first chunk and a pool of threads
@@ -13,8 +17,11 @@ launch on several threads, a call that runs no work-group compiles it.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
+import math
+import os
 import re
 import sys
 import tempfile
@@ -23,12 +30,14 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from hetero.errors import KernelBuildError
 from hetero.files import atomic_write
+
+from . import cpu_native, cpu_native_build
 
 _lock = threading.Lock()
 #: Work-items per group when the launch does not say: large enough to amortise the
@@ -44,42 +53,91 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 @dataclasses.dataclass(eq=False)
 class Entry:
-    """A loaded kernel: its Numba entry (a range of work-groups) and its work-group count."""
+    """A loaded kernel: its Numba entry (a range of work-groups), its work-group count, and,
+    where the cache holds them, native entries per launch signature (:mod:`.cpu_native`).
 
-    run: Any  # numba dispatcher: run(first, last, gs0, gs1, gs2, ls0, ls1, ls2, *params)
+    ``run`` is Numba's dispatcher; a kernel loaded lazily (its module has native files) imports
+    its module on first use of ``run``, which the launch avoids while a native entry serves."""
+
+    dispatcher: Any  # numba dispatcher: run(first, last, gs0, gs1, gs2, ls0, ls1, ls2, *params), or None until imported
     count: Callable[..., int]  # count(gs0, gs1, gs2, ls0, ls1, ls2) -> work-groups
     warm: bool = False  # compiled (by an empty call) before its first launch on several threads
+    module_path: Path | None = None  # the generated module (native files sit beside it)
+    module_name: str = ""
+    name: str = ""
+    target: str = "cpu"
+    compiled: int = 0  # Numba overloads seen: one more means a fresh compile, whose native file is written
+    native: dict[Any, cpu_native.NativeKernel | None] = dataclasses.field(default_factory=dict)
+
+    @property
+    def run(self) -> Any:
+        if self.dispatcher is None:
+            _import(self)
+        return self.dispatcher
 
 
 def load(source: Any, artifact: bytes | None, path: Path, target: str) -> tuple[Any, bytes | None]:
-    """Import the generated module at ``path`` and return its :class:`Entry`."""
+    """Write the generated module to ``path`` (as ``.py``) and return its :class:`Entry`: imported
+    now, unless native files of it are there (then on first need, see :class:`Entry`)."""
     data = artifact if artifact is not None else source.text.encode()
     module_path = path.with_suffix(".py")
     name = "hetero_cpu_kernel_" + hashlib.sha1(str(module_path).encode()).hexdigest()[:16]
     with _lock:
         if name in sys.modules:
-            return entry_of(sys.modules[name], source.entry), None
+            entry = entry_of(sys.modules[name], source.entry)
+            entry.module_path = module_path
+            return entry, None
         try:
             _write_atomically(module_path, data)
         except OSError:
             # An unwritable cache: compile from a private temporary file instead.
             module_path = Path(tempfile.mkdtemp(prefix="hetero-cpu-")) / module_path.name
             module_path.write_bytes(data)
-        spec = importlib.util.spec_from_file_location(name, module_path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            raise KernelBuildError(f"generated CPU module failed to load: {exc}", source=data.decode(),
-                                   target=target, log=repr(exc)) from exc
-        sys.modules[name] = module
-    return entry_of(module, source.entry), (None if artifact is not None else data)
+        entry = Entry(None, _count_function(data, source.entry), module_path=module_path, module_name=name,
+                      name=source.entry, target=target)
+    if not cpu_native.has_any(module_path):
+        _import(entry)
+    return entry, (None if artifact is not None else data)
+
+
+def _import(entry: Entry) -> None:
+    """Import ``entry``'s generated module (Numba compiles its functions on their first call)."""
+    with _lock:
+        if entry.dispatcher is not None:
+            return
+        module = sys.modules.get(entry.module_name)
+        if module is None:
+            assert entry.module_path is not None
+            spec = importlib.util.spec_from_file_location(entry.module_name, entry.module_path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:
+                raise KernelBuildError(f"generated CPU module failed to load: {exc}", source=entry.module_path.read_text(),
+                                       target=entry.target, log=repr(exc)) from exc
+            sys.modules[entry.module_name] = module
+        entry.dispatcher = getattr(module, entry.name)
+        entry.compiled = len(entry.dispatcher.overloads)
+
+
+def _count_function(data: bytes, name: str) -> Callable[..., int]:
+    """The generated module's plain-Python ``<name>_count``, without importing the module (which
+    imports Numba)."""
+    tree = ast.parse(data)
+    found: list[ast.stmt] = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name + "_count"]
+    if not found:
+        raise KernelBuildError(f"generated CPU module has no {name}_count", source=data.decode(), target="cpu")
+    namespace: dict[str, Any] = {"math": math, "np": np}
+    exec(compile(ast.Module(body=found, type_ignores=[]), f"<{name}_count>", "exec"), namespace)  # noqa: S102 -- hetero's own generated code, as the module itself
+    return cast(Callable[..., int], namespace[name + "_count"])
 
 
 def entry_of(module: Any, name: str) -> Entry:
-    """The :class:`Entry` of kernel ``name`` in generated module ``module``."""
-    return Entry(getattr(module, name), getattr(module, name + "_count"))
+    """The :class:`Entry` of kernel ``name`` in generated module ``module`` (imported)."""
+    dispatcher = getattr(module, name)
+    return Entry(dispatcher, getattr(module, name + "_count"), module_name=module.__name__, name=name,
+                 compiled=len(dispatcher.overloads))
 
 
 _pool: ThreadPoolExecutor | None = None
@@ -93,9 +151,12 @@ def threads() -> int:
     """How many threads a launch runs on (Numba's setting: the cores, or NUMBA_NUM_THREADS)."""
     global _threads
     if _threads is None:
-        import numba
-
-        _threads = max(1, int(getattr(numba.config, "NUMBA_NUM_THREADS")))
+        numba = sys.modules.get("numba")
+        if numba is not None:
+            _threads = max(1, int(getattr(numba.config, "NUMBA_NUM_THREADS")))
+        else:  # Numba's own default, without importing it (the first native launch must not)
+            setting = os.environ.get("NUMBA_NUM_THREADS", "").strip()
+            _threads = max(1, int(setting) if setting.isdigit() else len(os.sched_getaffinity(0)))
     return _threads
 
 
@@ -134,27 +195,144 @@ def launch(kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...
         sizes = _padded[key] = _sizes(global_size, local_size)
     total = kernel.count(*sizes)
     chunks = min(total, threads())
+    run = kernel.dispatcher
+    if run is None:
+        if _launch_native(kernel, total, chunks, sizes, args):
+            return
+        run = kernel.run
     try:
         if chunks <= 1:
-            kernel.run(0, total, *sizes, *args)
-            return
-        if not kernel.warm:  # compiled here, by a call that runs no work-group, not by several threads at once
-            kernel.run(0, 0, *sizes, *args)
-            kernel.warm = True
-        pending: list[Future[Any]] = [
-            _workers().submit(kernel.run, total * c // chunks, total * (c + 1) // chunks, *sizes, *args)
-            for c in range(1, chunks)]
-        try:
-            kernel.run(0, total // chunks, *sizes, *args)
-        finally:
-            errors = [f.exception() for f in pending]  # waits for every chunk, failed or not
-        first = next((e for e in errors if e is not None), None)
-        if first is not None:
-            raise first
+            run(0, total, *sizes, *args)
+        else:
+            if not kernel.warm:  # compiled here, by a call that runs no work-group, not by several threads at once
+                run(0, 0, *sizes, *args)
+                kernel.warm = True
+            _chunked(run, total, chunks, sizes, args)
     except Exception as exc:
-        if _built_for(kernel.run, (0, total, *sizes), args):
+        if _built_for(run, (0, total, *sizes), args):
             raise
-        raise _build_error(kernel.run, exc) from exc
+        raise _build_error(run, exc) from exc
+    if len(run.overloads) != kernel.compiled:  # Numba compiled afresh: keep its machine code for the next process
+        kernel.compiled = len(run.overloads)
+        _write_native(kernel, run, (0, total, *sizes, *args))
+
+
+def _chunked(run: Callable[..., Any], total: int, chunks: int, sizes: Sequence[int], args: Sequence[Any]) -> None:
+    """Run work-groups 0..total-1 in ``chunks`` ranges at once: this thread the first, the pool the others."""
+    pending: list[Future[Any]] = [
+        _workers().submit(run, total * c // chunks, total * (c + 1) // chunks, *sizes, *args)
+        for c in range(1, chunks)]
+    try:
+        run(0, total // chunks, *sizes, *args)
+    finally:
+        errors = [f.exception() for f in pending]  # waits for every chunk, failed or not
+    first = next((e for e in errors if e is not None), None)
+    if first is not None:
+        raise first
+
+
+class _NativeStatus(Exception):
+    """A native entry returned an error status: the launch reruns on Numba's path, which raises."""
+
+
+def _launch_native(kernel: Entry, total: int, chunks: int, sizes: Sequence[int], args: Sequence[Any]) -> bool:
+    """Run the launch on ``kernel``'s native entry for these arguments, if there is one; False
+    (nothing run, or a failure to rerun) sends it down Numba's path."""
+    signature = cpu_native.launch_signature(args)
+    if signature is None or kernel.module_path is None:
+        return False
+    if signature not in kernel.native:
+        kernel.native[signature] = cpu_native.load(cpu_native.native_path(kernel.module_path, signature))
+    native = kernel.native[signature]
+    if native is None:
+        return False
+    _numba_later(kernel, signature)
+    arguments = native.arguments(args)
+
+    def run(first: int, last: int, *_: Any) -> None:
+        if native(first, last, sizes, arguments):
+            raise _NativeStatus
+    try:
+        run(0, total) if chunks <= 1 else _chunked(run, total, chunks, sizes, args)
+    except _NativeStatus:
+        kernel.native[signature] = None
+        return False
+    return True
+
+
+def _write_native(kernel: Entry, run: Any, values: Sequence[Any]) -> None:
+    signature = cpu_native.launch_signature(values[8:])
+    if signature is not None and kernel.module_path is not None:
+        cpu_native_build.build_later(run, values, cpu_native.native_path(kernel.module_path, signature))
+
+
+_later: list[tuple[Entry, Any]] = []
+_later_lock = threading.Lock()
+_later_thread: threading.Thread | None = None
+#: Set when the background thread has nothing left to move to Numba (see :func:`wait_for_numba`).
+_later_idle = threading.Event()
+_later_idle.set()
+
+
+def _numba_later(kernel: Entry, signature: Any) -> None:
+    """Have ``kernel`` move to its Numba dispatcher for ``signature`` in the background (Numba's
+    call is faster than ctypes'; importing Numba takes ~0.5 s, off the launching thread)."""
+    global _later_thread
+    with _later_lock:
+        if (kernel, signature) in _later:
+            return
+        _later.append((kernel, signature))
+        _later_idle.clear()
+        if _later_thread is None or not _later_thread.is_alive():
+            _later_thread = threading.Thread(target=_move_to_numba, name="hetero-cpu-numba", daemon=True)
+            _later_thread.start()
+
+
+def _move_to_numba() -> None:
+    import numba  # noqa: F401 -- the slow part, off the launching thread
+
+    done = 0
+    while True:
+        with _later_lock:
+            if done == len(_later):
+                _later_idle.set()
+                return
+            kernel, signature = _later[done]
+        done += 1
+        try:
+            dispatcher = _imported_dispatcher(kernel)
+            dispatcher.compile(tuple(dispatcher.typeof_pyval(v) for v in _values_like(signature)))
+            kernel.compiled = len(dispatcher.overloads)
+            kernel.dispatcher = dispatcher
+        except Exception:  # noqa: BLE001 -- the native entry keeps serving; a real launch on Numba's path raises
+            continue
+
+
+def _imported_dispatcher(kernel: Entry) -> Any:
+    with _lock:
+        module = sys.modules.get(kernel.module_name)
+    if module is None:
+        probe = dataclasses.replace(kernel, dispatcher=None)
+        _import(probe)  # into sys.modules; ``kernel`` keeps its native entries until compiled
+        return probe.dispatcher
+    return getattr(module, kernel.name)
+
+
+def _values_like(signature: Any) -> list[Any]:
+    """Values Numba types as a launch of ``signature`` (the range and sizes, then the arguments)."""
+    python = {"bool": False, "int": 0, "float": 0.0}
+    values: list[Any] = [0] * 8
+    for part in signature:
+        if isinstance(part, tuple):
+            values.append(np.empty((0,) * part[1], dtype=np.dtype(part[0])))
+        else:
+            values.append(python[part] if part in python else np.dtype(part).type(0))
+    return values
+
+
+def wait_for_numba(timeout: float | None = None) -> bool:
+    """Wait until every kernel launched natively has moved to Numba (benchmarks measure that path)."""
+    return _later_idle.wait(timeout)
 
 
 def _built_for(kernel: Any, sizes: tuple[int, ...], args: Sequence[Any]) -> bool:
