@@ -1,0 +1,197 @@
+"""The goals of the runtime benchmarks (placement, splitting, fault injection, the guard, the
+launcher, inference, torch), read from their results files: one adapter per file, each a
+function from the file's JSON to :class:`~benchmarks.goal.Goal` rows. ``goals.py`` holds the
+registry.
+
+The thresholds are the ones each benchmark's docstring states; where a results file records
+its threshold, that one is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.goal import Goal, Status, at_least, at_most, below, count, duration, missing_devices, percent, ratio, size, worst
+
+Results = dict[str, Any]
+
+PLACEMENT_MAX_S = 20e-6
+SPLIT_MIN_RATIO = 0.95  # "no loss": a split at least as fast as the best device alone, within noise
+INJECTION_ARMED_MAX_S = 1e-6
+GUARD_MAX_OVERHEAD = 0.05
+#: state size -> minimum restart/guard ratio (benchmarks/guard_recovery.py's GOALS)
+GUARD_RECOVERY_MIN = {64 << 20: 10.0, 512 << 20: 5.0}
+LAUNCHER_MAX_ADDED_S = 0.5
+TORCHRUN_MAX_RATIO = 0.5
+INFERENCE_MAX_RATIO = 1.1
+INFERENCE_GOAL_CASE = (256, 64)  # hidden, batch
+INFERENCE_MIN_THROUGHPUT = 0.95
+INFERENCE_FAILOVER_MAX_S = 0.100
+
+
+def placement(data: Results) -> list[Goal]:
+    decide = [row for row in data["rows"] if str(row["case"]).startswith("decide/")]
+    devices = data.get("config", {}).get("devices", 16)
+    what = f"placement decision, {devices} devices, each policy"
+    if not decide:
+        return [Goal("placement", what, "not measured", f"<= {PLACEMENT_MAX_S * 1e6:g} us", "N/A")]
+    slowest = max(decide, key=lambda row: row["median_s"])
+    fastest = min(row["median_s"] for row in decide)
+    shown = f"median {fastest * 1e6:.1f}-{slowest['median_s'] * 1e6:.1f} us (slowest: {slowest['case'].split('/', 1)[1]})"
+    return [Goal("placement", f"{what} ({len(decide)} policies)", shown, f"<= {PLACEMENT_MAX_S * 1e6:g} us",
+                 at_most(slowest["median_s"], PLACEMENT_MAX_S))]
+
+
+def split(data: Results) -> list[Goal]:
+    devices = [device["name"] for device in data.get("devices", [])]
+    what = f"`split` triad {count(int(data['elements']))} f32 over {' + '.join(devices)} vs the best single device"
+    value = data.get("split_over_best_alone")
+    if len(devices) < 2 or value is None:
+        return [Goal("split", what, "needs two devices", "no loss (>= 0.95x, noise)", "N/A")]
+    rows = [Goal("split", f"{what} ({data['best_alone']})", ratio(value), f"no loss (>= {SPLIT_MIN_RATIO:g}x, noise)",
+                 at_least(value, SPLIT_MIN_RATIO))]
+    forced = data.get("split_always_over_best_alone")
+    if forced is not None:
+        parts = data.get("split_always_rows") or {}
+        shown = ratio(forced) + (f" (rows {', '.join(f'{d} {int(n) / 1e6:.1f} M' for d, n in parts.items())})" if parts else "")
+        rows.append(Goal("split", "the same with `adaptive=False` (every launch split as the cost model plans)", shown, "", "INFO"))
+    return rows
+
+
+def injection_overhead(data: Results) -> list[Goal]:
+    off: dict[str, list[str]] = {}
+    armed: dict[str, float] = {}
+    for entry in data["goals"]:
+        if isinstance(entry["value"], list):
+            off[entry["device"]] = entry["value"]
+        else:
+            armed[entry["device"]] = float(entry["value"])
+    rows = []
+    if off:
+        wrapped = {device: methods for device, methods in off.items() if methods}
+        shown = ("wrapped on " + "; ".join(f"{d}: {', '.join(m)}" for d, m in wrapped.items()) if wrapped
+                 else f"no wrapper on {', '.join(off)}")
+        rows.append(Goal("injection_overhead", "fault injection off: what it costs a launch", shown, "no wrapper at all",
+                         "MISS" if wrapped else "PASS"))
+    if armed:
+        statuses: list[Status] = [at_most(v, INJECTION_ARMED_MAX_S) for v in armed.values()]
+        rows.append(Goal("injection_overhead", f"fault injection armed (a rule that never fires), per wrapped call, {' / '.join(armed)}",
+                         " / ".join(duration(v, signed=True) for v in armed.values()), f"<= {INJECTION_ARMED_MAX_S * 1e6:g} us",
+                         worst(statuses)))
+    return rows + missing_devices("injection_overhead", "fault injection on {device}", data.get("missing_devices"))
+
+
+def guard_overhead(data: Results) -> list[Goal]:
+    limit = float(data.get("goal", {}).get("max_overhead", GUARD_MAX_OVERHEAD))
+    rows = []
+    for row in data["rows"]:
+        paired, parts = row["overhead_paired_median"], row["estimated_overhead"]
+        rows.append(Goal("guard_overhead", f"`hetero.guard` snapshots every {row['snapshot_every']} steps, digits MLP on "
+                         f"{row['device']['name']}", f"{percent(paired)} paired, {percent(parts, signed=False)} by parts",
+                         f"<= {limit:.0%}", at_most(max(paired, parts), limit)))
+    return rows + missing_devices("guard_overhead", "`hetero.guard` overhead on {device}", data.get("missing"))
+
+
+def guard_recovery(data: Results) -> list[Goal]:
+    minimums = dict(GUARD_RECOVERY_MIN)
+    minimums.update({int(goal["size_bytes"]): float(goal["min_speedup"]) for goal in data.get("goals", [])})
+    source = data.get("source", "?")
+    rows = []
+    for nbytes, minimum in sorted(minimums.items()):
+        for target in data["targets"]:
+            row = next((r for r in data["rows"] if r["target"] == target and r["size_bytes"] == nbytes), None)
+            for cache in ("cold", "warm"):
+                what = f"`hetero.guard` fault -> resumed, {source} -> {target}, {size(nbytes)} state, {cache} caches, vs restart + reload"
+                part = row.get(cache) if row else None
+                if not part:
+                    rows.append(Goal("guard_recovery", what, "not measured", f">= {minimum:g}x", "N/A"))
+                    continue
+                value = part["speedup"]
+                rows.append(Goal("guard_recovery", what, f"{ratio(value)} ({duration(part['guard_median_s'])} vs "
+                                 f"{duration(part['restart_median_s'])})", f">= {minimum:g}x", at_least(value, minimum)))
+    return rows
+
+
+def launcher_overhead(data: Results) -> list[Goal]:
+    summary = data["summary"]
+    added = summary.get("hetero_run_minus_python_median_s")
+    limit = float(summary.get("goal_max_s", LAUNCHER_MAX_ADDED_S))
+    shown = duration(added, signed=True)
+    if summary.get("with_devices_cpu_s") is not None:
+        shown += f" (`--devices cpu` {duration(summary['with_devices_cpu_s'], signed=True)})"
+    return [Goal("launcher_overhead", "`hetero-run` of a trivial script, over plain `python`", shown, f"<= {limit:g} s",
+                 at_most(added, limit))]
+
+
+def recovery_vs_torchrun(data: Results) -> list[Goal]:
+    settings, summary = data.get("settings", {}), data["summary"]
+    limit = float(data.get("goal_ratio", TORCHRUN_MAX_RATIO))
+    ours, theirs = summary.get("hetero-run"), summary.get("torchrun")
+    what = (f"`hetero-run` recovery after a SIGKILL, {settings.get('state_mib', '?')} MiB/worker, {settings.get('nproc', '?')} "
+            "workers, vs `torchrun --max-restarts 1`")
+    if not ours or not theirs:
+        return [Goal("recovery_vs_torchrun", what, "not measured", f"<= {limit:g}x", "N/A")]
+    value = ours["recovery_median_s"] / theirs["recovery_median_s"]
+    rows = [Goal("recovery_vs_torchrun", what, f"{duration(ours['recovery_median_s'])} vs {duration(theirs['recovery_median_s'])} "
+                 f"({ratio(value)})", f"<= {limit:g}x", at_most(value, limit))]
+    cold = summary.get("hetero-run-cold")
+    if cold:
+        rows.append(Goal("recovery_vs_torchrun", "the same without the warm standby (`--no-standby`)",
+                         f"{duration(cold['recovery_median_s'])} ({ratio(cold['recovery_median_s'] / theirs['recovery_median_s'])})",
+                         "", "INFO"))
+    return rows
+
+
+def inference(data: Results) -> list[Goal]:
+    hidden, batch = INFERENCE_GOAL_CASE
+    case = next((r for r in data.get("overhead", []) if (r["hidden"], r["batch"]) == INFERENCE_GOAL_CASE), None)
+    rows = [Goal("inference", f"`hetero.onnx.Pool.run` vs a bare `InferenceSession.run`, MLP hidden {hidden}, batch {batch}, cpu",
+                 f"{ratio(case['ratio'])} ({duration(case['added_s'], signed=True)})" if case else "not measured",
+                 f"<= {INFERENCE_MAX_RATIO:g}x", at_most(case["ratio"], INFERENCE_MAX_RATIO) if case else "N/A")]
+    serve = data.get("serve") or {}
+    clean, faulty = serve.get("serve"), serve.get("serve + 1% faults")
+    what = "`hetero serve` via tritonclient, 8 clients: throughput under 1% injected sticky faults vs none"
+    if clean and faulty and clean["requests_per_s"]:
+        value = faulty["requests_per_s"] / clean["requests_per_s"]
+        rows.append(Goal("inference", what, f"{ratio(value)} ({faulty['requests_per_s']:.0f} vs {clean['requests_per_s']:.0f} req/s)",
+                         f">= {INFERENCE_MIN_THROUGHPUT:g}x", at_least(value, INFERENCE_MIN_THROUGHPUT)))
+    else:
+        rows.append(Goal("inference", what, "not measured", f">= {INFERENCE_MIN_THROUGHPUT:g}x", "N/A"))
+    if serve:
+        bad = {key: sum(int(side.get(key, 0)) for side in serve.values()) for key in ("lost", "wrong", "unsent", "hung_clients")}
+        rows.append(Goal("inference", f"every served request answered, and right ({sum(int(s['requests']) for s in serve.values())} "
+                         "requests)", ", ".join(f"{n} {key.replace('_', ' ')}" for key, n in bad.items()), "none lost or wrong",
+                         "PASS" if not any(bad.values()) else "MISS"))
+    failover = data.get("failover") or {}
+    median_s = failover.get("median_s")
+    pool = ", ".join(failover.get("devices", []))
+    rows.append(Goal("inference", f"a device's failure -> first request answered elsewhere (pool over {pool})",
+                     f"median {duration(median_s)}, max {duration(failover.get('max_s'))}" if median_s is not None
+                     else str(failover.get("skipped") or "not measured"),
+                     f"< {INFERENCE_FAILOVER_MAX_S * 1e3:g} ms", below(median_s, INFERENCE_FAILOVER_MAX_S)))
+    return rows
+
+
+def torch_guard(data: Results) -> list[Goal]:
+    overhead = data["overhead"]
+    limit = float(data.get("goal", {}).get("max_overhead", GUARD_MAX_OVERHEAD))
+    paired, parts = overhead["overhead_paired_median"], overhead["estimated_overhead"]
+    rows = [Goal("torch_guard", f"`hetero.guard` on PyTorch's MNIST example (digits), snapshots every {overhead['snapshot_every']} "
+                 "steps", f"{percent(paired)} paired, {percent(parts, signed=False)} by parts", f"<= {limit:.0%}",
+                 at_most(max(paired, parts), limit))]
+    for row in data.get("recovery", []):
+        timing = row.get("recovery")
+        shown = (f"median {duration(timing['median_s'])} ({row['recovered']}/{row['runs']} recovered, on {', '.join(row['resumed_on'])})"
+                 if timing else f"no recovery recorded in {row['runs']} runs")
+        rows.append(Goal("torch_guard", f"`hetero.guard` recovery from an injected torch `{row['kind']}` ({row['rule']})", shown, "",
+                         "INFO" if timing else "MISS"))
+    if data.get("lost_skipped"):
+        rows.append(Goal("torch_guard", "`hetero.guard` recovery from an injected torch `lost`", str(data["lost_skipped"]), "", "N/A"))
+    resume = data.get("resume")
+    if resume:
+        summary, value = resume["summary"], resume["ratio_time_lost"]
+        resume_limit = float(resume.get("goal_ratio", TORCHRUN_MAX_RATIO))
+        rows.append(Goal("torch_guard", "time lost to a killed worker mid-epoch, `hetero-run` vs `torchrun` (MNIST example)",
+                         f"{duration(summary['hetero-run']['time_lost_s'])} vs {duration(summary['torchrun']['time_lost_s'])} "
+                         f"({ratio(value)})", f"<= {resume_limit:g}x", at_most(value, resume_limit)))
+    return rows
