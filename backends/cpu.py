@@ -91,6 +91,9 @@ class CPURuntime(DeviceRuntime):
     def kernel_arg(self, buffer: np.ndarray, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
         return cpu_kernels.kernel_arg(buffer, shape, dtype)
 
+    def prepare_kernel(self, kernel: Any, values: Sequence[Any]) -> None:
+        cpu_kernels.prepare(kernel, values)
+
     def launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Any) -> None:
         cpu_kernels.launch(kernel, global_size, local_size, args)
 

@@ -217,6 +217,27 @@ def launch(kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...
         _write_native(kernel, run, (0, total, *sizes, *args))
 
 
+def prepare(kernel: Entry, values: Sequence[Any]) -> None:
+    """Have ``kernel`` ready for launches like ``values`` (the arguments only) without running a
+    work-group: its native entry loaded where the cache has one, else compiled by Numba (a call
+    of no work-group) and its native file written."""
+    values = [kernel_arg(v, v.shape, v.dtype) if isinstance(v, np.ndarray) else v for v in values]
+    if kernel.dispatcher is None:
+        signature = cpu_native.launch_signature(values)
+        if signature is not None and kernel.module_path is not None:
+            if signature not in kernel.native:
+                kernel.native[signature] = cpu_native.load(cpu_native.native_path(kernel.module_path, signature))
+            if kernel.native[signature] is not None:
+                return
+    run = kernel.run
+    empty = (0, 0, 1, 1, 1, 1, 1, 1)
+    run(*empty, *values)
+    kernel.warm = True
+    if len(run.overloads) != kernel.compiled:
+        kernel.compiled = len(run.overloads)
+        _write_native(kernel, run, (*empty, *values))
+
+
 def _chunked(run: Callable[..., Any], total: int, chunks: int, sizes: Sequence[int], args: Sequence[Any]) -> None:
     """Run work-groups 0..total-1 in ``chunks`` ranges at once: this thread the first, the pool the others."""
     pending: list[Future[Any]] = [

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import logging
 import threading
 import time
 import warnings
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     from hetero.split import SplitKernel
 
 ParamType = ScalarType | ArrayType
+log = logging.getLogger(__name__)
 
 _size_tuple = size_tuple  # the name hetero.split imports
 
@@ -187,6 +189,25 @@ class Specialization:
         self._checked_sizes: set[tuple[Any, Any]] = set()
         self.launches = launch_counter(device.name)
         self.calls = 0  # launches seen while sampling is on (every k-th is timed)
+
+    def prepare(self) -> None:
+        """Have the device's runtime finish building this kernel before its first launch (on
+        ``cpu`` Numba compiles at the first call); the guard's standby calls it in the background.
+        A kernel whose stand-in arguments cannot be made (complex arrays) is left to its launch."""
+        if self.complex_arrays:
+            return
+        values: list[Any] = []
+        for kind, position, _, how in self.plan:
+            if kind == "array":
+                ndim = cast(ArrayType, self.types[position]).ndim
+                if ndim is None:  # an array of any rank: its launches decide
+                    return
+                values.append(np.empty((0,) * ndim, how))
+            elif kind == "shape":
+                values.append(0)
+            else:
+                values.append(how(0))
+        self.runtime.prepare_kernel(self.loaded, values)
 
     def unaliased(self) -> Specialization:
         """The variant of this specialization for launches whose arrays share memory (built once)."""
@@ -562,6 +583,10 @@ class Kernel:
             if moved in self._dispatch:
                 continue
             entry = Specialization(self, types, device)  # compiles (outside the lock: it takes a while)
+            try:
+                entry.prepare()  # and what the runtime leaves to the first launch
+            except Exception as exc:  # noqa: BLE001 -- then its first launch finishes the build, as without a standby
+                log.info("%s: not prepared for %s ahead of a launch: %s", self.name, device.name, exc)
             with self._lock:
                 if self._dispatch.setdefault(moved, entry) is entry:
                     built += 1

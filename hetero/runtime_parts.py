@@ -104,6 +104,12 @@ class KernelLoader(abc.ABC):
         """What a kernel launch passes for an array: the buffer itself unless a runtime says otherwise."""
         return buffer
 
+    def prepare_kernel(self, kernel: Any, values: Sequence[Any]) -> None:
+        """Finish building loaded ``kernel`` for launches like ``values`` (host stand-ins: empty
+        NumPy arrays of each array argument's element type and rank, each scalar's converted
+        value) without running it. For runtimes whose compiler runs at the first launch (Numba
+        on ``cpu``); the default does nothing. The guard's standby calls it in the background."""
+
 
 class KernelRunner(abc.ABC):
     """Running loaded kernels on the device's queue, and waiting for that queue."""

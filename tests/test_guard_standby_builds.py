@@ -48,3 +48,20 @@ def test_kernels_of_the_steps_are_built_for_the_failover_device_before_a_fault(p
         assert not [k for k in moved if isinstance(scale_by._dispatch[k], Specialization)
                     and scale_by._dispatch[k].device is failover], "the move built the kernel again"
     np.testing.assert_array_equal(state["x"].numpy(), np.arange(64, dtype=np.float32) * 6)
+
+
+@pytest.mark.skipif(not {"cpu", "oneapi:0"} <= set(DEVICE_NAMES), reason="needs cpu and oneapi:0")
+def test_a_cpu_failover_kernel_is_compiled_by_the_standby_not_at_its_first_launch() -> None:
+    """On cpu Numba compiles at a kernel's first call: the standby makes that call (one that runs
+    no work-group), so the first launch after a move runs code already compiled."""
+    start, failover = hetero.device("oneapi:0"), hetero.device("cpu")
+    scale_by = _fresh_kernel()
+    state = {"x": hetero.asarray(np.arange(64, dtype=np.float32), device=start, copy=True)}
+    with hetero.guard(state, devices=[start, failover], device=start, snapshot_every=1) as g:
+        g.run(lambda: scale_by[64](state["x"], np.float32(2.0)))
+        assert g.wait_standby(120) is failover
+        [entry] = [e for e in scale_by._dispatch.values() if isinstance(e, Specialization) and e.device is failover]
+        loaded = entry.loaded
+        assert any(native is not None for native in loaded.native.values()) or (
+            loaded.dispatcher is not None and loaded.dispatcher.overloads), "built, but left for Numba's first call"
+    np.testing.assert_array_equal(state["x"].numpy(), np.arange(64, dtype=np.float32) * 2)
