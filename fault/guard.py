@@ -86,7 +86,9 @@ the hetero error for the same fault, :mod:`hetero.fault.foreign_errors`), the gu
 On entering the ``with`` block a background thread prepares the failover device (``standby``:
 discovery, a health check, one tiny kernel there), so a recovery need not import a backend
 or open a device, and then builds there each kernel the guarded steps compile, so a recovery's
-first steps on it need not build them (:mod:`hetero.fault.guard_standby`); and the health monitor runs (:mod:`hetero.fault.guard_monitor`: started by the
+first steps on it need not build them, and holds memory there for the state's arrays (up to a
+quarter of that device's memory), so a restore copies into mapped memory instead of allocating
+(:mod:`hetero.fault.guard_standby`, :mod:`hetero.fault.guard_reserve`); and the health monitor runs (:mod:`hetero.fault.guard_monitor`: started by the
 first guard entered unless already running, stopped by the last one out), so health and Xid
 events reach the classifier. Inside the ``with`` block ``hetero.device()`` is the guard's current device (``g.device``), so
 arrays and kernels a step creates follow it. Each recovery is published as a ``recovery`` event
@@ -355,6 +357,8 @@ class Guard:
         self.last_snapshot = dataclasses.replace(taken, rng=rng, reason=reason)
         self._records.clear()
         self.snapshots_taken += 1
+        if self._standby is not None:  # memory for these arrays, held on the failover device
+            self._standby.reserve_for(self.last_snapshot)
 
     def _capture_rng(self) -> snapshot_rng.ProcessRng | None:
         """The process-wide generators now (None with ``rng=False``): each step keeps them at its
@@ -396,10 +400,11 @@ class Guard:
             self._attempts += 1
             target = self._choose(failed, verdict, error, raised)
             entry["chosen"] = target.name
+            reserve = self._standby.take_reserve(target) if self._standby is not None else None
             try:
                 self._move_to(target)
                 assert self.last_snapshot is not None
-                snapshot.restore(self.last_snapshot, self.state, target)
+                snapshot.restore(self.last_snapshot, self.state, target, spare=reserve.take if reserve is not None else None)
                 if self.last_snapshot.rng is not None:  # so the replayed steps draw what they drew before
                     snapshot_rng.restore(self.last_snapshot.rng, _rng_device(target),
                                          self._left_torch_devices())
@@ -536,8 +541,9 @@ def guard(state: MutableMapping[str, Any], snapshot_every: int = 10, devices: Se
     ``start_step``: the number of the first step (a run resumed from a checkpoint).
     ``standby``: on entering the ``with``, prepare the failover device on a background thread
     (discover the devices, check the candidate's health, open it and run one tiny kernel there,
-    which loads its backend's libraries), so that a recovery pays only for restoring and
-    replaying; ``False`` touches no other device before a fault.
+    which loads its backend's libraries; then build there each kernel the steps compile, and
+    hold memory there for the state's arrays, up to a quarter of its memory), so that a recovery
+    pays only for copying the snapshot and replaying; ``False`` touches no other device before a fault.
     ``rng``: keep the process-wide random generators in each snapshot and restore them with it
     (Python's ``random``, NumPy's global one, torch's CPU generator and those of the accelerators
     torch has initialised), so replayed steps draw the same numbers; ``False`` leaves them alone

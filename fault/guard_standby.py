@@ -14,6 +14,11 @@ wakes the thread, which builds the same specializations for the failover device
 (:meth:`hetero.kernels.Kernel.prebuild`). A cold move (a fresh process, an empty cache) then
 finds its kernels built instead of building each at its first launch after the fault: on PoCL
 that was most of a 2-5 s recovery.
+
+And it holds memory there for the state's arrays (:mod:`hetero.fault.guard_reserve`): after each
+snapshot whose arrays' shapes changed, :meth:`Standby.reserve_for` has the thread allocate them
+on the failover device, so a restore there copies into mapped memory instead of faulting in
+fresh pages (the most of a large restore); :meth:`Standby.take_reserve` hands it to the restore.
 """
 
 from __future__ import annotations
@@ -22,9 +27,13 @@ import logging
 import threading
 from collections.abc import Callable
 
+import numpy as np
+
 from hetero.array import zeros
 from hetero.device import Device
 from hetero import kernels as _kernels
+from hetero.fault import snapshot as _snapshot
+from hetero.fault.guard_reserve import Layout, Reserve, layout_of
 from hetero.kernels import kernel
 from hetero.language import global_id
 
@@ -49,6 +58,9 @@ class Standby:
         self.built = 0  # specializations built for the device ahead of a move
         self._on = on
         self._seen = -1  # the specialization generation last built for
+        self.reserve: Reserve | None = None  # memory held on the device for the state's arrays
+        self._wanted: tuple[Layout, list[np.ndarray]] | None = None  # a snapshot's layout and host copies to reserve for
+        self._reserve_lock = threading.Lock()
         self._wake = threading.Event()
         self._idle = threading.Event()
         self._stopped = False
@@ -83,7 +95,8 @@ class Standby:
             if generation != self._seen:
                 self._seen = generation
                 self._build(device)
-            if _kernels.specialization_generation() == self._seen:
+            self._fill_reserve(device)
+            if _kernels.specialization_generation() == self._seen and self._wanted is None:
                 self._idle.set()
             self._wake.wait()
             self._wake.clear()
@@ -101,6 +114,44 @@ class Standby:
                 self.built += each.prebuild(device, on)
             except Exception as exc:  # noqa: BLE001 - built at its first launch after a move instead
                 log.info("hetero.guard: could not build %s for %s ahead of a move: %s", each.name, device.name, exc)
+
+    def _fill_reserve(self, device: Device) -> None:
+        with self._reserve_lock:
+            wanted, self._wanted = self._wanted, None
+        if wanted is None or self._stopped:
+            return
+        layout, hosts = wanted
+        try:
+            made = Reserve.fill(device, hosts)
+        except Exception as exc:  # noqa: BLE001 - no reserve: a restore allocates, as without one
+            log.info("hetero.guard: could not reserve memory on %s for the state: %s", device.name, exc)
+            made = None
+        with self._reserve_lock:
+            if self._wanted is None or self._wanted[0] == layout:  # not superseded meanwhile
+                self.reserve = made
+
+    def reserve_for(self, taken: _snapshot.Snapshot) -> None:
+        """After a snapshot: when its arrays' shapes and dtypes differ from the reserve's, have the
+        thread reserve memory for them on the failover device. Cheap when they do not."""
+        if self._stopped or self.error is not None or self._on is None or not self._thread.is_alive():
+            return
+        hosts = _snapshot.host_arrays(taken)
+        layout = layout_of(hosts)
+        with self._reserve_lock:
+            held = self.reserve.layout if self.reserve is not None else None
+            if layout == held or (self._wanted is not None and self._wanted[0] == layout):
+                return
+            self._wanted = (layout, list(hosts))
+        self._idle.clear()
+        self._wake.set()
+
+    def take_reserve(self, device: Device) -> Reserve | None:
+        """The reserve, handed over for a restore onto ``device`` (None: none there)."""
+        with self._reserve_lock:
+            reserve = self.reserve if self.reserve is not None and self.reserve.device is device else None
+            if reserve is not None:
+                self.reserve = None
+            return reserve
 
     def learn(self) -> None:
         """After a guarded step: when some kernel was compiled since the last look, build it for the

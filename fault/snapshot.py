@@ -57,6 +57,10 @@ T = TypeVar("T")
 _TORCH_KINDS = ("module", "optimizer", "tensor")
 #: Values copied as they are: immutable, nothing in them to walk.
 _ATOMIC = (type(None), bool, int, float, complex, str, bytes)
+#: ``spare(device, shape, dtype)``: an array ready on ``device`` that a restore may fill (and keep) in
+#: place of allocating one, or None (:mod:`hetero.fault.guard_reserve`).
+Spare = Callable[[Device, tuple[int, ...], Any], Array | None]
+
 #: The order restore() puts values back in: modules, then optimizers (their state follows the
 #: parameters' device), then state_dict objects (a scheduler or an EMA helper may read either).
 _RESTORE_RANK = {"optimizer": 1, "stateful": 2}
@@ -120,6 +124,7 @@ class _Bases(threading.local):
 
     taking: dict[int, np.ndarray] | None = None  # id(base array) -> its host copy
     restoring: dict[int, Array] | None = None  # id(host copy) -> the array restored from it
+    spare: Spare | None = None  # where restore() takes the new arrays it needs, when it can
 
 
 _bases = _Bases()
@@ -138,19 +143,42 @@ def take(state: Mapping[str, Any], step: int) -> Snapshot:
     return Snapshot(step, values, sum(v.nbytes for v in values.values()), time.perf_counter() - start)
 
 
-def restore(snapshot: Snapshot, state: MutableMapping[str, Any], device: Device) -> None:
+def restore(snapshot: Snapshot, state: MutableMapping[str, Any], device: Device, spare: Spare | None = None) -> None:
     """Put the snapshot's values back into ``state`` (in place where they can go), on ``device``.
     torch modules come back before optimizers, so optimizer state follows its parameters, and
     state_dict objects last. The process-wide generators (``snapshot.rng``) are the guard's to
-    restore (:func:`hetero.fault.snapshot_rng.restore`)."""
+    restore (:func:`hetero.fault.snapshot_rng.restore`). ``spare``: where a hetero array that
+    cannot be refilled in place finds one ready (see :data:`Spare`) before one is allocated."""
     order = sorted(snapshot.values, key=lambda key: _RESTORE_RANK.get(snapshot.values[key].kind, 0))
     moved: dict[int, Any] = {}  # id(old parameter) -> its replacement, where torch made new ones
-    _bases.restoring = {}
+    _bases.restoring, _bases.spare = {}, spare
     try:
         for key in order:
             state[key] = put_back(snapshot.values[key], state.get(key), device, moved)
     finally:
-        _bases.restoring = None
+        _bases.restoring, _bases.spare = None, None
+
+
+def host_arrays(snapshot: Snapshot) -> list[np.ndarray]:
+    """The host copies of the hetero arrays (owners, and views' bases, once each) in ``snapshot``:
+    what a restore onto another device allocates arrays for."""
+    found: dict[int, np.ndarray] = {}
+
+    def visit(captured: Captured) -> None:
+        if captured.kind == "array":
+            found.setdefault(id(captured.data), captured.data)
+        elif captured.kind == "view":
+            found.setdefault(id(captured.data[0]), captured.data[0])
+        elif captured.kind == "dict":
+            for item in captured.data.values():
+                visit(item)
+        elif captured.kind == "list":
+            for item in captured.data:
+                visit(item)
+
+    for value in snapshot.values.values():
+        visit(value)
+    return list(found.values())
 
 
 # -- one value -----------------------------------------------------------------------------
@@ -231,7 +259,12 @@ def _put_back_array(data: np.ndarray, current: Any, device: Device) -> Array:
         copyto(current, data)
         result = current
     else:
-        result = asarray(data, device=device, copy=True)
+        ready = _bases.spare(device, data.shape, data.dtype) if _bases.spare is not None else None
+        if ready is not None:
+            copyto(ready, data)
+            result = ready
+        else:
+            result = asarray(data, device=device, copy=True)
     if restored is not None:
         restored[id(data)] = result
     return result
