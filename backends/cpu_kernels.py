@@ -3,9 +3,9 @@
 The module is written into hetero's cache (atomically) and imported from there, so
 Numba's own cache (``__pycache__`` beside it) makes a new process skip compilation. After a
 fresh compile, the machine code of each launch signature is also kept beside the module
-(:mod:`.cpu_native`): a new process runs a cached kernel from it without importing Numba,
-whose start-up (~0.5 s) then happens on a background thread, and moves each kernel to its
-Numba dispatcher once that is ready (:func:`wait_for_numba` waits for it).
+(:mod:`.cpu_native`): a new process runs a cached kernel from it without importing Numba.
+A kernel launched often (:data:`MOVE_AFTER`) then moves to its Numba dispatcher, the faster
+call, loaded on a background thread (:func:`wait_for_numba` waits for the moves asked so far).
 
 A launch's work-groups are split into one chunk per thread (``NUMBA_NUM_THREADS``, the
 machine's cores unless set); the calling thread runs the first chunk and a pool of threads
@@ -67,6 +67,7 @@ class Entry:
     name: str = ""
     target: str = "cpu"
     compiled: int = 0  # Numba overloads seen: one more means a fresh compile, whose native file is written
+    native_launches: int = 0  # launches its native entries ran (the move to Numba starts at MOVE_AFTER)
     native: dict[Any, cpu_native.NativeKernel | None] = dataclasses.field(default_factory=dict)
 
     @property
@@ -267,7 +268,9 @@ def _launch_native(kernel: Entry, total: int, chunks: int, sizes: Sequence[int],
     native = kernel.native[signature]
     if native is None:
         return False
-    _numba_later(kernel, signature)
+    kernel.native_launches += 1
+    if kernel.native_launches == MOVE_AFTER or (_numba_ready and kernel.native_launches == 1):
+        _numba_later(kernel, signature)
     arguments = native.arguments(args)
 
     def run(first: int, last: int, *_: Any) -> None:
@@ -287,6 +290,12 @@ def _write_native(kernel: Entry, run: Any, values: Sequence[Any]) -> None:
         cpu_native_build.build_later(run, values, cpu_native.native_path(kernel.module_path, signature))
 
 
+#: Native launches of a kernel after which it moves to Numba's dispatcher in the background: a
+#: process launching a kernel that often gains from Numba's faster call (~1 us against ctypes'
+#: 3-5 us); one that launches each a few times never pays Numba's start-up (~0.5 s of CPU, most
+#: of it holding the GIL). Once Numba is loaded, every kernel moves at its first native launch.
+MOVE_AFTER = 64
+_numba_ready = False
 _later: list[tuple[Entry, Any]] = []
 _later_lock = threading.Lock()
 _later_thread: threading.Thread | None = None
@@ -310,6 +319,7 @@ def _numba_later(kernel: Entry, signature: Any) -> None:
 
 
 def _move_to_numba() -> None:
+    global _numba_ready
     import numba  # noqa: F401 -- the slow part, off the launching thread
 
     done = 0
@@ -325,6 +335,7 @@ def _move_to_numba() -> None:
             dispatcher.compile(tuple(dispatcher.typeof_pyval(v) for v in _values_like(signature)))
             kernel.compiled = len(dispatcher.overloads)
             kernel.dispatcher = dispatcher
+            _numba_ready = True
         except Exception:  # noqa: BLE001 -- the native entry keeps serving; a real launch on Numba's path raises
             continue
 

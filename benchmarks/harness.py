@@ -55,6 +55,7 @@ def compare(candidates: Mapping[str, Callable[[], object]], repeats: int = 21, w
         for _ in range(warmup):
             candidates[name]()
     batches = {name: _batch_size(candidates[name], min_time) for name in names}
+    settle()
     samples: dict[str, list[float]] = {name: [] for name in names}
     gc_was_enabled = gc.isenabled()
     gc.disable()  # a collection inside one sample would be charged to whoever ran then
@@ -66,6 +67,15 @@ def compare(candidates: Mapping[str, Callable[[], object]], repeats: int = 21, w
         if gc_was_enabled:
             gc.enable()
     return {name: _summary(samples[name], batches[name]) for name in names}
+
+
+def settle(timeout: float = 120.0) -> None:
+    """Wait for what hetero finishes in the background after a warm-up: cpu kernels launched
+    often move from their cached native entries to Numba's dispatcher on a background thread
+    (:mod:`hetero.backends.cpu_kernels`); samples must time the path a long run settles on."""
+    cpu_kernels = sys.modules.get("hetero.backends.cpu_kernels")
+    if cpu_kernels is not None:
+        cpu_kernels.wait_for_numba(timeout)
 
 
 def _sample(fn: Callable[[], object], batch: int) -> float:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hetero.backends import cpu_native
+from hetero.backends import cpu_kernels, cpu_native
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -139,3 +139,37 @@ def test_only_plain_contiguous_arguments_take_the_native_path() -> None:
     read_only.flags.writeable = False
     assert cpu_native.launch_signature([read_only]) is None
     assert cpu_native.launch_signature([object()]) is None
+
+
+MOVES = r"""
+import json, sys
+import numpy as np
+import hetero
+from hetero.backends import cpu_kernels
+from tests.kernels import corpus
+
+x = hetero.asarray(np.ones(5000, np.float32), device="cpu", copy=True)
+y = hetero.zeros(5000, device="cpu")
+for _ in range(cpu_kernels.MOVE_AFTER - 1):
+    corpus.saxpy[5000](1.0, x, y)
+early = "numba" in sys.modules
+for _ in range(10):
+    corpus.saxpy[5000](1.0, x, y)
+moved = cpu_kernels.wait_for_numba(120)
+[entry] = [e for e in corpus.saxpy._dispatch.values() if hasattr(e, "loaded")]
+corpus.saxpy[5000](1.0, x, y)  # on Numba's path now
+print(json.dumps({"early": early, "moved": moved, "dispatcher": entry.loaded.dispatcher is not None,
+                  "y": float(y.numpy()[0]), "numba": "numba" in sys.modules}))
+"""
+
+
+def test_a_kernel_launched_often_moves_to_numbas_dispatcher(runs: tuple[Path, dict, dict]) -> None:
+    cache, _, _ = runs
+    environment = {**os.environ, "HETERO_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-c", MOVES], capture_output=True, text=True, timeout=600,
+                          env=environment, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not report["early"], "Numba was loaded before the kernel had been launched often"
+    assert report["moved"] and report["dispatcher"] and report["numba"]
+    assert report["y"] == cpu_kernels.MOVE_AFTER - 1 + 10 + 1  # every launch ran once, on whichever path
