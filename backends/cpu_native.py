@@ -12,8 +12,9 @@ against ctypes' 3-5 us) once that has loaded it. Both paths run the same compile
 
 A file is used only when everything it names is there: its header's checksum of the object code,
 the llvmlite, host CPU and ``NUMBA_*`` settings it was built under (also in its file name), and
-every external symbol it calls (C library and libm functions, resolved in this process first:
-an unresolved symbol would abort the process inside LLVM). Anything else -- a missing, foreign,
+every symbol the object leaves undefined (read from its ELF symbol table: C library and libm
+functions), each resolved in this process first and handed to LLVM (a symbol LLVM cannot
+resolve aborts the process). Anything else -- a missing, foreign,
 damaged or unloadable file -- is not an error: the launch takes Numba's path, as before.
 """
 
@@ -24,6 +25,7 @@ import hashlib
 import json
 import logging
 import os
+import struct
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -145,6 +147,40 @@ def _decode(data: bytes) -> tuple[dict[str, Any], bytes] | None:
     return header, code
 
 
+def undefined_symbols(code: bytes) -> list[str] | None:
+    """The symbols a 64-bit little-endian ELF object needs from elsewhere (its undefined global and
+    weak symbols: the C library, libm, and what LLVM lowers intrinsics to, such as ``expf``), or
+    None for anything else. Read from the object itself: its IR does not show the calls that
+    code generation adds."""
+    try:
+        if code[:4] != b"\x7fELF" or code[4] != 2 or code[5] != 1:
+            return None
+        shoff, = struct.unpack_from("<Q", code, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", code, 0x3A)
+        sections = [struct.unpack_from("<IIQQQQIIQQ", code, shoff + i * shentsize) for i in range(shnum)]
+        names: list[str] = []
+        for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+            if kind != 2 or not entsize:  # SHT_SYMTAB
+                continue
+            strings = sections[link][4]
+            for at in range(offset, offset + size, entsize):
+                name, info, _, index, _, _ = struct.unpack_from("<IBBHQQ", code, at)
+                if name and index == 0 and info >> 4 in (1, 2):  # SHN_UNDEF; STB_GLOBAL or STB_WEAK
+                    end = code.index(b"\0", strings + name)
+                    names.append(code[strings + name:end].decode())
+        return sorted(set(names))
+    except (struct.error, IndexError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _process_symbol(name: str) -> int | None:
+    """The address of ``name`` in this process (the C library, libm: what CPython links), or None."""
+    try:
+        return ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value
+    except AttributeError:
+        return None
+
+
 class NativeKernel:
     """One loaded entry: ``call(first, last, sizes, values)`` runs work-groups first..last-1 and
     returns 0, or Numba's error status (nonzero: the launch must be rerun on Numba's path)."""
@@ -186,11 +222,18 @@ def load(path: Path) -> NativeKernel | None:
         return None
     header, code = decoded
     ll = _binding()
+    needed = undefined_symbols(code)
+    if needed is None:
+        return None
+    addresses = {name: _process_symbol(name) for name in needed}
+    missing = [name for name, address in addresses.items() if not address]
+    if missing:  # checked here: LLVM aborts the process on a symbol it cannot resolve
+        log.debug("%s: symbols %s are not in this process; Numba's path runs", path.name, missing)
+        return None
     try:
-        missing = [name for name in header["externals"] if not ll.address_of_symbol(name)]
-        if missing:
-            log.debug("%s: symbols %s are not in this process; Numba's path runs", path.name, missing)
-            return None
+        for name, address in addresses.items():
+            if not ll.address_of_symbol(name):
+                ll.add_symbol(name, address)
         machine = ll.Target.from_default_triple().create_target_machine(jit=True)
         engine = ll.create_mcjit_compiler(ll.parse_assembly(""), machine)
         engine.add_object_file(ll.ObjectFileRef.from_data(code))

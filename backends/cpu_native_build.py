@@ -4,9 +4,10 @@ The file holds the very module Numba compiled for the launch's argument types (a
 optimised: it is not optimised again), linked with a small entry that takes C arguments (each
 array as its address and shape, rebuilt into Numba's C-contiguous array; each scalar as its C
 type), calls the kernel through Numba's own calling convention, and returns its status. Numba's
-Python wrappers are dropped, so the object needs no Python and no Numba. A kernel that calls into
-Numba's runtime (allocations: ``local_array`` in some forms) or any symbol not in the C library
-gets no file: it keeps Numba's path. Nothing here is needed for a launch to be right.
+Python wrappers are dropped, so the object needs no Python and no Numba. A kernel's work-group memory
+(``local_array``: Numba's runtime allocates it) is allocated by an equivalent written here on
+the C library's malloc; a kernel that calls any other symbol outside the C library gets no
+file: it keeps Numba's path. Nothing here is needed for a launch to be right.
 """
 
 from __future__ import annotations
@@ -27,10 +28,52 @@ log = logging.getLogger(__name__)
 ENTRY_PREFIX = "hetero_native_entry_"
 #: A generated entry's first parameters: the work-group range and the six launch sizes.
 RANGE_AND_SIZES = 8
-#: Numba's reference counting calls this when a count reaches zero; the entry's arrays carry no
-#: memory-info (a null pointer: never counted), so it is unreachable and may trap.
-_DTOR_STUB = ("define void @NRT_MemInfo_call_dtor(i8* %m) {\n  call void @llvm.trap()\n  unreachable\n}\n"
-              "declare void @llvm.trap()\n")
+#: Numba's runtime, as far as kernels use it (``local_array``: an allocation freed when its count
+#: drops to zero), in the C library's malloc/free. The memory-info layout is Numba's own
+#: (``numba/core/runtime/nrt.cpp``: refct, dtor, dtor_info, data, size, external allocator; the
+#: data after it, aligned), checked against Numba's allocator before a file uses it
+#: (:func:`_layout_matches`). The entry's own arrays carry no memory-info (never counted).
+_RUNTIME = """
+declare i8* @malloc(i64)
+declare void @free(i8*)
+define i8* @NRT_MemInfo_alloc_aligned(i64 %size, i32 %align) {
+entry:
+  %wide = zext i32 %align to i64
+  %zero = icmp eq i64 %wide, 0
+  %a = select i1 %zero, i64 1, i64 %wide
+  %pad = shl i64 %a, 1
+  %body = add i64 %size, %pad
+  %total = add i64 %body, 48
+  %base = call i8* @malloc(i64 %total)
+  %failed = icmp eq i8* %base, null
+  br i1 %failed, label %out, label %fill
+out:
+  ret i8* null
+fill:
+  %first = getelementptr i8, i8* %base, i64 48
+  %at = ptrtoint i8* %first to i64
+  %rem = urem i64 %at, %a
+  %aligned = icmp eq i64 %rem, 0
+  %step = sub i64 %a, %rem
+  %offset = select i1 %aligned, i64 0, i64 %step
+  %data = getelementptr i8, i8* %first, i64 %offset
+  %mi = bitcast i8* %base to { i64, i8*, i8*, i8*, i64, i8* }*
+  store { i64, i8*, i8*, i8*, i64, i8* } zeroinitializer, { i64, i8*, i8*, i8*, i64, i8* }* %mi
+  %refct = getelementptr { i64, i8*, i8*, i8*, i64, i8* }, { i64, i8*, i8*, i8*, i64, i8* }* %mi, i32 0, i32 0
+  store i64 1, i64* %refct
+  %dataslot = getelementptr { i64, i8*, i8*, i8*, i64, i8* }, { i64, i8*, i8*, i8*, i64, i8* }* %mi, i32 0, i32 3
+  store i8* %data, i8** %dataslot
+  %sizeslot = getelementptr { i64, i8*, i8*, i8*, i64, i8* }, { i64, i8*, i8*, i8*, i64, i8* }* %mi, i32 0, i32 4
+  store i64 %size, i64* %sizeslot
+  ret i8* %base
+}
+define void @NRT_MemInfo_call_dtor(i8* %mi) {
+  call void @free(i8* %mi)
+  ret void
+}
+"""
+#: The Numba runtime functions :data:`_RUNTIME` stands in for.
+_RUNTIME_FUNCTIONS = ("NRT_MemInfo_alloc_aligned", "NRT_MemInfo_call_dtor")
 _SCALAR_CODES = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",
                  "uint32": "u32", "uint64": "u64", "float32": "f32", "float64": "f64", "bool": "u8"}
 #: Prefixes of symbols the object must not need: Numba's helpers and runtime, and Python's C API.
@@ -137,8 +180,11 @@ def _native_object(dispatcher: Any, argtypes: tuple[Any, ...], symbol: str) -> t
 
     linked = ll.parse_assembly(str(final))
     linked.link_in(ll.parse_assembly(str(module)))
-    if any(f.name == "NRT_MemInfo_call_dtor" and f.is_declaration for f in linked.functions):
-        linked.link_in(ll.parse_assembly(_DTOR_STUB))
+    needed = {f.name for f in linked.functions if f.is_declaration and f.name in _RUNTIME_FUNCTIONS}
+    if needed:
+        if not _layout_matches():
+            return None
+        linked.link_in(ll.parse_assembly(_RUNTIME))
     for function in linked.functions:
         if not function.is_declaration and function.name != symbol:
             function.linkage = "internal"
@@ -150,16 +196,47 @@ def _native_object(dispatcher: Any, argtypes: tuple[Any, ...], symbol: str) -> t
     passes.add_global_dead_code_eliminate_pass()
     passes.add_strip_dead_prototype_pass()
     passes.run(linked, ll.create_pass_builder(machine, ll.create_pipeline_tuning_options(speed_level=0)))
-    externals = sorted(f.name for f in linked.functions if f.is_declaration and not f.name.startswith("llvm."))
+    if layout[:RANGE_AND_SIZES] != ["int"] * RANGE_AND_SIZES:
+        return None
+    code = machine.emit_object(linked)
+    externals = cpu_native.undefined_symbols(code)
+    if externals is None:
+        return None  # not an ELF object (this path is for Linux)
     refused = [name for name in externals if name.startswith(_REFUSED) or not _in_process(name)]
     if refused:
         log.debug("kernel %s calls %s: it keeps Numba's path", compiled.fndesc.qualname, refused)
         return None
-    if layout[:RANGE_AND_SIZES] != ["int"] * RANGE_AND_SIZES:
-        return None
     header = {"symbol": symbol, "params": params, "layout": layout[RANGE_AND_SIZES:], "externals": externals,
               "kernel": compiled.fndesc.qualname}
-    return header, machine.emit_object(linked)
+    return header, code
+
+
+_layout_checked: bool | None = None
+
+
+def _layout_matches() -> bool:
+    """Does Numba's own ``NRT_MemInfo_alloc_aligned`` lay a memory-info out as :data:`_RUNTIME`
+    does (so the kernel's inlined reference counting and data reads fit ours)?"""
+    global _layout_checked
+    if _layout_checked is None:
+        import ctypes
+
+        from numba.core.runtime import _nrt_python, nrt  # type: ignore[attr-defined]
+
+        if not getattr(nrt.rtsys, "_init", False):  # Numba compiled nothing that allocates yet: ask later
+            return False
+        alloc = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint)(_nrt_python.c_helpers["MemInfo_alloc_aligned"])
+        release = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_nrt_python.c_helpers["MemInfo_call_dtor"])
+        mi = alloc(100, 64)
+        words = (ctypes.c_uint64 * 6).from_address(mi)
+        data = words[3]
+        _layout_checked = (words[0] == 1 and words[1] == 0 and words[2] == 0 and words[4] == 100 and words[5] == 0
+                           and data % 64 == 0 and mi + 48 <= data < mi + 48 + 64)
+        release(mi)
+        if not _layout_checked:
+            log.debug("Numba's memory-info layout is not the one hetero's native entries assume: kernels that "
+                      "allocate keep Numba's path")
+    return _layout_checked
 
 
 def _in_process(name: str) -> bool:

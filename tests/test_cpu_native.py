@@ -118,17 +118,26 @@ def test_damaged_or_foreign_native_files_fall_back_to_numba(runs: tuple[Path, di
     assert damaged["outs"] == cold["outs"]
 
 
-def test_a_file_naming_a_symbol_this_process_lacks_is_refused(runs: tuple[Path, dict, dict], tmp_path: Path) -> None:
-    cache, _, _ = runs
-    path = next(iter(cache.rglob(f"*{cpu_native.SUFFIX}")))
-    assert cpu_native.load(path) is not None
-    data = path.read_bytes()
-    end = data.index(b"\n", len(cpu_native.MAGIC))
-    header = json.loads(data[len(cpu_native.MAGIC):end])
-    header["externals"] = [*header["externals"], "hetero_no_such_symbol_anywhere"]
-    forged = tmp_path / path.name
-    forged.write_bytes(cpu_native.MAGIC + json.dumps(header).encode() + data[end:])
-    assert cpu_native.load(forged) is None  # checked before LLVM sees it: no abort inside LLVM
+def test_an_object_calling_a_symbol_this_process_lacks_is_refused_before_llvm_sees_it(tmp_path: Path) -> None:
+    import llvmlite.binding as ll
+
+    cpu_native.build_settings()  # initialises llvmlite for the host
+    ir_text = """
+declare void @hetero_no_such_symbol_anywhere()
+declare float @expf(float)
+define i32 @entry(float %x) {
+  call void @hetero_no_such_symbol_anywhere()
+  %y = call float @expf(float %x)
+  ret i32 0
+}
+"""
+    machine = ll.Target.from_default_triple().create_target_machine(jit=True)
+    code = machine.emit_object(ll.parse_assembly(ir_text))
+    assert cpu_native.undefined_symbols(code) == ["expf", "hetero_no_such_symbol_anywhere"]
+    path = tmp_path / f"k.native-x{cpu_native.SUFFIX}"
+    path.write_bytes(cpu_native.encode({"symbol": "entry", "params": ["f32"], "layout": [], "externals": []}, code))
+    assert cpu_native.load(path) is None  # LLVM would have aborted the process on the unresolved symbol
+    assert cpu_native.undefined_symbols(b"not an object") is None
 
 
 def test_only_plain_contiguous_arguments_take_the_native_path() -> None:
