@@ -123,6 +123,8 @@ class _Bases(threading.local):
     """The host copies of the arrays (view bases) one take() or restore() has met, by id()."""
 
     taking: dict[int, np.ndarray] | None = None  # id(base array) -> its host copy
+    #: device arrays whose host copies take() reads at its end, all of a device's at once
+    downloads: list[tuple[Array, np.ndarray]] | None = None
     restoring: dict[int, Array] | None = None  # id(host copy) -> the array restored from it
     spare: Spare | None = None  # where restore() takes the new arrays it needs, when it can
 
@@ -135,12 +137,24 @@ def take(state: Mapping[str, Any], step: int) -> Snapshot:
     cannot be read (the guard then falls back to the previous snapshot), and
     :class:`UnsnapshottableError` for a value that cannot be copied."""
     start = time.perf_counter()
-    _bases.taking = {}
+    _bases.taking, _bases.downloads = {}, []
     try:
         values = {key: _within(key, capture, value) for key, value in state.items()}
+        _download_all(_bases.downloads)
     finally:
-        _bases.taking = None
+        _bases.taking, _bases.downloads = None, None
     return Snapshot(step, values, sum(v.nbytes for v in values.values()), time.perf_counter() - start)
+
+
+def _download_all(downloads: list[tuple[Array, np.ndarray]]) -> None:
+    """Fill the host copies :func:`capture` left empty: each device's in one ``download_many``
+    (one wait for all of them on a device whose copies queue)."""
+    by_device: dict[int, tuple[Any, list[tuple[np.ndarray, Any]]]] = {}
+    for array, host in downloads:
+        runtime = array.device.runtime
+        by_device.setdefault(id(runtime), (runtime, []))[1].append((host, array._buffer))
+    for runtime, copies in by_device.values():
+        runtime.download_many(copies)
 
 
 def restore(snapshot: Snapshot, state: MutableMapping[str, Any], device: Device, spare: Spare | None = None) -> None:
@@ -240,9 +254,14 @@ def _host_copy(array: Array) -> np.ndarray:
     taken = _bases.taking
     if taken is not None and id(array) in taken:
         return taken[id(array)]
-    host = array._host()  # a fresh host copy, except on host-memory devices (`cpu`): a view there
-    if array.device.runtime.host_memory:
-        host = host.copy()
+    runtime = array.device.runtime
+    if not runtime.host_memory and array.nbytes and _bases.downloads is not None:
+        host = np.empty(array.shape, array.dtype)  # filled at the end of take(), with the device's other copies
+        _bases.downloads.append((array, host))
+    else:
+        host = array._host()  # a fresh host copy, except on host-memory devices (`cpu`): a view there
+        if runtime.host_memory:
+            host = host.copy()
     if taken is not None:
         taken[id(array)] = host
     return host

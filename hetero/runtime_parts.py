@@ -62,6 +62,13 @@ class Allocator(abc.ABC):
         """Copy ``dst.nbytes`` bytes of ``src`` from byte ``offset`` into the C-contiguous host
         array ``dst``; return when ``dst`` holds the data."""
 
+    def download_many(self, copies: Sequence[tuple[np.ndarray, Any]]) -> None:
+        """:meth:`download` of each ``(dst, src)`` (whole buffers); returns when every ``dst`` holds
+        its data. A runtime whose copies queue overrides it to wait once for all of them (a
+        snapshot of many small arrays then pays the device's round trip once, not per array)."""
+        for dst, src in copies:
+            self.download(dst, src)
+
     @abc.abstractmethod
     def copy(self, dst: Any, src: Any, nbytes: int) -> None:
         """Copy ``nbytes`` between two buffers of this device (may return before it finishes)."""
