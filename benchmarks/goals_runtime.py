@@ -107,8 +107,11 @@ def guard_recovery(data: Results) -> list[Goal]:
                     rows.append(Goal("guard_recovery", what, "not measured", f">= {minimum:g}x", "N/A"))
                     continue
                 value = part["speedup"]
-                rows.append(Goal("guard_recovery", what, f"{ratio(value)} ({duration(part['guard_median_s'])} vs "
-                                 f"{duration(part['restart_median_s'])})", f">= {minimum:g}x", at_least(value, minimum)))
+                measured = f"{ratio(value)} ({duration(part['guard_median_s'])} vs {duration(part['restart_median_s'])})"
+                if cache == "warm":  # the goal is the cold move, kernel builds included (issue 19): warm is reported
+                    rows.append(Goal("guard_recovery", what, measured, "", "INFO"))
+                    continue
+                rows.append(Goal("guard_recovery", what, measured, f">= {minimum:g}x", at_least(value, minimum)))
     return rows
 
 

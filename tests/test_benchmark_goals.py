@@ -90,10 +90,10 @@ def test_compile_time_first_cpu_kernel_when_the_file_has_it() -> None:
 
 def test_guard_recovery_cold_and_warm_per_size() -> None:
     goals = ADAPTERS["guard_recovery"](guard_recovery(12.0, 15.0))
-    assert statuses(goals) == ["PASS", "PASS", "PASS", "PASS"]
-    assert [g.goal for g in goals] == [">= 10x", ">= 10x", ">= 5x", ">= 5x"]
+    assert statuses(goals) == ["PASS", "INFO", "PASS", "INFO"]  # judged cold (kernel builds included); warm reported
+    assert [g.goal for g in goals] == [">= 10x", "", ">= 5x", ""]
     goals = ADAPTERS["guard_recovery"](guard_recovery(4.9, 21.0, with_512=False))
-    assert statuses(goals) == ["MISS", "PASS", "N/A", "N/A"]  # no 512 MiB row (a --quick run): not measured
+    assert statuses(goals) == ["MISS", "INFO", "N/A", "N/A"]  # no 512 MiB row (a --quick run): not measured
     assert "cold" in goals[0].what and "warm" in goals[1].what
 
 
