@@ -173,10 +173,16 @@ def undefined_symbols(code: bytes) -> list[str] | None:
         return None
 
 
-def _process_symbol(name: str) -> int | None:
+_process: ctypes.CDLL | None = None
+
+
+def process_symbol(name: str) -> int | None:
     """The address of ``name`` in this process (the C library, libm: what CPython links), or None."""
+    global _process
+    if _process is None:
+        _process = ctypes.CDLL(None)
     try:
-        return ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value
+        return ctypes.cast(getattr(_process, name), ctypes.c_void_p).value
     except AttributeError:
         return None
 
@@ -225,7 +231,7 @@ def load(path: Path) -> NativeKernel | None:
     needed = undefined_symbols(code)
     if needed is None:
         return None
-    addresses = {name: _process_symbol(name) for name in needed}
+    addresses = {name: process_symbol(name) for name in needed}
     missing = [name for name, address in addresses.items() if not address]
     if missing:  # checked here: LLVM aborts the process on a symbol it cannot resolve
         log.debug("%s: symbols %s are not in this process; Numba's path runs", path.name, missing)

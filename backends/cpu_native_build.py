@@ -202,7 +202,7 @@ def _native_object(dispatcher: Any, argtypes: tuple[Any, ...], symbol: str) -> t
     externals = cpu_native.undefined_symbols(code)
     if externals is None:
         return None  # not an ELF object (this path is for Linux)
-    refused = [name for name in externals if name.startswith(_REFUSED) or not _in_process(name)]
+    refused = [name for name in externals if name.startswith(_REFUSED) or not cpu_native.process_symbol(name)]
     if refused:
         log.debug("kernel %s calls %s: it keeps Numba's path", compiled.fndesc.qualname, refused)
         return None
@@ -237,14 +237,3 @@ def _layout_matches() -> bool:
             log.debug("Numba's memory-info layout is not the one hetero's native entries assume: kernels that "
                       "allocate keep Numba's path")
     return _layout_checked
-
-
-def _in_process(name: str) -> bool:
-    """Is ``name`` a symbol of the process itself (the C library, libm), not one Numba added?"""
-    import ctypes
-
-    try:
-        getattr(ctypes.CDLL(None), name)
-    except AttributeError:
-        return False
-    return True
