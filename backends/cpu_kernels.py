@@ -222,9 +222,7 @@ def launch(kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...
         if _built_for(run, (0, total, *sizes), args):
             raise
         raise _build_error(run, exc) from exc
-    if len(run.overloads) != kernel.compiled:  # Numba compiled afresh: keep its machine code for the next process
-        kernel.compiled = len(run.overloads)
-        _write_native(kernel, run, (0, total, *sizes, *args))
+    _note_compiled(kernel, run, (0, total, *sizes, *args))
 
 
 def prepare(kernel: Entry, values: Sequence[Any]) -> None:
@@ -232,20 +230,13 @@ def prepare(kernel: Entry, values: Sequence[Any]) -> None:
     work-group: its native entry loaded where the cache has one, else compiled by Numba (a call
     of no work-group) and its native file written."""
     values = [kernel_arg(v, v.shape, v.dtype) if isinstance(v, np.ndarray) else v for v in values]
-    if kernel.dispatcher is None:
-        signature = cpu_native.launch_signature(values)
-        if signature is not None and kernel.module_path is not None:
-            if signature not in kernel.native:
-                kernel.native[signature] = cpu_native.load(cpu_native.native_path(kernel.module_path, signature))
-            if kernel.native[signature] is not None:
-                return
+    if kernel.dispatcher is None and _native_for(kernel, cpu_native.launch_signature(values)) is not None:
+        return
     run = kernel.run
     empty = (0, 0, 1, 1, 1, 1, 1, 1)
     run(*empty, *values)
     kernel.warm = True
-    if len(run.overloads) != kernel.compiled:
-        kernel.compiled = len(run.overloads)
-        _write_native(kernel, run, (*empty, *values))
+    _note_compiled(kernel, run, (*empty, *values))
 
 
 def _chunked(run: Callable[..., Any], total: int, chunks: int, sizes: Sequence[int], args: Sequence[Any]) -> None:
@@ -270,11 +261,7 @@ def _launch_native(kernel: Entry, total: int, chunks: int, sizes: Sequence[int],
     """Run the launch on ``kernel``'s native entry for these arguments, if there is one; False
     (nothing run, or a failure to rerun) sends it down Numba's path."""
     signature = cpu_native.launch_signature(args)
-    if signature is None or kernel.module_path is None:
-        return False
-    if signature not in kernel.native:
-        kernel.native[signature] = cpu_native.load(cpu_native.native_path(kernel.module_path, signature))
-    native = kernel.native[signature]
+    native = _native_for(kernel, signature)
     if native is None:
         return False
     kernel.native_launches += 1
@@ -293,7 +280,22 @@ def _launch_native(kernel: Entry, total: int, chunks: int, sizes: Sequence[int],
     return True
 
 
-def _write_native(kernel: Entry, run: Any, values: Sequence[Any]) -> None:
+def _native_for(kernel: Entry, signature: Any) -> cpu_native.NativeKernel | None:
+    """``kernel``'s native entry for launch ``signature``, loaded from the cache on first ask; None
+    when there is none (the launch takes Numba's path)."""
+    if signature is None or kernel.module_path is None:
+        return None
+    if signature not in kernel.native:
+        kernel.native[signature] = cpu_native.load(cpu_native.native_path(kernel.module_path, signature))
+    return kernel.native[signature]
+
+
+def _note_compiled(kernel: Entry, run: Any, values: Sequence[Any]) -> None:
+    """After a call on Numba's path: when Numba compiled afresh (one more overload), keep its machine
+    code for the next process (written in the background)."""
+    if len(run.overloads) == kernel.compiled:
+        return
+    kernel.compiled = len(run.overloads)
     signature = cpu_native.launch_signature(values[8:])
     if signature is not None and kernel.module_path is not None:
         cpu_native_build.build_later(run, values, cpu_native.native_path(kernel.module_path, signature))
