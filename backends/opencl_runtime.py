@@ -137,17 +137,35 @@ class OpenCLRuntime(DeviceRuntime):
             self._raise(exc, f"copying {dst.nbytes} bytes device->host", self.pending)
         self.pending = False
 
-    def download_many(self, copies: Sequence[tuple[np.ndarray, PooledBuffer]]) -> None:
+    def download_many(self, copies: Sequence[tuple[np.ndarray, PooledBuffer]], wait: bool = True) -> Callable[[], None] | None:
         if "download" in vars(self):  # fault injection wraps download(): each copy must go through it, and count
-            super().download_many(copies)
-            return
+            return super().download_many(copies, wait)
+        doing = f"copying {len(copies)} buffers device->host"
         try:
-            for dst, src in copies:  # queued in order behind the kernels that write them; one wait for all
-                self.cl.enqueue_copy(self.queue, dst, src.mem, is_blocking=False)
-            self.queue.finish()
+            # Queued in order behind the kernels that write them (the queue is in order); one wait
+            # for all. PyOpenCL's events of non-blocking copies keep their host arrays alive.
+            events = [self.cl.enqueue_copy(self.queue, dst, src.mem, is_blocking=False) for dst, src in copies]
+            if wait:
+                self.queue.finish()
+            else:
+                self.queue.flush()  # on their way now, not when something next waits
         except self.cl.Error as exc:
-            self._raise(exc, f"copying {len(copies)} buffers device->host", self.pending)
-        self.pending = False
+            self._raise(exc, doing, self.pending)
+        if wait:
+            self.pending = False
+            return None
+        if not events:
+            return None
+        self.pending = True
+
+        def finished() -> None:
+            try:
+                events[-1].wait()  # in order: the last one done, all are
+            except self.cl.Error as exc:
+                self._raise(exc, doing, after_kernel=True)
+            events.clear()
+
+        return finished
 
     def copy(self, dst: PooledBuffer, src: PooledBuffer, nbytes: int) -> None:
         try:

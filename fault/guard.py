@@ -212,8 +212,10 @@ class Guard:
         self.history: list[dict[str, Any]] = []  # one entry per fault seen
         self.snapshots_taken = 0
         self.boundary_snapshots = 0  # snapshots taken because the state changed between two steps
-        self.last_snapshot: snapshot.Snapshot | None = None
-        self._records: list[Record] = []  # the calls since the last snapshot
+        self._snapshot: snapshot.Snapshot | None = None  # the newest (its device copies may be on their way)
+        self._records: list[Record] = []  # the calls since the newest snapshot
+        #: while the newest snapshot is pending: the one before it and the calls from that one to it
+        self._fallback: tuple[snapshot.Snapshot | None, list[Record]] | None = None
         self._failed: set[str] = set()  # devices this guard left because of a fault
         self._left: dict[str, Device] = {}  # the same devices, by name (not looked up again: one may be gone)
         self._attempts = 0  # recovery attempts so far
@@ -260,8 +262,8 @@ class Guard:
                 _CURRENT.reset(token)
             except ValueError:  # left in another context than it was entered: nothing of ours to undo there
                 pass
-        self._records.clear()  # host memory the finished loop no longer needs
-        self.last_snapshot = None
+        self._records, self._fallback = [], None  # host memory the finished loop no longer needs
+        self._snapshot = None
         if self._standby is not None:  # let a preparation still loading a compiler finish before exit
             self._standby.stop()
             self._standby.wait(STANDBY_JOIN_SECONDS)
@@ -304,6 +306,17 @@ class Guard:
             self._ended = fingerprint.of(self.state)
         return result
 
+    @property
+    def last_snapshot(self) -> snapshot.Snapshot | None:
+        """The newest snapshot, complete: one whose device copies are still on their way is waited
+        for first; should they fail, the one before it (the guard then replays from there)."""
+        try:
+            self._settle()
+        except Exception as exc:
+            if _device_error(exc, self._device) is None:
+                raise
+        return self._snapshot
+
     def step(self, fn: Callable[P, T]) -> Callable[P, T]:
         """``fn`` as a guarded step: the function returned calls ``g.run(fn, ...)``. For use as a
         decorator inside the ``with`` block::
@@ -326,13 +339,13 @@ class Guard:
                                "g.run, where the state is half-way through a step. Call it outside the step")
         self._take_snapshot("user", self._capture_rng())
         self._ended = fingerprint.of(self.state)
-        assert self.last_snapshot is not None
-        return self.last_snapshot
+        assert self._snapshot is not None
+        return self._snapshot
 
     # -- snapshots ---------------------------------------------------------------------------
     def _snapshot_due(self) -> str | None:
         """Why this step takes a snapshot at its entry, or None."""
-        last = self.last_snapshot
+        last = self._snapshot
         if last is None:
             return "first"
         if self.step_number % self.snapshot_every == 0 and last.step != self.step_number:
@@ -353,12 +366,39 @@ class Guard:
             self.boundary_snapshots += 1
 
     def _take_snapshot(self, reason: str, rng: snapshot_rng.ProcessRng | None) -> None:
-        taken = snapshot.take(self.state, self.step_number)  # a device error here keeps the previous one
-        self.last_snapshot = dataclasses.replace(taken, rng=rng, reason=reason)
-        self._records.clear()
+        # The newest snapshot's copies have had snapshot_every steps to arrive: it becomes the one to
+        # fall back on. Its copies failing is a device error at this step (the one before it stays).
+        self._settle()
+        # The first snapshot, and one the user asks for, are complete when taken; the others' device
+        # copies queue behind the steps before them and arrive while the next steps run, so a
+        # snapshot never drains the device's queue (what a blocking copy costs on OpenCL).
+        wait = reason in ("first", "user") or self._snapshot is None
+        taken = snapshot.take(self.state, self.step_number, wait=wait)  # a device error here keeps the previous one
+        taken = dataclasses.replace(taken, rng=rng, reason=reason)
+        self._fallback = (self._snapshot, self._records) if taken.pending else None
+        self._snapshot, self._records = taken, []
         self.snapshots_taken += 1
         if self._standby is not None:  # memory for these arrays, held on the failover device
-            self._standby.reserve_for(self.last_snapshot)
+            self._standby.reserve_for(taken)
+
+    def _settle(self) -> None:
+        """Wait for the newest snapshot's device copies, when they may still be on their way. When
+        they fail: fall back to the snapshot before it (the calls since that one are replayed) and
+        raise the device's error."""
+        newest = self._snapshot
+        if newest is None or not newest.pending:
+            self._fallback = None
+            return
+        try:
+            newest.complete()
+        except Exception as exc:
+            if _device_error(exc, self._device) is not None:
+                older, records = self._fallback if self._fallback is not None else (None, [])
+                self._snapshot, self._records, self._fallback = older, [*records, *self._records], None
+                if newest.reason == "boundary":  # the one before lacks the change made between steps
+                    self._lost_change = True
+            raise
+        self._fallback = None
 
     def _capture_rng(self) -> snapshot_rng.ProcessRng | None:
         """The process-wide generators now (None with ``rng=False``): each step keeps them at its
@@ -391,7 +431,12 @@ class Guard:
                 failed.runtime.note_error(error)
             if self._attempts >= self.max_recoveries:
                 self._give_up(error, f"{self._attempts} recoveries already made (max_recoveries={self.max_recoveries})")
-            if self.last_snapshot is None:
+            try:
+                self._settle()  # the newest snapshot's copies, if on their way; failed: the one before it
+            except Exception as exc:
+                if _device_error(exc, self._device) is None:
+                    raise
+            if self._snapshot is None:
                 self._give_up(error, "the fault came before the first snapshot could be taken")
             if self._lost_change:
                 self._give_up(error, "the state changed outside g.run since the last step, and the device failed "
@@ -403,10 +448,10 @@ class Guard:
             reserve = self._standby.take_reserve(target) if self._standby is not None else None
             try:
                 self._move_to(target)
-                assert self.last_snapshot is not None
-                snapshot.restore(self.last_snapshot, self.state, target, spare=reserve.take if reserve is not None else None)
-                if self.last_snapshot.rng is not None:  # so the replayed steps draw what they drew before
-                    snapshot_rng.restore(self.last_snapshot.rng, _rng_device(target),
+                assert self._snapshot is not None
+                snapshot.restore(self._snapshot, self.state, target, spare=reserve.take if reserve is not None else None)
+                if self._snapshot.rng is not None:  # so the replayed steps draw what they drew before
+                    snapshot_rng.restore(self._snapshot.rng, _rng_device(target),
                                          self._left_torch_devices())
                 args, kwargs = _rehome(args, target), {k: _rehome(v, target) for k, v in kwargs.items()}
                 self._replay(target)
@@ -419,15 +464,15 @@ class Guard:
                 error, raised, failed = again, exc, self._device_of(again)
                 continue
             break
-        assert self.last_snapshot is not None
+        assert self._snapshot is not None
         torch = torch_move(first_failed, target)
         event = {
             "step": self.step_number, "detected_at": detected_wall, "detected_monotonic": detected,
             "failed_device": first_failed.name,
             "device": target.name, "fault_class": verdict.fault_class, "action": verdict.action,
             "in_place": target is first_failed, "error": f"{type(error).__name__}: {error}",
-            "injected": error.injected, "snapshot_step": self.last_snapshot.step,
-            "snapshot_reason": self.last_snapshot.reason, "boundary_snapshots": self.boundary_snapshots,
+            "injected": error.injected, "snapshot_step": self._snapshot.step,
+            "snapshot_reason": self._snapshot.reason, "boundary_snapshots": self.boundary_snapshots,
             "steps_replayed": len(self._records), "recovery_seconds": time.monotonic() - detected,
             "torch_device": torch.torch_device, "failed_torch_device": torch.failed_torch_device, "torch": torch.note,
         }

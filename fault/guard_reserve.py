@@ -50,8 +50,9 @@ class Reserve:
 
     @classmethod
     def fill(cls, device: Device, hosts: Sequence[np.ndarray]) -> Reserve | None:
-        """A reserve on ``device`` for ``hosts`` (a snapshot's host copies), each array written
-        once with its host copy so that its pages are mapped; None when it would not fit."""
+        """A reserve on ``device`` for ``hosts`` (a snapshot's host copies: their shapes and dtypes,
+        never their contents, which may still be on their way from the device), each array
+        written once (zeros) so that its pages are mapped; None when it would not fit."""
         total = sum(h.nbytes for h in hosts)
         memory = device.info.memory
         if not hosts or memory <= 0 or total > SHARE * memory:
@@ -62,7 +63,7 @@ class Reserve:
         reserve = cls(device, layout_of(hosts))
         for host in hosts:
             made = empty(host.shape, dtype=host.dtype, device=device)
-            copyto(made, host)
+            copyto(made, np.zeros(host.shape, host.dtype))  # calloc'd: no pass over host memory to make it
             reserve._free.setdefault((tuple(host.shape), host.dtype.str), []).append(made)
             reserve.nbytes += host.nbytes
         device.synchronize()

@@ -110,6 +110,21 @@ class Snapshot:
     #: why the guard took it: "first" (its first step), "every" (``snapshot_every``), "boundary" (the
     #: state changed between two steps, :mod:`hetero.fault.fingerprint`), "user" (``g.snapshot()``)
     reason: str = "every"
+    #: what waits for device copies still on their way (``take(..., wait=False)``); see :meth:`complete`
+    waiters: list[Callable[[], None]] = dataclasses.field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def pending(self) -> bool:
+        """Whether some device copies of this snapshot may still be on their way (its host copies of
+        those arrays are not to be read before :meth:`complete`)."""
+        return bool(self.waiters)
+
+    def complete(self) -> None:
+        """Wait for the copies still on their way. Raises the device's error when they failed (the
+        snapshot stays pending then: it is not to be restored)."""
+        while self.waiters:
+            self.waiters[0]()
+            self.waiters.pop(0)
 
 
 def check(state: Mapping[str, Any]) -> None:
@@ -132,29 +147,40 @@ class _Bases(threading.local):
 _bases = _Bases()
 
 
-def take(state: Mapping[str, Any], step: int) -> Snapshot:
+def take(state: Mapping[str, Any], step: int, *, wait: bool = True) -> Snapshot:
     """Copy every value of ``state`` to host memory. Raises the device's own error when a device
     cannot be read (the guard then falls back to the previous snapshot), and
-    :class:`UnsnapshottableError` for a value that cannot be copied."""
+    :class:`UnsnapshottableError` for a value that cannot be copied.
+
+    ``wait=False``: the copies from a device whose copies queue (OpenCL) are queued behind the
+    work asked of it so far, and not waited for: the snapshot is :attr:`~Snapshot.pending` until
+    :meth:`Snapshot.complete` (which :func:`restore` calls), and holds the state as it was at this
+    call whatever the device runs after it. Everything else is copied before this returns."""
     start = time.perf_counter()
     _bases.taking, _bases.downloads = {}, []
     try:
         values = {key: _within(key, capture, value) for key, value in state.items()}
-        _download_all(_bases.downloads)
+        waiters = _download_all(_bases.downloads, wait)
     finally:
         _bases.taking, _bases.downloads = None, None
-    return Snapshot(step, values, sum(v.nbytes for v in values.values()), time.perf_counter() - start)
+    return Snapshot(step, values, sum(v.nbytes for v in values.values()), time.perf_counter() - start,
+                    waiters=waiters)
 
 
-def _download_all(downloads: list[tuple[Array, np.ndarray]]) -> None:
+def _download_all(downloads: list[tuple[Array, np.ndarray]], wait: bool) -> list[Callable[[], None]]:
     """Fill the host copies :func:`capture` left empty: each device's in one ``download_many``
-    (one wait for all of them on a device whose copies queue)."""
+    (one wait for all of them on a device whose copies queue, or none: ``wait=False``); returns
+    what waits for those still on their way."""
     by_device: dict[int, tuple[Any, list[tuple[np.ndarray, Any]]]] = {}
     for array, host in downloads:
         runtime = array.device.runtime
         by_device.setdefault(id(runtime), (runtime, []))[1].append((host, array._buffer))
+    waiters = []
     for runtime, copies in by_device.values():
-        runtime.download_many(copies)
+        waiter = runtime.download_many(copies, wait)
+        if waiter is not None:
+            waiters.append(waiter)
+    return waiters
 
 
 def restore(snapshot: Snapshot, state: MutableMapping[str, Any], device: Device, spare: Spare | None = None) -> None:
@@ -163,6 +189,7 @@ def restore(snapshot: Snapshot, state: MutableMapping[str, Any], device: Device,
     state_dict objects last. The process-wide generators (``snapshot.rng``) are the guard's to
     restore (:func:`hetero.fault.snapshot_rng.restore`). ``spare``: where a hetero array that
     cannot be refilled in place finds one ready (see :data:`Spare`) before one is allocated."""
+    snapshot.complete()  # copies still on their way (take(wait=False)): their host arrays are read below
     order = sorted(snapshot.values, key=lambda key: _RESTORE_RANK.get(snapshot.values[key].kind, 0))
     moved: dict[int, Any] = {}  # id(old parameter) -> its replacement, where torch made new ones
     _bases.restoring, _bases.spare = {}, spare

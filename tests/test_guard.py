@@ -103,10 +103,10 @@ def test_fault_at_a_snapshot_step(where: str, monkeypatch: pytest.MonkeyPatch) -
     if where == "while snapshotting":  # the snapshot of step 10 cannot read the device
         real_take = snapshot.take
 
-        def failing_take(values: Any, step: int) -> snapshot.Snapshot:
+        def failing_take(values: Any, step: int, **options: Any) -> snapshot.Snapshot:
             if step == 10 and hetero.device().name == a:
                 raise hetero.device().runtime.fault_error("sticky", doing="download")
-            return real_take(values, step)
+            return real_take(values, step, **options)
 
         monkeypatch.setattr(snapshot, "take", failing_take)
     g = run_loop(state, 17, Faulty(state, faults), snapshot_every=5, devices=[a, b])
@@ -253,7 +253,7 @@ def test_snapshots_only_on_snapshot_steps(monkeypatch: pytest.MonkeyPatch) -> No
     taken: list[int] = []
     captured: list[str] = []
     real_take, real_capture = snapshot.take, snapshot.capture
-    monkeypatch.setattr(snapshot, "take", lambda values, step: taken.append(step) or real_take(values, step))
+    monkeypatch.setattr(snapshot, "take", lambda values, step, **options: taken.append(step) or real_take(values, step, **options))
     monkeypatch.setattr(snapshot, "capture", lambda value: captured.append(type(value).__name__) or real_capture(value))
     state = new_state(DEVICES[0])
     g = run_loop(state, 25, lambda k: train_step(state, k), snapshot_every=10)

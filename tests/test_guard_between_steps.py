@@ -97,10 +97,10 @@ def test_a_device_failing_while_a_change_between_steps_is_kept_is_refused(monkey
     state: dict[str, Any] = {"epoch": 0}
     real_take = snapshot.take
 
-    def take(values: Any, step: int) -> Any:
+    def take(values: Any, step: int, **options: Any) -> Any:
         if values["epoch"] == 1:
             raise hetero.device("cpu").runtime.fault_error("oom")
-        return real_take(values, step)
+        return real_take(values, step, **options)
 
     monkeypatch.setattr(snapshot, "take", take)
     with guarded(state) as g:
