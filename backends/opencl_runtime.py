@@ -137,7 +137,7 @@ class OpenCLRuntime(DeviceRuntime):
             self._raise(exc, f"copying {dst.nbytes} bytes device->host", self.pending)
         self.pending = False
 
-    def download_many(self, copies: Sequence[tuple[np.ndarray, PooledBuffer]], wait: bool = True) -> Callable[[], None] | None:
+    def download_many(self, copies: Sequence[tuple[np.ndarray, PooledBuffer]], wait: bool = True) -> Callable[[bool], bool] | None:
         if "download" in vars(self):  # fault injection wraps download(): each copy must go through it, and count
             return super().download_many(copies, wait)
         doing = f"copying {len(copies)} buffers device->host"
@@ -158,12 +158,22 @@ class OpenCLRuntime(DeviceRuntime):
             return None
         self.pending = True
 
-        def finished() -> None:
+        def finished(block: bool = True) -> bool:
+            if not events:
+                return True
             try:
-                events[-1].wait()  # in order: the last one done, all are
+                last = events[-1]  # in order: the last one done, all are
+                # Asked first: a wait costs tens of microseconds on some runtimes even for a command
+                # long finished, and these usually are. An error status (negative) makes wait() raise.
+                status = last.command_execution_status
+                if status != self.cl.command_execution_status.COMPLETE:
+                    if status > 0 and not block:  # queued, submitted or running
+                        return False
+                    last.wait()
             except self.cl.Error as exc:
                 self._raise(exc, doing, after_kernel=True)
             events.clear()
+            return True
 
         return finished
 

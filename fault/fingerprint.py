@@ -42,8 +42,9 @@ from typing import Any
 
 import numpy as np
 
+from hetero.array import Array
 from hetero.fault import snapshot, snapshot_rng
-from hetero.launch_counts import launch_counts, write_count
+from hetero.launch_counts import launches, write_count
 
 #: Containers longer than this are fingerprinted by their length only (the walk must stay cheap).
 MAX_ITEMS = 4096
@@ -52,7 +53,7 @@ _PLAIN_TYPES = frozenset(_SCALARS)
 
 
 _tensor_type: Any = None  # torch.Tensor, once torch is imported
-_launches: dict[str, int] | None = None  # kernel launches per device, read once a fingerprint
+_changes: dict[Any, tuple[int, int]] = {}  # a device -> (its launches, its writes), read once a fingerprint
 _kinds: dict[type, str] = {}  # a type -> the snapshot kind of its values (snapshot.kind_of)
 _generators: dict[type, bool] = {}  # a type -> whether its values are generator objects
 
@@ -60,16 +61,31 @@ _generators: dict[type, bool] = {}  # a type -> whether its values are generator
 def of(state: Mapping[str, Any]) -> tuple[Any, ...]:
     """A value that compares equal for two readings of ``state`` between which nothing changed it
     (as far as this module can see: see its docs)."""
-    global _tensor_type, _launches
-    _launches = None
+    global _tensor_type
+    _changes.clear()
     torch = sys.modules.get("torch")
     if torch is None:
-        return tuple((key, _value(value)) for key, value in state.items())
+        return _items(state)
     _tensor_type = torch.Tensor
     # Outside torch's function modes: the guard's bookkeeping is no op of the program's (a fault
     # drill counting torch ops, a user's mode, must not see it), and reads run faster without them.
     with torch._C.DisableTorchFunction():
-        return tuple((key, _value(value)) for key, value in state.items())
+        return _items(state)
+
+
+def _items(state: Mapping[str, Any]) -> tuple[Any, ...]:
+    found = []
+    for key, value in state.items():
+        if type(value) is Array:  # the common case, inline (as _value has it): twice a step per array
+            device = value._device
+            changes = _changes.get(device)
+            if changes is None:
+                changes = _changes[device] = _device_changes(device.name)
+            buffer = value._buf if value._pending is None else value.buffer
+            found.append((key, (id(buffer), value.shape, value.dtype, changes)))
+        else:
+            found.append((key, _value(value)))
+    return tuple(found)
 
 
 def _value(value: Any) -> Any:
@@ -81,11 +97,13 @@ def _value(value: Any) -> Any:
     if kind == "object" and isinstance(value, _SCALARS):
         return value
     if kind == "array":  # inline: this runs for every array of the state, twice a step
-        global _launches
-        if _launches is None:  # read once a fingerprint: launch_counts() walks every device's counter
-            _launches = launch_counts()
-        name = value.device.name
-        return id(value.buffer), value.shape, value.dtype, _launches.get(name, 0), write_count(name)
+        device = value._device
+        changes = _changes.get(device)
+        if changes is None:
+            changes = _changes[device] = _device_changes(device.name)
+        # _buf unless a recorded (fused) value is still to be computed: the buffer property computes it
+        buffer = value._buf if value._pending is None else value.buffer
+        return id(buffer), value.shape, value.dtype, changes
     if kind == "ndarray":
         return _ndarray(value)
     if kind == "tensor":
@@ -101,6 +119,11 @@ def _value(value: Any) -> Any:
     if kind == "list" or isinstance(value, tuple):
         return id(value), tuple(_value(v) for v in value)
     return id(value), _attributes(value)
+
+
+def _device_changes(name: str) -> tuple[int, int]:
+    """A device's kernel launches and writes into its memory so far."""
+    return launches(name), write_count(name)
 
 
 def _tensor(t: Any) -> tuple[Any, ...]:

@@ -134,6 +134,7 @@ import dataclasses
 import functools
 import gc
 import logging
+import sys
 import time
 import traceback
 from collections.abc import Callable, MutableMapping, Sequence
@@ -157,6 +158,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("hetero.fault.guard")
 #: The longest a recovery (or leaving the guard) waits for the standby preparation to finish.
 STANDBY_JOIN_SECONDS = 30.0
+#: Snapshots whose device copies may be on their way at once: taking one more waits for the oldest
+#: (a device far behind the host; each keeps its host copies and the calls since it).
+MAX_PENDING = 3
 T = TypeVar("T")
 P = ParamSpec("P")
 
@@ -212,10 +216,12 @@ class Guard:
         self.history: list[dict[str, Any]] = []  # one entry per fault seen
         self.snapshots_taken = 0
         self.boundary_snapshots = 0  # snapshots taken because the state changed between two steps
-        self._snapshot: snapshot.Snapshot | None = None  # the newest (its device copies may be on their way)
-        self._records: list[Record] = []  # the calls since the newest snapshot
-        #: while the newest snapshot is pending: the one before it and the calls from that one to it
-        self._fallback: tuple[snapshot.Snapshot | None, list[Record]] | None = None
+        self._snapshot: snapshot.Snapshot | None = None  # the newest complete snapshot: where a recovery starts
+        self._records: list[Record] = []  # the calls since _snapshot
+        #: newer snapshots whose device copies may still be on their way, oldest first, each with
+        #: len(_records) when it was taken
+        self._pending: list[tuple[snapshot.Snapshot, int]] = []
+        self._newest_step: int | None = None  # the step of the newest snapshot taken, pending or not
         self._failed: set[str] = set()  # devices this guard left because of a fault
         self._left: dict[str, Device] = {}  # the same devices, by name (not looked up again: one may be gone)
         self._attempts = 0  # recovery attempts so far
@@ -230,6 +236,8 @@ class Guard:
         self._depth = 0  # g.run calls in progress (a step may call g.run itself)
         self._lost_change = False  # a boundary snapshot failed: the change between steps is lost
         self._read_rng = snapshot_rng.EntryCapture()  # the generators at each step's entry, read cheaply
+        #: what _capture_rng last passed it (the work's torch device, the left ones), and for what
+        self._rng_where: tuple[Any, tuple[str, set[str]]] | None = None
 
     # -- public ------------------------------------------------------------------------------
     @property
@@ -262,8 +270,8 @@ class Guard:
                 _CURRENT.reset(token)
             except ValueError:  # left in another context than it was entered: nothing of ours to undo there
                 pass
-        self._records, self._fallback = [], None  # host memory the finished loop no longer needs
-        self._snapshot = None
+        self._records, self._pending = [], []  # host memory the finished loop no longer needs
+        self._snapshot, self._newest_step = None, None
         if self._standby is not None:  # let a preparation still loading a compiler finish before exit
             self._standby.stop()
             self._standby.wait(STANDBY_JOIN_SECONDS)
@@ -311,7 +319,7 @@ class Guard:
         """The newest snapshot, complete: one whose device copies are still on their way is waited
         for first; should they fail, the one before it (the guard then replays from there)."""
         try:
-            self._settle()
+            self._promote(block=True)
         except Exception as exc:
             if _device_error(exc, self._device) is None:
                 raise
@@ -345,10 +353,9 @@ class Guard:
     # -- snapshots ---------------------------------------------------------------------------
     def _snapshot_due(self) -> str | None:
         """Why this step takes a snapshot at its entry, or None."""
-        last = self._snapshot
-        if last is None:
+        if self._snapshot is None:
             return "first"
-        if self.step_number % self.snapshot_every == 0 and last.step != self.step_number:
+        if self.step_number % self.snapshot_every == 0 and self._newest_step != self.step_number:
             return "every"
         if self._depth == 0 and self._ended is not None and fingerprint.of(self.state) != self._ended:
             return "boundary"  # changed outside g.run: the restore point must include the change
@@ -366,46 +373,56 @@ class Guard:
             self.boundary_snapshots += 1
 
     def _take_snapshot(self, reason: str, rng: snapshot_rng.ProcessRng | None) -> None:
-        # The newest snapshot's copies have had snapshot_every steps to arrive: it becomes the one to
-        # fall back on. Its copies failing is a device error at this step (the one before it stays).
-        self._settle()
         # The first snapshot, and one the user asks for, are complete when taken; the others' device
         # copies queue behind the steps before them and arrive while the next steps run, so a
-        # snapshot never drains the device's queue (what a blocking copy costs on OpenCL).
+        # snapshot never drains the device's queue (what a blocking copy costs on OpenCL). Those of
+        # earlier snapshots that arrived make them the restore point; copies that failed are a
+        # device error at this step (the restore point stays the last snapshot that arrived).
         wait = reason in ("first", "user") or self._snapshot is None
+        self._promote(block=wait, keep=MAX_PENDING - 1)
         taken = snapshot.take(self.state, self.step_number, wait=wait)  # a device error here keeps the previous one
-        taken = dataclasses.replace(taken, rng=rng, reason=reason)
-        self._fallback = (self._snapshot, self._records) if taken.pending else None
-        self._snapshot, self._records = taken, []
+        taken.rng, taken.reason = rng, reason
+        self._pending.append((taken, len(self._records)))
+        self._newest_step = taken.step
         self.snapshots_taken += 1
+        self._promote(block=False, keep=MAX_PENDING)  # complete at once (host memory, waited for): the restore point now
         if self._standby is not None:  # memory for these arrays, held on the failover device
             self._standby.reserve_for(taken)
 
-    def _settle(self) -> None:
-        """Wait for the newest snapshot's device copies, when they may still be on their way. When
-        they fail: fall back to the snapshot before it (the calls since that one are replayed) and
-        raise the device's error."""
-        newest = self._snapshot
-        if newest is None or not newest.pending:
-            self._fallback = None
-            return
-        try:
-            newest.complete()
-        except Exception as exc:
-            if _device_error(exc, self._device) is not None:
-                older, records = self._fallback if self._fallback is not None else (None, [])
-                self._snapshot, self._records, self._fallback = older, [*records, *self._records], None
-                if newest.reason == "boundary":  # the one before lacks the change made between steps
-                    self._lost_change = True
-            raise
-        self._fallback = None
+    def _promote(self, block: bool, keep: int = 0) -> None:
+        """Make each pending snapshot whose copies have arrived (all of them, waiting, with ``block``;
+        the oldest, waiting, while more than ``keep`` are on their way) the restore point, in
+        order. When one's copies failed: it and those after it are dropped (the restore point stays
+        the one before) and the device's error is raised."""
+        while self._pending:
+            taken, at = self._pending[0]
+            try:
+                if not taken.complete(block or len(self._pending) > keep):
+                    return
+            except Exception as exc:
+                if _device_error(exc, self._device) is not None:
+                    dropped, self._pending = self._pending, []
+                    if any(each.reason == "boundary" for each, _ in dropped):
+                        self._lost_change = True  # the restore point lacks a change made between steps
+                raise
+            del self._pending[0]
+            self._snapshot, self._records = taken, self._records[at:]
+            self._pending = [(each, count - at) for each, count in self._pending]
 
     def _capture_rng(self) -> snapshot_rng.ProcessRng | None:
         """The process-wide generators now (None with ``rng=False``): each step keeps them at its
         entry, so a replay draws what the step drew, whatever was drawn between steps."""
         if not self.rng:
             return None
-        return self._read_rng(_rng_device(self._device), self._left_torch_devices())
+        # Which torch devices those are changes with the device, the devices left and torch's import.
+        torch = sys.modules.get("torch")
+        key = (self._device, len(self._left), torch)
+        where = self._rng_where
+        if where is None or where[0] != key:
+            where = (key, (_rng_device(self._device), self._left_torch_devices()))
+            if torch is None or hasattr(torch, "cuda"):  # not while torch is half-way through its import
+                self._rng_where = where
+        return self._read_rng(*where[1])
 
     # -- recovery ----------------------------------------------------------------------------
     def _recover(self, error: DeviceError, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -432,7 +449,7 @@ class Guard:
             if self._attempts >= self.max_recoveries:
                 self._give_up(error, f"{self._attempts} recoveries already made (max_recoveries={self.max_recoveries})")
             try:
-                self._settle()  # the newest snapshot's copies, if on their way; failed: the one before it
+                self._promote(block=True)  # the newest snapshot whose copies arrive is the restore point
             except Exception as exc:
                 if _device_error(exc, self._device) is None:
                     raise

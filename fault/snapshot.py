@@ -110,21 +110,24 @@ class Snapshot:
     #: why the guard took it: "first" (its first step), "every" (``snapshot_every``), "boundary" (the
     #: state changed between two steps, :mod:`hetero.fault.fingerprint`), "user" (``g.snapshot()``)
     reason: str = "every"
-    #: what waits for device copies still on their way (``take(..., wait=False)``); see :meth:`complete`
-    waiters: list[Callable[[], None]] = dataclasses.field(default_factory=list, repr=False, compare=False)
+    #: device copies still on their way (``take(..., wait=False)``): ``done(block)`` per device; see :meth:`complete`
+    waiters: list[Callable[[bool], bool]] = dataclasses.field(default_factory=list, repr=False, compare=False)
 
     @property
     def pending(self) -> bool:
         """Whether some device copies of this snapshot may still be on their way (its host copies of
-        those arrays are not to be read before :meth:`complete`)."""
+        those arrays are not to be read before :meth:`complete` returned True)."""
         return bool(self.waiters)
 
-    def complete(self) -> None:
-        """Wait for the copies still on their way. Raises the device's error when they failed (the
-        snapshot stays pending then: it is not to be restored)."""
+    def complete(self, block: bool = True) -> bool:
+        """Whether every copy has arrived: with ``block``, after waiting for those on their way.
+        Raises the device's error when they failed (the snapshot stays pending then: it is not to
+        be restored)."""
         while self.waiters:
-            self.waiters[0]()
+            if not self.waiters[0](block):
+                return False
             self.waiters.pop(0)
+        return True
 
 
 def check(state: Mapping[str, Any]) -> None:
@@ -167,7 +170,7 @@ def take(state: Mapping[str, Any], step: int, *, wait: bool = True) -> Snapshot:
                     waiters=waiters)
 
 
-def _download_all(downloads: list[tuple[Array, np.ndarray]], wait: bool) -> list[Callable[[], None]]:
+def _download_all(downloads: list[tuple[Array, np.ndarray]], wait: bool) -> list[Callable[[bool], bool]]:
     """Fill the host copies :func:`capture` left empty: each device's in one ``download_many``
     (one wait for all of them on a device whose copies queue, or none: ``wait=False``); returns
     what waits for those still on their way."""

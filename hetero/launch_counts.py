@@ -40,6 +40,17 @@ def launch_counts() -> dict[str, int]:
     return counts
 
 
+def launches(device_name: str) -> int:
+    """Kernel launches on one device so far (:func:`launch_counts` of it, without walking the others)."""
+    count = _COUNTERS.get(device_name)
+    if count is None:
+        return 0
+    with _READS_LOCK:
+        reads = _READS.get(device_name, 0)
+        _READS[device_name] = reads + 1
+        return next(count) - reads
+
+
 def total() -> int | None:
     """All devices' launches together; None while no kernel has been prepared to launch here."""
     return sum(launch_counts().values()) if _COUNTERS else None

@@ -62,13 +62,13 @@ class Allocator(abc.ABC):
         """Copy ``dst.nbytes`` bytes of ``src`` from byte ``offset`` into the C-contiguous host
         array ``dst``; return when ``dst`` holds the data."""
 
-    def download_many(self, copies: Sequence[tuple[np.ndarray, Any]], wait: bool = True) -> Callable[[], None] | None:
+    def download_many(self, copies: Sequence[tuple[np.ndarray, Any]], wait: bool = True) -> Callable[[bool], bool] | None:
         """:meth:`download` of each ``(dst, src)`` (whole buffers). With ``wait`` it returns when every
         ``dst`` holds its data (None). With ``wait=False`` a runtime whose copies queue may return
         at once, the copies queued behind the work already asked of the device (so they read the
-        buffers as that work leaves them, whatever is queued later): it then returns a function
-        that waits for them and raises the device's error if they failed; ``dst`` must not be read
-        before that. A runtime whose copies queue overrides it to wait once for all of them (a
+        buffers as that work leaves them, whatever is queued later): it then returns ``done(block)``,
+        which says whether they have arrived (with ``block``, after waiting for them) and raises the
+        device's error if they failed; ``dst`` must not be read before it said True. A runtime whose copies queue overrides it to wait once for all of them (a
         snapshot of many small arrays then pays the device's round trip once, not per array), or
         not at all. This default copies one by one, at once, and returns None either way."""
         for dst, src in copies:

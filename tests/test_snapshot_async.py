@@ -60,8 +60,9 @@ def test_restore_completes_a_pending_snapshot_first(name: str) -> None:
 
 @pytest.mark.parametrize("name", QUEUED)
 def test_the_guards_snapshots_do_not_wait(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """After its first snapshot, the guard asks for the copies without waiting, and completes each
-    snapshot when it takes the next (so the newest may still be on its way)."""
+    """After its first snapshot, the guard asks for the copies without waiting; a snapshot whose
+    copies have arrived becomes the restore point when the guard next looks (the next snapshot, a
+    recovery, ``g.last_snapshot``)."""
     asked: list[bool] = []
     real = snapshot.take
 
@@ -93,8 +94,9 @@ def test_a_fault_after_a_pending_snapshot_restores_it(name: str) -> None:
     assert_same_state(state, fault_free(name, 14))
 
 
-def _failing_copies(monkeypatch: pytest.MonkeyPatch, name: str, at_step: int) -> None:
-    """The copies of the snapshot taken at ``at_step`` fail when waited for (the device's error)."""
+def _failing_copies(monkeypatch: pytest.MonkeyPatch, name: str, at_step: int, known: str = "at once") -> None:
+    """The copies of the snapshot taken at ``at_step`` fail: the device's error as soon as the guard
+    asks (``known="at once"``), or "not yet" until it waits for them (``"when waited for"``)."""
     device = hetero.device(name)
     real_take, real_many = snapshot.take, type(device.runtime).download_many
     now = {"step": -1}
@@ -108,8 +110,10 @@ def _failing_copies(monkeypatch: pytest.MonkeyPatch, name: str, at_step: int) ->
         if self is not device.runtime or now["step"] != at_step or waiter is None:
             return waiter
 
-        def failing() -> None:
-            waiter()
+        def failing(block: bool = True) -> bool:
+            waiter(True)
+            if not block and known != "at once":
+                return False
             raise device.runtime.fault_error("sticky", doing="download")
 
         return failing
@@ -126,8 +130,8 @@ def test_copies_that_fail_fall_back_to_the_snapshot_before(name: str, monkeypatc
     _failing_copies(monkeypatch, name, at_step=10)
     state = new_state(name)
     g = run_loop(state, 17, Faulty(state, {}), snapshot_every=5, devices=[name, other])
-    (event,) = g.recoveries  # found when the snapshot of step 15 completes the one of step 10
-    assert (event["step"], event["snapshot_step"], event["steps_replayed"]) == (15, 5, 10)
+    (event,) = g.recoveries  # known as soon as the guard asks about them: at once, at step 10
+    assert (event["step"], event["snapshot_step"], event["steps_replayed"]) == (10, 5, 5)
     assert event["device"] == other
     assert_same_state(state, fault_free(name, 17))
 
@@ -137,7 +141,7 @@ def test_a_fault_then_failing_copies_replay_from_the_snapshot_before(name: str, 
     if not _others(name):
         pytest.skip("needs two devices")
     other = _others(name)[0]
-    _failing_copies(monkeypatch, name, at_step=10)
+    _failing_copies(monkeypatch, name, at_step=10, known="when waited for")
     state = new_state(name)
     g = run_loop(state, 16, Faulty(state, {(12, name): "lost"}), snapshot_every=5, devices=[name, other])
     (event,) = g.recoveries
@@ -151,17 +155,18 @@ def test_failing_copies_of_a_change_between_steps_are_refused(name: str, monkeyp
     the change made between steps, which no replay redoes."""
     if not _others(name):
         pytest.skip("needs two devices")
-    _failing_copies(monkeypatch, name, at_step=3)
+    _failing_copies(monkeypatch, name, at_step=3, known="when waited for")
     state = new_state(name)
+    faulty = Faulty(state, {(6, name): "lost"})
     with hetero.guard(state, snapshot_every=5, devices=[name, _others(name)[0]]) as g:
         for step in range(3):
-            g.run(Faulty(state, {}), step)
+            g.run(faulty, step)
         state["count"] += 100  # between steps: the snapshot at step 3 keeps it
-        g.run(Faulty(state, {}), 3)
+        for step in range(3, 6):
+            g.run(faulty, step)
         assert g.boundary_snapshots == 1
         with pytest.raises(hetero.RecoveryFailedError, match="changed outside g.run"):
-            for step in range(4, 6):
-                g.run(Faulty(state, {}), step)
+            g.run(faulty, 6)  # the recovery finds the copies of step 3's snapshot failed
 
 
 @pytest.mark.parametrize("name", QUEUED)
@@ -173,3 +178,39 @@ def test_last_snapshot_is_complete_when_read(name: str) -> None:
         last = g.last_snapshot
         assert last is not None and last.step == 5 and not last.pending
         np.testing.assert_array_equal(last.values["count"].data, 5)
+
+
+@pytest.mark.parametrize("name", QUEUED)
+def test_a_device_far_behind_keeps_a_few_snapshots_on_their_way(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copies not yet arrived are not waited for when the next snapshot is taken, up to
+    MAX_PENDING of them; a recovery then restores the newest that arrives."""
+    from hetero.fault import guard as guard_module
+
+    device = hetero.device(name)
+    real_many = type(device.runtime).download_many
+    held: list[Any] = []
+
+    def slow(self: Any, copies: Any, wait: bool = True) -> Any:  # copies that say "not yet" unless waited for
+        waiter = real_many(self, copies, wait)
+        if waiter is None:
+            return None
+        held.append(waiter)
+        return lambda block=True: waiter(True) if block else False
+
+    monkeypatch.setattr(type(device.runtime), "download_many", slow)
+    if not _others(name):
+        pytest.skip("needs two devices")
+    state = new_state(name)
+    with hetero.guard(state, snapshot_every=2, devices=[name, _others(name)[0]]) as g:
+        faulty = Faulty(state, {(9, name): "lost"})
+        for step in range(9):
+            g.run(faulty, step)
+            assert len(g._pending) <= guard_module.MAX_PENDING
+        assert len(g._pending) == guard_module.MAX_PENDING  # 2, 4, 6, 8 taken; 2 waited for to make room
+        assert g._snapshot is not None and g._snapshot.step == 2
+        g.run(faulty, 9)
+        (event,) = g.recoveries
+        assert (event["snapshot_step"], event["steps_replayed"]) == (8, 1)
+        for step in range(10, 12):
+            g.run(faulty, step)
+    assert_same_state(state, fault_free(name, 12))
