@@ -89,6 +89,12 @@ def guard_overhead(data: Results) -> list[Goal]:
         rows.append(Goal("guard_overhead", f"`hetero.guard` snapshots every {row['snapshot_every']} steps, digits MLP on "
                          f"{row['device']['name']}", f"{percent(paired)} paired, {percent(parts, signed=False)} by parts",
                          f"<= {limit:.0%}", at_most(max(paired, parts), limit)))
+        if "snapshot_share_paired" in row:  # the snapshots' own share, apart from g.run's bookkeeping
+            shared, alone = row["snapshot_share_paired"], row["snapshot_share_parts"]
+            rows.append(Goal("guard_overhead", f"`hetero.guard` snapshots alone (every {row['snapshot_every']} steps, copies "
+                             f"not waited for), digits MLP on {row['device']['name']}, share of step time",
+                             f"{percent(shared)} paired, {percent(alone, signed=False)} by parts",
+                             f"<= {limit:.0%}", at_most(max(shared, alone), limit)))
     return rows + missing_devices("guard_overhead", "`hetero.guard` overhead on {device}", data.get("missing"))
 
 

@@ -17,7 +17,13 @@ name)::
 
 The guard owns ``state`` and snapshots it to host memory at the first step, every
 ``snapshot_every`` steps, at a step whose state changed since the last step ended (below), and
-when ``g.snapshot()`` asks. What ``state`` (a dict) may hold
+when ``g.snapshot()`` asks. Snapshots after the first do not wait for the device: on a device
+whose copies queue (OpenCL) they are queued behind the steps before them
+(``snapshot.take(..., wait=False)``) and arrive while the next steps run, so a snapshot never
+drains the queue. Each becomes the restore point once its copies have arrived (asked at the next
+snapshot, at a recovery and by ``g.last_snapshot``; at most :data:`MAX_PENDING` on their way,
+the oldest waited for beyond that); copies that fail leave the restore point at the snapshot
+before, and the replay runs every step since it (a failed boundary snapshot is refused, below). What ``state`` (a dict) may hold
 (:mod:`hetero.fault.snapshot`): hetero arrays, NumPy arrays, torch tensors, modules and
 optimizers, anything else with ``state_dict()``/``load_state_dict()`` (LR schedulers,
 ``torch.amp.GradScaler``, EMA helpers, a class of yours),
@@ -66,7 +72,7 @@ The per-step cost is the two fingerprints and the entry generators. Measured on 
 for the MNIST example's Net, Adadelta and StepLR, 55 us a ``g.run`` timed alone, and in the loop
 itself (after a step the caches are cold) a guarded epoch 8-11% slower than an unguarded one
 against 3% without this bookkeeping, on a 2.4 ms CPU step: about 0.15 ms a step, which a GPU step
-of tens of milliseconds hardly sees; 13 us a call for the digits MLP's four hetero arrays. NumPy
+of tens of milliseconds hardly sees; 6 us a call for the digits MLP's four hetero arrays (2-core AMD EPYC VM). NumPy
 arrays in ``state`` add a CRC-32 pass over them twice a step.
 
 ``g.run`` remembers the calls made since the last snapshot. When
