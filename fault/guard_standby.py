@@ -156,11 +156,12 @@ class Standby:
     def learn(self) -> None:
         """After a guarded step: when some kernel was compiled since the last look, build it for the
         failover device in the background. Cheap when nothing was (one integer compared)."""
+        if _kernels.specialization_generation() == self._seen:  # the common case, asked first
+            return
         if self._stopped or self.error is not None or self._on is None or not self._thread.is_alive():
             return
-        if _kernels.specialization_generation() != self._seen:
-            self._idle.clear()
-            self._wake.set()
+        self._idle.clear()
+        self._wake.set()
 
     def wait(self, timeout: float | None = None) -> Device | None:
         """Wait (at most ``timeout`` seconds) for the preparation and the builds asked for so far;
