@@ -132,8 +132,45 @@ def _annotation(src: FunctionSource, annotation: ast.expr | None) -> ScalarType 
 
 def declared_types(py_func: Any) -> list[ScalarType | ArrayType | None]:
     """The parameter types a function's annotations declare (None where unannotated)."""
+    quick = _declared_without_parsing(py_func)
+    if quick is not None:
+        return quick
     src = function_source(py_func)
     return [_annotation(src, arg.annotation) for arg in src.tree.args.args]
+
+
+def _declared_without_parsing(py_func: Any) -> list[ScalarType | ArrayType | None] | None:
+    """:func:`declared_types` from ``__annotations__`` when they are strings (``from __future__
+    import annotations``: each the annotation's source, evaluated in the function's namespace as the
+    parsed one would be) or absent, so a cache hit parses nothing; None when that cannot be done
+    (annotations evaluated at definition, a lambda) or fails: the parsed path says why."""
+    code = getattr(py_func, "__code__", None)
+    annotations = getattr(py_func, "__annotations__", None)
+    if code is None or not isinstance(annotations, dict) or py_func.__name__ == "<lambda>":
+        return None
+    names = code.co_varnames[:code.co_argcount]
+    if not annotations:
+        return [None] * len(names)
+    wanted = [annotations.get(name) for name in names]
+    if not all(a is None or isinstance(a, str) for a in wanted):
+        return None
+    namespace = dict(py_func.__globals__)
+    for name, cell in zip(code.co_freevars, py_func.__closure__ or (), strict=True):
+        try:
+            namespace[name] = cell.cell_contents
+        except ValueError:
+            continue
+    found: list[ScalarType | ArrayType | None] = []
+    try:
+        for text in wanted:
+            if text is None:
+                found.append(None)
+                continue
+            obj = eval(text, namespace)  # noqa: S307 - the function's own annotation, as the parsed path evaluates it
+            found.append(obj if isinstance(obj, (ScalarType, ArrayType)) else scalar_type(obj))
+    except Exception:  # noqa: BLE001 - the parsed path raises the error with its source location
+        return None
+    return found
 
 
 def _params(src: FunctionSource, types: list[ScalarType | ArrayType], node_for_errors: ast.AST) -> tuple[ir.Param, ...]:

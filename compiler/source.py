@@ -28,7 +28,7 @@ from hetero.errors import CompileError
 from hetero.language import DeviceFunction, Intrinsic, dynamic_shared_of, typing_of
 from hetero.types import ArrayType, ScalarType
 
-from . import ir
+from . import ir, source_index
 
 _MISSING = object()
 
@@ -66,8 +66,26 @@ class FunctionSource:
 @functools.lru_cache(maxsize=512)
 def source_lines(py_func: Callable[..., Any]) -> tuple[list[str], int]:
     """``inspect.getsourcelines(py_func)``, read once per function object (the parse and the
-    fingerprint both need it; each reading costs ~0.4 ms of tokenizing on a first launch)."""
-    return inspect.getsourcelines(py_func)
+    fingerprint both need it). Where its block ends in its file is kept in the source index
+    (:mod:`hetero.compiler.source_index`, keyed by the file's text), so a later process reads it
+    instead of tokenizing the file again (~1 ms a kernel on a cache hit)."""
+    code = getattr(py_func, "__code__", None)
+    file = inspect.getsourcefile(py_func) if code is not None else None
+    if code is None or not file:
+        return inspect.getsourcelines(py_func)
+    linecache.checkcache(file)  # as inspect does: a file edited since it was read is read again
+    lines = linecache.getlines(file, getattr(py_func, "__globals__", None))
+    if not lines:
+        return inspect.getsourcelines(py_func)
+    key = (file, source_index.file_digest(lines), code.co_firstlineno, py_func.__qualname__)
+    found = source_index.lookup("block", *key)
+    if isinstance(found, list) and len(found) == 2 and all(type(v) is int for v in found) \
+            and 1 <= found[0] and found[1] >= 1 and found[0] - 1 + found[1] <= len(lines):
+        first, count = found
+        return lines[first - 1:first - 1 + count], first
+    block, first = inspect.getsourcelines(py_func)
+    source_index.store("block", [first, len(block)], *key)
+    return block, first
 
 
 @functools.lru_cache(maxsize=512)
@@ -223,7 +241,21 @@ def _is_host_jit(value: Any) -> bool:
 
 def _free_chains(func: Callable[..., Any]) -> set[tuple[str, ...]]:
     """Every maximal ``name`` or ``name.attr.attr`` chain in the function's parameters' annotations,
-    return annotation and body whose root is not a local (a parameter or an assigned name)."""
+    return annotation and body whose root is not a local (a parameter or an assigned name). A
+    function of the source text and the locals alone: kept in the source index, so a later process
+    need not parse the function to key its cached code."""
+    code = func.__code__
+    key = (hashlib.sha256("".join(source_lines(func)[0]).encode("utf-8")).hexdigest(), func.__name__ == "<lambda>",
+           code.co_argcount, list(code.co_varnames), list(code.co_cellvars))
+    found = source_index.lookup("chains", *key)
+    if isinstance(found, list) and all(isinstance(c, list) and c and all(isinstance(n, str) for n in c) for c in found):
+        return {tuple(c) for c in found}
+    chains = _parsed_free_chains(func)
+    source_index.store("chains", sorted(list(c) for c in chains), *key)
+    return chains
+
+
+def _parsed_free_chains(func: Callable[..., Any]) -> set[tuple[str, ...]]:
     tree = _parse(func)[0]
     local = set(func.__code__.co_varnames) | set(func.__code__.co_cellvars)
     roots: list[ast.AST] = [*tree.body, *(a.annotation for a in tree.args.args if a.annotation is not None)]

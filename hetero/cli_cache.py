@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Callable
 
+from hetero.compiler import source_index
 from hetero.compiler.cache import default_cache
 
 
@@ -41,8 +42,9 @@ def cmd_cache_clear(args: argparse.Namespace) -> int:
     cache = default_cache()
     before = cache.info()
     removed = cache.clear()
+    indexed = source_index.clear()
     print(f"removed {removed} cache entries (kernels: {before['kernels']}, generated modules: {before['modules']}; "
-          f"{_size(before['bytes'])}) from {before['root']}")
+          f"{_size(before['bytes'])}) from {before['root']}, and {indexed} source index entries")
     return 0
 
 

@@ -323,6 +323,8 @@ def captured_arguments(kernel: Kernel, names: Sequence[str], device: Device) -> 
     ``device``: a NumPy array is copied there now (Numba freezes it at compile time, so later changes
     to it are not seen), a device array is passed as it is (changes to it are seen)."""
     found: dict[str, Array] = {}
+    if not names:  # the common case: nothing captured, and no source to read for it
+        return found
     source = frontend.function_source(kernel.py_func)
     for name in dict.fromkeys(names):
         value = source.resolve(name)
@@ -498,7 +500,11 @@ class Kernel:
 
     def param_names(self) -> list[str]:
         if self._param_names is None:
-            self._param_names = [a.arg for a in frontend.function_source(self.py_func).tree.args.args]
+            code = getattr(self.py_func, "__code__", None)
+            if code is not None:  # the positional parameters, as the source lists them: no parse (a cache hit needs none)
+                self._param_names = list(code.co_varnames[:code.co_argcount])
+            else:
+                self._param_names = [a.arg for a in frontend.function_source(self.py_func).tree.args.args]
         return self._param_names
 
     def declared(self) -> list[ParamType | None]:
