@@ -167,6 +167,11 @@ STANDBY_JOIN_SECONDS = 30.0
 #: Snapshots whose device copies may be on their way at once: taking one more waits for the oldest
 #: (a device far behind the host; each keeps its host copies and the calls since it).
 MAX_PENDING = 3
+#: The longest a recovery, or leaving the guard, waits for those copies (a failed device may never
+#: finish them): then the guard restores the last snapshot that arrived, and keeps the others'
+#: copies referenced for the rest of the process (PyOpenCL would wait for them when freed).
+PENDING_WAIT_SECONDS = 10.0
+_ABANDONED: list[snapshot.Snapshot] = []  # snapshots whose copies were given up on
 T = TypeVar("T")
 P = ParamSpec("P")
 
@@ -276,6 +281,11 @@ class Guard:
                 _CURRENT.reset(token)
             except ValueError:  # left in another context than it was entered: nothing of ours to undo there
                 pass
+        try:
+            self._settle_pending()
+        except Exception as exc:  # copies that failed: the loop is over, there is nothing to restore
+            if _device_error(exc, self._device) is None:
+                raise
         self._records, self._pending = [], []  # host memory the finished loop no longer needs
         self._snapshot, self._newest_step = None, None
         if self._standby is not None:  # let a preparation still loading a compiler finish before exit
@@ -415,6 +425,25 @@ class Guard:
             self._snapshot, self._records = taken, self._records[at:]
             self._pending = [(each, count - at) for each, count in self._pending]
 
+    def _settle_pending(self) -> None:
+        """:meth:`_promote` every pending snapshot, waiting at most :data:`PENDING_WAIT_SECONDS` for
+        their copies (never blocked on a device that may hang): those still on their way then are
+        given up on, like copies that failed."""
+        deadline = time.monotonic() + PENDING_WAIT_SECONDS
+        while self._pending:
+            self._promote(block=False, keep=len(self._pending))
+            if not self._pending or time.monotonic() > deadline:
+                break
+            time.sleep(0.0005)
+        if self._pending:
+            log.warning("hetero.guard: the copies of %d snapshot(s) on %s did not arrive in %.0f s; restoring the "
+                        "snapshot of step %s", len(self._pending), self._device.name, PENDING_WAIT_SECONDS,
+                        None if self._snapshot is None else self._snapshot.step)
+            dropped, self._pending = self._pending, []
+            _ABANDONED.extend(each for each, _ in dropped)
+            if any(each.reason == "boundary" for each, _ in dropped):
+                self._lost_change = True
+
     def _capture_rng(self) -> snapshot_rng.ProcessRng | None:
         """The process-wide generators now (None with ``rng=False``): each step keeps them at its
         entry, so a replay draws what the step drew, whatever was drawn between steps."""
@@ -455,7 +484,7 @@ class Guard:
             if self._attempts >= self.max_recoveries:
                 self._give_up(error, f"{self._attempts} recoveries already made (max_recoveries={self.max_recoveries})")
             try:
-                self._promote(block=True)  # the newest snapshot whose copies arrive is the restore point
+                self._settle_pending()  # the newest snapshot whose copies arrive is the restore point
             except Exception as exc:
                 if _device_error(exc, self._device) is None:
                     raise

@@ -96,7 +96,8 @@ def test_a_fault_after_a_pending_snapshot_restores_it(name: str) -> None:
 
 def _failing_copies(monkeypatch: pytest.MonkeyPatch, name: str, at_step: int, known: str = "at once") -> None:
     """The copies of the snapshot taken at ``at_step`` fail: the device's error as soon as the guard
-    asks (``known="at once"``), or "not yet" until it waits for them (``"when waited for"``). The
+    asks (``known="at once"``), or "not yet" the first time it asks without waiting and the error
+    after that (``"later"``), or "not yet" unless it waits (``"never"``, a device that hangs). The
     copies of the device's other snapshots have arrived whenever the guard asks."""
     device = hetero.device(name)
     real_take, real_many = snapshot.take, type(device.runtime).download_many
@@ -113,9 +114,12 @@ def _failing_copies(monkeypatch: pytest.MonkeyPatch, name: str, at_step: int, kn
         if now["step"] != at_step:  # the others: arrived whenever asked (so the test does not hang on timing)
             return lambda block=True: waiter(True)
 
+        asked = []
+
         def failing(block: bool = True) -> bool:
             waiter(True)
-            if not block and known != "at once":
+            asked.append(block)
+            if not block and (known == "never" or (known == "later" and len(asked) == 1)):
                 return False
             raise device.runtime.fault_error("sticky", doing="download")
 
@@ -144,7 +148,7 @@ def test_a_fault_then_failing_copies_replay_from_the_snapshot_before(name: str, 
     if not _others(name):
         pytest.skip("needs two devices")
     other = _others(name)[0]
-    _failing_copies(monkeypatch, name, at_step=10, known="when waited for")
+    _failing_copies(monkeypatch, name, at_step=10, known="later")
     state = new_state(name)
     g = run_loop(state, 16, Faulty(state, {(12, name): "lost"}), snapshot_every=5, devices=[name, other])
     (event,) = g.recoveries
@@ -158,18 +162,18 @@ def test_failing_copies_of_a_change_between_steps_are_refused(name: str, monkeyp
     the change made between steps, which no replay redoes."""
     if not _others(name):
         pytest.skip("needs two devices")
-    _failing_copies(monkeypatch, name, at_step=3, known="when waited for")
+    _failing_copies(monkeypatch, name, at_step=3, known="later")
     state = new_state(name)
     faulty = Faulty(state, {(6, name): "lost"})
     with hetero.guard(state, snapshot_every=5, devices=[name, _others(name)[0]]) as g:
         for step in range(3):
             g.run(faulty, step)
         state["count"] += 100  # between steps: the snapshot at step 3 keeps it
-        for step in range(3, 6):
-            g.run(faulty, step)
+        g.run(faulty, 3)
         assert g.boundary_snapshots == 1
         with pytest.raises(hetero.RecoveryFailedError, match="changed outside g.run"):
-            g.run(faulty, 6)  # the recovery finds the copies of step 3's snapshot failed
+            for step in range(4, 7):  # found when the guard next asks (step 5's snapshot), else at the fault
+                g.run(faulty, step)
 
 
 @pytest.mark.parametrize("name", QUEUED)
@@ -191,14 +195,13 @@ def test_a_device_far_behind_keeps_a_few_snapshots_on_their_way(name: str, monke
 
     device = hetero.device(name)
     real_many = type(device.runtime).download_many
-    held: list[Any] = []
+    behind = [True]
 
-    def slow(self: Any, copies: Any, wait: bool = True) -> Any:  # copies that say "not yet" unless waited for
+    def slow(self: Any, copies: Any, wait: bool = True) -> Any:  # "not yet" unless waited for, while behind
         waiter = real_many(self, copies, wait)
         if waiter is None:
             return None
-        held.append(waiter)
-        return lambda block=True: waiter(True) if block else False
+        return lambda block=True: waiter(True) if block or not behind[0] else False
 
     monkeypatch.setattr(type(device.runtime), "download_many", slow)
     if not _others(name):
@@ -211,9 +214,31 @@ def test_a_device_far_behind_keeps_a_few_snapshots_on_their_way(name: str, monke
             assert len(g._pending) <= guard_module.MAX_PENDING
         assert len(g._pending) == guard_module.MAX_PENDING  # 2, 4, 6, 8 taken; 2 waited for to make room
         assert g._snapshot is not None and g._snapshot.step == 2
+        behind[0] = False  # the device catches up: the recovery finds every copy arrived
         g.run(faulty, 9)
         (event,) = g.recoveries
         assert (event["snapshot_step"], event["steps_replayed"]) == (8, 1)
         for step in range(10, 12):
             g.run(faulty, step)
     assert_same_state(state, fault_free(name, 12))
+
+
+@pytest.mark.parametrize("name", QUEUED)
+def test_copies_that_never_arrive_are_given_up_on(name: str, monkeypatch: pytest.MonkeyPatch,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A recovery never blocks on a device that may hang: after PENDING_WAIT_SECONDS it restores
+    the last snapshot that arrived, and keeps the abandoned copies referenced."""
+    from hetero.fault import guard as guard_module
+
+    if not _others(name):
+        pytest.skip("needs two devices")
+    monkeypatch.setattr(guard_module, "PENDING_WAIT_SECONDS", 0.05)
+    _failing_copies(monkeypatch, name, at_step=10, known="never")
+    abandoned = len(guard_module._ABANDONED)
+    state = new_state(name)
+    g = run_loop(state, 14, Faulty(state, {(12, name): "lost"}), snapshot_every=5, devices=[name, _others(name)[0]])
+    (event,) = g.recoveries
+    assert (event["snapshot_step"], event["steps_replayed"]) == (5, 7)
+    assert len(guard_module._ABANDONED) == abandoned + 1 and guard_module._ABANDONED[-1].step == 10
+    assert "did not arrive" in caplog.text
+    assert_same_state(state, fault_free(name, 14))
