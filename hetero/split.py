@@ -14,7 +14,10 @@ timings teach the model for the next launch.
 
 The parts run at once, one thread per device; the part on the arrays' own device works on
 them in place (no copy), the others on full-size buffers of their own device holding the
-rows they need. Results are in the arguments when the call returns (it waits). Buffers on
+rows they need. Results are in the arguments when the call returns (it waits), except when
+every row goes to the arrays' own device: then the call is a plain launch, asynchronous like any
+other (reading the arrays waits), and only its first few and one in :data:`SAMPLE_EVERY` are
+timed, so that no call pays a wait just to be measured (on a GPU, more than a split saves). Buffers on
 the other devices are kept by the launcher for its next call (``SplitKernel.release()``
 frees them); ``kernel.split(...)`` with the same settings returns the same object.
 
@@ -59,6 +62,12 @@ __all__ = ["NotSplittableError", "SplitKernel", "SplitLauncher", "SplitPlan", "s
 
 #: Launches a split plan serves before it is made again from the (meanwhile taught) cost model.
 REPLAN_EVERY = 8
+#: A launch that runs whole on one device (the plan, or the measured choice to run alone) is a
+#: plain, asynchronous launch, except its first few and one in SAMPLE_EVERY, which are timed
+#: (waited for) so that the cost model and the split-vs-alone choice keep learning: a wait per
+#: call would cost a GPU more than any split saves.
+SAMPLE_EVERY = 16
+SAMPLED_FIRST = 3
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -207,6 +216,8 @@ class SplitLauncher:
         self._buffers: dict[tuple[Any, ...], Array] = {}
         self._plans: dict[tuple[Any, ...], tuple[SplitPlan, int]] = {}  # plan and launches it has served
         self._walls: dict[tuple[Any, ...], Outcomes] = {}
+        self._whole: dict[tuple[Any, ...], int] = {}  # launches run whole on the arrays' device, per plan key and alone
+        self._queued: set[Device] = set()  # devices holding untimed launches not yet waited for
         self._lock = threading.Lock()
 
     # -- planning -----------------------------------------------------------------------
@@ -310,8 +321,22 @@ class SplitLauncher:
             if alone:
                 plan = self._alone_plan(plan, single, layout, walls)
                 parts = [(single, 0, self.global_size[layout.axis])]
+            whole = len(parts) == 1 and parts[0][0] is source  # all on the arrays' device
+            count = self._whole.get((*self._plan_key(source, args), alone), 0) if whole else 0
+            if len(self._whole) > 256:
+                self._whole.clear()
+            if whole and count >= SAMPLED_FIRST and count % SAMPLE_EVERY:
+                self._whole[(*self._plan_key(source, args), alone)] = count + 1
+                _launch(kernel, self.global_size, self.local_size, args)  # plain, not waited for
+                self._queued.add(source)
+                self.last = dataclasses.replace(plan, measured_s=tuple(None for _ in self.owner.devices))
+                return self.last
+            for device in [d for d in self._queued if any(d is p for p, _, _ in parts)]:
+                device.synchronize()  # untimed launches still queued there are no part of this sample
+                self._queued.discard(device)
             start = time.perf_counter()
-            if len(parts) == 1 and parts[0][0] is source:  # all on the arrays' device: a plain launch
+            if whole:  # a plain launch, timed
+                self._whole[(*self._plan_key(source, args), alone)] = count + 1
                 seconds = _timed(kernel, self.global_size, self.local_size, args, source)
                 measured: list[float | None] = [seconds if d is source else None for d in self.owner.devices]
                 self._learn(args, [(source, 0, self.global_size[layout.axis])], {source.name: seconds}, layout.axis)
@@ -440,6 +465,11 @@ class SplitLauncher:
             if span is not None:
                 self._copy(device, "h2d", buffer.buffer, staged.flat(index, array)[span[0]:span[1]], span[0])
         return buffer
+
+
+def _launch(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+            args: Sequence[Any]) -> None:
+    (kernel[(global_size, local_size)] if local_size else kernel[global_size])(*args)
 
 
 def _timed(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,

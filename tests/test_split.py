@@ -275,3 +275,33 @@ def test_all_leaves_out_quarantined_devices(tmp_path: Path, monkeypatch: pytest.
     finally:
         monkeypatch.undo()
         hetero.reload_config()
+
+
+def test_a_launch_run_whole_on_the_arrays_device_waits_only_when_sampled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19: when the plan puts every row on the arrays' own device, a launch is a plain
+    asynchronous one; only the first few and one in SAMPLE_EVERY are timed (waited for)."""
+    from hetero import split as split_module
+
+    others = [d for d in DEVICE_NAMES if d != "cpu"]
+    if not others:
+        pytest.skip("needs a second device")
+    n = 4096
+    model = CostModel()
+    for name, seconds in (("cpu", 0.001), (others[0], 10.0)):  # the other device: far too slow to get rows
+        for rows in (n // 8, n // 2, n):
+            model.record(ck.copy.cost_key(), hetero.device(name).stable_id, rows, seconds * rows / n)
+    launcher = ck.copy.split(["cpu", others[0]], model=model, adaptive=False)[n]
+    cpu = hetero.device("cpu").runtime
+    waits = []
+    real = type(cpu).synchronize
+    monkeypatch.setattr(type(cpu), "synchronize", lambda self: waits.append(1) or real(self))
+    launches = 40
+    for i in range(launches):
+        x = hetero.full(n, float(i), device="cpu")
+        y = hetero.zeros(n, device="cpu")
+        plan = launcher(x, y)
+        assert plan.bounds[0] == (0, n)  # all on cpu
+    hetero.device("cpu").synchronize()
+    assert np.array_equal(y.numpy(), x.numpy())
+    sampled = split_module.SAMPLED_FIRST + len(range(split_module.SAMPLE_EVERY, launches, split_module.SAMPLE_EVERY))
+    assert len(waits) <= 3 * sampled + 1 < 2 * launches  # a timed launch waits before and after it
