@@ -331,9 +331,9 @@ class SplitLauncher:
                 self._queued.add(source)
                 self.last = dataclasses.replace(plan, measured_s=tuple(None for _ in self.owner.devices))
                 return self.last
-            for device in [d for d in self._queued if any(d is p for p, _, _ in parts)]:
-                device.synchronize()  # untimed launches still queued there are no part of this sample
-                self._queued.discard(device)
+            for device in self._queued:  # untimed launches still queued: done before a sample, or
+                device.synchronize()  # parts that read the arrays' memory from the host, start
+            self._queued.clear()
             start = time.perf_counter()
             if whole:  # a plain launch, timed
                 self._whole[(*self._plan_key(source, args), alone)] = count + 1

@@ -147,7 +147,9 @@ def test_adaptive_launcher_runs_alone_when_that_was_faster() -> None:
         x = hetero.full(1000, float(i), device="cpu")
         bases.append(launcher(x, y).basis)
         assert np.array_equal(y.numpy(), x.numpy())
-    assert any(b.startswith("alone on cpu") for b in bases)  # the source alone was measured
+    # one device alone was measured: the source, or the one the model (taught by the first
+    # launches' timings, which depend on the machine) predicts fastest with its copies
+    assert any(b.startswith("alone on ") for b in bases), bases
 
 
 def test_the_alternative_to_splitting_is_the_fastest_device_alone_not_the_source() -> None:
