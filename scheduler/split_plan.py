@@ -10,6 +10,7 @@ the arrays' own device alone, choosing the faster.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 
 PartTime = Callable[[int], float]  # rows -> predicted seconds (0 rows: 0 seconds)
@@ -104,9 +105,15 @@ def even(total: int, devices: int, granularity: int = 1) -> tuple[int, ...]:
     return tuple(rows)
 
 
-#: Every this many launches, a split launcher re-measures the strategy (split, or the source
-#: device alone) it is not using (see :class:`Outcomes`).
+#: The most often a split launcher re-measures the strategy (split, or one device alone) it is not
+#: using (see :class:`Outcomes`): once in this many launches.
 PROBE_EVERY = 16
+#: What re-measuring the slower strategy may cost on average, as a share of the faster one's time:
+#: one that took (1 + x) times as long is measured again once in x / PROBE_COST launches.
+PROBE_COST = 0.02
+#: The least often: conditions change (another job, a device's clocks), so the slower one is still
+#: looked at now and then.
+PROBE_AT_MOST_EVERY = 4096
 
 
 class Outcomes:
@@ -114,9 +121,9 @@ class Outcomes:
 
     The cost model adds devices' speeds as if they were independent; devices sharing cores or
     memory bandwidth (all of them on a CPU-only machine) are not. So the launcher also measures
-    the outcome: it tries the source device alone once, then runs whichever was faster, trying
-    the other again every :data:`PROBE_EVERY` launches. Splitting then never costs more than a
-    probe now and then."""
+    the outcome: it tries one device alone once, then runs whichever was faster, trying the other
+    again now and then: the slower the other, the less often (:data:`PROBE_COST`), so the probes
+    cost at most 2% of the faster one's time."""
 
     def __init__(self) -> None:
         self.split: list[float] = []
@@ -129,8 +136,11 @@ class Outcomes:
             return False
         if not self.alone:
             return True  # measure the alternative once
-        faster_alone = _median(self.alone) < _median(self.split)
-        return faster_alone != (self.launches % PROBE_EVERY == 0)  # now and then, re-measure the other
+        alone, split = _median(self.alone), _median(self.split)
+        faster_alone = alone < split
+        fast, slow = (alone, split) if faster_alone else (split, alone)
+        every = min(PROBE_AT_MOST_EVERY, max(PROBE_EVERY, math.ceil((slow - fast) / max(fast, 1e-12) / PROBE_COST)))
+        return faster_alone != (self.launches % every == 0)  # now and then, re-measure the other
 
     def add(self, alone: bool, seconds: float) -> None:
         samples = self.alone if alone else self.split

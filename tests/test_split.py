@@ -12,7 +12,7 @@ import pytest
 import hetero
 from hetero import calibration_kernels as ck
 from hetero.scheduler.cost_model import CostModel
-from hetero.scheduler.split_plan import PROBE_EVERY, Outcomes, even, partition
+from hetero.scheduler.split_plan import PROBE_COST, PROBE_EVERY, Outcomes, even, partition
 from hetero.split import NotSplittableError
 from tests.conftest import DEVICE_NAMES
 from tests.kernels import corpus
@@ -137,8 +137,9 @@ def test_adaptive_launcher_runs_alone_when_that_was_faster() -> None:
     walls.add(False, 3.0)
     assert walls.prefer_alone() is True  # measure the source alone once
     walls.add(True, 1.0)
-    choices = [walls.prefer_alone() for _ in range(PROBE_EVERY)]
-    assert choices.count(False) == 1  # alone is faster; the split is re-measured once per PROBE_EVERY
+    every = 100  # the split took 3x alone: re-measured once in 2 / PROBE_COST launches
+    choices = [walls.prefer_alone() for _ in range(every)]
+    assert choices.count(False) == 1  # alone is faster; the split is re-measured now and then
     assert "1e+03 ms alone vs 3e+03 ms split" in walls.describe()
     x, y = hetero.ones(1000, device="cpu"), hetero.zeros(1000, device="cpu")
     launcher = ck.copy.split(DEVICE_NAMES, model=CostModel())[1000]
@@ -307,3 +308,21 @@ def test_a_launch_run_whole_on_the_arrays_device_waits_only_when_sampled(monkeyp
     assert np.array_equal(y.numpy(), x.numpy())
     sampled = split_module.SAMPLED_FIRST + len(range(split_module.SAMPLE_EVERY, launches, split_module.SAMPLE_EVERY))
     assert len(waits) <= 3 * sampled + 1 < 2 * launches  # a timed launch waits before and after it
+
+
+@pytest.mark.parametrize(("alone", "split"), [(1.0, 1.1), (1.0, 2.0), (6.0, 36.0), (2.0, 1.0)])
+def test_re_measuring_the_slower_way_costs_at_most_probe_cost(alone: float, split: float) -> None:
+    """Issue 19: on the AMD host a split 6x slower than cpu alone, probed once in 16 launches, made
+    the adaptive launcher 0.73x of the best single device. A probe now comes once in
+    (slower / faster - 1) / PROBE_COST launches (at least PROBE_EVERY), so it costs at most PROBE_COST."""
+    walls = Outcomes()
+    walls.add(False, split)
+    walls.prefer_alone()
+    walls.add(True, alone)
+    launches = 2000
+    spent = sum(alone if walls.prefer_alone() else split for _ in range(launches))
+    best = min(alone, split)
+    assert spent / launches <= best * (1 + PROBE_COST) * 1.01
+    slower = max(alone, split) / best - 1
+    probes = launches // max(PROBE_EVERY, int(-(-slower // PROBE_COST)))
+    assert spent > best * launches or probes == 0  # the slower way is still measured now and then
