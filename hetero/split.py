@@ -322,11 +322,12 @@ class SplitLauncher:
                 plan = self._alone_plan(plan, single, layout, walls)
                 parts = [(single, 0, self.global_size[layout.axis])]
             whole = len(parts) == 1 and parts[0][0] is source  # all on the arrays' device
-            count = self._whole.get((*self._plan_key(source, args), alone), 0) if whole else 0
+            whole_key = (*self._plan_key(source, args), alone)
+            count = self._whole.get(whole_key, 0) if whole else 0
             if len(self._whole) > 256:
                 self._whole.clear()
             if whole and count >= SAMPLED_FIRST and count % SAMPLE_EVERY:
-                self._whole[(*self._plan_key(source, args), alone)] = count + 1
+                self._whole[whole_key] = count + 1
                 _launch(kernel, self.global_size, self.local_size, args)  # plain, not waited for
                 self._queued.add(source)
                 self.last = dataclasses.replace(plan, measured_s=tuple(None for _ in self.owner.devices))
@@ -336,7 +337,7 @@ class SplitLauncher:
             self._queued.clear()
             start = time.perf_counter()
             if whole:  # a plain launch, timed
-                self._whole[(*self._plan_key(source, args), alone)] = count + 1
+                self._whole[whole_key] = count + 1
                 seconds = _timed(kernel, self.global_size, self.local_size, args, source)
                 measured: list[float | None] = [seconds if d is source else None for d in self.owner.devices]
                 self._learn(args, [(source, 0, self.global_size[layout.axis])], {source.name: seconds}, layout.axis)
@@ -478,10 +479,9 @@ def _timed(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, 
     (a compile is not a sample of the kernel's speed)."""
     key = tuple((a.dtype, a._layout, a._device) if type(a) is Array else type(a) for a in args)
     compiled = key in kernel._dispatch
-    launcher = kernel[(global_size, local_size)] if local_size else kernel[global_size]
     device.synchronize()
     start = time.perf_counter()
-    launcher(*args)
+    _launch(kernel, global_size, local_size, args)
     device.synchronize()
     return time.perf_counter() - start if compiled else None
 
