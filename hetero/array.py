@@ -81,7 +81,7 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
     element where the view starts in its base's buffer; ``nbytes`` is the bytes of its elements."""
 
     __slots__ = ("_buf", "_device", "shape", "dtype", "nbytes", "_karg", "_outside", "_strides", "offset", "_base",
-                 "_layout", "_pending", "_escaped", "__weakref__")
+                 "_layout", "_key", "_pending", "_escaped", "__weakref__")
 
     def __init__(self, buffer: Any, device: Device, shape: tuple[int, ...], dtype: np.dtype[Any],
                  strides: tuple[int, ...] | None = None, offset: int = 0, base: Array | None = None) -> None:
@@ -101,6 +101,8 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         # The layout part of a kernel launch's dispatch key: the number of dimensions for arrays a
         # kernel can be given as they are, -1 - ndim for views it gets a contiguous copy of.
         self._layout = len(shape)
+        #: This array's part of a launch's dispatch key (hetero.kernels.Launcher), made once.
+        self._key = (dtype, self._layout, device)
 
     def __del__(self) -> None:
         if self._outside:  # a view of the buffer may outlive the array: placement then undercounts
@@ -165,8 +167,13 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         root = self._base if self._base is not None else self
         view = Array(self._buffer, self._device, shape, self.dtype, strides, offset, root)
         if view.size and not (view.is_contiguous and (offset == 0 or self._device.runtime.host_memory)):
-            view._layout = -1 - len(shape)
+            view._copied_by_kernels()
         return view
+
+    def _copied_by_kernels(self) -> None:
+        """Mark this view as one a kernel cannot take as it is (its launch gets a contiguous copy)."""
+        self._layout = -1 - len(self.shape)
+        self._key = (self.dtype, self._layout, self._device)
 
     def _owns_layout(self) -> bool:
         """Whether this array's elements are exactly its buffer, in C order (the fast copy paths)."""

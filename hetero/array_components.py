@@ -49,7 +49,7 @@ def components(x: Array) -> Array:
     strides = tuple(2 * s for s in x.strides) + (1,)
     view = Array(x.buffer, x.device, x.shape + (2,), _PART[x.dtype], strides, 2 * x.offset, root)
     if view.size and not (view.is_contiguous and (view.offset == 0 or x.device.runtime.host_memory)):
-        view._layout = -1 - view.ndim  # as Array._view marks views a kernel cannot take as they are
+        view._copied_by_kernels()  # as Array._view marks views a kernel cannot take as they are
     return view
 
 

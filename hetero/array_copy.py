@@ -282,6 +282,7 @@ class StagedSpecialization:
         self.views = views  # argument positions that get a contiguous copy
         self.written = written  # of those, the ones copied back after the launch
         self.alias_positions: tuple[int, ...] = ()
+        self.direct = False  # a launch copies its views first: never the launcher's fast path
         self._unaliased = self
         self.launches = inner.launches
         self.calls = 0

@@ -68,6 +68,7 @@ from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
 from hetero.launch_counts import counter as launch_counter
 from hetero.launch_counts import launch_counts as launch_counts  # re-exported: read from here too
+from hetero.launch_values import values_builder
 from hetero.array_hooks import STAGED_LAUNCH
 from hetero.kernel_hooks import SPLIT_KERNEL
 from hetero.launch_args import arg_type, check_sizes, keyword_error, scalar_converter, shares_memory, size_tuple
@@ -118,6 +119,8 @@ class Specialization:
     #: The arrays from outside the kernel its body reads, passed after the declared arguments.
     captured: tuple[Array, ...] = ()
     declared_count = 0
+    #: Whether a launch needs no more than the plan's values (no captured, complex or grid-sync parts).
+    direct = False
     grid_params: tuple[tuple[str, ParamType], ...] = ()
 
     def __init__(self, kernel: Kernel, types: tuple[ParamType, ...], device: Device, restrict: bool = True) -> None:
@@ -147,6 +150,8 @@ class Specialization:
         if grid:  # a kernel with grid syncs: launched phase after phase (hetero.compiler.grid_sync)
             self.grid_params = tuple(zip(grid, grid_types, strict=True))
             self.launch = self._launch_phases  # type: ignore[method-assign]
+        # a launch is the runtime's call on the arguments' values, nothing more (Launcher's fast path)
+        self.direct = not grid and not self.captured and not self.complex_arrays
 
     def _setup(self, name: str, params: Sequence[str], types: tuple[ParamType, ...], device: Device,
                compiled: pipeline.Compiled, target: Any, restrict: bool) -> None:
@@ -187,6 +192,7 @@ class Specialization:
         self._unaliased: Specialization | None = None
         self.host = self.runtime.host_memory
         self._checked_sizes: set[tuple[Any, Any]] = set()
+        self._values = values_builder(self.plan, self.host)
         self.launches = launch_counter(device.name)
         self.calls = 0  # launches seen while sampling is on (every k-th is timed)
 
@@ -287,18 +293,7 @@ class Specialization:
                 args[position] = components(args[position])
         if _fusion.PENDING:  # recorded elementwise work reading what this launch writes runs first
             _fusion.before_write([args[i] for i in self.written_positions()])
-        runtime = self.runtime
-        values: list[Any] = []
-        for kind, position, axis, how in self.plan:
-            arg = args[position]
-            if kind == "array":
-                values.append(arg._kernel_arg() if arg.nbytes else
-                              (np.empty(arg.shape, how) if self.host else None))
-            elif kind == "shape":
-                values.append(arg.shape[axis])
-            else:
-                values.append(how(arg))
-        runtime.launch(self.loaded, global_size, local_size, values)
+        self.runtime.launch(self.loaded, global_size, local_size, self._values(args))
 
 
 def _complex_part(abi_param: str, params: Sequence[str]) -> tuple[str, str] | None:
@@ -352,19 +347,20 @@ def _grid_param_type(name: str) -> ParamType:
 class Launcher:
     """``kernel[global]`` or ``kernel[global, local]``: call it with the kernel's arguments."""
 
-    __slots__ = ("_checked", "global_size", "kernel", "local_size")
+    __slots__ = ("_checked", "_items", "global_size", "kernel", "local_size")
 
     def __init__(self, kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
         self.kernel = kernel
         self.global_size = global_size
         self.local_size = local_size
+        self._items = all(global_size)  # False: a launch of no work-items, which runs nothing
         self._checked: Specialization | None = None  # the last specialization these sizes passed on
 
     def __call__(self, *args: Any, **keywords: Any) -> None:
         kernel = self.kernel
         if keywords:
             raise keyword_error(kernel.name, kernel.param_names(), keywords)
-        key = tuple((a.dtype, a._layout, a._device) if type(a) is Array else type(a) for a in args)
+        key = tuple([a._key if type(a) is Array else type(a) for a in args])
         entry = kernel._dispatch.get(key)
         if entry is None:
             entry = kernel._specialize_views(args, key) if any(type(k) is tuple and k[1] < 0 for k in key) \
@@ -374,7 +370,10 @@ class Launcher:
         if entry is not self._checked:  # a cached launcher checks its sizes once per specialization
             entry.check_sizes(self.global_size, self.local_size)
             self._checked = entry
-        entry.launch(self.global_size, self.local_size, args)
+        if entry.direct and self._items and not _fusion.PENDING:  # the common launch, without a call more
+            entry.runtime.launch(entry.loaded, self.global_size, self.local_size, entry._values(args))
+        else:
+            entry.launch(self.global_size, self.local_size, args)
         next(entry.launches)
 
     _plain_call = __call__
@@ -385,7 +384,7 @@ class Launcher:
         kernel = self.kernel
         if keywords:
             raise keyword_error(kernel.name, kernel.param_names(), keywords)
-        key = tuple((a.dtype, a._layout, a._device) if type(a) is Array else type(a) for a in args)
+        key = tuple([a._key if type(a) is Array else type(a) for a in args])
         entry = kernel._dispatch.get(key)
         fresh = entry is None  # the first launch compiles: never a sample
         if entry is None:
