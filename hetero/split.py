@@ -16,16 +16,16 @@ The parts run at once, one thread per device; the part on the arrays' own device
 them in place (no copy), the others on full-size buffers of their own device holding the
 rows they need. Results are in the arguments when the call returns (it waits), except when
 every row goes to the arrays' own device: then the call is a plain launch, asynchronous like any
-other (reading the arrays waits), and only its first few and one in :data:`SAMPLE_EVERY` are
-timed, so that no call pays a wait just to be measured (on a GPU, more than a split saves). Buffers on
+other (reading the arrays waits), and only a few, ever rarer, are timed (:func:`sampled`), so
+that no call pays a wait just to be measured (on a GPU, more than a split saves). Buffers on
 the other devices are kept by the launcher for its next call (``SplitKernel.release()``
 frees them); ``kernel.split(...)`` with the same settings returns the same object.
 
 Because devices may share what the model counts as independent (cores, memory bandwidth),
 an adaptive launcher (the default) also measures whole launches with every row on one device,
-the one the cost model predicts fastest alone with its copies (the arrays' own device before the
-model knows), and runs that way when it is faster (:class:`hetero.scheduler.split_plan.Outcomes`):
-a split is never slower than the best single device for long. A part
+each device once (the one the cost model predicts fastest alone with its copies first), and runs
+the fastest way (:class:`hetero.scheduler.split_plan.Outcomes`), re-measuring the others rarely
+enough that it costs at most 2%: a split is never slower than the best single device for long. A part
 that fails raises its device's own error, with a note naming the part.
 """
 
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import math
 import threading
 import time
 import weakref
@@ -60,14 +61,26 @@ from hetero.kernels import Kernel, _size_tuple
 
 __all__ = ["NotSplittableError", "SplitKernel", "SplitLauncher", "SplitPlan", "split_kernel"]
 
-#: Launches a split plan serves before it is made again from the (meanwhile taught) cost model.
+#: Launches a split plan serves at least before it is made again from the (meanwhile taught) cost
+#: model; more when planning would otherwise cost over PLAN_SHARE of the launches' predicted time
+#: (a plan takes about a millisecond of Python: on a GPU, ten launches' worth), at most REPLAN_MOST.
 REPLAN_EVERY = 8
+PLAN_SHARE = 0.01
+REPLAN_MOST = 4096
 #: A launch that runs whole on one device (the plan, or the measured choice to run alone) is a
-#: plain, asynchronous launch, except its first few and one in SAMPLE_EVERY, which are timed
-#: (waited for) so that the cost model and the split-vs-alone choice keep learning: a wait per
-#: call would cost a GPU more than any split saves.
-SAMPLE_EVERY = 16
+#: plain, asynchronous launch, except the ones :func:`sampled` names, which are timed (waited for)
+#: so that the cost model and the split-vs-alone choice keep learning: a wait per call would cost
+#: a GPU more than any split saves. The first SAMPLED_FIRST, then the 4th, 8th, 16th ... (the model
+#: learns most early), and from SAMPLE_AT_MOST_EVERY on, one in that many.
 SAMPLED_FIRST = 3
+SAMPLE_AT_MOST_EVERY = 1024
+
+
+def sampled(count: int) -> bool:
+    """Whether the launch after ``count`` whole launches of one plan key is timed."""
+    if count < SAMPLED_FIRST:
+        return True
+    return count % SAMPLE_AT_MOST_EVERY == 0 if count >= SAMPLE_AT_MOST_EVERY else count & (count - 1) == 0
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -214,10 +227,16 @@ class SplitLauncher:
         self.last: SplitPlan | None = None
         self._layouts: dict[tuple[Any, ...], Layout] = {}
         self._buffers: dict[tuple[Any, ...], Array] = {}
-        self._plans: dict[tuple[Any, ...], tuple[SplitPlan, int]] = {}  # plan and launches it has served
+        # plan, launches it has served, launches it serves before the next plan
+        self._plans: dict[tuple[Any, ...], tuple[SplitPlan, int, int]] = {}
         self._walls: dict[tuple[Any, ...], Outcomes] = {}
         self._whole: dict[tuple[Any, ...], int] = {}  # launches run whole on the arrays' device, per plan key and alone
         self._queued: set[Device] = set()  # devices holding untimed launches not yet waited for
+        self._layout_by_key: dict[tuple[Any, ...], Layout] = {}  # layout() by plan key: no type inference per call
+        # per plan key, while its plan puts every row on the arrays' device: the plan, its key in
+        # _whole, the kernel's launcher and what such a call reports
+        self._plain: dict[tuple[Any, ...], tuple[SplitPlan, tuple[Any, ...], Any, SplitPlan]] = {}
+        self._alone_plans: dict[tuple[int, str, int], tuple[SplitPlan, SplitPlan]] = {}
         self._lock = threading.Lock()
 
     # -- planning -----------------------------------------------------------------------
@@ -283,54 +302,92 @@ class SplitLauncher:
 
     @staticmethod
     def _plan_key(source: Device, args: Sequence[Any]) -> tuple[Any, ...]:
-        return (source.name, *((a.shape, a.dtype) if isinstance(a, Array) else type(a) for a in args))
+        return (source.name, *[(a.shape, a.dtype) if isinstance(a, Array) else type(a) for a in args])
 
-    def _current_plan(self, layout: Layout, source: Device, args: Sequence[Any]) -> SplitPlan:
-        """The plan for these arguments, made afresh every :data:`REPLAN_EVERY` launches (the model
-        learns from each launch; planning every time would cost more than it could save)."""
-        key = self._plan_key(source, args)
+    def _current_plan(self, layout: Layout, source: Device, args: Sequence[Any], key: tuple[Any, ...]) -> SplitPlan:
+        """The plan for these arguments, made afresh after it has served :func:`replan_after`
+        launches (the model learns from each launch; planning every time would cost more than it
+        could save)."""
         cached = self._plans.get(key)
-        if cached is not None and cached[1] < REPLAN_EVERY and not cached[0].basis.startswith("even"):
-            self._plans[key] = (cached[0], cached[1] + 1)
+        if cached is not None and cached[1] < cached[2] and not cached[0].basis.startswith("even"):
+            self._plans[key] = (cached[0], cached[1] + 1, cached[2])
             return cached[0]
         if len(self._plans) >= 64:
             self._plans.clear()
+        start = time.perf_counter()
         plan = self._plan(layout, source, args)
-        self._plans[key] = (plan, 1)
+        served = 0 if cached is None or cached[0].basis.startswith("even") else cached[2]
+        self._plans[key] = (plan, 1, replan_after(plan, time.perf_counter() - start, served))
         return plan
 
     # -- running ------------------------------------------------------------------------
     def __call__(self, *args: Any) -> SplitPlan:
         kernel = self.owner.kernel
+        source: Device | None = None
+        parts_of_key: list[Any] = []  # the plan key (_plan_key), made in the same pass
         for position, arg in enumerate(args):
-            if isinstance(arg, Array) and not arg._owns_layout():
-                raise KernelLaunchError(f"{kernel.name}.split: argument {position} is a strided view (shape {arg.shape}, "
-                                        f"strides {arg.strides}, offset {arg.offset}); a split launch divides whole "
-                                        "buffers, so pass a contiguous array: view.copy(), and write it back after")
+            if type(arg) is not Array:
+                parts_of_key.append(type(arg))
+                continue
+            if arg._base is not None and not arg._owns_layout():
+                raise KernelLaunchError(f"{kernel.name}.split: argument {position} is a strided view (shape "
+                                        f"{arg.shape}, strides {arg.strides}, offset {arg.offset}); a split launch "
+                                        "divides whole buffers, so pass a contiguous array: view.copy(), and write "
+                                        "it back after")
+            if source is None:
+                source = arg._device
+            elif arg._device is not source:
+                source = _source_device(kernel.name, args)  # raises: the arrays are on several devices
+            parts_of_key.append((arg.shape, arg.dtype))
+        if source is None:
+            source = _source_device(kernel.name, args)  # raises: no array
         if self.local_size is not None and len(self.local_size) == len(self.global_size):
             check_divides(kernel.name, self.global_size, self.local_size)  # the whole launch, as unsplit
-        source = _source_device(kernel.name, args)
-        layout = self.layout(args)
+        key = (source.name, *parts_of_key)
+        plain = self._plain.get(key)
+        if plain is not None:  # every row on the arrays' device, as last time: plain launches, counted
+            with self._lock:  # as below, without planning anything again (a new plan, or a timed
+                served = self._plans.get(key)  # launch, goes the long way)
+                count = self._whole.get(plain[1], 0)
+                if served is not None and served[0] is plain[0] and served[1] < served[2] and not sampled(count):
+                    self._plans[key] = (served[0], served[1] + 1, served[2])
+                    self._whole[plain[1]] = count + 1
+                    plain[2](*args)  # plain, not waited for
+                    self._queued.add(source)
+                    self.last = plain[3]
+                    return plain[3]
+        layout = self._layout_by_key.get(key)
+        if layout is None:
+            layout = self.layout(args)
+            if len(self._layout_by_key) >= 64:
+                self._layout_by_key.clear()
+            self._layout_by_key[key] = layout
         with self._lock:
-            plan = self._current_plan(layout, source, args)
+            plan = self._current_plan(layout, source, args, key)
             parts = [(d, lo, hi) for d, (lo, hi) in zip(self.owner.devices, plan.bounds, strict=True) if hi > lo]
-            single = self._alone_device(plan, source)
-            walls = self._walls.setdefault((*self._plan_key(source, args), single.name), Outcomes())
-            alone = (self.owner.adaptive and len(parts) > 1 and single in self.owner.devices
-                     and walls.prefer_alone())
+            walls = self._walls.get(key)
+            if walls is None:
+                walls = self._walls[key] = Outcomes()
+            way = walls.choose(self._alone_order(plan, source)) if self.owner.adaptive and len(parts) > 1 else None
+            alone = way is not None
             if alone:
+                single = next(d for d in self.owner.devices if d.name == way)
                 plan = self._alone_plan(plan, single, layout, walls)
                 parts = [(single, 0, self.global_size[layout.axis])]
             whole = len(parts) == 1 and parts[0][0] is source  # all on the arrays' device
-            whole_key = (*self._plan_key(source, args), alone)
+            whole_key = (key, alone)
             count = self._whole.get(whole_key, 0) if whole else 0
             if len(self._whole) > 256:
                 self._whole.clear()
-            if whole and count >= SAMPLED_FIRST and count % SAMPLE_EVERY:
+            if whole and not sampled(count):
                 self._whole[whole_key] = count + 1
                 _launch(kernel, self.global_size, self.local_size, args)  # plain, not waited for
                 self._queued.add(source)
-                self.last = dataclasses.replace(plan, measured_s=tuple(None for _ in self.owner.devices))
+                self.last = dataclasses.replace(plan, measured_s=(None,) * len(self.owner.devices))
+                if not alone:  # the next such calls take the short way (_plain_launch)
+                    if len(self._plain) >= 64:
+                        self._plain.clear()
+                    self._plain[key] = (plan, whole_key, _launcher(kernel, self.global_size, self.local_size), self.last)
                 return self.last
             for device in self._queued:  # untimed launches still queued: done before a sample, or
                 device.synchronize()  # parts that read the arrays' memory from the host, start
@@ -344,24 +401,36 @@ class SplitLauncher:
             else:
                 measured = self._run(layout, source, args, parts, plan)
             if (alone or len(parts) > 1) and None not in [measured[self.owner.devices.index(d)] for d, _, _ in parts]:
-                walls.add(alone, time.perf_counter() - start)  # not when a part compiled: that is no sample
+                walls.add(way, time.perf_counter() - start)  # not when a part compiled: that is no sample
             self.last = dataclasses.replace(plan, measured_s=tuple(measured))
         return self.last
 
-    def _alone_device(self, plan: SplitPlan, source: Device) -> Device:
-        """Where all the rows go when not split: the device the cost model predicts fastest alone
-        (its copies counted), else the arrays' own device."""
-        for device in self.owner.devices:
-            if device.name == plan.fastest_alone:
-                return device
-        return source
+    def _alone_order(self, plan: SplitPlan, source: Device) -> list[str]:
+        """The devices that may run a launch alone, in the order they are first measured: the one the
+        cost model predicts fastest alone (its copies counted), the arrays' own device, the others."""
+        names = [d.name for d in self.owner.devices]
+        first = [name for name in (plan.fastest_alone, source.name) if name in names]
+        return list(dict.fromkeys([*first, *names]))
 
     def _alone_plan(self, plan: SplitPlan, device: Device, layout: Layout, walls: Outcomes) -> SplitPlan:
+        """``plan`` with every row on ``device``: made once per plan, device and measurement."""
+        memo = (id(plan), device.name, walls.version)
+        found = self._alone_plans.get(memo)
+        if found is not None and found[0] is plan:
+            return found[1]
+        if len(self._alone_plans) >= 64:
+            self._alone_plans.clear()
         total = self.global_size[layout.axis]
         bounds = tuple((0, total) if d is device else (total, total) for d in self.owner.devices)
-        basis = (f"alone on {device.name}: measured faster than splitting ({walls.describe()})"
-                 if walls.alone else f"alone on {device.name}: measuring it against the split")
-        return dataclasses.replace(plan, bounds=bounds, predicted_s=tuple(0.0 for _ in bounds), basis=basis)
+        if not all(d.name in walls.alone for d in self.owner.devices):
+            basis = f"alone on {device.name}: measuring it against the split"
+        elif walls.best() == device.name:
+            basis = f"alone on {device.name}: measured fastest ({walls.describe()})"
+        else:
+            basis = f"alone on {device.name}: re-measuring it ({walls.describe()})"
+        alone = dataclasses.replace(plan, bounds=bounds, predicted_s=tuple(0.0 for _ in bounds), basis=basis)
+        self._alone_plans[memo] = (plan, alone)
+        return alone
 
     def _run(self, layout: Layout, source: Device, args: Sequence[Any], parts: list[tuple[Device, int, int]],
              plan: SplitPlan) -> list[float | None]:
@@ -468,9 +537,26 @@ class SplitLauncher:
         return buffer
 
 
+def replan_after(plan: SplitPlan, planning_s: float, served: int = 0) -> int:
+    """How many launches ``plan`` serves: twice what the plan before it ``served`` (the model learns
+    most in the first launches), from :data:`REPLAN_EVERY`, up to as many as keep planning within
+    :data:`PLAN_SHARE` of their predicted time (a 1 ms plan for 100 us GPU launches: 1000), and at
+    most :data:`REPLAN_MOST`."""
+    makespan = max(plan.predicted_s, default=0.0)
+    wanted = max(REPLAN_EVERY, 2 * served)
+    if makespan <= 0.0:
+        return REPLAN_EVERY
+    affordable = math.ceil(planning_s / (PLAN_SHARE * makespan))
+    return max(REPLAN_EVERY, min(wanted, affordable, REPLAN_MOST))
+
+
+def _launcher(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> Any:
+    return kernel[(global_size, local_size)] if local_size else kernel[global_size]
+
+
 def _launch(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
             args: Sequence[Any]) -> None:
-    (kernel[(global_size, local_size)] if local_size else kernel[global_size])(*args)
+    _launcher(kernel, global_size, local_size)(*args)
 
 
 def _timed(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,

@@ -4,7 +4,7 @@ time is its compute time plus the time to move its part's data).
 
 Pure arithmetic over cost functions; :mod:`hetero.split` supplies them from the cost model.
 :class:`Outcomes` is the check on the model: measured whole-launch times of splitting against
-the arrays' own device alone, choosing the faster.
+each device alone, choosing the fastest.
 """
 
 from __future__ import annotations
@@ -117,39 +117,61 @@ PROBE_AT_MOST_EVERY = 4096
 
 
 class Outcomes:
-    """Whole-launch times of the split and of the source device alone, for one argument shape.
+    """Whole-launch times of the split and of each device alone, for one argument shape.
 
     The cost model adds devices' speeds as if they were independent; devices sharing cores or
-    memory bandwidth (all of them on a CPU-only machine) are not. So the launcher also measures
-    the outcome: it tries one device alone once, then runs whichever was faster, trying the other
-    again now and then: the slower the other, the less often (:data:`PROBE_COST`), so the probes
-    cost at most 2% of the faster one's time."""
+    memory bandwidth (all of them on a CPU-only machine) are not, and a part's time measured
+    beside the others is not what that device does alone. So the launcher also measures the
+    outcome: once the split has a time, it runs each device alone once (the one the model predicts
+    fastest first), then runs whichever way was fastest, trying each other way again now and then:
+    the slower it was, the less often (:data:`PROBE_COST`, shared by the other ways), so all the
+    probes together cost at most 2% of the fastest way's time."""
 
     def __init__(self) -> None:
         self.split: list[float] = []
-        self.alone: list[float] = []
+        self.alone: dict[str, list[float]] = {}
         self.launches = 0
+        self.version = 0  # how many times were added: what is derived from them changes with it
 
-    def prefer_alone(self) -> bool:
+    def choose(self, devices: Sequence[str]) -> str | None:
+        """The device to run this launch on alone, or None to split it. ``devices``: the ones that
+        may run it alone, the model's choice first."""
         self.launches += 1
         if not self.split:
-            return False
-        if not self.alone:
-            return True  # measure the alternative once
-        alone, split = _median(self.alone), _median(self.split)
-        faster_alone = alone < split
-        fast, slow = (alone, split) if faster_alone else (split, alone)
-        every = min(PROBE_AT_MOST_EVERY, max(PROBE_EVERY, math.ceil((slow - fast) / max(fast, 1e-12) / PROBE_COST)))
-        return faster_alone != (self.launches % every == 0)  # now and then, re-measure the other
+            return None
+        for name in devices:
+            if name not in self.alone:
+                return name  # measure each way once
+        ways: dict[str | None, float] = {None: _median(self.split)}
+        ways.update((name, _median(self.alone[name])) for name in devices)
+        best = min(ways, key=lambda way: ways[way])
+        fast, others = ways[best], len(ways) - 1
+        for way, seconds in ways.items():
+            if way == best:
+                continue
+            every = math.ceil((seconds - fast) / max(fast, 1e-12) * others / PROBE_COST)
+            if self.launches % min(PROBE_AT_MOST_EVERY, max(PROBE_EVERY, every)) == 0:
+                return way  # now and then, re-measure another way
+        return best
 
-    def add(self, alone: bool, seconds: float) -> None:
-        samples = self.alone if alone else self.split
+    def best(self) -> str | None:
+        """The fastest way measured so far: a device's name, or None for the split."""
+        ways: dict[str | None, float] = {None: _median(self.split)} if self.split else {}
+        ways.update((name, _median(times)) for name, times in self.alone.items())
+        return min(ways, key=lambda way: ways[way]) if ways else None
+
+    def add(self, way: str | None, seconds: float) -> None:
+        """One whole launch's wall time: split (``way`` None) or alone on device ``way``."""
+        samples = self.split if way is None else self.alone.setdefault(way, [])
+        self.version += 1
         samples.append(seconds)
         del samples[:-5]
 
     def describe(self) -> str:
-        return (f"median {_median(self.alone) * 1e3:.3g} ms alone vs {_median(self.split) * 1e3:.3g} ms split"
-                if self.alone and self.split else "not measured yet")
+        if not self.alone or not self.split:
+            return "not measured yet"
+        alone = ", ".join(f"{_median(t) * 1e3:.3g} ms alone on {name}" for name, t in self.alone.items())
+        return f"median {alone} vs {_median(self.split) * 1e3:.3g} ms split"
 
 
 def _median(values: list[float]) -> float:
