@@ -18,8 +18,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-#: Copies of at least this many bytes go through the pinned buffers; smaller ones go direct.
-THRESHOLD = 4 << 20
+# Where each path wins, measured on an H200 (2026-12-04, ``benchmarks/gpu_check.py``'s copy_paths;
+# docs/gpu-validation.md): host->device, the driver's direct copy from pageable memory 10-12.7 GB/s
+# at 1-16 MiB against 7.7-9.4 staged, staging 7.2-7.7 GB/s at 64-256 MiB against 5.9-6.5 direct;
+# device->host, direct at least as fast at every size from 4 MiB (11.4 vs 6.3 GB/s at 256 MiB:
+# staging is bound by the host copy out of the pinned buffers).
+#: Host->device copies of at least this many bytes go through the pinned buffers; smaller ones go direct.
+THRESHOLD = 32 << 20
+#: Device->host copies of at least this many bytes go through the pinned buffers; None: all go direct.
+DOWNLOAD_THRESHOLD: int | None = None
 #: Bytes per pinned buffer (two per device).
 CHUNK = 8 << 20
 
