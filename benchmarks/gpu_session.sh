@@ -14,12 +14,14 @@ export HETERO_STATE_DIR=$(mktemp -d)
 python3 -m hetero.cli devices --all 2>&1 | tee "$OUT/devices.txt"
 # issue 5: the checklist (corpus vs NumPy, sm_90 bundle without NVRTC, torch zero-copy, triad,
 # launch overhead, a real 700, NVML fields)
-timeout 150 python3 -m benchmarks.gpu_check 2>&1 | tee "$OUT/gpu_check.log"
+timeout 240 python3 -m benchmarks.gpu_check 2>&1 | tee "$OUT/gpu_check.log"
+if [ "${SKIP_EXAMPLES:-0}" != 1 ]; then
 # issue 6: torch state cuda:0 -> cpu after a sticky fault; hetero-kernel digits cuda:0 -> another device
 timeout 45 python3 examples/train_digits_torch.py --device cuda:0 --inject 'cuda:0:alloc:nth=40:sticky' 2>&1 \
     | tail -25 | tee "$OUT/torch_sticky.log"
 timeout 45 python3 examples/train_digits.py --device cuda:0 --inject 'cuda:0:launch:nth=300:lost' --compare 2>&1 \
     | grep -v '^  step' | tail -15 | tee "$OUT/digits_cuda.log"
+fi
 [ "${SKIP_SPLIT:-0}" = 1 ] && exit 0
 # issue 7: split cuda:0 + cpu vs cuda:0 alone, low arithmetic intensity (triad)
 timeout 60 python3 -m benchmarks.split --devices cuda:0 cpu --source cuda:0 2>&1 | tee "$OUT/split.log"
