@@ -217,6 +217,19 @@ def _offset_kernel(kernel: Kernel, axis: int) -> Kernel:
     return per_axis[axis]  # type: ignore[no-any-return]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Plain:
+    """What a call of a plan key needs while its rows all go to the arrays' device, by the plan or by
+    measurement (``walls`` then says when another way is to be measured)."""
+
+    plan: SplitPlan  # the plan served (the cost model's)
+    whole_key: tuple[Any, ...]  # its count of whole launches in SplitLauncher._whole
+    launcher: Any  # the kernel's launcher for these sizes
+    reported: SplitPlan  # what such a call returns (and leaves in .last)
+    walls: Outcomes | None
+    order: list[str]  # the devices Outcomes.choose is asked about
+
+
 class SplitLauncher:
     """``kernel.split(devices)[global, local]``: call it with the kernel's arguments."""
 
@@ -233,9 +246,7 @@ class SplitLauncher:
         self._whole: dict[tuple[Any, ...], int] = {}  # launches run whole on the arrays' device, per plan key and alone
         self._queued: set[Device] = set()  # devices holding untimed launches not yet waited for
         self._layout_by_key: dict[tuple[Any, ...], Layout] = {}  # layout() by plan key: no type inference per call
-        # per plan key, while its plan puts every row on the arrays' device: the plan, its key in
-        # _whole, the kernel's launcher and what such a call reports
-        self._plain: dict[tuple[Any, ...], tuple[SplitPlan, tuple[Any, ...], Any, SplitPlan]] = {}
+        self._plain: dict[tuple[Any, ...], _Plain] = {}  # per plan key, while its calls run whole on the arrays' device
         self._alone_plans: dict[tuple[int, str, int], tuple[SplitPlan, SplitPlan]] = {}
         self._lock = threading.Lock()
 
@@ -346,16 +357,19 @@ class SplitLauncher:
         key = (source.name, *parts_of_key)
         plain = self._plain.get(key)
         if plain is not None:  # every row on the arrays' device, as last time: plain launches, counted
-            with self._lock:  # as below, without planning anything again (a new plan, or a timed
-                served = self._plans.get(key)  # launch, goes the long way)
-                count = self._whole.get(plain[1], 0)
-                if served is not None and served[0] is plain[0] and served[1] < served[2] and not sampled(count):
+            with self._lock:  # as below, without planning anything again (a new plan, a timed launch
+                served = self._plans.get(key)  # or another way to measure goes the long way)
+                count = self._whole.get(plain.whole_key, 0)
+                if (served is not None and served[0] is plain.plan and served[1] < served[2] and not sampled(count)
+                        and (plain.walls is None or plain.walls.peek(plain.order) == source.name)):
+                    if plain.walls is not None:
+                        plain.walls.launches += 1
                     self._plans[key] = (served[0], served[1] + 1, served[2])
-                    self._whole[plain[1]] = count + 1
-                    plain[2](*args)  # plain, not waited for
+                    self._whole[plain.whole_key] = count + 1
+                    plain.launcher(*args)  # plain, not waited for
                     self._queued.add(source)
-                    self.last = plain[3]
-                    return plain[3]
+                    self.last = plain.reported
+                    return plain.reported
         layout = self._layout_by_key.get(key)
         if layout is None:
             layout = self.layout(args)
@@ -363,12 +377,13 @@ class SplitLauncher:
                 self._layout_by_key.clear()
             self._layout_by_key[key] = layout
         with self._lock:
-            plan = self._current_plan(layout, source, args, key)
+            plan = served_plan = self._current_plan(layout, source, args, key)
             parts = [(d, lo, hi) for d, (lo, hi) in zip(self.owner.devices, plan.bounds, strict=True) if hi > lo]
             walls = self._walls.get(key)
             if walls is None:
                 walls = self._walls[key] = Outcomes()
-            way = walls.choose(self._alone_order(plan, source)) if self.owner.adaptive and len(parts) > 1 else None
+            order = self._alone_order(plan, source)
+            way = walls.choose(order) if self.owner.adaptive and len(parts) > 1 else None
             alone = way is not None
             if alone:
                 single = next(d for d in self.owner.devices if d.name == way)
@@ -384,10 +399,10 @@ class SplitLauncher:
                 _launch(kernel, self.global_size, self.local_size, args)  # plain, not waited for
                 self._queued.add(source)
                 self.last = dataclasses.replace(plan, measured_s=(None,) * len(self.owner.devices))
-                if not alone:  # the next such calls take the short way (_plain_launch)
-                    if len(self._plain) >= 64:
-                        self._plain.clear()
-                    self._plain[key] = (plan, whole_key, _launcher(kernel, self.global_size, self.local_size), self.last)
+                if len(self._plain) >= 64:  # the next such calls take the short way (at the top)
+                    self._plain.clear()
+                self._plain[key] = _Plain(served_plan, whole_key, _launcher(kernel, self.global_size, self.local_size),
+                                          self.last, walls if alone else None, order)
                 return self.last
             for device in self._queued:  # untimed launches still queued: done before a sample, or
                 device.synchronize()  # parts that read the arrays' memory from the host, start

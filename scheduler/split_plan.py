@@ -132,27 +132,41 @@ class Outcomes:
         self.alone: dict[str, list[float]] = {}
         self.launches = 0
         self.version = 0  # how many times were added: what is derived from them changes with it
+        self._made: tuple[tuple[int, tuple[str, ...]], str | None, list[tuple[str | None, int]]] | None = None
 
     def choose(self, devices: Sequence[str]) -> str | None:
         """The device to run this launch on alone, or None to split it. ``devices``: the ones that
         may run it alone, the model's choice first."""
         self.launches += 1
+        return self.peek(devices, self.launches)
+
+    def peek(self, devices: Sequence[str], launch: int | None = None) -> str | None:
+        """What :meth:`choose` answers for launch number ``launch`` (the next one by default), without
+        counting it: a caller that runs that way then counts it with ``launches += 1``."""
+        launch = self.launches + 1 if launch is None else launch
         if not self.split:
             return None
         for name in devices:
             if name not in self.alone:
                 return name  # measure each way once
+        best, probes = self._schedule(tuple(devices))
+        for way, every in probes:
+            if launch % every == 0:
+                return way  # now and then, re-measure another way
+        return best
+
+    def _schedule(self, devices: tuple[str, ...]) -> tuple[str | None, list[tuple[str | None, int]]]:
+        """The fastest way and how often each other way is re-measured, made once per measurement."""
+        if self._made is not None and self._made[0] == (self.version, devices):
+            return self._made[1], self._made[2]
         ways: dict[str | None, float] = {None: _median(self.split)}
         ways.update((name, _median(self.alone[name])) for name in devices)
         best = min(ways, key=lambda way: ways[way])
         fast, others = ways[best], len(ways) - 1
-        for way, seconds in ways.items():
-            if way == best:
-                continue
-            every = math.ceil((seconds - fast) / max(fast, 1e-12) * others / PROBE_COST)
-            if self.launches % min(PROBE_AT_MOST_EVERY, max(PROBE_EVERY, every)) == 0:
-                return way  # now and then, re-measure another way
-        return best
+        probes = [(way, min(PROBE_AT_MOST_EVERY, max(PROBE_EVERY, math.ceil(
+            (seconds - fast) / max(fast, 1e-12) * others / PROBE_COST)))) for way, seconds in ways.items() if way != best]
+        self._made = ((self.version, devices), best, probes)
+        return best, probes
 
     def best(self) -> str | None:
         """The fastest way measured so far: a device's name, or None for the split."""
