@@ -73,7 +73,7 @@ class CuPyRuntime(DeviceRuntime, StreamRuntime):
         self._broken: Health | None = None  # set by a context-corrupting / lost error: sticky for the process
         self._stream: contextvars.ContextVar[Any] = contextvars.ContextVar(f"hetero_stream_{info.name}", default=None)
         self._staging: PinnedStaging | None = None
-        self._grids: dict[tuple[Any, Any], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._grids: dict[tuple[Any, ...], tuple[tuple[int, ...], tuple[int, ...]]] = {}
         #: The only GPU of its backend: launches need not make it current first (see :meth:`launch`).
         self.single = True
         #: Stable ids of every device of this backend: one NVML event listener watches them all.
@@ -336,9 +336,10 @@ class CuPyRuntime(DeviceRuntime, StreamRuntime):
 
     def launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
                args: Sequence[Any]) -> None:
-        shape = self._grids.get((global_size, local_size))
+        sizes = global_size if local_size is None else (global_size, local_size)  # no pair made for the common case
+        shape = self._grids.get(sizes)
         if shape is None:
-            shape = self._grids[(global_size, local_size)] = _grid(global_size, local_size)
+            shape = self._grids[sizes] = _grid(global_size, local_size)
             if len(self._grids) > 1024:  # sizes that change every call must not grow this forever
                 self._grids.clear()
         grid, block = shape

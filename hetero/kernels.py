@@ -347,7 +347,7 @@ def _grid_param_type(name: str) -> ParamType:
 class Launcher:
     """``kernel[global]`` or ``kernel[global, local]``: call it with the kernel's arguments."""
 
-    __slots__ = ("_checked", "_items", "global_size", "kernel", "local_size")
+    __slots__ = ("_checked", "_fast", "_items", "global_size", "kernel", "local_size")
 
     def __init__(self, kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> None:
         self.kernel = kernel
@@ -355,6 +355,9 @@ class Launcher:
         self.local_size = local_size
         self._items = all(global_size)  # False: a launch of no work-items, which runs nothing
         self._checked: Specialization | None = None  # the last specialization these sizes passed on
+        # that specialization, when its launches are plain: the runtime's call on the values, nothing
+        # to check per call (no arrays that may share memory, work-items to run, all parts its own)
+        self._fast: Specialization | None = None
 
     def __call__(self, *args: Any, **keywords: Any) -> None:
         kernel = self.kernel
@@ -362,6 +365,10 @@ class Launcher:
             raise keyword_error(kernel.name, kernel.param_names(), keywords)
         key = tuple([a._key if type(a) is Array else type(a) for a in args])
         entry = kernel._dispatch.get(key)
+        if entry is self._fast and entry is not None and not _fusion.PENDING:
+            entry.runtime.launch(entry.loaded, self.global_size, self.local_size, entry._values(args))
+            next(entry.launches)
+            return
         if entry is None:
             entry = kernel._specialize_views(args, key) if any(type(k) is tuple and k[1] < 0 for k in key) \
                 else kernel._specialize(args, key)
@@ -370,6 +377,7 @@ class Launcher:
         if entry is not self._checked:  # a cached launcher checks its sizes once per specialization
             entry.check_sizes(self.global_size, self.local_size)
             self._checked = entry
+            self._fast = entry if entry.direct and self._items and not entry.alias_positions else None
         if entry.direct and self._items and not _fusion.PENDING:  # the common launch, without a call more
             entry.runtime.launch(entry.loaded, self.global_size, self.local_size, entry._values(args))
         else:
