@@ -17,7 +17,7 @@ from typing import Any
 from benchmarks import goals_compute, goals_runtime
 from benchmarks.goal import STATUSES, Goal, Status
 
-__all__ = ["ADAPTERS", "RESULTS_DIR", "RUN_ELSEWHERE", "STATUSES", "Goal", "ResultsError", "Status", "format_table", "goals_of",
+__all__ = ["ADAPTERS", "RESULTS_DIR", "RUN_ELSEWHERE", "STATUSES", "WRITTEN_BY", "Goal", "ResultsError", "Status", "format_table", "goals_of",
            "load_goals", "read_results", "verdict"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -45,10 +45,13 @@ ADAPTERS: dict[str, Adapter] = {
     "inference": goals_runtime.inference,
     "compat_cuda": goals_compute.compat_cuda,
     "gpu_check": goals_compute.gpu_check,
+    "split_h200": goals_runtime.split_elsewhere,
 }
 #: Results written on another machine (one with a GPU), not by ``run_all``: shown in the README, never
 #: counted in this machine's verdict.
-RUN_ELSEWHERE = frozenset({"gpu_check"})
+RUN_ELSEWHERE = frozenset({"gpu_check", "split_h200"})
+#: Results files written by another benchmark than their name says (split_h200.json: benchmarks.split on an H200).
+WRITTEN_BY = {"split_h200": "split"}
 # What an adapter raises when a file lacks the fields its benchmark writes.
 _SCHEMA_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError)
 
@@ -81,7 +84,7 @@ def goals_of(name: str, results_dir: Path = RESULTS_DIR) -> list[Goal]:
     path = results_dir / f"{name}.json"
     if not path.exists():
         return [Goal(name, f"`python -m benchmarks.{name}`", "not run (no results file)", "", "N/A")]
-    data = read_results(path, name)
+    data = read_results(path, WRITTEN_BY.get(name, name))
     try:
         return ADAPTERS[name](data)
     except _SCHEMA_ERRORS as exc:

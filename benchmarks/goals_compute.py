@@ -38,7 +38,8 @@ ARRAY_FUSED_VS_NUMPY = 2.0
 ARRAY_MIN_RATIO = 0.9
 ARRAY_CPU_OVERHEAD_MAX_S = 5e-6
 GPU_TRIAD_MIN_RATIO = 0.9
-GPU_LAUNCH_MAX_RATIO = 1.5
+GPU_LAUNCH_MAX_RATIO = 1.2  # issue 19 (it was 1.5)
+GPU_D2H_MIN_RATIO = 0.9  # device->host vs CuPy's get at the largest size (issue 19)
 
 
 def _gbs(timing: dict[str, Any]) -> str:
@@ -286,8 +287,17 @@ def gpu_check(data: Results) -> list[Goal]:
         rows.append(Goal("gpu_check", f"{where}: 1-element kernel launch vs a CuPy RawKernel", f"{ratio(value)} "
                          f"({us.get('hetero', '-')} vs {us.get('cupy_rawkernel', '-')} us)", f"<= {GPU_LAUNCH_MAX_RATIO:g}x",
                          at_most(value, GPU_LAUNCH_MAX_RATIO)))
+    copies = checks.get("copy_paths")
+    if copies and copies.get("rows"):
+        largest = copies["rows"][-1]
+        value = largest.get("hetero_d2h_vs_cupy")
+        speeds = largest.get("GB_per_s", {})
+        every = ", ".join(f"{row['MiB']} MiB {ratio(row['hetero_d2h_vs_cupy'])}" for row in copies["rows"])
+        rows.append(Goal("gpu_check", f"{where}: device->host copy, `hetero.copyto` vs CuPy's `get`, {largest['MiB']} MiB "
+                         f"(and by size)", f"{ratio(value)} ({speeds.get('hetero_d2h', '-')} vs {speeds.get('cupy_d2h', '-')} "
+                         f"GB/s; {every})", f">= {GPU_D2H_MIN_RATIO:g}x", at_least(value, GPU_D2H_MIN_RATIO)))
     others = {name: from_flag(check.get("status")) for name, check in checks.items()
-              if name not in ("stream_triad_and_copies", "launch_overhead")}
+              if name not in ("stream_triad_and_copies", "launch_overhead", "copy_paths")}
     if others:
         missed = [name for name, status in others.items() if status == "MISS"]
         skipped = [name for name, status in others.items() if status == "N/A"]

@@ -9,6 +9,8 @@ its threshold, that one is used.
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any
 
 from benchmarks.goal import Goal, Status, at_least, at_most, below, count, duration, missing_devices, percent, ratio, size, worst
@@ -40,6 +42,13 @@ def placement(data: Results) -> list[Goal]:
     shown = f"median {fastest * 1e6:.1f}-{slowest['median_s'] * 1e6:.1f} us (slowest: {slowest['case'].split('/', 1)[1]})"
     return [Goal("placement", f"{what} ({len(decide)} policies)", shown, f"<= {PLACEMENT_MAX_S * 1e6:g} us",
                  at_most(slowest["median_s"], PLACEMENT_MAX_S))]
+
+
+def split_elsewhere(data: Results) -> list[Goal]:
+    """``benchmarks.split`` run on a GPU machine (``split_h200.json``): its rows, named by where they ran."""
+    machine = data.get("machine") or {}
+    where = f"on the GPU machine ({machine.get('cpu_model', '?')}, {str(data.get('timestamp_utc', ''))[:10]})"
+    return [dataclasses.replace(goal, what=f"{goal.what}, {where}") for goal in split(data)]
 
 
 def split(data: Results) -> list[Goal]:

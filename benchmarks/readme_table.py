@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.goals import ADAPTERS, RESULTS_DIR, RUN_ELSEWHERE, Goal, ResultsError, load_goals, read_results, verdict
+from benchmarks.goals import ADAPTERS, RESULTS_DIR, RUN_ELSEWHERE, WRITTEN_BY, Goal, ResultsError, load_goals, read_results, verdict
 
 HEADING = "## Measured here"
 START = "<!-- measured-here:start -->"
@@ -100,7 +100,7 @@ def _sources(results_dir: Path) -> str:
         path = results_dir / f"{name}.json"
         if not path.exists():
             continue
-        data = read_results(path, name)
+        data = read_results(path, WRITTEN_BY.get(name, name))
         machine = data.get("machine") or {}
         date = str(data.get("timestamp_utc") or data.get("date") or "undated")[:10]
         where = (f"{machine['cpu_model']}, {machine.get('cores', '?')} cores" if machine.get("cpu_model")

@@ -249,3 +249,31 @@ def test_run_all_records_the_run_and_regenerates_the_readme(tmp_path: Path, monk
     assert "ERROR: 1 benchmark(s) failed: split" in record["verdict"]["line"]
     assert "Last run (`--only placement`)" in readme.read_text()  # --no-readme left it alone
     capsys.readouterr()
+
+
+def _gpu_check(launch_ratio: float, d2h_ratio: float) -> dict[str, Any]:
+    rows = [{"MiB": mib, "GB_per_s": {"hetero_d2h": 10 * d2h_ratio, "cupy_d2h": 10.0}, "hetero_d2h_vs_cupy": d2h_ratio}
+            for mib in (1, 256)]
+    return {"date": "2026-12-04T16:06:38+00:00", "status": "pass", "checks": {
+        "device": {"status": "pass", "name": "cuda:0", "model": "NVIDIA H200"},
+        "launch_overhead": {"status": "pass", "ratio": launch_ratio, "us_per_launch": {"hetero": 1, "cupy_rawkernel": 1}},
+        "copy_paths": {"status": "pass", "rows": rows}}}
+
+
+@pytest.mark.parametrize(("launch", "d2h", "expected"), [(1.14, 1.07, ["PASS", "PASS"]), (1.3, 0.8, ["MISS", "MISS"])])
+def test_gpu_check_holds_launches_to_1_2x_and_downloads_to_0_9x_of_cupy(
+        tmp_path: Path, launch: float, d2h: float, expected: list[str]) -> None:
+    (tmp_path / "gpu_check.json").write_text(json.dumps(_gpu_check(launch, d2h)))
+    rows = {goal.what.split(": ", 1)[1].split(",")[0]: goal for goal in goals_of("gpu_check", tmp_path)}
+    launch_row, copy_row = rows["1-element kernel launch vs a CuPy RawKernel"], rows["device->host copy"]
+    assert [launch_row.status, copy_row.status] == expected
+    assert launch_row.goal == "<= 1.2x" and "256 MiB" in copy_row.what and "1 MiB" in copy_row.measured
+
+
+def test_split_measured_on_the_gpu_machine_is_read_from_splits_own_results(tmp_path: Path) -> None:
+    written = {"benchmark": "split", "elements": 16 << 20, "devices": [{"name": "cuda:0"}, {"name": "cpu"}],
+               "best_alone": "cuda:0", "split_over_best_alone": 0.97, "timestamp_utc": "2026-12-04T16:07:18+00:00",
+               "machine": {"cpu_model": "Intel(R) Xeon(R) Processor"}}
+    (tmp_path / "split_h200.json").write_text(json.dumps(written))
+    (row,) = goals_of("split_h200", tmp_path)
+    assert row.status == "PASS" and "on the GPU machine" in row.what and "2026-12-04" in row.what
