@@ -16,7 +16,7 @@ The parts run at once, one thread per device; the part on the arrays' own device
 them in place (no copy), the others on full-size buffers of their own device holding the
 rows they need. Results are in the arguments when the call returns (it waits), except when
 every row goes to the arrays' own device: then the call is a plain launch, asynchronous like any
-other (reading the arrays waits), and only a few, ever rarer, are timed (:func:`sampled`), so
+other (reading the arrays waits), and only a few, ever rarer, are timed (:func:`~hetero.scheduler.split_plan.sampled`), so
 that no call pays a wait just to be measured (on a GPU, more than a split saves). Buffers on
 the other devices are kept by the launcher for its next call (``SplitKernel.release()``
 frees them); ``kernel.split(...)`` with the same settings returns the same object.
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import math
 import threading
 import time
 import weakref
@@ -51,7 +50,7 @@ from hetero.registry import devices as all_devices
 from hetero.runtime_parts import runs_kernels
 from hetero.scheduler import cost_model as cost_models
 from hetero.scheduler import split_plan
-from hetero.scheduler.split_plan import Outcomes
+from hetero.scheduler.split_plan import Outcomes, replan_after, sampled
 from hetero.split_check import COMBINE_OPS, Layout, NotSplittableError, analyse, with_offset
 from hetero.split_moves import Staging, bytes_moved, copy_law, identity, merge
 from hetero.types import i64
@@ -61,26 +60,6 @@ from hetero.kernels import Kernel, _size_tuple
 
 __all__ = ["NotSplittableError", "SplitKernel", "SplitLauncher", "SplitPlan", "split_kernel"]
 
-#: Launches a split plan serves at least before it is made again from the (meanwhile taught) cost
-#: model; more when planning would otherwise cost over PLAN_SHARE of the launches' predicted time
-#: (a plan takes about a millisecond of Python: on a GPU, ten launches' worth), at most REPLAN_MOST.
-REPLAN_EVERY = 8
-PLAN_SHARE = 0.01
-REPLAN_MOST = 4096
-#: A launch that runs whole on one device (the plan, or the measured choice to run alone) is a
-#: plain, asynchronous launch, except the ones :func:`sampled` names, which are timed (waited for)
-#: so that the cost model and the split-vs-alone choice keep learning: a wait per call would cost
-#: a GPU more than any split saves. The first SAMPLED_FIRST, then the 4th, 8th, 16th ... (the model
-#: learns most early), and from SAMPLE_AT_MOST_EVERY on, one in that many.
-SAMPLED_FIRST = 3
-SAMPLE_AT_MOST_EVERY = 1024
-
-
-def sampled(count: int) -> bool:
-    """Whether the launch after ``count`` whole launches of one plan key is timed."""
-    if count < SAMPLED_FIRST:
-        return True
-    return count % SAMPLE_AT_MOST_EVERY == 0 if count >= SAMPLE_AT_MOST_EVERY else count & (count - 1) == 0
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -316,8 +295,8 @@ class SplitLauncher:
         return (source.name, *[(a.shape, a.dtype) if isinstance(a, Array) else type(a) for a in args])
 
     def _current_plan(self, layout: Layout, source: Device, args: Sequence[Any], key: tuple[Any, ...]) -> SplitPlan:
-        """The plan for these arguments, made afresh after it has served :func:`replan_after`
-        launches (the model learns from each launch; planning every time would cost more than it
+        """The plan for these arguments, made afresh after it has served
+        :func:`~hetero.scheduler.split_plan.replan_after` launches (the model learns from each launch; planning every time would cost more than it
         could save)."""
         cached = self._plans.get(key)
         if cached is not None and cached[1] < cached[2] and not cached[0].basis.startswith("even"):
@@ -328,7 +307,7 @@ class SplitLauncher:
         start = time.perf_counter()
         plan = self._plan(layout, source, args)
         served = 0 if cached is None or cached[0].basis.startswith("even") else cached[2]
-        self._plans[key] = (plan, 1, replan_after(plan, time.perf_counter() - start, served))
+        self._plans[key] = (plan, 1, replan_after(max(plan.predicted_s, default=0.0), time.perf_counter() - start, served))
         return plan
 
     # -- running ------------------------------------------------------------------------
@@ -550,19 +529,6 @@ class SplitLauncher:
             if span is not None:
                 self._copy(device, "h2d", buffer.buffer, staged.flat(index, array)[span[0]:span[1]], span[0])
         return buffer
-
-
-def replan_after(plan: SplitPlan, planning_s: float, served: int = 0) -> int:
-    """How many launches ``plan`` serves: twice what the plan before it ``served`` (the model learns
-    most in the first launches), from :data:`REPLAN_EVERY`, up to as many as keep planning within
-    :data:`PLAN_SHARE` of their predicted time (a 1 ms plan for 100 us GPU launches: 1000), and at
-    most :data:`REPLAN_MOST`."""
-    makespan = max(plan.predicted_s, default=0.0)
-    wanted = max(REPLAN_EVERY, 2 * served)
-    if makespan <= 0.0:
-        return REPLAN_EVERY
-    affordable = math.ceil(planning_s / (PLAN_SHARE * makespan))
-    return max(REPLAN_EVERY, min(wanted, affordable, REPLAN_MOST))
 
 
 def _launcher(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> Any:

@@ -105,6 +105,42 @@ def even(total: int, devices: int, granularity: int = 1) -> tuple[int, ...]:
     return tuple(rows)
 
 
+# -- when a split launcher plans again, and which of its launches it times --------------
+#: Launches a split plan serves at least before it is made again from the (meanwhile taught) cost
+#: model; more when planning would otherwise cost over PLAN_SHARE of the launches' predicted time
+#: (a plan takes about a millisecond of Python: on a GPU, ten launches' worth), at most REPLAN_MOST.
+REPLAN_EVERY = 8
+PLAN_SHARE = 0.01
+REPLAN_MOST = 4096
+#: A launch that runs whole on one device (the plan, or the measured choice to run alone) is a
+#: plain, asynchronous launch, except the ones :func:`sampled` names, which are timed (waited for)
+#: so that the cost model and the split-vs-alone choice keep learning: a wait per call would cost
+#: a GPU more than any split saves. The first SAMPLED_FIRST, then the 4th, 8th, 16th ... (the model
+#: learns most early), and from SAMPLE_AT_MOST_EVERY on, one in that many.
+SAMPLED_FIRST = 3
+SAMPLE_AT_MOST_EVERY = 1024
+
+
+def sampled(count: int) -> bool:
+    """Whether the launch after ``count`` whole launches of one plan key is timed."""
+    if count < SAMPLED_FIRST:
+        return True
+    return count % SAMPLE_AT_MOST_EVERY == 0 if count >= SAMPLE_AT_MOST_EVERY else count & (count - 1) == 0
+
+
+def replan_after(makespan: float, planning_s: float, served: int = 0) -> int:
+    """How many launches a plan predicted to take ``makespan`` seconds serves, its making having
+    taken ``planning_s``: twice what the plan before it ``served`` (the model learns most in the
+    first launches), from :data:`REPLAN_EVERY`, up to as many as keep planning within
+    :data:`PLAN_SHARE` of their time (a 1 ms plan for 100 us GPU launches: 1000), and at most
+    :data:`REPLAN_MOST`."""
+    wanted = max(REPLAN_EVERY, 2 * served)
+    if makespan <= 0.0:
+        return REPLAN_EVERY
+    affordable = math.ceil(planning_s / (PLAN_SHARE * makespan))
+    return max(REPLAN_EVERY, min(wanted, affordable, REPLAN_MOST))
+
+
 #: The most often a split launcher re-measures the strategy (split, or one device alone) it is not
 #: using (see :class:`Outcomes`): once in this many launches.
 PROBE_EVERY = 16

@@ -286,7 +286,7 @@ def test_all_leaves_out_quarantined_devices(tmp_path: Path, monkeypatch: pytest.
 def test_a_launch_run_whole_on_the_arrays_device_waits_only_when_sampled(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 19: when the plan puts every row on the arrays' own device, a launch is a plain
     asynchronous one; only the first few, then ever rarer ones, are timed (waited for)."""
-    from hetero import split as split_module
+    from hetero.scheduler import split_plan
 
     others = [d for d in DEVICE_NAMES if d != "cpu"]
     if not others:
@@ -309,8 +309,8 @@ def test_a_launch_run_whole_on_the_arrays_device_waits_only_when_sampled(monkeyp
         assert plan.bounds[0] == (0, n)  # all on cpu
     hetero.device("cpu").synchronize()
     assert np.array_equal(y.numpy(), x.numpy())
-    sampled = sum(split_module.sampled(count) for count in range(launches))
-    assert sampled <= split_module.SAMPLED_FIRST + 5  # 3, then the 4th, 8th, 16th and 32nd
+    sampled = sum(split_plan.sampled(count) for count in range(launches))
+    assert sampled <= split_plan.SAMPLED_FIRST + 5  # 3, then the 4th, 8th, 16th and 32nd
     assert len(waits) <= 3 * sampled + 1 < 2 * launches  # a timed launch waits before and after it
 
 
@@ -354,3 +354,19 @@ def test_every_device_alone_is_measured_and_the_fastest_way_wins_with_probes_cos
     assert {None, "opencl:0", "oneapi:0"} <= set(chosen)  # each slower way is still looked at now and then
 
 
+
+
+def test_a_plan_is_made_again_ever_less_often_until_planning_costs_one_percent() -> None:
+    """Issue 19: a plan cost about 1 ms of Python every 8 launches; on the H200 (launches of ~100 us)
+    that alone was a tenth of the time. The interval doubles from REPLAN_EVERY up to what keeps
+    planning within PLAN_SHARE of the launches' predicted time."""
+    from hetero.scheduler.split_plan import PLAN_SHARE, REPLAN_EVERY, replan_after
+
+    served, intervals = 0, []
+    for _ in range(12):  # 100 us launches, 1 ms plans: up to 1000 launches a plan
+        served = replan_after(100e-6, 1e-3, served)
+        intervals.append(served)
+    assert intervals[:3] == [REPLAN_EVERY, 2 * REPLAN_EVERY, 4 * REPLAN_EVERY]
+    assert intervals[-1] == 1000 and 1e-3 / (intervals[-1] * 100e-6) <= PLAN_SHARE
+    assert replan_after(10e-3, 1e-3, 64) == 10  # 10 ms launches afford a plan every 10
+    assert replan_after(0.0, 1e-3, 64) == REPLAN_EVERY  # nothing predicted yet: the model is still learning
