@@ -78,12 +78,17 @@ def restore(saved: ProcessRng, work: str, avoid: Collection[str] = ()) -> None:
 
 class EntryCapture:
     """:func:`capture`, for the entry of every guarded step: Python's and NumPy's global states are
-    read again only when their raw Mersenne Twister state (2.5 KB copied from memory, under a
-    microsecond) differs from the one last read; torch's (one small tensor) always. Exact: a raw
-    state that did not change is a generator that drew nothing, but for NumPy's cached second
-    normal deviate, which is why NumPy's is reused only when it held none. Where the raw state
-    cannot be located and checked (another Python implementation, another layout), every call
-    reads the full states, as :func:`capture` does."""
+    read again only when their Mersenne Twister's *signature* differs from the one last read;
+    torch's (one small tensor) always. The signature is the position in the state and its first
+    three and last words (20 bytes read in place), not the whole 2.5 KB: right after a training
+    step those kilobytes are out of the cache, and copying and comparing both states cost the step
+    about twice what the rest of this call does. A draw moves the position; draws that bring the
+    position back to where it was (a multiple of 624 words) regenerate every word of the state, so
+    the signature misses a draw only when all four of those words come out as they were (one chance
+    in 2^128), or when a state was set (``setstate``) that differs from the one it replaced only in
+    the words it skips. NumPy's cached second normal deviate moves no state, which is why NumPy's is
+    reused only when it held none. Where the raw state cannot be located and checked (another Python
+    implementation, another layout), every call reads the full states, as :func:`capture` does."""
 
     def __init__(self) -> None:
         self._python: tuple[bytes, Any, Any] | None = None  # (raw, gauss_next, getstate())
@@ -126,15 +131,18 @@ _MT_WORDS = 624  # the Mersenne Twister's state, in 32-bit words, in both Python
 _PYTHON_BYTES = 4 + 4 * _MT_WORDS  # CPython's RandomObject after its header: int index, uint32 state[624]
 _NUMPY_BYTES = 4 * _MT_WORDS + 4  # NumPy's mt19937_state: uint32 key[624], int pos
 _python_checked: Any = None  # the instance of random's module functions last located (kept alive here)
-_python_view: Any = None  # its state's bytes, as a ctypes array over them; None: not found
+#: its signature's bytes (index and the first three words; the last word), as ctypes arrays over
+#: them; None: not found
+_python_view: tuple[Any, Any] | None = None
 _numpy_checked: Any = None  # the bit generator last located (kept alive here)
-_numpy_view: Any = None  # its state's bytes, likewise
+_numpy_view: tuple[Any, Any] | None = None  # its signature's bytes (the first three words; the last and pos), likewise
 
 
 def _python_raw() -> bytes | None:
-    """The index and key of Python's global generator, as bytes copied from the object (CPython's
-    ``RandomObject``: the object header, an int, 624 uint32), once checked against ``getstate()``.
-    The object is the one ``random.getstate`` and ``random.random`` are bound to."""
+    """The signature of Python's global generator (:class:`EntryCapture`), as bytes read from the
+    object (CPython's ``RandomObject``: the object header, an int index, 624 uint32), once its
+    layout is checked against ``getstate()``. The object is the one ``random.getstate`` and
+    ``random.random`` are bound to."""
     global _python_checked, _python_view
     instance: Any = getattr(random.getstate, "__self__", None)
     if _python_checked is not instance:  # first use, or the module's functions rebound
@@ -143,23 +151,31 @@ def _python_raw() -> bytes | None:
         if sys.implementation.name == "cpython" and isinstance(instance, random.Random) \
                 and getattr(random.random, "__self__", None) is instance and base.__basicsize__ >= offset + _PYTHON_BYTES:
             words = random.getstate()[1]
-            if ctypes.string_at(id(instance) + offset, _PYTHON_BYTES) == \
-                    struct.pack(f"=i{_MT_WORDS}I", words[-1], *words[:-1]):
-                _python_view = (ctypes.c_char * _PYTHON_BYTES).from_address(id(instance) + offset)
-    # bytes() of the view: a third of string_at's cost (no address arithmetic, no argument conversion)
-    return None if _python_view is None else bytes(_python_view)
+            address = id(instance) + offset
+            if ctypes.string_at(address, _PYTHON_BYTES) == struct.pack(f"=i{_MT_WORDS}I", words[-1], *words[:-1]):
+                _python_view = _views(address, 16, address + _PYTHON_BYTES - 4, 4)
+    if _python_view is None:
+        return None
+    # bytes() of a view: a third of string_at's cost (no address arithmetic, no argument conversion)
+    return bytes(_python_view[0]) + bytes(_python_view[1])
 
 
 def _numpy_raw() -> bytes | None:
-    """The key and position of NumPy's global MT19937, copied through its ctypes interface (the
-    address of its ``mt19937_state``), once checked against its ``state``."""
+    """The signature of NumPy's global MT19937 (:class:`EntryCapture`), read through its ctypes
+    interface (the address of its ``mt19937_state``: 624 uint32 key, int pos), once checked
+    against its ``state``."""
     global _numpy_checked, _numpy_view
     bit_generator = getattr(getattr(np.random.mtrand, "_rand", None), "_bit_generator", None)
     if bit_generator is not _numpy_checked:  # first use, or another bit generator
         address = _locate_numpy(bit_generator)
         _numpy_checked = bit_generator
-        _numpy_view = None if address is None else (ctypes.c_char * _NUMPY_BYTES).from_address(address)
-    return None if _numpy_view is None else bytes(_numpy_view)
+        _numpy_view = None if address is None else _views(address, 12, address + _NUMPY_BYTES - 8, 8)
+    return None if _numpy_view is None else bytes(_numpy_view[0]) + bytes(_numpy_view[1])
+
+
+def _views(head: int, head_bytes: int, tail: int, tail_bytes: int) -> tuple[Any, Any]:
+    """ctypes arrays over the bytes a signature reads: ``head_bytes`` at ``head``, ``tail_bytes`` at ``tail``."""
+    return (ctypes.c_char * head_bytes).from_address(head), (ctypes.c_char * tail_bytes).from_address(tail)
 
 
 def _locate_numpy(bit_generator: Any) -> int | None:

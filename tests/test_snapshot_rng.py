@@ -125,3 +125,20 @@ def test_entry_capture_reads_what_capture_reads_whatever_was_drawn_between() -> 
         got, want = entry("cpu"), snapshot_rng.capture("cpu")
         assert got.python == want.python, what
         assert all(np.array_equal(a, b) for a, b in zip(got.numpy, want.numpy, strict=True)), what
+
+
+def test_entry_capture_sees_draws_that_bring_the_position_back() -> None:
+    """EntryCapture compares a signature of each Mersenne Twister (its position and a few words),
+    not the whole state: 624 words drawn leave the position where it was, and the regenerated
+    words must still show the draw."""
+    entry = snapshot_rng.EntryCapture()
+    draws = {
+        "random.getrandbits x 624": lambda: [random.getrandbits(32) for _ in range(624)],
+        "np.random.bytes(624 words)": lambda: np.random.bytes(4 * 624),
+    }
+    for what, draw in [*draws.items(), *draws.items()]:
+        entry("cpu")
+        draw()
+        got, want = entry("cpu"), snapshot_rng.capture("cpu")
+        assert got.python == want.python, what
+        assert all(np.array_equal(a, b) for a, b in zip(got.numpy, want.numpy, strict=True)), what
