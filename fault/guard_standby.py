@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +61,8 @@ class Standby:
         self._seen = -1  # the specialization generation last built for
         self.reserve: Reserve | None = None  # memory held on the device for the state's arrays
         self._wanted: tuple[Layout, list[np.ndarray]] | None = None  # a snapshot's layout and host copies to reserve for
+        #: the shapes and dtypes reserve_for last asked for (compared before any layout is made), or None
+        self._asked: tuple[Any, ...] | None = None
         self._reserve_lock = threading.Lock()
         self._wake = threading.Event()
         self._idle = threading.Event()
@@ -131,11 +134,17 @@ class Standby:
                 self.reserve = made
 
     def reserve_for(self, taken: _snapshot.Snapshot) -> None:
-        """After a snapshot: when its arrays' shapes and dtypes differ from the reserve's, have the
-        thread reserve memory for them on the failover device. Cheap when they do not."""
+        """After a snapshot: when its arrays' shapes and dtypes differ from those last asked for (or
+        the reserve was handed to a restore since), have the thread reserve memory for them on the
+        failover device. Cheap when they do not: one tuple compared. A reserve that did not fit is
+        not asked for again until the shapes change."""
+        hosts = _snapshot.host_arrays(taken)
+        asked = tuple([(h.shape, h.dtype) for h in hosts])
+        if asked == self._asked:  # the common case, after every snapshot: asked already (held, or it did not fit)
+            return
         if self._stopped or self.error is not None or self._on is None or not self._thread.is_alive():
             return
-        hosts = _snapshot.host_arrays(taken)
+        self._asked = asked
         layout = layout_of(hosts)
         with self._reserve_lock:
             held = self.reserve.layout if self.reserve is not None else None
@@ -150,7 +159,7 @@ class Standby:
         with self._reserve_lock:
             reserve = self.reserve if self.reserve is not None and self.reserve.device is device else None
             if reserve is not None:
-                self.reserve = None
+                self.reserve, self._asked = None, None  # the next snapshot asks for a new one
             return reserve
 
     def learn(self) -> None:

@@ -112,6 +112,9 @@ class Snapshot:
     reason: str = "every"
     #: device copies still on their way (``take(..., wait=False)``): ``done(block)`` per device; see :meth:`complete`
     waiters: list[Callable[[bool], bool]] = dataclasses.field(default_factory=list, repr=False, compare=False)
+    #: the host copies of the hetero arrays, once each (what :func:`host_arrays` returns), as :func:`take`
+    #: made them; None: found by walking :attr:`values`
+    hosts: list[np.ndarray] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def pending(self) -> bool:
@@ -160,14 +163,15 @@ def take(state: Mapping[str, Any], step: int, *, wait: bool = True) -> Snapshot:
     :meth:`Snapshot.complete` (which :func:`restore` calls), and holds the state as it was at this
     call whatever the device runs after it. Everything else is copied before this returns."""
     start = time.perf_counter()
-    _bases.taking, _bases.downloads = {}, []
+    taking: dict[int, np.ndarray] = {}
+    _bases.taking, _bases.downloads = taking, []
     try:
         values = {key: _within(key, capture, value) for key, value in state.items()}
         waiters = _download_all(_bases.downloads, wait)
     finally:
         _bases.taking, _bases.downloads = None, None
     return Snapshot(step, values, sum(v.nbytes for v in values.values()), time.perf_counter() - start,
-                    waiters=waiters)
+                    waiters=waiters, hosts=list(taking.values()))
 
 
 def _download_all(downloads: list[tuple[Array, np.ndarray]], wait: bool) -> list[Callable[[bool], bool]]:
@@ -206,6 +210,8 @@ def restore(snapshot: Snapshot, state: MutableMapping[str, Any], device: Device,
 def host_arrays(snapshot: Snapshot) -> list[np.ndarray]:
     """The host copies of the hetero arrays (owners, and views' bases, once each) in ``snapshot``:
     what a restore onto another device allocates arrays for."""
+    if snapshot.hosts is not None:  # as take() made them: no walk (the guard asks after every snapshot)
+        return snapshot.hosts
     found: dict[int, np.ndarray] = {}
 
     def visit(captured: Captured) -> None:
