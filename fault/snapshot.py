@@ -274,8 +274,8 @@ def capture(value: Any) -> Captured:
     if kind == "loader":
         return Captured("loader", value, 0)
     if kind == "stateful":  # the object itself is kept too: restored into it when the state holds another
-        data = _to_cpu(value.state_dict())
-        return Captured("stateful", (value, data), _tensor_bytes(data))
+        data, nbytes = _cpu_copy(value.state_dict())
+        return Captured("stateful", (value, data), nbytes)
     if kind == "dict":
         items = {k: _within(k, capture, v) for k, v in value.items()}
         return Captured("dict", items, sum(c.nbytes for c in items.values()))
@@ -440,32 +440,34 @@ def _loader_types(torch: Any) -> tuple[type, ...]:
 
 def _to_cpu(value: Any) -> Any:
     """``value`` with every tensor in it (dicts, lists, tuples) copied to the CPU, the rest deep-copied."""
+    return _cpu_copy(value)[0]
+
+
+def _cpu_copy(value: Any) -> tuple[Any, int]:
+    """:func:`_to_cpu` of ``value``, and the bytes of the tensors and NumPy arrays in the copy (one
+    walk: a snapshot of a module and its optimizer meets a few hundred values at every snapshot)."""
+    if isinstance(value, _ATOMIC):  # most leaves of an optimizer's state_dict: deepcopy would return them as they are
+        return value, 0
     torch = sys.modules.get("torch")  # a tensor cannot exist without torch imported
     if torch is not None and isinstance(value, torch.Tensor):
-        return value.detach().to("cpu", copy=True)
+        copied = value.detach().to("cpu", copy=True)
+        return copied, copied.element_size() * copied.nelement()
     if isinstance(value, dict):
-        return {k: _to_cpu(v) for k, v in value.items()}
+        items, nbytes = {}, 0
+        for k, v in value.items():
+            items[k], size = _cpu_copy(v)
+            nbytes += size
+        return items, nbytes
     if isinstance(value, (list, tuple)):
-        return type(value)(_to_cpu(v) for v in value)
-    return copy.deepcopy(value)
-
-
-def _tensor_bytes(value: Any) -> int:
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        return value.element_size() * value.nelement()
-    if isinstance(value, np.ndarray):
-        return value.nbytes
-    if isinstance(value, dict):
-        return sum(_tensor_bytes(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(_tensor_bytes(v) for v in value)
-    return 0
+        pairs = [_cpu_copy(v) for v in value]
+        return type(value)(copied for copied, _ in pairs), sum(size for _, size in pairs)
+    copied = copy.deepcopy(value)
+    return copied, copied.nbytes if isinstance(copied, np.ndarray) else 0
 
 
 def _capture_torch(kind: str, value: Any) -> Captured:
-    data = _to_cpu(value if kind == "tensor" else value.state_dict())
-    return Captured(kind, data, _tensor_bytes(data))
+    data, nbytes = _cpu_copy(value if kind == "tensor" else value.state_dict())
+    return Captured(kind, data, nbytes)
 
 
 def _put_back_torch(kind: str, data: Any, current: Any, device: Device, moved: dict[int, Any]) -> Any:
