@@ -197,8 +197,8 @@ def _optimizer(optimizer: Any) -> tuple[Any, ...]:
     groups = tuple(_plain_items(group, "params") for group in optimizer.param_groups)
     tensor_type, states = _tensor_type, optimizer.state.values()  # per parameter: {"step": ..., "exp_avg": ...}
     return groups, tuple([len(per_param) for per_param in states]), tuple([
-        (v.data_ptr(), v._version) if isinstance(v, tensor_type) else _leaf(v, 1)
-        for per_param in states for v in per_param.values()])
+        (v.data_ptr(), v._version) if type(v) is tensor_type or isinstance(v, tensor_type) else _leaf(v, 1)
+        for per_param in states for v in per_param.values()])  # the type test first: isinstance of torch.Tensor is slower
 
 
 def _plain_items(mapping: Mapping[str, Any], skip: str = "") -> tuple[Any, ...]:
@@ -232,6 +232,8 @@ def _leaf(value: Any, depth: int) -> Any:
     if depth > 0 and kind in (list, tuple, dict):
         if len(value) > MAX_ITEMS:
             return kind.__name__, len(value)
+        if kind is not dict and all(map(_PLAIN_TYPES.__contains__, map(type, value))):
+            return tuple(value)  # plain items (a scheduler's base_lrs, _last_lr): as they are, no walk
         items = value.items() if kind is dict else enumerate(value)
         return tuple((k, _leaf(v, depth - 1)) for k, v in items)
     if isinstance(value, np.ndarray):
