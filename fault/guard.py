@@ -68,12 +68,12 @@ Work between two ``g.run`` calls is never replayed, so the guard makes it imposs
   a loader rewound to the snapshot would hand out batches already trained on. A
   ``StatefulDataLoader``'s ``state_dict()`` belongs in a checkpoint, for a run resumed in a new process.
 
-The per-step cost is the two fingerprints and the entry generators. Measured on a 2-core VM:
-for the MNIST example's Net, Adadelta and StepLR, 55 us a ``g.run`` timed alone, and in the loop
-itself (after a step the caches are cold) a guarded epoch 8-11% slower than an unguarded one
-against 3% without this bookkeeping, on a 2.4 ms CPU step: about 0.15 ms a step, which a GPU step
-of tens of milliseconds hardly sees; 6 us a call for the digits MLP's four hetero arrays (2-core AMD EPYC VM). NumPy
-arrays in ``state`` add a CRC-32 pass over them twice a step.
+The per-step cost is the two fingerprints and the entry generators. Measured on a 2-core AMD EPYC
+VM (2026-12-04): 140 us a ``g.run`` timed alone for the MNIST example's Net, Adadelta and StepLR
+(a 4.2 ms CPU step), 19-32 us for the digits MLP's four hetero arrays, and two to three times that
+inside the loop, right after a step, when little of it is in the cache (benchmarks/guard_overhead.py,
+benchmarks/torch_guard.py); a GPU step of tens of milliseconds hardly sees it. NumPy arrays in
+``state`` add a CRC-32 pass over them twice a step.
 
 ``g.run`` remembers the calls made since the last snapshot. When
 one raises a :class:`~hetero.DeviceError`, or torch's or CuPy's own device error (``torch.OutOfMemoryError``,
