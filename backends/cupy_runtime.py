@@ -280,9 +280,6 @@ class CuPyRuntime(DeviceRuntime, StreamRuntime):
         """Load ``artifact`` (a fatbin, cubin, PTX or code object) when given; otherwise, or when
         the driver refuses the image, compile ``source.text`` (:meth:`compile_source`, else CuPy's
         RawModule) and return the image for the cache."""
-        return self._build_kernel(source, artifact)
-
-    def _build_kernel(self, source: Any, artifact: bytes | None) -> tuple[Any, bytes | None]:
         cupy = self.cupy
         with self._device:
             if artifact is not None:

@@ -16,10 +16,11 @@ The parts run at once, one thread per device; the part on the arrays' own device
 them in place (no copy), the others on full-size buffers of their own device holding the
 rows they need. Results are in the arguments when the call returns (it waits), except when
 every row goes to the arrays' own device: then the call is a plain launch, asynchronous like any
-other (reading the arrays waits), and only a few, ever rarer, are timed (:func:`~hetero.scheduler.split_plan.sampled`), so
-that no call pays a wait just to be measured (on a GPU, more than a split saves). Buffers on
-the other devices are kept by the launcher for its next call (``SplitKernel.release()``
-frees them); ``kernel.split(...)`` with the same settings returns the same object.
+other (reading the arrays waits), and only a few, ever rarer, are timed
+(:func:`~hetero.scheduler.split_plan.sampled`), so that no call pays a wait just to be measured
+(on a GPU, more than a split saves). Buffers on the other devices are kept by the launcher for
+its next call (``SplitKernel.release()`` frees them); ``kernel.split(...)`` with the same settings
+returns the same object.
 
 Because devices may share what the model counts as independent (cores, memory bandwidth),
 an adaptive launcher (the default) also measures whole launches with every row on one device,
@@ -290,14 +291,10 @@ class SplitLauncher:
         return SplitPlan(axis, tuple(d.name for d in devices), tuple(bounds), tuple(predicted), dict(layout.roles), basis,
                          fastest_alone=fastest)
 
-    @staticmethod
-    def _plan_key(source: Device, args: Sequence[Any]) -> tuple[Any, ...]:
-        return (source.name, *[(a.shape, a.dtype) if isinstance(a, Array) else type(a) for a in args])
-
     def _current_plan(self, layout: Layout, source: Device, args: Sequence[Any], key: tuple[Any, ...]) -> SplitPlan:
         """The plan for these arguments, made afresh after it has served
-        :func:`~hetero.scheduler.split_plan.replan_after` launches (the model learns from each launch; planning every time would cost more than it
-        could save)."""
+        :func:`~hetero.scheduler.split_plan.replan_after` launches (the model learns from each
+        launch; planning every time would cost more than it could save)."""
         cached = self._plans.get(key)
         if cached is not None and cached[1] < cached[2] and not cached[0].basis.startswith("even"):
             self._plans[key] = (cached[0], cached[1] + 1, cached[2])
@@ -314,7 +311,8 @@ class SplitLauncher:
     def __call__(self, *args: Any) -> SplitPlan:
         kernel = self.owner.kernel
         source: Device | None = None
-        parts_of_key: list[Any] = []  # the plan key (_plan_key), made in the same pass
+        parts_of_key: list[Any] = []  # the plan key: the source's name, each array's shape and dtype,
+        # each other argument's type (made in the same pass as the checks)
         for position, arg in enumerate(args):
             if type(arg) is not Array:
                 parts_of_key.append(type(arg))
