@@ -69,6 +69,10 @@ class Entry:
     compiled: int = 0  # Numba overloads seen: one more means a fresh compile, whose native file is written
     native_launches: int = 0  # launches its native entries ran (the move to Numba starts at MOVE_AFTER)
     native: dict[Any, cpu_native.NativeKernel | None] = dataclasses.field(default_factory=dict)
+    #: launch plans by (global size, local size): see :func:`launch`
+    plans: dict[tuple[tuple[int, ...], tuple[int, ...] | None], Plan] = dataclasses.field(default_factory=dict)
+    #: the last launch's sizes (the very tuples) and plan: a launcher passing its own again skips the lookup
+    last: tuple[Any, Any, Plan] = (None, None, ((), 0))
 
     @property
     def run(self) -> Any:
@@ -185,9 +189,6 @@ def kernel_arg(buffer: np.ndarray, shape: tuple[int, ...], dtype: np.dtype[Any])
     return buffer.view(view_type).reshape(shape)
 
 
-_padded: dict[tuple[tuple[int, ...], tuple[int, ...] | None], tuple[int, int, int, int, int, int]] = {}
-
-
 def _sizes(global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> tuple[int, int, int, int, int, int]:
     if local_size is None:
         local_size = tuple(min(g, d) or 1 for g, d in zip(global_size, DEFAULT_GROUP[len(global_size)], strict=True))
@@ -196,15 +197,56 @@ def _sizes(global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> 
     return g[0], g[1], g[2], loc[0], loc[1], loc[2]
 
 
-def launch(kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]) -> None:
-    key = (global_size, local_size)
-    sizes = _padded.get(key)
-    if sizes is None:
-        if len(_padded) >= 4096:  # launch sizes that change every call must not grow this forever
-            _padded.clear()
-        sizes = _padded[key] = _sizes(global_size, local_size)
+#: A launch's plan: the entry's leading arguments ``(0, work-groups, gs0, gs1, gs2, ls0, ls1, ls2)``
+#: and the chunks it runs in (one: on the calling thread alone).
+Plan = tuple[tuple[int, ...], int]
+
+
+def _plan(kernel: Entry, global_size: tuple[int, ...], local_size: tuple[int, ...] | None) -> Plan:
+    sizes = _sizes(global_size, local_size)
     total = kernel.count(*sizes)
-    chunks = min(total, threads())
+    if len(kernel.plans) >= 4096:  # launch sizes that change every call must not grow this forever
+        kernel.plans.clear()
+    plan = kernel.plans[global_size, local_size] = ((0, total, *sizes), min(total, threads()))
+    return plan
+
+
+def launch(kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None, args: Sequence[Any]) -> None:
+    """Run ``kernel`` over ``global_size`` work-items in groups of ``local_size`` (None: the
+    default group) on ``args``; returns when every work-group has run."""
+    runtime_launch(None, kernel, global_size, local_size, args)
+
+
+def runtime_launch(_runtime: Any, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+                   args: Sequence[Any]) -> None:
+    """:func:`launch` with a first argument it ignores: the cpu runtime's ``launch`` method
+    itself (:class:`backends.cpu.CpuRuntime`), one Python call less on every launch."""
+    last = kernel.last  # one attribute, set in one store: threads launching other sizes never mix two
+    if last[0] is global_size and last[1] is local_size:  # a launcher passing its own tuples again
+        plan = last[2]
+    else:
+        plan = kernel.plans.get((global_size, local_size))
+        if plan is None:
+            plan = _plan(kernel, global_size, local_size)
+        kernel.last = (global_size, local_size, plan)
+    run = kernel.dispatcher
+    if run is not None and plan[1] <= 1:  # the common small launch: Numba's entry on this thread
+        head = plan[0]
+        try:
+            run(*head, *args)
+        except Exception as exc:
+            if _built_for(run, head, args):
+                raise
+            raise _build_error(run, exc) from exc
+        if len(run.overloads) != kernel.compiled:
+            _note_compiled(kernel, run, (*head, *args))
+        return
+    _launch_chunks(kernel, plan, args)
+
+
+def _launch_chunks(kernel: Entry, plan: Plan, args: Sequence[Any]) -> None:
+    head, chunks = plan
+    total, sizes = head[1], head[2:]
     run = kernel.dispatcher
     if run is None:
         if _launch_native(kernel, total, chunks, sizes, args):
@@ -212,17 +254,17 @@ def launch(kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...
         run = kernel.run
     try:
         if chunks <= 1:
-            run(0, total, *sizes, *args)
+            run(*head, *args)
         else:
             if not kernel.warm:  # compiled here, by a call that runs no work-group, not by several threads at once
                 run(0, 0, *sizes, *args)
                 kernel.warm = True
             _chunked(run, total, chunks, sizes, args)
     except Exception as exc:
-        if _built_for(run, (0, total, *sizes), args):
+        if _built_for(run, head, args):
             raise
         raise _build_error(run, exc) from exc
-    _note_compiled(kernel, run, (0, total, *sizes, *args))
+    _note_compiled(kernel, run, (*head, *args))
 
 
 def prepare(kernel: Entry, values: Sequence[Any]) -> None:

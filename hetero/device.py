@@ -111,7 +111,8 @@ class Device:
     def synchronize(self) -> None:
         """Wait until all work queued on this device has finished (recorded elementwise work
         is computed first)."""
-        _fusion.flush()
+        if _fusion.PENDING:
+            _fusion.flush()
         self.runtime.synchronize()
 
     def health(self) -> Health:
