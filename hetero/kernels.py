@@ -68,7 +68,7 @@ from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
 from hetero.launch_counts import counter as launch_counter
 from hetero.launch_counts import launch_counts as launch_counts  # re-exported: read from here too
-from hetero.launch_values import values_builder
+from hetero.launch_values import generic_key, key_builder, matcher_builder, values_builder
 from hetero.array_hooks import STAGED_LAUNCH
 from hetero.kernel_hooks import SPLIT_KERNEL
 from hetero.launch_args import arg_type, check_sizes, keyword_error, scalar_converter, shares_memory, size_tuple
@@ -193,8 +193,17 @@ class Specialization:
         self.host = self.runtime.host_memory
         self._checked_sizes: set[tuple[Any, Any]] = set()
         self._values = values_builder(self.plan, self.host)
+        self._matchers: dict[tuple[Any, ...], Callable[[Sequence[Any]], list[Any] | None]] = {}
         self.launches = launch_counter(device.name)
         self.calls = 0  # launches seen while sampling is on (every k-th is timed)
+
+    def matcher(self, key: tuple[Any, ...]) -> Callable[[Sequence[Any]], list[Any] | None]:
+        """``args -> launch values`` for arguments of dispatch ``key`` (the key this specialization
+        is found under in its kernel's table, which never changes once there), None for others."""
+        found = self._matchers.get(key)
+        if found is None:
+            found = self._matchers[key] = matcher_builder(key, self.plan, self.host, Array)
+        return found
 
     def prepare(self) -> None:
         """Have the device's runtime finish building this kernel before its first launch (on
@@ -355,20 +364,26 @@ class Launcher:
         self.local_size = local_size
         self._items = all(global_size)  # False: a launch of no work-items, which runs nothing
         self._checked: Specialization | None = None  # the last specialization these sizes passed on
-        # that specialization, when its launches are plain: the runtime's call on the values, nothing
-        # to check per call (no arrays that may share memory, work-items to run, all parts its own)
-        self._fast: Specialization | None = None
+        # that specialization, when its launches are plain (no arrays that may share memory, work-items
+        # to run, all parts its own), with its matcher: args -> its launch values, or None for
+        # arguments of another key (Specialization.matcher). One attribute, so that threads
+        # launching with other arguments never pair one specialization's values with another's kernel.
+        self._fast: tuple[Callable[[Sequence[Any]], list[Any] | None], Specialization] | None = None
 
     def __call__(self, *args: Any, **keywords: Any) -> None:
+        fast = self._fast
+        if fast is not None and not keywords and not _fusion.PENDING:
+            values = fast[0](args)
+            if values is not None:  # the launcher's usual arguments: no key to build, nothing to check
+                entry = fast[1]
+                entry.runtime.launch(entry.loaded, self.global_size, self.local_size, values)
+                next(entry.launches)
+                return
         kernel = self.kernel
         if keywords:
             raise keyword_error(kernel.name, kernel.param_names(), keywords)
-        key = tuple([a._key if type(a) is Array else type(a) for a in args])
+        key = kernel._key_of(args)
         entry = kernel._dispatch.get(key)
-        if entry is self._fast and entry is not None and not _fusion.PENDING:
-            entry.runtime.launch(entry.loaded, self.global_size, self.local_size, entry._values(args))
-            next(entry.launches)
-            return
         if entry is None:
             entry = kernel._specialize_views(args, key) if any(type(k) is tuple and k[1] < 0 for k in key) \
                 else kernel._specialize(args, key)
@@ -377,7 +392,8 @@ class Launcher:
         if entry is not self._checked:  # a cached launcher checks its sizes once per specialization
             entry.check_sizes(self.global_size, self.local_size)
             self._checked = entry
-            self._fast = entry if entry.direct and self._items and not entry.alias_positions else None
+            self._fast = (entry.matcher(key), entry) \
+                if entry.direct and self._items and not entry.alias_positions else None
         if entry.direct and self._items and not _fusion.PENDING:  # the common launch, without a call more
             entry.runtime.launch(entry.loaded, self.global_size, self.local_size, entry._values(args))
         else:
@@ -392,7 +408,7 @@ class Launcher:
         kernel = self.kernel
         if keywords:
             raise keyword_error(kernel.name, kernel.param_names(), keywords)
-        key = tuple([a._key if type(a) is Array else type(a) for a in args])
+        key = kernel._key_of(args)
         entry = kernel._dispatch.get(key)
         fresh = entry is None  # the first launch compiles: never a sample
         if entry is None:
@@ -445,6 +461,9 @@ class Kernel:
         self._fingerprint: Fingerprint | None = None
         self._param_names: list[str] | None = None
         self._dispatch: dict[tuple[Any, ...], Specialization] = {}
+        code = getattr(py_func, "__code__", None)  # the launch's dispatch key, written out for the arity
+        self._key_of = key_builder(code.co_argcount, Array) if code is not None else \
+            functools.partial(generic_key, array_type=Array)
         self._ir: dict[tuple[ParamType, ...], Any] = {}
         self._launchers: dict[Any, Launcher] = {}
         self._lock = threading.RLock()

@@ -111,6 +111,7 @@ def scalar_converter(kernel: str, param: str, declared: ScalarType, passed: np.d
                 raise _bad_scalar(kernel, param, declared, value, "is not an integer; round or convert it first")
             raise _bad_scalar(kernel, param, declared, value, f"is outside {low}..{high}")
 
+        integer.own = own  # type: ignore[attr-defined]
         return integer
     if declared.kind == "f":
         floats = np.finfo(declared.dtype)
@@ -134,6 +135,7 @@ def scalar_converter(kernel: str, param: str, declared: ScalarType, passed: np.d
                 pass  # an int too large for any float
             raise _bad_scalar(kernel, param, declared, value, f"overflows {declared} (largest {largest:.7g})")
 
+        real.own = own  # type: ignore[attr-defined]
         return real
 
     def boolean(value: Any) -> Any:
