@@ -26,8 +26,9 @@ priority    free devices, then those held only by lower classes (the request tak
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hetero.config import POLICIES
@@ -52,6 +53,7 @@ class Policy:
     #: of such policies are re-made when usage changes.
     uses_load = True
     #: Whether :meth:`reject` can refuse anything (skipped otherwise: decisions are on a hot path).
+    #: Policies refuse by holds: :meth:`reject` is asked only about devices somebody holds.
     rejects = False
 
     def prepare(self, eligible: Sequence[Candidate], request: Request, cost_model: CostModel | None) -> Any:
@@ -59,7 +61,7 @@ class Policy:
         return None
 
     def reject(self, candidate: Candidate, request: Request) -> str | None:
-        """A policy-specific reason to refuse this device (None: eligible)."""
+        """A policy-specific reason to refuse this device, which somebody holds (None: eligible)."""
         return None
 
     def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
@@ -135,11 +137,20 @@ class StaticEstimate:
 @dataclasses.dataclass(frozen=True)
 class Predictions:
     """The ``fastest`` policy's context when the cost model predicts every eligible device:
-    seconds by stable id, and ``model``, which model and figures they came from."""
+    seconds by stable id, and ``model``, which model and figures they came from (said only
+    when asked: an explanation reads it, a placement does not)."""
 
     seconds: dict[str, float]
-    model: str
+    source: Callable[[], str]
     label: str = "predicted"  # how a score reads: "predicted" (this kernel) or "calibrated" (device speed)
+    #: the scores of the devices predicted, in their order (made with the predictions: one pass),
+    #: and the very list they were made for (``scores`` of any other list computes afresh)
+    scores: list[Key] | None = None
+    scored: Sequence[Candidate] | None = None
+
+    @property
+    def model(self) -> str:
+        return self.source()
 
 
 def _model_source(cost_model: CostModel, kernel: str) -> str:
@@ -176,8 +187,9 @@ def _calibrated_speed(eligible: Sequence[Candidate], request: Request, cost_mode
     per_device = {device: math.exp(sum(logs) / len(logs)) for device, logs in table.items()}
     path = getattr(cost_model, "path", None)
     where = f" in {path}" if path else ""
-    return Predictions(per_device, f"calibrated device speed{where}: geometric mean of hetero calibrate's "
-                                f"{', '.join(used)} at n={n}, because {reason}", "calibrated")
+    said = (f"calibrated device speed{where}: geometric mean of hetero calibrate's "
+            f"{', '.join(used)} at n={n}, because {reason}")
+    return Predictions(per_device, lambda: said, "calibrated")
 
 
 class Fastest(Policy):
@@ -193,13 +205,17 @@ class Fastest(Policy):
             return StaticEstimate("no cost model")
         else:
             predictions: dict[str, float] = {}
+            scores: list[Key] = []
+            predict, kernel, n = cost_model.predict, request.kernel, request.n
             for candidate in eligible:
-                seconds = cost_model.predict(request.kernel, candidate.info.stable_id, request.n)
+                stable_id = candidate.info.stable_id
+                seconds = predict(kernel, stable_id, n)
                 if seconds is None:
                     break
-                predictions[candidate.info.stable_id] = float(seconds)
+                predictions[stable_id] = seconds = float(seconds)
+                scores.append((seconds * (candidate.tasks + 1),))
             else:
-                return Predictions(predictions, _model_source(cost_model, request.kernel))
+                return Predictions(predictions, functools.partial(_model_source, cost_model, kernel), scores=scores, scored=eligible)
             reason = f"the cost model has no prediction for {candidate.name} (hetero calibrate)"
         if cost_model is not None:
             calibrated = _calibrated_speed(eligible, request, cost_model, reason)
@@ -211,6 +227,14 @@ class Fastest(Policy):
         if type(context) is Predictions:
             return (context.seconds[candidate.info.stable_id] * (candidate.tasks + 1),)
         return ((candidate.tasks + 1) / static_speed(candidate),)
+
+    def scores(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Key]:
+        if type(context) is Predictions:
+            if context.scored is eligible and context.scores is not None:
+                return context.scores
+            seconds = context.seconds
+            return [(seconds[c.info.stable_id] * (c.tasks + 1),) for c in eligible]
+        return [((c.tasks + 1) / static_speed(c),) for c in eligible]
 
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         queue = f" x {candidate.tasks + 1} (tasks + 1)" if candidate.tasks else ""
@@ -250,6 +274,11 @@ class Priority(Policy):
         held = candidate.held_by
         rank = 0 if held is None else (1 if PRIORITY_RANK[held] < PRIORITY_RANK[request.priority] else 2)
         return (rank, candidate.load, candidate.tasks)
+
+    def scores(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Key]:
+        mine = PRIORITY_RANK[request.priority]
+        return [(0 if c.held_by is None else 1 if PRIORITY_RANK[c.held_by] < mine else 2,
+                 c.used / c.info.memory if c.info.memory > 0 else 0.0, c.tasks) for c in eligible]
 
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         state = ("free", f"takes from {candidate.held_by}", f"shares with {candidate.held_by}")[score[0]]
@@ -341,7 +370,7 @@ def rank(candidates: Sequence[Candidate], request: Request, policy: Policy, cost
                 or (filtered and _common_reject(c, request) is not None)):
             rejected.append((c, _common_reject(c, request) or ""))
             continue
-        if special is not None:
+        if special is not None and c.held_by is not None:
             reason = special(c, request)
             if reason is not None:
                 held += 1

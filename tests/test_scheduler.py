@@ -102,6 +102,22 @@ def test_fastest_uses_the_cost_model_times_the_queue() -> None:
     assert rank(busy, Request(kernel="saxpy@abc", n=1 << 20), get_policy("fastest"), model).winner.name == "cuda:5"  # type: ignore[union-attr]
 
 
+def test_fastest_scores_made_with_its_predictions_are_those_score_gives_and_say_their_model() -> None:
+    from hetero.scheduler.explanation import explanation
+    from hetero.scheduler.policies import Predictions, rank
+
+    devices = [dataclasses.replace(c, tasks=c.order % 3) for c in table()]
+    model = FakeCostModel({c.info.stable_id: 1e-3 * (1 + c.order % 5) for c in devices})
+    fastest, request = get_policy("fastest"), Request(kernel="saxpy@abc", n=1 << 20)
+    context = fastest.prepare(devices, request, model)
+    assert type(context) is Predictions
+    assert fastest.scores(devices, request, context) == [fastest.score(c, request, context) for c in devices]
+    others = devices[::-1]  # another list: scored afresh, not given the prepared list's scores
+    assert fastest.scores(others, request, context) == [fastest.score(c, request, context) for c in others]
+    assert rank(devices, request, fastest, model, full=False).winner == rank(devices, request, fastest, model).winner
+    assert explanation(rank(devices, request, fastest, model)).model.startswith("cost model: times measured for saxpy@abc")
+
+
 def test_fastest_without_a_prediction_for_every_device_uses_static_speed() -> None:
     from hetero.scheduler.explanation import explanation
     from hetero.scheduler.policies import rank
