@@ -68,7 +68,7 @@ from hetero.device import Device
 from hetero.errors import CompileError, KernelLaunchError
 from hetero.launch_counts import counter as launch_counter
 from hetero.launch_counts import launch_counts as launch_counts  # re-exported: read from here too
-from hetero.launch_values import generic_key, key_builder, matcher_builder, values_builder
+from hetero.launch_values import key_builder, matcher_builder, values_builder
 from hetero.array_hooks import STAGED_LAUNCH
 from hetero.kernel_hooks import SPLIT_KERNEL
 from hetero.launch_args import arg_type, check_sizes, keyword_error, scalar_converter, shares_memory, size_tuple
@@ -462,8 +462,7 @@ class Kernel:
         self._param_names: list[str] | None = None
         self._dispatch: dict[tuple[Any, ...], Specialization] = {}
         code = getattr(py_func, "__code__", None)  # the launch's dispatch key, written out for the arity
-        self._key_of = key_builder(code.co_argcount, Array) if code is not None else \
-            functools.partial(generic_key, array_type=Array)
+        self._key_of = key_builder(code.co_argcount if code is not None else 0, Array)
         self._ir: dict[tuple[ParamType, ...], Any] = {}
         self._launchers: dict[Any, Launcher] = {}
         self._lock = threading.RLock()

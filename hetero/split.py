@@ -542,8 +542,7 @@ def _timed(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, 
            args: Sequence[Any], device: Device) -> float | None:
     """Launch and wait; the seconds it took, or None when this launch compiled the kernel
     (a compile is not a sample of the kernel's speed)."""
-    key = tuple([a._key if type(a) is Array else type(a) for a in args])
-    compiled = key in kernel._dispatch
+    compiled = kernel._key_of(args) in kernel._dispatch
     device.synchronize()
     start = time.perf_counter()
     _launch(kernel, global_size, local_size, args)

@@ -143,10 +143,6 @@ class Predictions:
     seconds: dict[str, float]
     source: Callable[[], str]
     label: str = "predicted"  # how a score reads: "predicted" (this kernel) or "calibrated" (device speed)
-    #: the scores of the devices predicted, in their order (made with the predictions: one pass),
-    #: and the very list they were made for (``scores`` of any other list computes afresh)
-    scores: list[Key] | None = None
-    scored: Sequence[Candidate] | None = None
 
     @property
     def model(self) -> str:
@@ -205,17 +201,15 @@ class Fastest(Policy):
             return StaticEstimate("no cost model")
         else:
             predictions: dict[str, float] = {}
-            scores: list[Key] = []
             predict, kernel, n = cost_model.predict, request.kernel, request.n
             for candidate in eligible:
                 stable_id = candidate.info.stable_id
                 seconds = predict(kernel, stable_id, n)
                 if seconds is None:
                     break
-                predictions[stable_id] = seconds = float(seconds)
-                scores.append((seconds * (candidate.tasks + 1),))
+                predictions[stable_id] = float(seconds)
             else:
-                return Predictions(predictions, functools.partial(_model_source, cost_model, kernel), scores=scores, scored=eligible)
+                return Predictions(predictions, functools.partial(_model_source, cost_model, kernel))
             reason = f"the cost model has no prediction for {candidate.name} (hetero calibrate)"
         if cost_model is not None:
             calibrated = _calibrated_speed(eligible, request, cost_model, reason)
@@ -230,8 +224,6 @@ class Fastest(Policy):
 
     def scores(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Key]:
         if type(context) is Predictions:
-            if context.scored is eligible and context.scores is not None:
-                return context.scores
             seconds = context.seconds
             return [(seconds[c.info.stable_id] * (c.tasks + 1),) for c in eligible]
         return [((c.tasks + 1) / static_speed(c),) for c in eligible]
