@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import numpy as np
 
@@ -49,10 +49,27 @@ def import_pyopencl(backend: str) -> ModuleType:
     return pyopencl
 
 
+def _reader(cl: ModuleType) -> Callable[..., Any]:
+    """``read(queue, mem, host, offset, wait_for, is_blocking)``: a device->host copy of a whole buffer.
+    PyOpenCL's own reader where this PyOpenCL has it under the name it has had since 2018:
+    ``enqueue_copy`` dispatches on its arguments' types in Python first, which costs a guard
+    snapshot of a small model (a copy per array, every ``snapshot_every`` steps) about as much as
+    the copies themselves on PoCL (benchmarks/guard_overhead.py)."""
+    found = getattr(getattr(cl, "_cl", None), "_enqueue_read_buffer", None)
+    if callable(found):
+        return cast(Callable[..., Any], found)
+
+    def read(queue: Any, mem: Any, host: Any, offset: int, wait_for: Any, is_blocking: bool) -> Any:
+        return cl.enqueue_copy(queue, host, mem, src_offset=offset, wait_for=wait_for, is_blocking=is_blocking)
+
+    return read
+
+
 class OpenCLRuntime(DeviceRuntime):
     def __init__(self, cl: ModuleType, cl_device: Any, info: DeviceInfo) -> None:
         self.info = info
         self.cl = cl
+        self._read = _reader(cl)
         self.cl_device = cl_device
         self.dlpack_device = (4, info.index)  # kDLOpenCL; no common consumer imports it
         self._lock = threading.Lock()
@@ -144,7 +161,8 @@ class OpenCLRuntime(DeviceRuntime):
         try:
             # Queued in order behind the kernels that write them (the queue is in order); one wait
             # for all. PyOpenCL's events of non-blocking copies keep their host arrays alive.
-            events = [self.cl.enqueue_copy(self.queue, dst, src.mem, is_blocking=False) for dst, src in copies]
+            read, queue = self._read, self.queue
+            events = [read(queue, src.mem, dst, 0, None, False) for dst, src in copies]
             if wait:
                 self.queue.finish()
             else:

@@ -144,8 +144,9 @@ class _Bases(threading.local):
     """The host copies of the arrays (view bases) one take() or restore() has met, by id()."""
 
     taking: dict[int, np.ndarray] | None = None  # id(base array) -> its host copy
-    #: device arrays whose host copies take() reads at its end, all of a device's at once
-    downloads: list[tuple[Array, np.ndarray]] | None = None
+    #: per device runtime, (host copy, device buffer) of the arrays take() reads at its end, all of a
+    #: device's at once
+    downloads: dict[Any, list[tuple[np.ndarray, Any]]] | None = None
     restoring: dict[int, Array] | None = None  # id(host copy) -> the array restored from it
     spare: Spare | None = None  # where restore() takes the new arrays it needs, when it can
 
@@ -164,26 +165,24 @@ def take(state: Mapping[str, Any], step: int, *, wait: bool = True) -> Snapshot:
     call whatever the device runs after it. Everything else is copied before this returns."""
     start = time.perf_counter()
     taking: dict[int, np.ndarray] = {}
-    _bases.taking, _bases.downloads = taking, []
+    downloads: dict[Any, list[tuple[np.ndarray, Any]]] = {}
+    _bases.taking, _bases.downloads = taking, downloads
     try:
-        values = {key: _within(key, capture, value) for key, value in state.items()}
-        waiters = _download_all(_bases.downloads, wait)
+        values = {key: _owner(value, taking, downloads) if type(value) is Array and value._base is None else
+                  _within(key, capture, value) for key, value in state.items()}
+        waiters = _download_all(downloads, wait)
     finally:
         _bases.taking, _bases.downloads = None, None
     return Snapshot(step, values, sum(v.nbytes for v in values.values()), time.perf_counter() - start,
                     waiters=waiters, hosts=list(taking.values()))
 
 
-def _download_all(downloads: list[tuple[Array, np.ndarray]], wait: bool) -> list[Callable[[bool], bool]]:
+def _download_all(downloads: dict[Any, list[tuple[np.ndarray, Any]]], wait: bool) -> list[Callable[[bool], bool]]:
     """Fill the host copies :func:`capture` left empty: each device's in one ``download_many``
     (one wait for all of them on a device whose copies queue, or none: ``wait=False``); returns
     what waits for those still on their way."""
-    by_device: dict[int, tuple[Any, list[tuple[np.ndarray, Any]]]] = {}
-    for array, host in downloads:
-        runtime = array.device.runtime
-        by_device.setdefault(id(runtime), (runtime, []))[1].append((host, array._buffer))
     waiters = []
-    for runtime, copies in by_device.values():
+    for runtime, copies in downloads.items():
         waiter = runtime.download_many(copies, wait)
         if waiter is not None:
             waiters.append(waiter)
@@ -285,6 +284,24 @@ def capture(value: Any) -> Captured:
     return Captured("object", _copy_object(value), 0)
 
 
+def _owner(array: Array, taking: dict[int, np.ndarray], downloads: dict[Any, list[tuple[np.ndarray, Any]]]) -> Captured:
+    """:func:`capture` of an array that owns its buffer, inside :func:`take`: the state's usual
+    values (a model's weights), met every ``snapshot_every`` steps, so without the walk by kind."""
+    found = taking.get(id(array))
+    if found is not None:
+        return Captured("array", found, 0)
+    runtime = array._device.runtime
+    if runtime.host_memory or not array.nbytes:
+        host = _host_copy(array)
+    else:  # _host_copy's queued case, inline
+        host = taking[id(array)] = np.empty(array.shape, array.dtype)
+        copies = downloads.get(runtime)
+        if copies is None:
+            copies = downloads[runtime] = []
+        copies.append((host, array._buffer))
+    return Captured("array", host, host.nbytes)
+
+
 def _host_copy(array: Array) -> np.ndarray:
     """A host copy of owner ``array`` (one per take(), shared by its views)."""
     taken = _bases.taking
@@ -293,7 +310,7 @@ def _host_copy(array: Array) -> np.ndarray:
     runtime = array.device.runtime
     if not runtime.host_memory and array.nbytes and _bases.downloads is not None:
         host = np.empty(array.shape, array.dtype)  # filled at the end of take(), with the device's other copies
-        _bases.downloads.append((array, host))
+        _bases.downloads.setdefault(runtime, []).append((host, array._buffer))
     else:
         host = array._host()  # a fresh host copy, except on host-memory devices (`cpu`): a view there
         if runtime.host_memory:

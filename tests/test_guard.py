@@ -255,6 +255,8 @@ def test_snapshots_only_on_snapshot_steps(monkeypatch: pytest.MonkeyPatch) -> No
     real_take, real_capture = snapshot.take, snapshot.capture
     monkeypatch.setattr(snapshot, "take", lambda values, step, **options: taken.append(step) or real_take(values, step, **options))
     monkeypatch.setattr(snapshot, "capture", lambda value: captured.append(type(value).__name__) or real_capture(value))
+    real_owner = snapshot._owner  # take()'s own path for arrays that own their buffer
+    monkeypatch.setattr(snapshot, "_owner", lambda value, *rest: captured.append(type(value).__name__) or real_owner(value, *rest))
     state = new_state(DEVICES[0])
     g = run_loop(state, 25, lambda k: train_step(state, k), snapshot_every=10)
     assert taken == [0, 10, 20] and g.snapshots_taken == 3

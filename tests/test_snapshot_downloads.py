@@ -50,3 +50,37 @@ def test_injected_copy_faults_still_fire_on_a_snapshots_copies(name: str) -> Non
         snapshot.take(state, 0)
     with hetero.fault.inject(f"{name}:copy:nth=4:lost"):
         snapshot.take(state, 0)  # three copies: a fourth never comes
+
+
+def test_reader_without_pyopencl_internals_goes_through_enqueue_copy() -> None:
+    """The snapshot's device->host copies use PyOpenCL's own reader where it has one; a PyOpenCL
+    without it (renamed internals) still copies, through the public ``enqueue_copy``."""
+    from hetero.backends.opencl_runtime import _reader
+
+    calls: list[tuple] = []
+
+    class PublicOnly:
+        @staticmethod
+        def enqueue_copy(queue: object, dest: object, src: object, **options: object) -> str:
+            calls.append((queue, dest, src, options))
+            return "event"
+
+    read = _reader(PublicOnly)  # type: ignore[arg-type]
+    assert read("q", "mem", "host", 0, None, False) == "event"
+    assert calls == [("q", "host", "mem", {"src_offset": 0, "wait_for": None, "is_blocking": False})]
+
+
+@pytest.mark.parametrize("name", OPENCL)
+def test_queued_snapshot_of_owners_holds_the_values_at_take(name: str) -> None:
+    """take(wait=False) of arrays that own their buffers: the copies queue behind the work before
+    it, and hold what the arrays held then, whatever runs on the device after."""
+    device = hetero.device(name)
+    w = hetero.asarray(np.arange(64, dtype=np.float32), device=device, copy=True)
+    state = {"w": w, "again": w, "b": hetero.zeros((3,), dtype=np.int32, device=device)}
+    w += 1.0  # queued before the snapshot: in it
+    taken = snapshot.take(state, 0, wait=False)
+    w *= 0.0  # after it: not in it
+    assert taken.complete()
+    np.testing.assert_array_equal(taken.values["w"].data, np.arange(64, dtype=np.float32) + 1)
+    assert taken.values["again"].data is taken.values["w"].data  # one copy of one array
+    assert taken.nbytes == 64 * 4 + 3 * 4
