@@ -75,6 +75,13 @@ class Policy:
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         return ""
 
+    def context_and_scores(self, eligible: Sequence[Candidate], request: Request,
+                           cost_model: CostModel | None) -> tuple[Any, list[Key]]:
+        """:meth:`prepare`, then :meth:`scores` with its context: what :func:`rank` asks. A policy
+        whose context is per-device figures gives both in one pass over the devices."""
+        context = self.prepare(eligible, request, cost_model)
+        return context, self.scores(eligible, request, context)
+
 
 class FirstFit(Policy):
     name = "first-fit"
@@ -217,6 +224,25 @@ class Fastest(Policy):
                 return calibrated
         return StaticEstimate(reason)
 
+    def context_and_scores(self, eligible: Sequence[Candidate], request: Request,
+                           cost_model: CostModel | None) -> tuple[Any, list[Key]]:
+        # prepare's predictions and scores' keys in one pass (a placement's hot path): the same
+        # figures as the two calls make, which a test compares.
+        if request.kernel is not None and request.n is not None and cost_model is not None:
+            predict, kernel, n = cost_model.predict, request.kernel, request.n
+            predictions: dict[str, float] = {}
+            scores: list[Key] = []
+            for candidate in eligible:
+                stable_id = candidate.info.stable_id
+                seconds = predict(kernel, stable_id, n)
+                if seconds is None:
+                    break
+                predictions[stable_id] = seconds = float(seconds)
+                scores.append((seconds * (candidate.tasks + 1),))
+            else:
+                return Predictions(predictions, functools.partial(_model_source, cost_model, kernel)), scores
+        return super().context_and_scores(eligible, request, cost_model)
+
     def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
         if type(context) is Predictions:
             return (context.seconds[candidate.info.stable_id] * (candidate.tasks + 1),)
@@ -357,8 +383,9 @@ def rank(candidates: Sequence[Candidate], request: Request, policy: Policy, cost
     eligible: list[Candidate] = []
     rejected: list[tuple[Candidate, str]] = []
     held = 0
+    unhealthy, keep = _UNHEALTHY, eligible.append  # locals: this loop runs for every device of every placement
     for c in candidates:
-        if (c.quarantined or c.health is _UNHEALTHY or (memory and c.info.memory - c.used < memory)
+        if (c.quarantined or c.health is unhealthy or (memory and c.info.memory - c.used < memory)
                 or (filtered and _common_reject(c, request) is not None)):
             rejected.append((c, _common_reject(c, request) or ""))
             continue
@@ -368,17 +395,29 @@ def rank(candidates: Sequence[Candidate], request: Request, policy: Policy, cost
                 held += 1
                 rejected.append((c, reason))
                 continue
-        eligible.append(c)
-    context = policy.prepare(eligible, request, cost_model)
-    scores = policy.scores(eligible, request, context)
+        keep(c)
+    context, scores = policy.context_and_scores(eligible, request, cost_model)
     preferred = filtered and bool(request.kinds or request.vendors or request.backends)
-    ranked = [
-        ((_preference(c, request) if preferred else 0, 1 if c.health is _DEGRADED else 0, scores[index],
-          c.order, c.info.name, c.info.stable_id, index), c)
-        for index, c in enumerate(eligible)
-    ]
-    if full:
+    if full or not eligible:
+        ranked = [(_key(c, request, preferred, scores[index], index), c) for index, c in enumerate(eligible)]
         ranked.sort()
-    elif ranked:
-        ranked = [min(ranked)]
+    else:
+        # The winner alone: the key's head (preference, health, score, order) decides unless two
+        # devices tie on all of it (orders are unique in hetero's own tables), so only the winner,
+        # or the tied ones, get the whole key.
+        heads = [(_preference(c, request) if preferred else 0, c.health is _DEGRADED, scores[index], c.order)
+                 for index, c in enumerate(eligible)]
+        best = min(heads)
+        if heads.count(best) == 1:
+            index = heads.index(best)
+            ranked = [(_key(eligible[index], request, preferred, scores[index], index), eligible[index])]
+        else:
+            ranked = [min((_key(c, request, preferred, scores[index], index), c) for index, c in enumerate(eligible)
+                          if heads[index] == best)]
     return Ranking(policy, request, ranked, rejected, context, queued=not ranked and held > 0)
+
+
+def _key(c: Candidate, request: Request, preferred: bool, score: Key, index: int) -> Key:
+    """An eligible device's sort key (see :func:`rank`)."""
+    return (_preference(c, request) if preferred else 0, 1 if c.health is _DEGRADED else 0, score,
+            c.order, c.info.name, c.info.stable_id, index)

@@ -115,6 +115,11 @@ def test_fastest_scores_made_with_its_predictions_are_those_score_gives_and_say_
     others = devices[::-1]  # another list: scored afresh, not given the prepared list's scores
     assert fastest.scores(others, request, context) == [fastest.score(c, request, context) for c in others]
     assert rank(devices, request, fastest, model, full=False).winner == rank(devices, request, fastest, model).winner
+    together, scores = fastest.context_and_scores(devices, request, model)  # rank's one pass
+    assert together.seconds == context.seconds and scores == fastest.scores(devices, request, context)
+    missing = FakeCostModel({c.info.stable_id: 1e-3 for c in devices[:-1]})  # no prediction for the last one
+    fallback, scores = fastest.context_and_scores(devices, request, missing)
+    assert type(fallback) is not Predictions and scores == fastest.scores(devices, request, fallback)
     assert explanation(rank(devices, request, fastest, model)).model.startswith("cost model: times measured for saxpy@abc")
 
 
@@ -185,6 +190,27 @@ def test_ties_are_broken_by_configured_order_whatever_the_input_order() -> None:
     for policy in ("first-fit", "binpack", "spread", "fastest", "priority"):
         assert winner(devices, policy, backends=("rocm",)) == "rocm:0"
         assert winner(list(reversed(devices)), policy, backends=("rocm",)) == "rocm:0"
+
+
+@pytest.mark.parametrize("policy", ["first-fit", "binpack", "spread", "fastest", "priority"])
+def test_the_winner_alone_is_the_head_of_the_full_ranking_even_when_orders_tie(policy: str) -> None:
+    """rank(full=False) decides on the key's head and builds the whole key only for the winner or
+    for devices tied on the head: the same winner and key as the full ranking's first, also when
+    candidates (built by hand) share an order and the name decides."""
+    from hetero.scheduler import get_policy, rank
+
+    class Model:
+        def predict(self, kernel: str, stable_id: str, n: int) -> float:
+            return 1.0
+
+    same_order = [dataclasses.replace(c, order=3) for c in table()]  # "cpu", last in the list, wins by name
+    loaded = with_(with_(table(), "cuda:2", used=40 * GiB, tasks=1), "rocm:1", health=HealthState.DEGRADED)
+    for devices in (table(), same_order, list(reversed(same_order)), loaded, list(reversed(loaded))):
+        request = Request(memory=GiB, kernel="k@0", n=1 << 20)
+        alone = rank(devices, request, get_policy(policy), Model(), full=False)
+        everything = rank(devices, request, get_policy(policy), Model())
+        assert alone.ranked == everything.ranked[:1]
+    assert rank(same_order, Request(), get_policy("first-fit"), full=False).winner.name == "cpu"  # type: ignore[union-attr]
 
 
 def test_no_device_error_lists_every_reason_and_pickles() -> None:
