@@ -40,6 +40,11 @@ def kernel_key(name: str, fingerprint: str) -> str:
     return f"{name}@{fingerprint[:16]}"
 
 
+_UNKNOWN: Any = object()  # a prediction not made yet (None is one: no samples)
+#: Sizes whose predictions are kept per kernel and device (a program launches at a few).
+MAX_SIZES_KEPT = 256
+
+
 class CostModel:
     """Timing samples and the laws fitted from them. Thread-safe.
 
@@ -55,6 +60,11 @@ class CostModel:
         self._calibration: set[str] = set()  # kernel keys hetero calibrate measured
         self._pending: list[tuple[Any, ...]] = []  # samples recorded since the last load/save
         self._fits: dict[tuple[str, str], PowerLaw | None] = {}
+        #: (kernel key as asked, device) -> (predictor(), or None without samples; its answers by n),
+        #: made once per samples held: a placement by ``fastest`` asks predict() for every device,
+        #: at the few sizes a program launches at (see _forget_predictors)
+        self._predictors: dict[tuple[str, str], tuple[Callable[[int], float] | None, dict[int, float | None]]] = {}
+        self._keys: set[str] = set()  # the kernel keys samples are held under
         self._transfer_fits: dict[tuple[str, str], TransferLaw | None] = {}
         self._reported: str | None = None  # the file problem already warned about
         if path is not None:
@@ -104,6 +114,18 @@ class CostModel:
         samples.append((n, seconds))
         del samples[:-RECENT_SAMPLES]
         self._fits.pop((key, device), None)
+        self._forget_predictors(key, device)
+
+    def _forget_predictors(self, key: str, device: str) -> None:
+        """Drop the cached predictions a new sample of ``key`` on ``device`` changes: that kernel's
+        there, under its key and its bare name; all of them when the key is new (a bare name may
+        now resolve to another key, or to none)."""
+        if key not in self._keys:
+            self._keys.add(key)
+            self._predictors.clear()
+            return
+        self._predictors.pop((key, device), None)
+        self._predictors.pop((key.partition("@")[0], device), None)
 
     def _add_transfer(self, device: str, direction: str, nbytes: int, seconds: float) -> None:
         samples = self._transfers.setdefault((device, direction), [])
@@ -127,8 +149,17 @@ class CostModel:
     def predict(self, kernel_key: str, device_stable_id: str, n: int) -> float | None:
         """Predicted seconds for ``n`` work-items of the kernel on the device; None when the
         model has no sample of that kernel there."""
-        predictor = self.predictor(kernel_key, device_stable_id)
-        return None if predictor is None else predictor(n)
+        entry = self._predictors.get((kernel_key, device_stable_id))
+        if entry is None:
+            with self._lock:  # made and kept under the lock: a sample recorded meanwhile cannot be missed
+                entry = self._predictors[(kernel_key, device_stable_id)] = (self.predictor(kernel_key, device_stable_id), {})
+        predictor, answers = entry
+        found = answers.get(n, _UNKNOWN)
+        if found is _UNKNOWN:
+            found = None if predictor is None else predictor(n)
+            if len(answers) < MAX_SIZES_KEPT:  # an entry a new sample dropped meanwhile is only garbage
+                answers[n] = found
+        return found
 
     def resolve(self, kernel_key: str) -> str:
         """The key samples are held under: ``kernel_key`` itself, or for a bare name such as
@@ -235,6 +266,8 @@ class CostModel:
             self._transfers.clear()
             self._calibration.clear()
             self._fits.clear()
+            self._predictors.clear()
+            self._keys.clear()
             self._transfer_fits.clear()
             document, problem = cost_store.read(self.path, warn=self._reported is None)
             self._reported = self._reported or problem

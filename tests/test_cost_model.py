@@ -76,6 +76,39 @@ def test_unknown_kernel_or_device_predicts_none() -> None:
     assert fit_power_law([]) is None
 
 
+def test_kept_predictions_follow_every_new_sample() -> None:
+    """predict() keeps its answers per kernel, device and size (a placement asks for every device):
+    a sample recorded afterwards, a new key that makes a bare name ambiguous, or a save that merges
+    another process's samples, is seen by the next question."""
+    model = CostModel()
+    model.record("k@1", "dev", 4096, 1.0)
+    assert model.predict("k@1", "dev", 4096) == pytest.approx(1.0)
+    assert model.predict("k", "dev", 4096) == pytest.approx(1.0)  # the bare name: the one key of that name
+    assert model.predict("k@1", "other", 4096) is None
+    for _ in range(RECENT_SAMPLES):
+        model.record("k@1", "dev", 4096, 3.0)  # slower now: the kept answers are dropped
+    assert model.predict("k@1", "dev", 4096) == pytest.approx(3.0)
+    assert model.predict("k", "dev", 4096) == pytest.approx(3.0)
+    model.record("k@1", "other", 4096, 5.0)
+    assert model.predict("k@1", "other", 4096) == pytest.approx(5.0)  # None was kept, and dropped
+    model.record("k@2", "elsewhere", 64, 1.0)  # a second key named k: the bare name resolves to neither
+    assert model.predict("k", "dev", 4096) is None
+    assert model.predict("k@1", "dev", 4096) == pytest.approx(3.0)
+
+
+def test_kept_predictions_follow_a_save_that_merges_another_writer(tmp_path: Path) -> None:
+    path = tmp_path / "costs.json"
+    first, second = CostModel(path), CostModel(path)
+    first.record("k@1", "dev", 1024, 1e-4)
+    assert first.predict("k@1", "dev", 1024) == pytest.approx(1e-4)
+    assert first.predict("k@1", "dev-b", 1024) is None
+    first.save()
+    second.record("k@1", "dev-b", 1024, 2e-4)
+    second.save()
+    first.save()  # reads what second saved
+    assert first.predict("k@1", "dev-b", 1024) == pytest.approx(2e-4)
+
+
 def test_transfer_fit_recovers_latency_and_bandwidth() -> None:
     latency, bandwidth = 20e-6, 8e9
     samples = [(n, latency + n / bandwidth) for n in (1 << 16, 1 << 20, 1 << 24) for _ in range(3)]
