@@ -35,6 +35,7 @@ that are themselves objects (the shallow walk skips them), and objects with neit
 
 from __future__ import annotations
 
+import operator
 import sys
 import zlib
 from collections.abc import Mapping
@@ -53,6 +54,8 @@ _PLAIN_TYPES = frozenset(_SCALARS)
 
 
 _tensor_type: Any = None  # torch.Tensor, once torch is imported
+_data_ptr: Any = None  # torch.Tensor.data_ptr, likewise: map()ped over a model's tensors
+_version = operator.attrgetter("_version")
 _changes: dict[Any, tuple[int, int]] = {}  # a device -> (its launches, its writes), read once a fingerprint
 _kinds: dict[type, str] = {}  # a type -> the snapshot kind of its values (snapshot.kind_of)
 _generators: dict[type, bool] = {}  # a type -> whether its values are generator objects
@@ -61,12 +64,12 @@ _generators: dict[type, bool] = {}  # a type -> whether its values are generator
 def of(state: Mapping[str, Any]) -> tuple[Any, ...]:
     """A value that compares equal for two readings of ``state`` between which nothing changed it
     (as far as this module can see: see its docs)."""
-    global _tensor_type
+    global _tensor_type, _data_ptr
     _changes.clear()
     torch = sys.modules.get("torch")
     if torch is None:
         return _items(state)
-    _tensor_type = torch.Tensor
+    _tensor_type, _data_ptr = torch.Tensor, torch.Tensor.data_ptr
     # Outside torch's function modes: the guard's bookkeeping is no op of the program's (a fault
     # drill counting torch ops, a user's mode, must not see it), and reads run faster without them.
     with torch._C.DisableTorchFunction():
@@ -154,7 +157,8 @@ def _module(module: Any) -> tuple[Any, ...]:
             found.append(each._buffers)
             stack.extend(child for child in each._modules.values() if child is not None)
         dicts = _module_dicts[id(module)] = (_registrations[0], module, tuple(found))
-    return tuple([(t.data_ptr(), t._version) for d in dicts[2] for t in d.values() if t is not None])
+    tensors = [t for d in dicts[2] for t in d.values() if t is not None]
+    return tuple(map(_data_ptr, tensors)), tuple(map(_version, tensors))  # map: a C loop, no attribute lookups
 
 
 #: id(module) -> (registrations seen then, the module, the _parameters/_buffers dicts of it and its descendants)
@@ -195,10 +199,13 @@ def _crc(a: np.ndarray) -> int:
 
 def _optimizer(optimizer: Any) -> tuple[Any, ...]:
     groups = tuple(_plain_items(group, "params") for group in optimizer.param_groups)
-    tensor_type, states = _tensor_type, optimizer.state.values()  # per parameter: {"step": ..., "exp_avg": ...}
-    return groups, tuple([len(per_param) for per_param in states]), tuple([
-        (v.data_ptr(), v._version) if type(v) is tensor_type or isinstance(v, tensor_type) else _leaf(v, 1)
-        for per_param in states for v in per_param.values()])  # the type test first: isinstance of torch.Tensor is slower
+    states = optimizer.state.values()  # per parameter: {"step": ..., "exp_avg": ...}
+    lengths = tuple([len(per_param) for per_param in states])
+    values = [v for per_param in states for v in per_param.values()]
+    if set(map(type, values)) <= {_tensor_type}:  # the usual case: all plain tensors, read by map()
+        return groups, lengths, tuple(map(_data_ptr, values)), tuple(map(_version, values))
+    tensor_type = _tensor_type
+    return groups, lengths, tuple([_tensor(v) if isinstance(v, tensor_type) else _leaf(v, 1) for v in values])
 
 
 def _plain_items(mapping: Mapping[str, Any], skip: str = "") -> tuple[Any, ...]:
@@ -223,9 +230,14 @@ def _attributes(value: Any) -> tuple[Any, ...]:
 def _leaf(value: Any, depth: int) -> Any:
     """A scalar by value, a tensor or an array as above, a small container of those item by item
     (``depth`` more levels), anything else by its type alone. Tested most common first: it runs for
-    every attribute and hyper-parameter at every step."""
+    every attribute and hyper-parameter at every step; a type found to be none of these (an
+    optimizer a schedule holds) is remembered as such."""
     kind = type(value)
-    if kind in _SCALARS or isinstance(value, _SCALARS):
+    if kind in _PLAIN_TYPES:
+        return value
+    if kind in _OPAQUE:
+        return kind.__name__
+    if isinstance(value, _SCALARS):
         return value
     if _tensor_type is not None and isinstance(value, _tensor_type):
         return _tensor(value)
@@ -243,7 +255,15 @@ def _leaf(value: Any, depth: int) -> Any:
     generator = _generators.get(kind)
     if generator is None:
         generator = _generators[kind] = snapshot_rng.is_generator(value)
-    return _frozen(snapshot_rng.generator_state(value)) if generator else kind.__name__
+    if generator:
+        return _frozen(snapshot_rng.generator_state(value))
+    if kind not in (list, tuple, dict) and _tensor_type is not None and len(_OPAQUE) < 4096:
+        _OPAQUE.add(kind)  # a matter of its type (tested after torch's import: no tensor type is missed)
+    return kind.__name__
+
+
+#: Types whose values _leaf fingerprints by their type's name alone (see there).
+_OPAQUE: set[type] = set()
 
 
 def _frozen(value: Any) -> Any:

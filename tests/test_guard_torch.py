@@ -265,3 +265,34 @@ def test_a_torch_sticky_error_leaves_the_cuda_device_unhealthy_for_the_process()
     assert health.state is HealthState.UNHEALTHY and "cudaErrorAssert" in health.reason
     assert hetero.fault.quarantine.is_quarantined(gpu.stable_id)
     np.testing.assert_array_equal(state["w"], np.full(4, 3.0))
+
+
+def test_fingerprint_reads_optimizer_state_tensors_and_other_values_and_the_attributes_beside_an_object() -> None:
+    """The fingerprint reads an optimizer's state tensors in one pass when they are all plain tensors,
+    each value otherwise (a float someone stored there), and a schedule's plain attributes beside
+    the optimizer it holds (an object it skips, by type once seen): a change to any of them between
+    two readings is seen."""
+    from hetero.fault import fingerprint
+
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+    model(torch.ones(1, 3)).sum().backward()
+    optimizer.step()
+    state = {"model": model, "optimizer": optimizer, "schedule": schedule}
+    before = fingerprint.of(state)
+    assert fingerprint.of(state) == before
+    weight = next(iter(model.parameters()))
+    with torch.no_grad():
+        optimizer.state[weight]["momentum_buffer"].add_(1.0)  # all tensors: the one-pass read
+    changed = fingerprint.of(state)
+    assert changed != before
+    optimizer.state[weight]["seen"] = 1.0  # a value that is no tensor: read value by value
+    mixed = fingerprint.of(state)
+    assert mixed != changed and fingerprint.of(state) == mixed
+    optimizer.state[weight]["seen"] = 2.0
+    assert fingerprint.of(state) != mixed
+    for _ in range(2):  # the second reading meets the optimizer's type as one already skipped
+        last = fingerprint.of(state)
+        schedule.step()
+        assert fingerprint.of(state) != last
