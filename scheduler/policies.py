@@ -55,6 +55,9 @@ class Policy:
     #: Whether :meth:`reject` can refuse anything (skipped otherwise: decisions are on a hot path).
     #: Policies refuse by holds: :meth:`reject` is asked only about devices somebody holds.
     rejects = False
+    #: Whether a device's score is its lead's first part alone (see :meth:`leads`): a placement
+    #: then needs no :meth:`score` call for its winner.
+    score_is_lead = False
 
     def prepare(self, eligible: Sequence[Candidate], request: Request, cost_model: CostModel | None) -> Any:
         """Per-decision context shared by ``score`` and ``describe`` (the cost model's predictions)."""
@@ -75,12 +78,26 @@ class Policy:
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         return ""
 
-    def context_and_scores(self, eligible: Sequence[Candidate], request: Request,
-                           cost_model: CostModel | None) -> tuple[Any, list[Key]]:
-        """:meth:`prepare`, then :meth:`scores` with its context: what :func:`rank` asks. A policy
+    def admit(self, held: Sequence[Candidate], request: Request) -> list[Candidate]:
+        """The devices :meth:`reject` does not refuse (asked only when ``rejects``; policies
+        inline it: decisions are a hot path)."""
+        reject = self.reject
+        return [c for c in held if c.held_by is None or reject(c, request) is None]
+
+    def leads(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Any]:
+        """One comparable value per eligible device that orders devices as their sort keys do,
+        health aside: ``(score, order)``, or anything cheaper that never contradicts it (the
+        builtins give ``(*score, order)`` flat, first-fit the order alone). A placement
+        (:func:`rank`) takes the device with the one smallest lead when it is healthy, else
+        compares whole keys: orders are unique, so that happens only for a degraded leader."""
+        return [(score, c.order) for c, score in zip(eligible, self.scores(eligible, request, context))]
+
+    def context_and_leads(self, eligible: Sequence[Candidate], request: Request,
+                          cost_model: CostModel | None) -> tuple[Any, list[Any]]:
+        """:meth:`prepare`, then :meth:`leads` with its context: what a placement asks. A policy
         whose context is per-device figures gives both in one pass over the devices."""
         context = self.prepare(eligible, request, cost_model)
-        return context, self.scores(eligible, request, context)
+        return context, self.leads(eligible, request, context)
 
 
 class FirstFit(Policy):
@@ -90,6 +107,9 @@ class FirstFit(Policy):
 
     def scores(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Key]:
         return [()] * len(eligible)
+
+    def leads(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Any]:
+        return [c.order for c in eligible]
 
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         return f"order {candidate.order}"
@@ -110,6 +130,9 @@ class Binpack(Policy):
     def scores(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Key]:
         return [(-c.used / c.info.memory if c.info.memory > 0 else 0.0, -c.tasks) for c in eligible]
 
+    def leads(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Any]:
+        return [(-c.used / c.info.memory if c.info.memory > 0 else 0.0, -c.tasks, c.order) for c in eligible]
+
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         return _usage(candidate)
 
@@ -124,6 +147,9 @@ class Spread(Policy):
 
     def scores(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Key]:
         return [(c.used / c.info.memory if c.info.memory > 0 else 0.0, c.tasks) for c in eligible]
+
+    def leads(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Any]:
+        return [(c.used / c.info.memory if c.info.memory > 0 else 0.0, c.tasks, c.order) for c in eligible]
 
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         return _usage(candidate)
@@ -141,19 +167,49 @@ class StaticEstimate:
     reason: str
 
 
-@dataclasses.dataclass(frozen=True)
 class Predictions:
     """The ``fastest`` policy's context when the cost model predicts every eligible device:
-    seconds by stable id, and ``model``, which model and figures they came from (said only
-    when asked: an explanation reads it, a placement does not)."""
+    ``seconds`` by stable id, and ``model``, which model and figures they came from (said only
+    when asked: an explanation reads it, a placement does not). A placement made with the
+    predictions (:meth:`asked`) leaves the table to be asked of the model when first read."""
 
-    seconds: dict[str, float]
-    source: Callable[[], str]
-    label: str = "predicted"  # how a score reads: "predicted" (this kernel) or "calibrated" (device speed)
+    __slots__ = ("_seconds", "_asked", "_source", "label")
+
+    def __init__(self, seconds: dict[str, float], source: Callable[[], str], label: str = "predicted") -> None:
+        self._seconds: dict[str, float] | None = seconds
+        self._source: Callable[[], str] | None = source
+        self._asked: tuple[CostModel, str, int, Sequence[Candidate]] | None = None
+        self.label = label  # how a score reads: "predicted" (this kernel) or "calibrated" (device speed)
+
+    @classmethod
+    def asked(cls, cost_model: CostModel, kernel: str, n: int, eligible: Sequence[Candidate]) -> Predictions:
+        """What ``cost_model`` predicts for ``kernel`` at ``n`` on ``eligible``, asked when read."""
+        self = cls.__new__(cls)
+        self._seconds = self._source = None
+        self._asked, self.label = (cost_model, kernel, n, eligible), "predicted"
+        return self
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        if self._seconds is None:
+            cost_model, kernel, n, eligible = self._asked  # type: ignore[misc]
+            self._seconds = {c.info.stable_id: float(cost_model.predict(kernel, c.info.stable_id, n))  # type: ignore[arg-type]
+                             for c in eligible}
+        return self._seconds
+
+    @property
+    def source(self) -> Callable[[], str]:
+        if self._source is None:
+            cost_model, kernel, _, _ = self._asked  # type: ignore[misc]
+            self._source = functools.partial(_model_source, cost_model, kernel)
+        return self._source
 
     @property
     def model(self) -> str:
         return self.source()
+
+    def __repr__(self) -> str:
+        return f"Predictions({self.label}, {len(self.seconds)} devices)"
 
 
 def _model_source(cost_model: CostModel, kernel: str) -> str:
@@ -197,6 +253,7 @@ def _calibrated_speed(eligible: Sequence[Candidate], request: Request, cost_mode
 
 class Fastest(Policy):
     name = "fastest"
+    score_is_lead = True
     summary = "takes the device expected to finish first"
 
     def prepare(self, eligible: Sequence[Candidate], request: Request, cost_model: CostModel | None) -> Any:
@@ -224,24 +281,22 @@ class Fastest(Policy):
                 return calibrated
         return StaticEstimate(reason)
 
-    def context_and_scores(self, eligible: Sequence[Candidate], request: Request,
-                           cost_model: CostModel | None) -> tuple[Any, list[Key]]:
-        # prepare's predictions and scores' keys in one pass (a placement's hot path): the same
-        # figures as the two calls make, which a test compares.
+    def context_and_leads(self, eligible: Sequence[Candidate], request: Request,
+                          cost_model: CostModel | None) -> tuple[Any, list[Any]]:
+        # prepare's predictions and leads in one pass (a placement's hot path): the same figures
+        # as the two calls make, which a test compares.
         if request.kernel is not None and request.n is not None and cost_model is not None:
             predict, kernel, n = cost_model.predict, request.kernel, request.n
-            predictions: dict[str, float] = {}
-            scores: list[Key] = []
-            for candidate in eligible:
-                stable_id = candidate.info.stable_id
-                seconds = predict(kernel, stable_id, n)
-                if seconds is None:
-                    break
-                predictions[stable_id] = seconds = float(seconds)
-                scores.append((seconds * (candidate.tasks + 1),))
+            try:
+                leads = [(predict(kernel, c.info.stable_id, n) * (c.tasks + 1), c.order) for c in eligible]
+            except TypeError:  # a device without a prediction (None): prepare says what instead
+                pass
             else:
-                return Predictions(predictions, functools.partial(_model_source, cost_model, kernel)), scores
-        return super().context_and_scores(eligible, request, cost_model)
+                return Predictions.asked(cost_model, kernel, n, eligible), leads
+        return super().context_and_leads(eligible, request, cost_model)
+
+    def leads(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Any]:
+        return [(score, c.order) for c, (score,) in zip(eligible, self.scores(eligible, request, context))]
 
     def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
         if type(context) is Predictions:
@@ -288,6 +343,10 @@ class Priority(Policy):
             return f"held by low-priority {holders}; low requests queue for a free device"
         return f"held by {held}-priority {holders}"
 
+    def admit(self, held: Sequence[Candidate], request: Request) -> list[Candidate]:
+        takes = _TAKES[request.priority]  # reject's rule as a table (a test compares the two)
+        return [c for c in held if c.held_by in takes]
+
     def score(self, candidate: Candidate, request: Request, context: Any) -> Key:
         held = candidate.held_by
         rank = 0 if held is None else (1 if PRIORITY_RANK[held] < PRIORITY_RANK[request.priority] else 2)
@@ -298,9 +357,24 @@ class Priority(Policy):
         return [(0 if c.held_by is None else 1 if PRIORITY_RANK[c.held_by] < mine else 2,
                  c.used / c.info.memory if c.info.memory > 0 else 0.0, c.tasks) for c in eligible]
 
+    def leads(self, eligible: Sequence[Candidate], request: Request, context: Any) -> list[Any]:
+        state = _HOLD_STATE[request.priority]
+        return [(state[c.held_by], c.used / c.info.memory if c.info.memory > 0 else 0.0, c.tasks, c.order)
+                for c in eligible]
+
     def describe(self, candidate: Candidate, score: Key, context: Any) -> str:
         state = ("free", f"takes from {candidate.held_by}", f"shares with {candidate.held_by}")[score[0]]
         return f"{state}, {_usage(candidate)}"
+
+
+#: By the request's class: the holders' classes (None: free) whose devices it may have.
+_TAKES = {mine: frozenset([None, *(theirs for theirs, rank in PRIORITY_RANK.items()
+                                   if rank < PRIORITY_RANK[mine] or (theirs == mine and mine != "low"))])
+          for mine in PRIORITY_RANK}
+#: By the request's class: the priority score's first part by holders' class (0 free, 1 taken
+#: from a lower class, 2 shared).
+_HOLD_STATE = {mine: {None: 0, **{theirs: 1 if rank < PRIORITY_RANK[mine] else 2 for theirs, rank in PRIORITY_RANK.items()}}
+               for mine in PRIORITY_RANK}
 
 
 # The names are hetero.config.POLICIES (a test keeps the two in step).
@@ -320,21 +394,51 @@ def get_policy(name: str | Policy) -> Policy:
 
 
 # -- the decision ----------------------------------------------------------------------
-@dataclasses.dataclass
 class Ranking:
-    """A policy's verdict over candidates: eligible ones best first with their sort keys,
-    rejected ones with the reason, and whether the request should queue."""
+    """A policy's verdict over candidates: eligible ones best first with their sort keys
+    (``ranked``), rejected ones with the reason (``rejected``), and whether the request should
+    queue (``queued``: nothing eligible and some device refused only because it is held).
+    The reasons are worked out when first asked (a placement with a winner never asks)."""
 
-    policy: Policy
-    request: Request
-    ranked: list[tuple[Key, Candidate]]
-    rejected: list[tuple[Candidate, str]]
-    context: Any
-    queued: bool
+    __slots__ = ("policy", "request", "ranked", "context", "candidates", "_eligible", "_verdict")
+
+    def __init__(self, policy: Policy, request: Request, ranked: list[tuple[Key, Candidate]], context: Any,
+                 candidates: Sequence[Candidate], eligible: Sequence[Candidate]) -> None:
+        self.policy, self.request, self.ranked, self.context = policy, request, ranked, context
+        self.candidates, self._eligible = candidates, eligible
+        self._verdict: tuple[list[tuple[Candidate, str]], int] | None = None
 
     @property
     def winner(self) -> Candidate | None:
         return self.ranked[0][1] if self.ranked else None
+
+    @property
+    def rejected(self) -> list[tuple[Candidate, str]]:
+        return self._reasons()[0]
+
+    @property
+    def queued(self) -> bool:
+        return not self.ranked and self._reasons()[1] > 0
+
+    def _reasons(self) -> tuple[list[tuple[Candidate, str]], int]:
+        if self._verdict is None:
+            kept = {id(c) for c in self._eligible}
+            rejected: list[tuple[Candidate, str]] = []
+            held = 0
+            for c in self.candidates:
+                if id(c) in kept:
+                    continue
+                reason = _common_reject(c, self.request)
+                if reason is None and self.policy.rejects and c.held_by is not None:
+                    reason = self.policy.reject(c, self.request)
+                    held += reason is not None
+                rejected.append((c, reason or ""))
+            self._verdict = rejected, held
+        return self._verdict
+
+    def __repr__(self) -> str:
+        return (f"Ranking(policy={self.policy.name!r}, winner={self.winner.name if self.winner else None!r}, "
+                f"ranked={len(self.ranked)}, rejected={len(self.rejected)}, queued={self.queued})")
 
 
 def _common_reject(candidate: Candidate, request: Request) -> str | None:
@@ -377,44 +481,42 @@ def rank(candidates: Sequence[Candidate], request: Request, policy: Policy, cost
     stable id, position)``. The tail is unique, so ties never depend on timing or hashing
     and sorting never compares candidates. Written for speed: it runs on every placement.
     """
-    memory = request.memory
+    if not isinstance(candidates, (list, tuple)):
+        candidates = list(candidates)  # walked again when the reasons for rejections are asked
+    memory, unhealthy = request.memory, _UNHEALTHY  # locals: these run for every device of every placement
     filtered = bool(request.exclude or request.kinds or request.vendors or request.backends)
-    special = policy.reject if policy.rejects else None
-    eligible: list[Candidate] = []
-    rejected: list[tuple[Candidate, str]] = []
-    held = 0
-    unhealthy, keep = _UNHEALTHY, eligible.append  # locals: this loop runs for every device of every placement
-    for c in candidates:
-        if (c.quarantined or c.health is unhealthy or (memory and c.info.memory - c.used < memory)
-                or (filtered and _common_reject(c, request) is not None)):
-            rejected.append((c, _common_reject(c, request) or ""))
-            continue
-        if special is not None and c.held_by is not None:
-            reason = special(c, request)
-            if reason is not None:
-                held += 1
-                rejected.append((c, reason))
-                continue
-        keep(c)
-    context, scores = policy.context_and_scores(eligible, request, cost_model)
+    if filtered:
+        eligible = [c for c in candidates if _common_reject(c, request) is None]
+    elif memory:
+        eligible = [c for c in candidates if not (c.quarantined or c.health is unhealthy or c.info.memory - c.used < memory)]
+    else:
+        eligible = [c for c in candidates if not (c.quarantined or c.health is unhealthy)]
+    if policy.rejects:
+        eligible = policy.admit(eligible, request)
     preferred = filtered and bool(request.kinds or request.vendors or request.backends)
-    if full or not eligible:
+    if full:
+        context = policy.prepare(eligible, request, cost_model)
+        scores = policy.scores(eligible, request, context)
         ranked = [(_key(c, request, preferred, scores[index], index), c) for index, c in enumerate(eligible)]
         ranked.sort()
+    elif not eligible:
+        context, ranked = policy.prepare(eligible, request, cost_model), []
     else:
-        # The winner alone: the key's head (preference, health, score, order) decides unless two
-        # devices tie on all of it (orders are unique in hetero's own tables), so only the winner,
-        # or the tied ones, get the whole key.
-        heads = [(_preference(c, request) if preferred else 0, c.health is _DEGRADED, scores[index], c.order)
-                 for index, c in enumerate(eligible)]
-        best = min(heads)
-        if heads.count(best) == 1:
-            index = heads.index(best)
-            ranked = [(_key(eligible[index], request, preferred, scores[index], index), eligible[index])]
+        # The winner alone: the device with the smallest lead (see Policy.leads) when it is healthy
+        # and alone there; else (a degraded leader, orders shared by hand-made candidates, or a
+        # request preferring kinds/vendors/backends) the smallest whole key.
+        context, leads = policy.context_and_leads(eligible, request, cost_model)
+        best = min(leads)
+        i = leads.index(best)
+        c = eligible[i]
+        if not preferred and c.health is not _DEGRADED and leads.count(best) == 1:
+            score = (best[0],) if policy.score_is_lead else policy.score(c, request, context)
+            ranked = [(_key(c, request, False, score, i), c)]
         else:
-            ranked = [min((_key(c, request, preferred, scores[index], index), c) for index, c in enumerate(eligible)
-                          if heads[index] == best)]
-    return Ranking(policy, request, ranked, rejected, context, queued=not ranked and held > 0)
+            score_of = policy.score
+            ranked = [min((_key(c, request, preferred, score_of(c, request, context), i), c)
+                          for i, c in enumerate(eligible))]
+    return Ranking(policy, request, ranked, context, candidates, eligible)
 
 
 def _key(c: Candidate, request: Request, preferred: bool, score: Key, index: int) -> Key:

@@ -115,11 +115,13 @@ def test_fastest_scores_made_with_its_predictions_are_those_score_gives_and_say_
     others = devices[::-1]  # another list: scored afresh, not given the prepared list's scores
     assert fastest.scores(others, request, context) == [fastest.score(c, request, context) for c in others]
     assert rank(devices, request, fastest, model, full=False).winner == rank(devices, request, fastest, model).winner
-    together, scores = fastest.context_and_scores(devices, request, model)  # rank's one pass
-    assert together.seconds == context.seconds and scores == fastest.scores(devices, request, context)
+    together, leads = fastest.context_and_leads(devices, request, model)  # a placement's one pass
+    assert together.seconds == context.seconds and together.model == context.model
+    assert leads == fastest.leads(devices, request, context) == [(s, c.order) for c, (s,) in
+                                                                  zip(devices, fastest.scores(devices, request, context))]
     missing = FakeCostModel({c.info.stable_id: 1e-3 for c in devices[:-1]})  # no prediction for the last one
-    fallback, scores = fastest.context_and_scores(devices, request, missing)
-    assert type(fallback) is not Predictions and scores == fastest.scores(devices, request, fallback)
+    fallback, leads = fastest.context_and_leads(devices, request, missing)
+    assert type(fallback) is not Predictions and leads == fastest.leads(devices, request, fallback)
     assert explanation(rank(devices, request, fastest, model)).model.startswith("cost model: times measured for saxpy@abc")
 
 
@@ -211,6 +213,57 @@ def test_the_winner_alone_is_the_head_of_the_full_ranking_even_when_orders_tie(p
         everything = rank(devices, request, get_policy(policy), Model())
         assert alone.ranked == everything.ranked[:1]
     assert rank(same_order, Request(), get_policy("first-fit"), full=False).winner.name == "cpu"  # type: ignore[union-attr]
+
+
+def test_a_placement_picks_what_the_full_ranking_puts_first_on_random_tables() -> None:
+    """rank(full=False) decides on each policy's leads and builds whole keys only for its winner
+    (or, for a degraded leader, shared orders or preferences, for all): over random tables with
+    ties, holds, degraded devices, custom policies and preferences it picks the full ranking's
+    first, and its reasons for rejections are the full ranking's."""
+    import random
+
+    from hetero.scheduler import Policy, rank
+
+    class Model:
+        def __init__(self, seed: int) -> None:
+            self.seed = seed
+
+        def predict(self, kernel: str, stable_id: str, n: int) -> float:
+            return float((hash(stable_id) + self.seed) % 3 + 1)  # few values: ties on the score
+
+    class Custom(Policy):  # a user's policy: score tuples of two lengths, the default leads
+        name = "custom"
+
+        def score(self, candidate: Candidate, request: Request, context: object) -> tuple[int, ...]:
+            return (candidate.tasks,) if candidate.tasks % 2 else (candidate.tasks, -candidate.order)
+
+    rng = random.Random(19)
+    policies = [get_policy(name) for name in ("first-fit", "binpack", "spread", "fastest", "priority")] + [Custom()]
+    for trial in range(300):
+        devices = [dataclasses.replace(c, used=rng.choice((0, 0, 1, 5, 30)) * GiB, tasks=rng.choice((0, 0, 1, 2)),
+                                       order=rng.choice((c.order, c.order, rng.randrange(4))),
+                                       health=rng.choice([HealthState.OK] * 4 + [HealthState.DEGRADED, HealthState.UNHEALTHY]),
+                                       held_by=rng.choice((None, None, "low", "normal", "high")),
+                                       quarantined=rng.random() < 0.1) for c in table()]
+        rng.shuffle(devices)
+        request = Request(memory=rng.choice((0, GiB, 20 * GiB)), priority=rng.choice(("low", "normal", "high")),
+                          kernel="k@0" if trial % 3 else None, n=1 << 20,
+                          kinds=rng.choice(((), (), ("cpu", "gpu"), ("gpu",))))
+        for policy in policies:
+            alone = rank(devices, request, policy, Model(trial), full=False)
+            everything = rank(devices, request, policy, Model(trial))
+            assert alone.ranked == everything.ranked[:1], (trial, policy.name)
+            assert alone.rejected == everything.rejected and alone.queued == everything.queued
+
+
+def test_priority_admits_what_its_reject_does_not_refuse() -> None:
+    """Priority.admit, the placement's table of reject's rule, agrees with reject for every pair
+    of classes (and for free devices)."""
+    priority = get_policy("priority")
+    for mine in ("low", "normal", "high"):
+        held = [dataclasses.replace(c, held_by=theirs) for c, theirs in zip(table(), (None, "low", "normal", "high"))]
+        request = Request(priority=mine)
+        assert priority.admit(held, request) == [c for c in held if priority.reject(c, request) is None], mine
 
 
 def test_no_device_error_lists_every_reason_and_pickles() -> None:
