@@ -15,6 +15,9 @@ Status = Literal["PASS", "MISS", "INFO", "N/A"]
 #: PASS and MISS are measured goals; INFO rows carry no goal; N/A: this machine cannot measure it
 #: (a device it lacks, a GPU-only goal, a --quick run that stops short of the goal's size).
 STATUSES: tuple[Status, ...] = ("PASS", "MISS", "INFO", "N/A")
+#: Issue 19, "performance as a user feels it": its acceptance is PASS for each of its goals this
+#: machine measures, in one ``run_all``.
+PERFORMANCE = 19
 # How the benchmarks spell their verdicts, lower-cased.
 _FLAGS: dict[str, Status] = {
     "pass": "PASS", "passed": "PASS", "met": "PASS", "true": "PASS",
@@ -33,6 +36,9 @@ class Goal:
     measured: str
     goal: str
     status: Status
+    #: The issue whose acceptance this goal is (``run_all`` gives each such issue its own verdict
+    #: line); None: a goal of the benchmark's own, from an issue already closed.
+    issue: int | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

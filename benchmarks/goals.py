@@ -18,7 +18,7 @@ from benchmarks import goals_compute, goals_runtime
 from benchmarks.goal import STATUSES, Goal, Status
 
 __all__ = ["ADAPTERS", "RESULTS_DIR", "RUN_ELSEWHERE", "STATUSES", "WRITTEN_BY", "Goal", "ResultsError", "Status", "format_table", "goals_of",
-           "load_goals", "read_results", "verdict"]
+           "issue_verdicts", "load_goals", "read_results", "verdict"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -113,10 +113,22 @@ def verdict(goals: Sequence[Goal]) -> tuple[bool, str]:
     return False, f"MISS: {len(missed)} of {len(measured)} goals missed: {listed}"
 
 
+def issue_verdicts(goals: Sequence[Goal]) -> dict[int, tuple[bool, str]]:
+    """Per open issue with goals here (:attr:`Goal.issue`), :func:`verdict` over its goals alone, the line
+    prefixed ``issue N:``: an issue's acceptance reads its own line, whatever other benchmarks' goals say."""
+    issues = sorted({goal.issue for goal in goals if goal.issue is not None})
+    verdicts = {}
+    for issue in issues:
+        ok, line = verdict([goal for goal in goals if goal.issue == issue])
+        verdicts[issue] = (ok, f"issue {issue}: {line}")
+    return verdicts
+
+
 def format_table(goals: Sequence[Goal]) -> str:
     """The goals as a plain-text table: benchmark, what, measured, goal, status."""
-    header = ("benchmark", "what", "measured", "goal", "status")
-    cells = [header, *((g.benchmark, g.what, g.measured, g.goal, g.status) for g in goals)]
+    header = ("benchmark", "what", "measured", "goal", "issue", "status")
+    cells = [header, *((g.benchmark, g.what, g.measured, g.goal, "" if g.issue is None else str(g.issue), g.status)
+                       for g in goals)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     lines = [" | ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "-+-".join("-" * width for width in widths))

@@ -13,7 +13,7 @@ import dataclasses
 
 from typing import Any
 
-from benchmarks.goal import Goal, Status, at_least, at_most, below, count, duration, missing_devices, percent, ratio, size, worst
+from benchmarks.goal import PERFORMANCE, Goal, Status, at_least, at_most, below, count, duration, missing_devices, percent, ratio, size, worst
 
 Results = dict[str, Any]
 
@@ -36,12 +36,12 @@ def placement(data: Results) -> list[Goal]:
     devices = data.get("config", {}).get("devices", 16)
     what = f"placement decision, {devices} devices, each policy"
     if not decide:
-        return [Goal("placement", what, "not measured", f"<= {PLACEMENT_MAX_S * 1e6:g} us", "N/A")]
+        return [Goal("placement", what, "not measured", f"<= {PLACEMENT_MAX_S * 1e6:g} us", "N/A", PERFORMANCE)]
     slowest = max(decide, key=lambda row: row["median_s"])
     fastest = min(row["median_s"] for row in decide)
     shown = f"median {fastest * 1e6:.1f}-{slowest['median_s'] * 1e6:.1f} us (slowest: {slowest['case'].split('/', 1)[1]})"
     rows = [Goal("placement", f"{what} ({len(decide)} policies)", shown, f"<= {PLACEMENT_MAX_S * 1e6:g} us",
-                 at_most(slowest["median_s"], PLACEMENT_MAX_S))]
+                 at_most(slowest["median_s"], PLACEMENT_MAX_S), PERFORMANCE)]
     for row in data["rows"]:
         if row["case"] == "model/fastest":  # the same decision asking hetero's own calibrated CostModel
             rows.append(Goal("placement", f"the `fastest` decision asking hetero's own calibrated `CostModel` ({devices} devices)",
@@ -53,7 +53,8 @@ def split_elsewhere(data: Results) -> list[Goal]:
     """``benchmarks.split`` run on a GPU machine (``split_h200.json``): its rows, named by where they ran."""
     machine = data.get("machine") or {}
     where = f"on the GPU machine ({machine.get('cpu_model', '?')}, {str(data.get('timestamp_utc', ''))[:10]})"
-    return [dataclasses.replace(goal, what=f"{goal.what}, {where}") for goal in split(data)]
+    # named split_h200, so the verdicts that leave out what ran elsewhere (RUN_ELSEWHERE) leave these out
+    return [dataclasses.replace(goal, benchmark="split_h200", what=f"{goal.what}, {where}") for goal in split(data)]
 
 
 def split(data: Results) -> list[Goal]:
@@ -61,9 +62,9 @@ def split(data: Results) -> list[Goal]:
     what = f"`split` triad {count(int(data['elements']))} f32 over {' + '.join(devices)} vs the best single device"
     value = data.get("split_over_best_alone")
     if len(devices) < 2 or value is None:
-        return [Goal("split", what, "needs two devices", "no loss (>= 0.95x, noise)", "N/A")]
+        return [Goal("split", what, "needs two devices", "no loss (>= 0.95x, noise)", "N/A", PERFORMANCE)]
     rows = [Goal("split", f"{what} ({data['best_alone']})", ratio(value), f"no loss (>= {SPLIT_MIN_RATIO:g}x, noise)",
-                 at_least(value, SPLIT_MIN_RATIO))]
+                 at_least(value, SPLIT_MIN_RATIO), PERFORMANCE)]
     forced = data.get("split_always_over_best_alone")
     if forced is not None:
         parts = data.get("split_always_rows") or {}
@@ -108,7 +109,7 @@ def guard_overhead(data: Results) -> list[Goal]:
             rows.append(Goal("guard_overhead", f"`hetero.guard` snapshots alone (every {row['snapshot_every']} steps, copies "
                              f"not waited for), digits MLP on {row['device']['name']}, share of step time",
                              f"{percent(shared)} paired, {percent(alone, signed=False)} by parts",
-                             f"<= {limit:.0%}", at_most(max(shared, alone), limit)))
+                             f"<= {limit:.0%}", at_most(max(shared, alone), limit), PERFORMANCE))
     return rows + missing_devices("guard_overhead", "`hetero.guard` overhead on {device}", data.get("missing"))
 
 
@@ -124,14 +125,15 @@ def guard_recovery(data: Results) -> list[Goal]:
                 what = f"`hetero.guard` fault -> resumed, {source} -> {target}, {size(nbytes)} state, {cache} caches, vs restart + reload"
                 part = row.get(cache) if row else None
                 if not part:
-                    rows.append(Goal("guard_recovery", what, "not measured", f">= {minimum:g}x", "N/A"))
+                    rows.append(Goal("guard_recovery", what, "not measured", f">= {minimum:g}x", "N/A",
+                                     PERFORMANCE if cache == "cold" else None))
                     continue
                 value = part["speedup"]
                 measured = f"{ratio(value)} ({duration(part['guard_median_s'])} vs {duration(part['restart_median_s'])})"
                 if cache == "warm":  # the goal is the cold move, kernel builds included (issue 19): warm is reported
                     rows.append(Goal("guard_recovery", what, measured, "", "INFO"))
                     continue
-                rows.append(Goal("guard_recovery", what, measured, f">= {minimum:g}x", at_least(value, minimum)))
+                rows.append(Goal("guard_recovery", what, measured, f">= {minimum:g}x", at_least(value, minimum), PERFORMANCE))
     return rows
 
 

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.goals import ADAPTERS, RESULTS_DIR, RUN_ELSEWHERE, WRITTEN_BY, Goal, ResultsError, load_goals, read_results, verdict
+from benchmarks.goals import (ADAPTERS, RESULTS_DIR, RUN_ELSEWHERE, WRITTEN_BY, Goal, ResultsError, issue_verdicts, load_goals,
+                              read_results, verdict)
 
 HEADING = "## Measured here"
 START = "<!-- measured-here:start -->"
@@ -36,7 +37,10 @@ class ReadmeError(ValueError):
 def render(results_dir: Path = RESULTS_DIR) -> str:
     """The generated block, markers included: the intro, the table, where each file came from."""
     goals = load_goals(results_dir)
-    _, line = verdict([goal for goal in goals if goal.benchmark not in RUN_ELSEWHERE])
+    counted = [goal for goal in goals if goal.benchmark not in RUN_ELSEWHERE]
+    _, line = verdict(counted)
+    issues = "".join(f" For {text.split(':', 1)[0]}'s goals alone (column *issue*):{text.split(':', 1)[1]}."
+                     for _, text in issue_verdicts(counted).values())
     parts = [
         START,
         "",
@@ -45,13 +49,13 @@ def render(results_dir: Path = RESULTS_DIR) -> str:
          "(`python -m benchmarks.run_all`) reruns every benchmark side by side with the raw library, records the run "
          f"in `benchmarks/results/{RECORD}` and regenerates this table. {_last_run(results_dir / RECORD)}"),
         "",
-        f"Verdict over the benchmarks `run_all` runs: {line}. PASS and **MISS** are goals measured here; INFO is a "
+        f"Verdict over the benchmarks `run_all` runs: {line}.{issues} PASS and **MISS** are goals measured here; INFO is a "
         "figure with no goal; N/A a goal this machine cannot measure (a device it lacks, or no results file). "
         + (f"The {', '.join(f'`{name}`' for name in sorted(RUN_ELSEWHERE))} rows were measured on the machine they name, "
            "not counted in the verdict." if any(goal.benchmark in RUN_ELSEWHERE for goal in goals) else ""),
         "",
-        "| what | measured | goal | status |",
-        "|---|---|---|---|",
+        "| what | measured | goal | issue | status |",
+        "|---|---|---|---|---|",
         *(_row(goal) for goal in goals),
         "",
         _sources(results_dir),
@@ -62,7 +66,8 @@ def render(results_dir: Path = RESULTS_DIR) -> str:
 
 def _row(goal: Goal) -> str:
     status = "**MISS**" if goal.status == "MISS" else goal.status
-    return "| " + " | ".join(_cell(text) for text in (goal.what, goal.measured, goal.goal, status)) + " |"
+    issue = "" if goal.issue is None else str(goal.issue)
+    return "| " + " | ".join(_cell(text) for text in (goal.what, goal.measured, goal.goal, issue, status)) + " |"
 
 
 def _cell(text: str) -> str:

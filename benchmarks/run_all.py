@@ -6,8 +6,9 @@ commit, each benchmark's time and exit), and README.md's "Measured here" table r
     python -m benchmarks.run_all [--quick] [--only NAME[,NAME]] [--no-readme]
     python -m benchmarks.run_all --summary [--only NAME[,NAME]] [--results DIR]   # judge the files, run nothing
 
-Exit status 0 when every goal this machine measured passed, 1 when one missed or a benchmark
-failed to write its results.
+Besides the verdict over every goal, one verdict line per issue whose acceptance is a set of goals
+(the table's *issue* column: issue 19's), judged over that issue's goals alone. Exit status 0 when
+every goal this machine measured passed, 1 when one missed or a benchmark failed to write its results.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import readme_table
-from benchmarks.goals import RESULTS_DIR, Goal, ResultsError, format_table, load_goals, read_results, verdict
+from benchmarks.goals import RESULTS_DIR, Goal, ResultsError, format_table, issue_verdicts, load_goals, read_results, verdict
 
 #: The benchmarks, in the order they run (each is ``benchmarks.<name>``, imported when it runs).
 BENCHMARKS: tuple[str, ...] = (
@@ -77,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmarks": {**previous_runs(RESULTS_DIR / RECORD, names), **runs},
         "only": list(names) if args.only else None,
         "goals": [dataclasses.asdict(goal) for goal in goals],
-        "verdict": {"ok": status == 0, "line": line},
+        "verdict": {"ok": status == 0, "line": line,
+                    "issues": {str(n): {"ok": ok, "line": text} for n, (ok, text) in issue_verdicts(goals).items()}},
     }
     path = write_record(RESULTS_DIR / RECORD, record)
     print(f"run recorded in {path}")
@@ -139,8 +141,10 @@ def summarise(names: Sequence[str], results_dir: Path, failed: Sequence[str] = (
             print(f"  missed: {goal.benchmark}: {goal.what}: {goal.measured} (goal {goal.goal})")
     for problem in failed:
         print(f"  ERROR: {problem}")
-    if failed:
-        line += f"; ERROR: {len(failed)} benchmark(s) failed: {', '.join(p.split(':')[0] for p in failed)}"
+    error = f"; ERROR: {len(failed)} benchmark(s) failed: {', '.join(p.split(':')[0] for p in failed)}" if failed else ""
+    for _, issue_line in issue_verdicts(goals).values():  # a failed benchmark's stale file judges nothing
+        print(issue_line + error)
+    line += error
     print(line)
     return (0 if ok and not failed else 1), goals, line
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from benchmarks import readme_table, run_all
-from benchmarks.goals import ADAPTERS, Goal, ResultsError, goals_of, load_goals, verdict
+from benchmarks.goals import ADAPTERS, Goal, ResultsError, goals_of, issue_verdicts, load_goals, verdict
 
 
 def triad(cpu_ratio: float) -> dict[str, Any]:
@@ -174,7 +174,7 @@ def test_readme_table_is_deterministic_and_check_sees_drift(tmp_path: Path, caps
     assert first.startswith("# project\n\nIntro.\n\n## Measured here\n\n" + readme_table.START)
     assert first.endswith(readme_table.END + "\n\n## Layout\n\nThe rest.\n")
     assert "An old hand-made table" not in first
-    row = "| placement decision, 16 devices, each policy (2 policies) | median 5.0-10.0 us (slowest: priority) | <= 20 us | PASS |"
+    row = "| placement decision, 16 devices, each policy (2 policies) | median 5.0-10.0 us (slowest: priority) | <= 20 us | 19 | PASS |"
     assert row in first
     assert "Last run: unknown" in first
     capsys.readouterr()
@@ -236,7 +236,8 @@ def test_run_all_records_the_run_and_regenerates_the_readme(tmp_path: Path, monk
 
     assert run_all.main(["--only", "placement"]) == 0
     record = json.loads((results / "run_all.json").read_text())
-    assert record["verdict"] == {"ok": True, "line": "PASS: all 1 measurable goals met"}
+    assert record["verdict"] == {"ok": True, "line": "PASS: all 1 measurable goals met",
+                                 "issues": {"19": {"ok": True, "line": "issue 19: PASS: all 1 measurable goals met"}}}
     assert record["only"] == ["placement"] and record["benchmarks"]["placement"]["results_written"] is True
     assert len(record["load_average_before"]) == 3 and len(record["load_average_after"]) == 3
     assert "hostname" not in record["machine"] and record["machine"]["cores"] >= 1 and record["machine"]["cpu_model"]
@@ -277,3 +278,39 @@ def test_split_measured_on_the_gpu_machine_is_read_from_splits_own_results(tmp_p
     (tmp_path / "split_h200.json").write_text(json.dumps(written))
     (row,) = goals_of("split_h200", tmp_path)
     assert row.status == "PASS" and "on the GPU machine" in row.what and "2026-12-04" in row.what
+
+
+def test_the_gpu_machines_split_rows_are_not_counted_in_this_machines_readme_verdict(tmp_path: Path) -> None:
+    results, readme = tmp_path / "results", tmp_path / "README.md"
+    write(results, "placement", placement(10e-6))
+    write(results, "split_h200", {"benchmark": "split", "elements": 16 << 20, "devices": [{"name": "cuda:0"}, {"name": "cpu"}],
+                                  "best_alone": "cuda:0", "split_over_best_alone": 0.5, "timestamp_utc": "2026-12-04T16:07:18+00:00",
+                                  "machine": {"cpu_model": "Intel(R) Xeon(R) Processor"}})
+    (row,) = goals_of("split_h200", results)
+    assert row.benchmark == "split_h200" and row.status == "MISS"
+    readme.write_text(README)
+    assert readme_table.main(["--results", str(results), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "Verdict over the benchmarks `run_all` runs: PASS: all 1 measurable goals met." in text
+    assert "split_h200" in text and "not counted in the verdict" in text
+
+
+def test_an_issues_goals_get_their_own_verdict_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path, "placement", placement(10e-6))
+    write(tmp_path, "stream_triad", triad(0.95))
+    tagged = {(goal.benchmark, goal.issue) for goal in load_goals(tmp_path, ["placement", "stream_triad"])}
+    assert ("placement", 19) in tagged and ("stream_triad", None) in tagged  # oneapi:0's triad is no issue-19 goal
+    verdicts = issue_verdicts(load_goals(tmp_path, ["placement", "stream_triad"]))
+    assert verdicts == {19: (True, "issue 19: PASS: all 3 measurable goals met")}
+
+    triad_other = triad(0.95)
+    triad_other["rows"][1]["ratio"] = 0.5  # oneapi:0 misses: not one of issue 19's goals
+    write(tmp_path, "stream_triad", triad_other)
+    assert run_all.main(["--summary", "--results", str(tmp_path), "--only", "stream_triad,placement"]) == 1
+    out = capsys.readouterr().out
+    assert "issue 19: PASS: all 3 measurable goals met\nMISS: 1 of 5 goals missed: stream_triad (1)" in out
+    assert [cell.strip() for cell in out.splitlines()[0].split("|")] == ["benchmark", "what", "measured", "goal", "issue", "status"]
+
+    write(tmp_path, "placement", placement(25e-6))
+    assert run_all.main(["--summary", "--results", str(tmp_path), "--only", "placement"]) == 1
+    assert "issue 19: MISS: 1 of 1 goals missed: placement (1)" in capsys.readouterr().out
