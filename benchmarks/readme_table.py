@@ -39,8 +39,8 @@ def render(results_dir: Path = RESULTS_DIR) -> str:
     goals = load_goals(results_dir)
     counted = [goal for goal in goals if goal.benchmark not in RUN_ELSEWHERE]
     _, line = verdict(counted)
-    issues = "".join(f" For {text.split(':', 1)[0]}'s goals alone (column *issue*):{text.split(':', 1)[1]}."
-                     for _, text in issue_verdicts(counted).values())
+    issues = "".join(f" For issue {n}'s goals alone (column *issue*): {text.removeprefix(f'issue {n}: ')}."
+                     for n, (_, text) in issue_verdicts(counted).items())
     parts = [
         START,
         "",

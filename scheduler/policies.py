@@ -513,9 +513,8 @@ def rank(candidates: Sequence[Candidate], request: Request, policy: Policy, cost
             score = (best[0],) if policy.score_is_lead else policy.score(c, request, context)
             ranked = [(_key(c, request, False, score, i), c)]
         else:
-            score_of = policy.score
-            ranked = [min((_key(c, request, preferred, score_of(c, request, context), i), c)
-                          for i, c in enumerate(eligible))]
+            scores = policy.scores(eligible, request, context)  # as the full ranking scores them
+            ranked = [min((_key(c, request, preferred, scores[i], i), c) for i, c in enumerate(eligible))]
     return Ranking(policy, request, ranked, context, candidates, eligible)
 
 
