@@ -29,6 +29,11 @@ from . import cpu_kernels, host
 # Work-group size the CPU kernel emitter runs per group; a limit of hetero's, not of the hardware.
 MAX_WORK_GROUP_SIZE = 1024
 
+PAGE = 4096
+#: Buffers of this many bytes or more start on a page (see ``CPURuntime.allocate``): one page more
+#: is at most 1/16 of what they hold.
+PAGE_ALIGNED_FROM = 16 * PAGE
+
 #: Fault kind -> (error class, code name). The CPU has no vendor codes, so the names are hetero's;
 #: only out-of-memory happens for real here (NumPy's MemoryError), the others come from fault injection.
 FAULT_NAMES: dict[str, tuple[type[DeviceError], str]] = {
@@ -49,8 +54,15 @@ class CPURuntime(DeviceRuntime):
         self._target = Target("cpu", platform.machine(), frozenset({"fp64", "int64_atomics"}), info.driver_version)
 
     def allocate(self, nbytes: int) -> np.ndarray:
+        """``nbytes`` of host memory; from :data:`PAGE_ALIGNED_FROM` bytes on, starting on a page, so
+        that an OpenCL CPU device can work on it in place (``alias_host``; Intel's runtime needs a
+        page, and vector loads a cache line at least)."""
         try:
-            return np.empty(nbytes, dtype=np.uint8)
+            if nbytes < PAGE_ALIGNED_FROM:
+                return np.empty(nbytes, dtype=np.uint8)
+            raw = np.empty(nbytes + PAGE, dtype=np.uint8)
+            start = -raw.ctypes.data % PAGE
+            return raw[start:start + nbytes]
         except MemoryError as exc:
             raise self._error("oom", f"allocating {nbytes} bytes failed: {exc or 'out of host memory'}") from exc
 

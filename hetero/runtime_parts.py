@@ -75,6 +75,18 @@ class Allocator(abc.ABC):
             self.download(dst, src)
         return None
 
+    def alias_host(self, host: np.ndarray) -> Any | None:
+        """A buffer of this device over the C-contiguous host array ``host`` itself, for kernels to
+        read and write in place without a copy (a CPU device of an OpenCL runtime shares the host's
+        memory); None where this device cannot, or not without a copy (the default: None). The
+        buffer keeps ``host`` alive. After the work on it, :meth:`end_alias` makes what the device
+        wrote visible in ``host``."""
+        return None
+
+    def end_alias(self, buffer: Any) -> None:
+        """Wait for the work queued on an :meth:`alias_host` buffer and make what it wrote visible in
+        the host array (a runtime that copied behind the scenes copies back here)."""
+
     @abc.abstractmethod
     def copy(self, dst: Any, src: Any, nbytes: int) -> None:
         """Copy ``nbytes`` between two buffers of this device (may return before it finishes)."""

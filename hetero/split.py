@@ -24,10 +24,13 @@ returns the same object.
 
 Because devices may share what the model counts as independent (cores, memory bandwidth),
 an adaptive launcher (the default) also measures whole launches with every row on one device,
-each device once (the one the cost model predicts fastest alone with its copies first), and runs
-the fastest way (:class:`hetero.scheduler.split_plan.Outcomes`), re-measuring the others rarely
-enough that it costs at most 2%: a split is never slower than the best single device for long. A part
-that fails raises its device's own error, with a note naming the part.
+each device a few times in a row (the one the cost model predicts fastest alone with its copies
+first), and runs the fastest way (:class:`hetero.scheduler.split_plan.Outcomes`), re-measuring the
+others rarely enough that it costs at most 2%: a split is never slower than the best single device
+for long. When that way is another device that can work on the arrays' host memory itself (an
+OpenCL CPU device, the arrays on ``cpu``: :mod:`hetero.split_in_place`), it does, with no copy in
+or out, and such calls take a short way too (no plan, a few timed). A part that fails raises its
+device's own error, with a note naming the part.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import dataclasses
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,6 +55,7 @@ from hetero.runtime_parts import runs_kernels
 from hetero.scheduler import cost_model as cost_models
 from hetero.scheduler import split_plan
 from hetero.scheduler.split_plan import Outcomes, replan_after, sampled
+from hetero import split_in_place
 from hetero.split_check import COMBINE_OPS, Layout, NotSplittableError, analyse, with_offset
 from hetero.split_moves import Staging, bytes_moved, copy_law, identity, merge
 from hetero.types import i64
@@ -172,6 +176,11 @@ _offset_kernels: weakref.WeakKeyDictionary[Any, dict[int, Any]] = weakref.WeakKe
 
 def _offset_kernel(kernel: Kernel, axis: int) -> Kernel:
     """``kernel`` compiled with the row offset built in (see :func:`with_offset`), one per axis."""
+    per_axis = _offset_kernels.setdefault(kernel, {})
+    found = per_axis.get(axis)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+
     class OffsetKernel(Kernel):
         def fingerprint(self) -> str:
             return f"{kernel.fingerprint()}+split-axis{axis}"
@@ -191,10 +200,8 @@ def _offset_kernel(kernel: Kernel, axis: int) -> Kernel:
         def cost_key(self) -> str:
             return kernel.cost_key()
 
-    per_axis = _offset_kernels.setdefault(kernel, {})
-    if axis not in per_axis:
-        per_axis[axis] = OffsetKernel(kernel.py_func)
-    return per_axis[axis]  # type: ignore[no-any-return]
+    made = per_axis[axis] = OffsetKernel(kernel.py_func)
+    return made
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,6 +215,11 @@ class _Plain:
     reported: SplitPlan  # what such a call returns (and leaves in .last)
     walls: Outcomes | None
     order: list[str]  # the devices Outcomes.choose is asked about
+    device: Device | None = None  # measured fastest alone, and working on the arrays in place: where
+    # the rows go (None: the arrays' device, plain asynchronous launches)
+    aliased: tuple[int, ...] = ()  # the arrays it works on in place (all those the kernel uses)
+    written: tuple[int, ...] = ()  # those of them it writes
+    axis: int = 0  # the launch axis the rows are counted along
 
 
 class SplitLauncher:
@@ -337,16 +349,33 @@ class SplitLauncher:
             with self._lock:  # as below, without planning anything again (a new plan, a timed launch
                 served = self._plans.get(key)  # or another way to measure goes the long way)
                 count = self._whole.get(plain.whole_key, 0)
-                if (served is not None and served[0] is plain.plan and served[1] < served[2] and not sampled(count)
-                        and (plain.walls is None or plain.walls.peek(plain.order) == source.name)):
-                    if plain.walls is not None:
-                        plain.walls.launches += 1
-                    self._plans[key] = (served[0], served[1] + 1, served[2])
-                    self._whole[plain.whole_key] = count + 1
-                    plain.launcher(*args)  # plain, not waited for
-                    self._queued.add(source)
-                    self.last = plain.reported
-                    return plain.reported
+                runs_on = source if plain.device is None else plain.device
+                timed = sampled(count)  # in place, a sampled launch is timed here (a plain one goes the long way)
+                if (served is not None and served[0] is plain.plan and served[1] < served[2]
+                        and (plain.device is not None or not timed)
+                        and (plain.walls is None or plain.walls.peek(plain.order) == runs_on.name)):
+                    if plain.device is None:
+                        plain.launcher(*args)  # plain, not waited for
+                        self._queued.add(source)
+                    else:  # untimed launches on the arrays first
+                        for device in self._queued:
+                            device.synchronize()
+                        self._queued.clear()
+                        start = time.perf_counter()
+                    if plain.device is None or split_in_place.run(plain.device, plain.launcher, args, plain.aliased,
+                                                                  plain.written):
+                        if plain.device is not None and timed and plain.walls is not None:
+                            seconds = time.perf_counter() - start
+                            plain.walls.add(runs_on.name, seconds)
+                            self._learn(args, [(runs_on, 0, self.global_size[plain.axis])], {runs_on.name: seconds},
+                                        plain.axis)
+                        if plain.walls is not None:
+                            plain.walls.launches += 1
+                        self._plans[key] = (served[0], served[1] + 1, served[2])
+                        self._whole[plain.whole_key] = count + 1
+                        self.last = plain.reported
+                        return plain.reported
+                    del self._plain[key]  # an array it cannot work on in place: the long way
         layout = self._layout_by_key.get(key)
         if layout is None:
             layout = self.layout(args)
@@ -358,7 +387,7 @@ class SplitLauncher:
             parts = [(d, lo, hi) for d, (lo, hi) in zip(self.owner.devices, plan.bounds, strict=True) if hi > lo]
             walls = self._walls.get(key)
             if walls is None:
-                walls = self._walls[key] = Outcomes()
+                walls = self._walls[key] = Outcomes(source.name)
             order = self._alone_order(plan, source)
             way = walls.choose(order) if self.owner.adaptive and len(parts) > 1 else None
             alone = way is not None
@@ -385,15 +414,33 @@ class SplitLauncher:
                 device.synchronize()  # parts that read the arrays' memory from the host, start
             self._queued.clear()
             start = time.perf_counter()
+            in_place = False
             if whole:  # a plain launch, timed
                 self._whole[whole_key] = count + 1
                 seconds = _timed(kernel, self.global_size, self.local_size, args, source)
                 measured: list[float | None] = [seconds if d is source else None for d in self.owner.devices]
                 self._learn(args, [(source, 0, self.global_size[layout.axis])], {source.name: seconds}, layout.axis)
+            elif alone:  # all on another device: its compute time teaches the model on the sampled launches
+                alone_key = ("alone", key, way)  # only (the walls below take every one)
+                count = self._whole.get(alone_key, 0)
+                self._whole[alone_key] = count + 1
+                measured, in_place = self._run(layout, source, args, parts, plan, learn=sampled(count))
+                if in_place:  # the next such calls take the short way (at the top), untimed but for samples
+                    if len(self._plain) >= 64:
+                        self._plain.clear()
+                    names = kernel.param_names()
+                    indices = [i for i, name in enumerate(names) if layout.roles.get(name) is not None]
+                    self._plain[key] = _Plain(served_plan, alone_key, _launcher(kernel, self.global_size, self.local_size),
+                                              dataclasses.replace(plan, measured_s=(None,) * len(self.owner.devices)),
+                                              walls, order, single, tuple(indices),
+                                              tuple(i for i in indices if names[i] in layout.written), layout.axis)
             else:
-                measured = self._run(layout, source, args, parts, plan)
+                measured, _ = self._run(layout, source, args, parts, plan)
             if (alone or len(parts) > 1) and None not in [measured[self.owner.devices.index(d)] for d, _, _ in parts]:
-                walls.add(way, time.perf_counter() - start)  # not when a part compiled: that is no sample
+                # not when a part compiled: that is no sample. In place, the launch alone, as the
+                # short way runs it (and as a timed launch on the arrays' device is measured)
+                wall = measured[self.owner.devices.index(parts[0][0])] if in_place else None
+                walls.add(way, wall if wall is not None else time.perf_counter() - start)
             self.last = dataclasses.replace(plan, measured_s=tuple(measured))
         return self.last
 
@@ -425,28 +472,46 @@ class SplitLauncher:
         return alone
 
     def _run(self, layout: Layout, source: Device, args: Sequence[Any], parts: list[tuple[Device, int, int]],
-             plan: SplitPlan) -> list[float | None]:
+             plan: SplitPlan, learn: bool = True) -> tuple[list[float | None], bool]:
+        """Run the parts and wait: each device's compute seconds (None where its launch compiled),
+        and whether the part (there was one) worked on the arrays' host memory in place."""
         kernel = self.owner.kernel
         names = kernel.param_names()
-        offset_kernel = _offset_kernel(kernel, layout.axis)
         total = self.global_size[layout.axis]
         staged = Staging(source, names, layout, args, [(lo, hi) for d, lo, hi in parts if d is not source])
         combined: dict[int, list[np.ndarray]] = {i: [] for i, n in enumerate(names) if layout.roles.get(n) == "combine"}
         gathered: list[tuple[int, int, np.ndarray]] = []  # (argument, byte offset, rows) to upload to a non-host source
+        # All the rows on one other device, the arrays in host memory: that device works on them in
+        # place where it can (an OpenCL CPU device: no copy in or out), on copies where it cannot.
+        in_place = len(parts) == 1 and staged.host and "combine" not in layout.roles.values()
+        role_indices = [i for i, name in enumerate(names) if layout.roles.get(name) is not None]
+        ran_in_place: list[bool] = []  # whether every array was worked on in place
 
         def run_part(device: Device, lo: int, hi: int) -> float | None:
+            aliases: dict[int, Any] = {}
             local_args = list(args)
             if device is not source:
-                for i, name in enumerate(names):
-                    role = layout.roles.get(name)
-                    if role is not None:
-                        local_args[i] = self._part_buffer(device, i, args[i], role, staged, lo, hi)
-            size = list(self.global_size)
-            size[layout.axis] = hi - lo
-            seconds = _timed(offset_kernel, tuple(size), self.local_size, [*local_args, lo, total], device)
+                if in_place:
+                    aliases = {i: alias for i in role_indices if (alias := split_in_place.alias(device, args[i])) is not None}
+                    local_args = split_in_place.arguments(device, args, aliases)
+                    ran_in_place.append(len(aliases) == len(role_indices))
+                for i in role_indices:
+                    if i not in aliases:
+                        local_args[i] = self._part_buffer(device, i, args[i], layout.roles[names[i]], staged, lo, hi)
+            written = [alias for i, alias in aliases.items() if names[i] in layout.written]
+            done = (lambda: split_in_place.finish(device, written)) if aliases else None
+            if (lo, hi) == (0, total):  # all the rows: the kernel itself, as a plain launch compiles it
+                seconds = _timed(kernel, self.global_size, self.local_size, local_args, device, done)
+            else:
+                size = list(self.global_size)
+                size[layout.axis] = hi - lo
+                seconds = _timed(_offset_kernel(kernel, layout.axis), tuple(size), self.local_size,
+                                 [*local_args, lo, total], device, done)
             if device is not source:
                 for i, name in enumerate(names):
                     role = layout.roles.get(name)
+                    if i in aliases:
+                        continue
                     if role == "split" and name in layout.written:
                         span = staged.rows(args[i], lo, hi)
                         if span is not None:
@@ -459,15 +524,22 @@ class SplitLauncher:
                         combined[i].append(local_args[i].numpy().copy())
             return seconds
 
-        pool = _threads()
-        futures = [(d, pool.submit(run_part, d, lo, hi)) for d, lo, hi in parts]
         times: dict[str, float | None] = {}
         errors: list[tuple[Device, Exception]] = []
-        for d, future in futures:
+        if len(parts) == 1:  # one part (all the rows on one other device): run here, no thread to hop to
+            d, lo, hi = parts[0]
             try:
-                times[d.name] = future.result()
-            except Exception as exc:  # noqa: BLE001 - every part finishes before the first error is raised
+                times[d.name] = run_part(d, lo, hi)
+            except Exception as exc:  # noqa: BLE001 - raised below, as a part's error
                 errors.append((d, exc))
+        else:
+            pool = _threads()
+            futures = [(d, pool.submit(run_part, d, lo, hi)) for d, lo, hi in parts]
+            for d, future in futures:
+                try:
+                    times[d.name] = future.result()
+                except Exception as exc:  # noqa: BLE001 - every part finishes before the first error is raised
+                    errors.append((d, exc))
         if errors:
             # The device's own error, unwrapped, so that fault handling classifies it as usual.
             device, error = errors[0]
@@ -480,8 +552,9 @@ class SplitLauncher:
             source.runtime.upload(args[i].buffer, host, byte_offset)
         for i, partials in combined.items():
             merge(args[i], partials, self.owner.combine[names[i]])
-        self._learn(args, parts, times, layout.axis)
-        return [times.get(d.name) for d in self.owner.devices]
+        if learn:
+            self._learn(args, parts, times, layout.axis)
+        return [times.get(d.name) for d in self.owner.devices], bool(ran_in_place) and all(ran_in_place)
 
     def _learn(self, args: Sequence[Any], parts: list[tuple[Device, int, int]], times: dict[str, float | None],
                axis: int) -> None:
@@ -539,14 +612,18 @@ def _launch(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int,
 
 
 def _timed(kernel: Kernel, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
-           args: Sequence[Any], device: Device) -> float | None:
-    """Launch and wait; the seconds it took, or None when this launch compiled the kernel
-    (a compile is not a sample of the kernel's speed)."""
+           args: Sequence[Any], device: Device, wait: Callable[[], object] | None = None) -> float | None:
+    """Launch and wait (``wait``: what waits, instead of synchronizing the device: ending the
+    launch's host aliases waits for it too); the seconds it took, or None when this launch
+    compiled the kernel (a compile is not a sample of the kernel's speed)."""
     compiled = kernel._key_of(args) in kernel._dispatch
     device.synchronize()
     start = time.perf_counter()
     _launch(kernel, global_size, local_size, args)
-    device.synchronize()
+    if wait is None:
+        device.synchronize()
+    else:
+        wait()
     return time.perf_counter() - start if compiled else None
 
 

@@ -143,10 +143,18 @@ def replan_after(makespan: float, planning_s: float, served: int = 0) -> int:
 
 #: The most often a split launcher re-measures the strategy (split, or one device alone) it is not
 #: using (see :class:`Outcomes`): once in this many launches.
-PROBE_EVERY = 16
+PROBE_EVERY = 128
 #: What re-measuring the slower strategy may cost on average, as a share of the faster one's time:
-#: one that took (1 + x) times as long is measured again once in x / PROBE_COST launches.
+#: one that took (1 + x) times as long is measured again once in x / PROBE_COST launches (times
+#: :data:`MEASURED_IN_A_ROW` for a device alone, measured that many times in a row).
 PROBE_COST = 0.02
+#: Launches in a row a way is measured when it is (first, or again): the first after a switch from
+#: another device pays for the switch (the other runtime's threads still spinning), the least time
+#: kept counts (see :func:`_typical`).
+MEASURED_IN_A_ROW = 3
+#: How much faster than the arrays' own device another way must measure to be chosen over it
+#: (see :class:`Outcomes`): ways closer than this are noise apart, and staying costs nothing.
+HOME_MARGIN = 0.02
 #: The least often: conditions change (another job, a device's clocks), so the slower one is still
 #: looked at now and then.
 PROBE_AT_MOST_EVERY = 4096
@@ -158,12 +166,19 @@ class Outcomes:
     The cost model adds devices' speeds as if they were independent; devices sharing cores or
     memory bandwidth (all of them on a CPU-only machine) are not, and a part's time measured
     beside the others is not what that device does alone. So the launcher also measures the
-    outcome: once the split has a time, it runs each device alone once (the one the model predicts
-    fastest first), then runs whichever way was fastest, trying each other way again now and then:
+    outcome: once the split has a time, it runs each device alone :data:`MEASURED_IN_A_ROW` times
+    in a row (the one the model predicts fastest first), then runs whichever way was fastest
+    (:func:`_typical`), trying each other way again now and then:
     the slower it was, the less often (:data:`PROBE_COST`, shared by the other ways), so all the
-    probes together cost at most 2% of the fastest way's time."""
+    probes together cost at most 2% of the fastest way's time.
 
-    def __init__(self) -> None:
+    ``home``, the arrays' own device, runs its way as a plain launch; another way is chosen over it
+    only when it measured :data:`HOME_MARGIN` faster: leaving costs what a whole-launch time does
+    not show (the other runtime's threads still spinning on cores the devices share), and ways
+    within noise of each other would otherwise take turns."""
+
+    def __init__(self, home: str | None = None) -> None:
+        self.home = home
         self.split: list[float] = []
         self.alone: dict[str, list[float]] = {}
         self.launches = 0
@@ -183,32 +198,41 @@ class Outcomes:
         if not self.split:
             return None
         for name in devices:
-            if name not in self.alone:
-                return name  # measure each way once
+            if len(self.alone.get(name, ())) < MEASURED_IN_A_ROW:
+                return name  # measure each device alone, in a row: the first after a switch pays for it
         best, probes = self._schedule(tuple(devices))
         for way, every in probes:
-            if launch % every == 0:
-                return way  # now and then, re-measure another way
+            if launch % every < (1 if way is None else MEASURED_IN_A_ROW):
+                return way  # now and then, re-measure another way (a device alone: in a row, as above)
         return best
 
     def _schedule(self, devices: tuple[str, ...]) -> tuple[str | None, list[tuple[str | None, int]]]:
         """The fastest way and how often each other way is re-measured, made once per measurement."""
         if self._made is not None and self._made[0] == (self.version, devices):
             return self._made[1], self._made[2]
-        ways: dict[str | None, float] = {None: _median(self.split)}
-        ways.update((name, _median(self.alone[name])) for name in devices)
+        ways: dict[str | None, float] = {None: _typical(self.split)}
+        ways.update((name, _typical(self.alone[name])) for name in devices)
+        ways = self._weighed(ways)
         best = min(ways, key=lambda way: ways[way])
         fast, others = ways[best], len(ways) - 1
         probes = [(way, min(PROBE_AT_MOST_EVERY, max(PROBE_EVERY, math.ceil(
-            (seconds - fast) / max(fast, 1e-12) * others / PROBE_COST)))) for way, seconds in ways.items() if way != best]
+            (seconds - fast) / max(fast, 1e-12) * others * (1 if way is None else MEASURED_IN_A_ROW) / PROBE_COST))))
+            for way, seconds in ways.items() if way != best]
         self._made = ((self.version, devices), best, probes)
         return best, probes
 
     def best(self) -> str | None:
         """The fastest way measured so far: a device's name, or None for the split."""
-        ways: dict[str | None, float] = {None: _median(self.split)} if self.split else {}
-        ways.update((name, _median(times)) for name, times in self.alone.items())
+        ways: dict[str | None, float] = {None: _typical(self.split)} if self.split else {}
+        ways.update((name, _typical(times)) for name, times in self.alone.items())
+        ways = self._weighed(ways)
         return min(ways, key=lambda way: ways[way]) if ways else None
+
+    def _weighed(self, ways: dict[str | None, float]) -> dict[str | None, float]:
+        """The measured times with every way but the home device's counted :data:`HOME_MARGIN` slower."""
+        if self.home not in ways:
+            return ways
+        return {way: seconds if way == self.home else seconds * (1.0 + HOME_MARGIN) for way, seconds in ways.items()}
 
     def add(self, way: str | None, seconds: float) -> None:
         """One whole launch's wall time: split (``way`` None) or alone on device ``way``."""
@@ -220,10 +244,14 @@ class Outcomes:
     def describe(self) -> str:
         if not self.alone or not self.split:
             return "not measured yet"
-        alone = ", ".join(f"{_median(t) * 1e3:.3g} ms alone on {name}" for name, t in self.alone.items())
-        return f"median {alone} vs {_median(self.split) * 1e3:.3g} ms split"
+        alone = ", ".join(f"{_typical(t) * 1e3:.3g} ms alone on {name}" for name, t in self.alone.items())
+        return f"least of the last three: {alone} vs {_typical(self.split) * 1e3:.3g} ms split"
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2]
+def _typical(values: list[float]) -> float:
+    """What a way costs: the lesser of its last :data:`MEASURED_IN_A_ROW` times. Interference
+    (another runtime's threads still spinning after a switch, other jobs) only ever adds to a
+    launch, and a median of the few samples kept still carries it when half of them followed a
+    switch; as many samples for every way, so that the way measured most (the one it runs) does
+    not look faster for having had more chances."""
+    return min(values[-MEASURED_IN_A_ROW:])
