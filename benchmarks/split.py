@@ -39,14 +39,15 @@ MI = 1 << 20
 FULL_ELEMENTS, QUICK_ELEMENTS = 16 * MI, 2 * MI
 SCALAR = np.float32(3.0)
 WARMUP_SPLITS = 8  # launches that teach the private cost model before timing
-STEADY_WARMUP = 32  # calls of each candidate before the samples
-STEADY_SAMPLE_S = 0.02  # each sample: calls filling at least this long
+STEADY_WARMUP = 200  # calls of each candidate before the samples (an adaptive split re-measures the ways it does not run every 64 launches or more: a long loop's choice, not its first guess)
+STEADY_SAMPLE_S = 0.1  # each sample: calls filling at least this long (the first call after another candidate pays for the switch: its runtime's threads still spinning)
 
 
 def _arrays(n: int, device: hetero.Device) -> tuple[hetero.Array, hetero.Array, hetero.Array]:
-    rng = np.random.default_rng(0)
-    b = hetero.asarray(rng.random(n, dtype=np.float32), device=device)
-    c = hetero.asarray(rng.random(n, dtype=np.float32), device=device)
+    rng = np.random.default_rng(0)  # copies: memory hetero allocated, as hetero.zeros gives (on cpu
+    # it starts on a page, so an OpenCL CPU device can run on it in place; NumPy's own may not)
+    b = hetero.asarray(rng.random(n, dtype=np.float32), device=device, copy=True)
+    c = hetero.asarray(rng.random(n, dtype=np.float32), device=device, copy=True)
     return hetero.zeros(n, device=device), b, c
 
 
