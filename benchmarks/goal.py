@@ -84,12 +84,17 @@ def missing_devices(benchmark: str, what: str, missing: Mapping[str, Any] | None
 
 
 # -- formatting -----------------------------------------------------------------------
-def ratio(value: float | None) -> str:
+def ratio(value: float | None, goal: float | None = None) -> str:
+    """``value`` as ``1.23x``; with one more digit where it and ``goal`` (the bound it is held to)
+    would read the same but are not (0.947 against 0.95 reads 0.947x, not 0.95x beside a MISS)."""
     if value is None:
         return "-"
     if abs(value) >= 100:
         return f"{value:,.0f}x"
-    return f"{value:.1f}x" if abs(value) >= 10 else f"{value:.2f}x"
+    shown = f"{value:.1f}x" if abs(value) >= 10 else f"{value:.2f}x"
+    if goal is not None and value != goal and shown == ratio(goal):
+        return f"{value:.3g}x" if abs(value) < 10 else f"{value:.2f}x"
+    return shown
 
 
 def duration(seconds: float | None, signed: bool = False) -> str:

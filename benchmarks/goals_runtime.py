@@ -63,7 +63,7 @@ def split(data: Results) -> list[Goal]:
     value = data.get("split_over_best_alone")
     if len(devices) < 2 or value is None:
         return [Goal("split", what, "needs two devices", "no loss (>= 0.95x, noise)", "N/A", PERFORMANCE)]
-    rows = [Goal("split", f"{what} ({data['best_alone']})", ratio(value), f"no loss (>= {SPLIT_MIN_RATIO:g}x, noise)",
+    rows = [Goal("split", f"{what} ({data['best_alone']})", ratio(value, SPLIT_MIN_RATIO), f"no loss (>= {SPLIT_MIN_RATIO:g}x, noise)",
                  at_least(value, SPLIT_MIN_RATIO), PERFORMANCE)]
     forced = data.get("split_always_over_best_alone")
     if forced is not None:

@@ -103,6 +103,15 @@ def test_placement_holds_every_policy_to_20_us() -> None:
     assert statuses(missed) == ["MISS"] and "priority" in missed[0].measured  # explain/binpack is not a decision
 
 
+def test_a_ratio_that_misses_by_less_than_its_last_shown_digit_shows_one_more() -> None:
+    """The run of 2026-12-05 19:04 UTC: the split at 0.947x read "0.95x" beside its MISS of >= 0.95x."""
+    split = {"elements": 16 << 20, "devices": [{"name": "cpu"}, {"name": "opencl:0"}], "best_alone": "opencl:0",
+             "split_over_best_alone": 0.947}
+    goals = ADAPTERS["split"](split)
+    assert statuses(goals) == ["MISS"] and goals[0].measured == "0.947x"
+    assert ADAPTERS["split"]({**split, "split_over_best_alone": 0.93})[0].measured == "0.93x"
+
+
 def test_a_missing_results_file_is_one_not_measured_row(tmp_path: Path) -> None:
     goals = goals_of("split", tmp_path)
     assert statuses(goals) == ["N/A"] and "not run" in goals[0].measured
