@@ -26,7 +26,7 @@ Because devices may share what the model counts as independent (cores, memory ba
 an adaptive launcher (the default) also measures whole launches with every row on one device,
 each device a few times in a row (the one the cost model predicts fastest alone with its copies
 first), and runs the fastest way (:class:`hetero.scheduler.split_plan.Outcomes`), re-measuring the
-others rarely enough that it costs at most 2%: a split is never slower than the best single device
+others rarely enough that it costs at most 0.5%: a split is never slower than the best single device
 for long. When that way is another device that can work on the arrays' host memory itself (an
 OpenCL CPU device, the arrays on ``cpu``: :mod:`hetero.split_in_place`), it does, with no copy in
 or out, and such calls take a short way too (no plan, a few timed). A part that fails raises its
@@ -350,7 +350,10 @@ class SplitLauncher:
                 served = self._plans.get(key)  # or another way to measure goes the long way)
                 count = self._whole.get(plain.whole_key, 0)
                 runs_on = source if plain.device is None else plain.device
-                timed = sampled(count)  # in place, a sampled launch is timed here (a plain one goes the long way)
+                # in place, a sampled launch is timed here (a plain one goes the long way), and so
+                # are the launches right before a probe of another way (Outcomes.timed)
+                sample = sampled(count)
+                timed = sample or (plain.walls is not None and plain.walls.timed(plain.order))
                 if (served is not None and served[0] is plain.plan and served[1] < served[2]
                         and (plain.device is not None or not timed)
                         and (plain.walls is None or plain.walls.peek(plain.order) == runs_on.name)):
@@ -367,8 +370,9 @@ class SplitLauncher:
                         if plain.device is not None and timed and plain.walls is not None:
                             seconds = time.perf_counter() - start
                             plain.walls.add(runs_on.name, seconds)
-                            self._learn(args, [(runs_on, 0, self.global_size[plain.axis])], {runs_on.name: seconds},
-                                        plain.axis)
+                            if sample:
+                                self._learn(args, [(runs_on, 0, self.global_size[plain.axis])],
+                                            {runs_on.name: seconds}, plain.axis)
                         if plain.walls is not None:
                             plain.walls.launches += 1
                         self._plans[key] = (served[0], served[1] + 1, served[2])
@@ -389,7 +393,9 @@ class SplitLauncher:
             if walls is None:
                 walls = self._walls[key] = Outcomes(source.name)
             order = self._alone_order(plan, source)
-            way = walls.choose(order) if self.owner.adaptive and len(parts) > 1 else None
+            adaptive = self.owner.adaptive and len(parts) > 1
+            fresh = adaptive and walls.timed(order)  # a launch right before a probe: timed, whatever it runs
+            way = walls.choose(order) if adaptive else None
             alone = way is not None
             if alone:
                 single = next(d for d in self.owner.devices if d.name == way)
@@ -400,7 +406,7 @@ class SplitLauncher:
             count = self._whole.get(whole_key, 0) if whole else 0
             if len(self._whole) > 256:
                 self._whole.clear()
-            if whole and not sampled(count):
+            if whole and not sampled(count) and not fresh:
                 self._whole[whole_key] = count + 1
                 _launch(kernel, self.global_size, self.local_size, args)  # plain, not waited for
                 self._queued.add(source)

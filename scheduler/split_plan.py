@@ -144,10 +144,12 @@ def replan_after(makespan: float, planning_s: float, served: int = 0) -> int:
 #: The most often a split launcher re-measures the strategy (split, or one device alone) it is not
 #: using (see :class:`Outcomes`): once in this many launches.
 PROBE_EVERY = 128
-#: What re-measuring the slower strategy may cost on average, as a share of the faster one's time:
+#: What re-measuring the slower strategy may cost on average, as a share of the faster one's time
+#: (0.5%: a probe also costs the switches to another runtime and back, which no launch's time shows,
+#: and a split's goal is no loss at all; 2% made the probes most of a 5% loss on this 2-core host):
 #: one that took (1 + x) times as long is measured again once in x / PROBE_COST launches (times
 #: :data:`MEASURED_IN_A_ROW` for a device alone, measured that many times in a row).
-PROBE_COST = 0.02
+PROBE_COST = 0.005
 #: Launches in a row a way is measured when it is (first, or again): the first after a switch from
 #: another device pays for the switch (the other runtime's threads still spinning), the least time
 #: kept counts (see :func:`_typical`).
@@ -158,6 +160,8 @@ HOME_MARGIN = 0.02
 #: The least often: conditions change (another job, a device's clocks), so the slower one is still
 #: looked at now and then.
 PROBE_AT_MOST_EVERY = 4096
+#: Launches between the phases of two ways' probes: the chosen way's timed launches, then the probe.
+_PROBE_SPAN = 2 * MEASURED_IN_A_ROW + 1
 
 
 class Outcomes:
@@ -170,7 +174,8 @@ class Outcomes:
     in a row (the one the model predicts fastest first), then runs whichever way was fastest
     (:func:`_typical`), trying each other way again now and then:
     the slower it was, the less often (:data:`PROBE_COST`, shared by the other ways), so all the
-    probes together cost at most 2% of the fastest way's time.
+    probes together cost at most 0.5% of the fastest way's time. The chosen way's launches right
+    before a probe are timed (:meth:`timed`), so a probe is weighed against times of the same moment.
 
     ``home``, the arrays' own device, runs its way as a plain launch; another way is chosen over it
     only when it measured :data:`HOME_MARGIN` faster: leaving costs what a whole-launch time does
@@ -201,10 +206,28 @@ class Outcomes:
             if len(self.alone.get(name, ())) < MEASURED_IN_A_ROW:
                 return name  # measure each device alone, in a row: the first after a switch pays for it
         best, probes = self._schedule(tuple(devices))
-        for way, every in probes:
-            if launch % every < (1 if way is None else MEASURED_IN_A_ROW):
-                return way  # now and then, re-measure another way (a device alone: in a row, as above)
+        for position, (way, every) in enumerate(probes):
+            # Now and then, re-measure another way (a device alone: in a row, as above), right after
+            # the chosen way's launches that :meth:`timed` asks to be timed; each way at its own
+            # phase, so that ways re-measured as rarely as each other do not fall on the same
+            # launches, where the first would always win and the other never be measured again.
+            phase = (launch + position * _PROBE_SPAN) % every - MEASURED_IN_A_ROW
+            if 0 <= phase < (1 if way is None else MEASURED_IN_A_ROW):
+                return way
         return best
+
+    def timed(self, devices: Sequence[str], launch: int | None = None) -> bool:
+        """Whether launch ``launch`` (the next by default) of the chosen way is to be timed: it is
+        one of the :data:`MEASURED_IN_A_ROW` right before a probe of another way. The chosen way
+        otherwise runs untimed but for rare samples, and a probe compared with times from long
+        before is a comparison of two moments of a machine whose speed drifts (by a third within
+        seconds on a shared VM), not of two ways."""
+        launch = self.launches + 1 if launch is None else launch
+        if not self.split or any(len(self.alone.get(name, ())) < MEASURED_IN_A_ROW for name in devices):
+            return False
+        _, probes = self._schedule(tuple(devices))
+        return any((launch + position * _PROBE_SPAN) % every < MEASURED_IN_A_ROW
+                   for position, (_, every) in enumerate(probes))
 
     def _schedule(self, devices: tuple[str, ...]) -> tuple[str | None, list[tuple[str | None, int]]]:
         """The fastest way and how often each other way is re-measured, made once per measurement."""
