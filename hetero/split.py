@@ -351,12 +351,12 @@ class SplitLauncher:
                 count = self._whole.get(plain.whole_key, 0)
                 runs_on = source if plain.device is None else plain.device
                 # in place, a sampled launch is timed here (a plain one goes the long way), and so
-                # are the launches right before a probe of another way (Outcomes.timed)
+                # are the launches right before a probe of another way (Outcomes.next_launch)
                 sample = sampled(count)
-                timed = sample or (plain.walls is not None and plain.walls.timed(plain.order))
+                way, fresh = (runs_on.name, False) if plain.walls is None else plain.walls.next_launch(plain.order)
+                timed = sample or fresh
                 if (served is not None and served[0] is plain.plan and served[1] < served[2]
-                        and (plain.device is not None or not timed)
-                        and (plain.walls is None or plain.walls.peek(plain.order) == runs_on.name)):
+                        and (plain.device is not None or not timed) and way == runs_on.name):
                     if plain.device is None:
                         plain.launcher(*args)  # plain, not waited for
                         self._queued.add(source)

@@ -175,7 +175,7 @@ class Outcomes:
     (:func:`_typical`), trying each other way again now and then:
     the slower it was, the less often (:data:`PROBE_COST`, shared by the other ways), so all the
     probes together cost at most 0.5% of the fastest way's time. The chosen way's launches right
-    before a probe are timed (:meth:`timed`), so a probe is weighed against times of the same moment.
+    before a probe are timed (:meth:`next_launch`), so a probe is weighed against times of the same moment.
 
     ``home``, the arrays' own device, runs its way as a plain launch; another way is chosen over it
     only when it measured :data:`HOME_MARGIN` faster: leaving costs what a whole-launch time does
@@ -199,35 +199,37 @@ class Outcomes:
     def peek(self, devices: Sequence[str], launch: int | None = None) -> str | None:
         """What :meth:`choose` answers for launch number ``launch`` (the next one by default), without
         counting it: a caller that runs that way then counts it with ``launches += 1``."""
+        return self.next_launch(devices, launch)[0]
+
+    def timed(self, devices: Sequence[str], launch: int | None = None) -> bool:
+        """Whether launch ``launch`` (the next by default) is to be timed whatever it runs: it is one
+        of the chosen way's :data:`MEASURED_IN_A_ROW` right before a probe of another way."""
+        return self.next_launch(devices, launch)[1]
+
+    def next_launch(self, devices: Sequence[str], launch: int | None = None) -> tuple[str | None, bool]:
+        """:meth:`peek` and :meth:`timed` of launch ``launch`` (the next by default), in one look.
+
+        The chosen way otherwise runs untimed but for rare samples, and a probe compared with times
+        from long before is a comparison of two moments of a machine whose speed drifts (by a third
+        within seconds on a shared VM), not of two ways: so each probe comes right after the chosen
+        way's launches timed for it."""
         launch = self.launches + 1 if launch is None else launch
         if not self.split:
-            return None
+            return None, False
         for name in devices:
             if len(self.alone.get(name, ())) < MEASURED_IN_A_ROW:
-                return name  # measure each device alone, in a row: the first after a switch pays for it
+                return name, False  # measure each device alone, in a row: the first after a switch pays for it
         best, probes = self._schedule(tuple(devices))
+        timed = False
         for position, (way, every) in enumerate(probes):
-            # Now and then, re-measure another way (a device alone: in a row, as above), right after
-            # the chosen way's launches that :meth:`timed` asks to be timed; each way at its own
-            # phase, so that ways re-measured as rarely as each other do not fall on the same
+            # Now and then, re-measure another way (a device alone: in a row, as above); each way at
+            # its own phase, so that ways re-measured as rarely as each other do not fall on the same
             # launches, where the first would always win and the other never be measured again.
             phase = (launch + position * _PROBE_SPAN) % every - MEASURED_IN_A_ROW
             if 0 <= phase < (1 if way is None else MEASURED_IN_A_ROW):
-                return way
-        return best
-
-    def timed(self, devices: Sequence[str], launch: int | None = None) -> bool:
-        """Whether launch ``launch`` (the next by default) of the chosen way is to be timed: it is
-        one of the :data:`MEASURED_IN_A_ROW` right before a probe of another way. The chosen way
-        otherwise runs untimed but for rare samples, and a probe compared with times from long
-        before is a comparison of two moments of a machine whose speed drifts (by a third within
-        seconds on a shared VM), not of two ways."""
-        launch = self.launches + 1 if launch is None else launch
-        if not self.split or any(len(self.alone.get(name, ())) < MEASURED_IN_A_ROW for name in devices):
-            return False
-        _, probes = self._schedule(tuple(devices))
-        return any((launch + position * _PROBE_SPAN) % every < MEASURED_IN_A_ROW
-                   for position, (_, every) in enumerate(probes))
+                return way, False
+            timed = timed or phase < 0
+        return best, timed
 
     def _schedule(self, devices: tuple[str, ...]) -> tuple[str | None, list[tuple[str | None, int]]]:
         """The fastest way and how often each other way is re-measured, made once per measurement."""

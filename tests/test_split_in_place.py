@@ -49,7 +49,7 @@ def test_alias_host_works_on_host_memory_in_place_and_end_alias_shows_the_writes
 
 def _forced_alone(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """Every launch measured fastest alone on ``name`` (what the launcher's walls would say)."""
-    monkeypatch.setattr(Outcomes, "peek", lambda self, devices, launch=None: name)
+    monkeypatch.setattr(Outcomes, "next_launch", lambda self, devices, launch=None: (name, False))  # peek, choose, timed
 
 
 @needs_host_sharing
