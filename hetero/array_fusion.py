@@ -124,23 +124,33 @@ def _computed(operand: Any, part: Any) -> Any:
     return part
 
 
+#: id() of the arrays whose kernel :func:`realize` is queuing now (by the thread holding
+#: :data:`hetero.fusion_state.LOCK`: that launch reads their buffers as its output).
+_computing: set[int] = set()
+
+
 def realize(x: Array) -> None:
     """Compute recorded array ``x`` into a new buffer of its own (the hook of
-    :attr:`hetero.Array._buffer`)."""
+    :attr:`hetero.Array._buffer`). ``x`` stays recorded until its kernel is queued: another
+    thread reading its buffer meanwhile waits here for the lock, so no launch or copy of its
+    can be queued ahead of the kernel that writes the value."""
     with fusion_state.LOCK:
         node = x._pending
-        if node is None:
+        if node is None or id(x) in _computing:  # computed, or being queued by this thread (the lock's holder)
             return
         if x._buf is None:
             _give_buffer(x)
-        x._pending = None  # before the launch, which reads x's buffer
         fusion_state.computed(x)
+        _computing.add(id(x))
         try:
             _run(node, x, fresh=True)
         except BaseException:
-            x._pending = node  # still recorded (its buffer kept): a later read computes it again
-            fusion_state.record(x)
+            fusion_state.record(x)  # still recorded (its buffer kept): a later read computes it again
             raise
+        else:
+            x._pending = None
+        finally:
+            _computing.discard(id(x))
 
 
 def _run(node: Lazy, out: Array, fresh: bool) -> None:

@@ -112,7 +112,7 @@ class Device:
         """Wait until all work queued on this device has finished (recorded elementwise work
         is computed first)."""
         if _fusion.PENDING:
-            _fusion.flush()
+            _fusion.flush(self)
         self.runtime.synchronize()
 
     def health(self) -> Health:

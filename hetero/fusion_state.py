@@ -32,19 +32,21 @@ REALIZE: Hook[Callable[[Any], None]] = Hook("realize", "computing a recorded (fu
 ENABLED = os.environ.get("HETERO_FUSION", "1").strip().lower() not in ("0", "off", "false", "no")
 
 
-def flush() -> None:
-    """Compute every recorded array still alive (a no-op when none is)."""
+def flush(device: Any = None) -> None:
+    """Compute every recorded array still alive (a no-op when none is); with ``device``, those
+    recorded on it (what waiting for that device needs: the others stay recorded, whichever
+    thread recorded them)."""
     if not PENDING:
         return
     with LOCK:
-        while PENDING:
-            recorded = list(PENDING.values())
-            PENDING.clear()
-            realize = REALIZE.get()
-            for ref in recorded:
-                array = ref()
-                if array is not None and array._pending is not None:
-                    realize(array)
+        realize = REALIZE.get()
+        while True:
+            due = [array for ref in list(PENDING.values()) if (array := ref()) is not None
+                   and array._pending is not None and (device is None or array._pending.device is device)]
+            if not due:
+                return
+            for array in due:
+                realize(array)
 
 
 def before_write(arrays: Iterable[Any]) -> None:
