@@ -95,10 +95,10 @@ def _node(plan: Plan, operands: tuple[Any, ...], shape: tuple[int, ...], device:
     for x, kind in zip(operands, plan.scalars, strict=True):
         if kind is not None:
             parts.append(scalar_value(x, kind))
-        elif x._pending is not None:
-            parts.append(x._pending)
-            ops += x._pending.ops
-            arrays += x._pending.arrays
+        elif (recorded := x._pending) is not None:  # read once: another thread may be computing it
+            parts.append(recorded)
+            ops += recorded.ops
+            arrays += recorded.arrays
         else:
             parts.append(x)
             arrays += 1
