@@ -393,9 +393,10 @@ class SplitLauncher:
             if walls is None:
                 walls = self._walls[key] = Outcomes(source.name)
             order = self._alone_order(plan, source)
-            adaptive = self.owner.adaptive and len(parts) > 1
-            fresh = adaptive and walls.timed(order)  # a launch right before a probe: timed, whatever it runs
-            way = walls.choose(order) if adaptive else None
+            way, fresh = None, False  # fresh: a launch right before a probe, timed whatever it runs
+            if self.owner.adaptive and len(parts) > 1:
+                way, fresh = walls.next_launch(order)  # what choose() answers, and whether it is timed, in one look
+                walls.launches += 1
             alone = way is not None
             if alone:
                 single = next(d for d in self.owner.devices if d.name == way)
