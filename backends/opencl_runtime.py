@@ -27,7 +27,7 @@ from hetero.errors import BackendUnavailableError, DeviceDegradedError, DeviceOu
 from hetero.plugin import Backend, DeviceRuntime
 from hetero.target import Target, opencl_target
 
-from . import clblast, host, opencl_errors, opencl_icd, opencl_subgroups
+from . import clblast, host, opencl_errors, opencl_icd, opencl_subgroups, opencl_uploads
 from .opencl_pool import DEFAULT_LIMIT, BufferPool, PooledBuffer
 
 _VENDOR_IDS = {0x8086: "Intel", 0x1002: "AMD", 0x10DE: "NVIDIA", 0x13B5: "ARM", 0x5143: "Qualcomm", 0x106B: "Apple"}
@@ -70,6 +70,9 @@ class OpenCLRuntime(DeviceRuntime):
         self.info = info
         self.cl = cl
         self._read = _reader(cl)
+        self._write = getattr(getattr(cl, "_cl", None), "_enqueue_write_buffer", None)  # as _reader, for writes
+        #: writes queued without waiting (small uploads), kept until known done: see .opencl_uploads
+        self._uploads = opencl_uploads.InFlight(cl, lambda: self.queue.flush())
         self.cl_device = cl_device
         self.dlpack_device = (4, info.index)  # kDLOpenCL; no common consumer imports it
         self._lock = threading.Lock()
@@ -77,6 +80,9 @@ class OpenCLRuntime(DeviceRuntime):
         self.queue: Any = None
         self.pool: BufferPool | None = None  # made with the context
         self.pending = False  # work enqueued without waiting (kernels, device copies)
+        #: uploads queued without waiting (.opencl_uploads) since the queue was last waited for: kept
+        #: apart from ``pending``, which also says whether a failing call may report a kernel's failure
+        self._writes_queued = False
         self._probe: tuple[Any, Any, Any] | None = None  # health probe: its queue, kernel and buffer
         self._probe_lock = threading.Lock()
         self._probe_stuck: tuple[Any, float] | None = None  # a probe that timed out: its event, start time
@@ -140,20 +146,40 @@ class OpenCLRuntime(DeviceRuntime):
             self.pool.close()
 
     # Blocking copies on the in-order queue finish everything queued before them, so
-    # they clear ``pending``; synchronize() then skips a clFinish that would wait for nothing.
+    # they clear ``pending`` (and settle the uploads queued without waiting, .opencl_uploads);
+    # synchronize() then skips a clFinish that would wait for nothing.
     def upload(self, dst: PooledBuffer, src: np.ndarray, offset: int = 0) -> None:
+        private = opencl_uploads.private_copy(src) if self._write is not None else None
         try:
+            if private is not None:  # queued behind the work before it, not waited for
+                event = self._write(self.queue, dst.mem, private, offset, None, False)
+                if self.info.kind is not Kind.CPU:  # on its way now; a CPU runtime runs what is queued
+                    self.queue.flush()  # as it comes, and a flush there cost a small step a third of its time
+                self._writes_queued = True
+                self._uploads.add(event, self._upload_failed)
+                return
             self.cl.enqueue_copy(self.queue, dst.mem, src, dst_offset=offset, is_blocking=True)
         except self.cl.Error as exc:
             self._raise(exc, f"copying {src.nbytes} bytes host->device", self.pending)
-        self.pending = False
+        self._drained()
+
+    def _drained(self) -> None:
+        """The queue has been waited for: nothing is pending, and every upload queued without
+        waiting is done (one that failed is raised now, as the device's error)."""
+        self.pending = self._writes_queued = False
+        if len(self._uploads):
+            self._uploads.settle(self._upload_failed)
+
+    def _upload_failed(self, status: int) -> NoReturn:
+        exc = opencl_errors.pyopencl_error(self.cl, status, "clEnqueueWriteBuffer", "a queued host->device copy failed")
+        self._raise(exc, "copying host->device (queued without waiting)", after_kernel=True)
 
     def download(self, dst: np.ndarray, src: PooledBuffer, offset: int = 0) -> None:
         try:
             self.cl.enqueue_copy(self.queue, dst, src.mem, src_offset=offset, is_blocking=True)
         except self.cl.Error as exc:
             self._raise(exc, f"copying {dst.nbytes} bytes device->host", self.pending)
-        self.pending = False
+        self._drained()
 
     def download_many(self, copies: Sequence[tuple[np.ndarray, PooledBuffer]], wait: bool = True) -> Callable[[bool], bool] | None:
         if "download" in vars(self):  # fault injection wraps download(): each copy must go through it, and count
@@ -171,7 +197,7 @@ class OpenCLRuntime(DeviceRuntime):
         except self.cl.Error as exc:
             self._raise(exc, doing, self.pending)
         if wait:
-            self.pending = False
+            self._drained()
             return None
         if not events:
             return None
@@ -224,7 +250,7 @@ class OpenCLRuntime(DeviceRuntime):
             self.queue.finish()
         except self.cl.Error as exc:
             self._raise(exc, "making a kernel's writes visible in host memory", after_kernel=True)
-        self.pending = False
+        self._drained()
 
     def copy(self, dst: PooledBuffer, src: PooledBuffer, nbytes: int) -> None:
         try:
@@ -234,12 +260,12 @@ class OpenCLRuntime(DeviceRuntime):
         self.pending = True
 
     def synchronize(self) -> None:
-        if self.pending:
+        if self.pending or self._writes_queued:
             try:
                 self.queue.finish()
             except self.cl.Error as exc:
                 self._raise(exc, "waiting for the queue", after_kernel=True)
-            self.pending = False
+            self._drained()
 
     # -- kernels ----------------------------------------------------------------------------
     def kernel_target(self) -> Target:
