@@ -6,7 +6,8 @@ waited for the previous step's kernels, and for a guard snapshot's copies, befor
 anything: on Intel's OpenCL CPU runtime the digits step of ``benchmarks/guard_overhead.py`` ran
 20-40% slower for it, and a snapshot cost the step after it the latency of its four copies.
 
-Up to :data:`ASYNC_UPLOAD_MAX` bytes, :meth:`OpenCLRuntime.upload` copies the source into a private
+Up to :data:`ASYNC_UPLOAD_MAX` bytes, when work is queued before it (on an idle queue a blocking
+write waits for nothing else, and costs less), :meth:`OpenCLRuntime.upload` copies the source into a private
 host array (so the caller may reuse its own at once, as ``upload`` promises) and queues the write
 without waiting. PyOpenCL's event for that write keeps the private array alive, and dropping such an
 event waits for its copy, so :class:`InFlight` keeps the events until they are known done: when the

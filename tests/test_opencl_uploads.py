@@ -20,34 +20,50 @@ OPENCL = [name for name in DEVICE_NAMES if name.startswith(("opencl", "oneapi"))
 @pytest.mark.parametrize("name", OPENCL)
 def test_the_source_may_be_reused_as_soon_as_upload_returns(name: str) -> None:
     device = hetero.device(name)
+    runtime = device.runtime
+    device.synchronize()
+    runtime._writes_queued = True  # as after a write queued behind a kernel: the writes after it are queued too
     host = np.arange(1000, dtype=np.float32)
     arrays = []
     for step in range(3 * opencl_uploads.KEEP):  # past the point where the oldest writes are let go
         host[:] = step
         arrays.append(hetero.asarray(host, device=device, copy=True))
         host[:] = -1.0  # the caller's array, rewritten before the device has run the write
-    assert device.runtime._writes_queued or not len(device.runtime._uploads)
+    assert runtime._writes_queued and len(runtime._uploads) > 0
     # A write is not a kernel: a call failing now does not read as a kernel's failure reported late
-    assert not device.runtime.pending
-    assert len(device.runtime._uploads) <= 2 * opencl_uploads.KEEP
+    assert not runtime.pending
+    assert len(runtime._uploads) <= 2 * opencl_uploads.KEEP
     for step, array in enumerate(arrays):
         np.testing.assert_array_equal(array.numpy(), np.full(1000, step, np.float32))
-    assert len(device.runtime._uploads) == 0  # the read waited for the queue: every write let go
+    assert len(runtime._uploads) == 0  # the read waited for the queue: every write let go
+
+
+@pytest.mark.parametrize("name", OPENCL)
+def test_an_upload_to_an_idle_queue_is_a_blocking_write(name: str) -> None:
+    device = hetero.device(name)
+    device.synchronize()
+    x = hetero.asarray(np.arange(256, dtype=np.float32), device=device, copy=True)
+    # nothing to overtake: the write waited for itself alone, and nothing is kept
+    assert not device.runtime._writes_queued and len(device.runtime._uploads) == 0
+    np.testing.assert_array_equal(x.numpy(), np.arange(256, dtype=np.float32))
 
 
 @pytest.mark.parametrize("name", OPENCL)
 def test_writes_and_kernels_keep_their_order(name: str) -> None:
     device = hetero.device(name)
+    runtime = device.runtime
     x = hetero.zeros((512,), dtype=hetero.f32, device=device)
-    total = np.zeros(512, np.float32)
     batch = np.empty(512, np.float32)
+    results = []
     for step in range(40):
         batch[:] = np.arange(512, dtype=np.float32) * (step + 1)
-        hetero.copyto(x, batch + 0.0)  # queued, not waited for
-        total += batch
-        x = x * 1.0 + 0.0  # a kernel reading what the write put there
+        x = x * 1.0 + 0.0  # a kernel writing x, queued
+        hetero.copyto(x, batch + 0.0)  # queued behind it, not waited for: it must land after it
+        assert runtime._writes_queued
+        results.append(x * 1.0 + 0.0)  # a kernel reading what the write put there
         batch[:] = np.nan  # reused at once
-        np.testing.assert_array_equal(x.numpy(), np.arange(512, dtype=np.float32) * (step + 1))
+    for step, result in enumerate(results):
+        np.testing.assert_array_equal(result.numpy(), np.arange(512, dtype=np.float32) * (step + 1))
     device.synchronize()
 
 
