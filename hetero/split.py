@@ -394,9 +394,13 @@ class SplitLauncher:
                 walls = self._walls[key] = Outcomes(source.name)
             order = self._alone_order(plan, source)
             way, fresh = None, False  # fresh: a launch right before a probe, timed whatever it runs
-            if self.owner.adaptive and len(parts) > 1:
+            # A plan with every row on the arrays' device is a way too: measured against each device
+            # alone as a split is (the model may not know another device runs the kernel faster)
+            measuring = self.owner.adaptive and len(self.owner.devices) > 1 and bool(parts)
+            if measuring:
                 way, fresh = walls.next_launch(order)  # what choose() answers, and whether it is timed, in one look
                 walls.launches += 1
+                fresh = fresh or (way is None and not walls.split)  # the planned way's first time: timed
             alone = way is not None
             if alone:
                 single = next(d for d in self.owner.devices if d.name == way)
@@ -443,7 +447,7 @@ class SplitLauncher:
                                               tuple(i for i in indices if names[i] in layout.written), layout.axis)
             else:
                 measured, _ = self._run(layout, source, args, parts, plan)
-            if (alone or len(parts) > 1) and None not in [measured[self.owner.devices.index(d)] for d, _, _ in parts]:
+            if (alone or measuring) and None not in [measured[self.owner.devices.index(d)] for d, _, _ in parts]:
                 # not when a part compiled: that is no sample. In place, the launch alone, as the
                 # short way runs it (and as a timed launch on the arrays' device is measured)
                 wall = measured[self.owner.devices.index(parts[0][0])] if in_place else None

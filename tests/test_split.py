@@ -179,6 +179,29 @@ def test_the_alternative_to_splitting_is_the_fastest_device_alone_not_the_source
     assert np.array_equal(y.numpy(), x.numpy())
 
 
+def test_a_plan_all_on_the_arrays_device_is_still_measured_against_each_device_alone() -> None:
+    """Issue 19 (``run_all`` of 2026-12-06 20:07 UTC): the cost model put every row on cpu, the
+    arrays' device, and the adaptive launcher never measured oneapi:0 alone, which ran the triad 9%
+    faster there: 0.89x of the best single device. A plan on one device is a way to measure too."""
+    others = [d for d in DEVICE_NAMES if d != "cpu"]
+    if not others:
+        pytest.skip("needs a second device")
+    n = 4096
+    model = CostModel()
+    for name, seconds in (("cpu", 0.001), (others[0], 10.0)):  # the model: the other far too slow for rows
+        for rows in (n // 8, n // 2, n):
+            model.record(ck.copy.cost_key(), hetero.device(name).stable_id, rows, seconds * rows / n)
+    launcher = ck.copy.split(["cpu", others[0]], model=model)[n]
+    bases = []
+    for i in range(4 + 2 * MEASURED_IN_A_ROW):
+        x, y = hetero.full(n, float(i), device="cpu"), hetero.zeros(n, device="cpu")
+        plan = launcher(x, y)
+        bases.append(plan.basis)
+        assert np.array_equal(y.numpy(), x.numpy())
+    assert bases[0].startswith("cost model") and launcher.plan(x, y).bounds[0] == (0, n)  # all on cpu, planned
+    assert any(b.startswith(f"alone on {others[0]}") for b in bases), bases
+
+
 # -- the partition ---------------------------------------------------------------------
 def test_partition_is_proportional_to_speed() -> None:
     parts = partition(3000, [lambda r: r * 1e-6, lambda r: r * 2e-6])
