@@ -447,7 +447,7 @@ class SplitLauncher:
                                               tuple(i for i in indices if names[i] in layout.written), layout.axis)
             else:
                 measured, _ = self._run(layout, source, args, parts, plan)
-            if (alone or measuring) and None not in [measured[self.owner.devices.index(d)] for d, _, _ in parts]:
+            if measuring and None not in [measured[self.owner.devices.index(d)] for d, _, _ in parts]:
                 # not when a part compiled: that is no sample. In place, the launch alone, as the
                 # short way runs it (and as a timed launch on the arrays' device is measured)
                 wall = measured[self.owner.devices.index(parts[0][0])] if in_place else None
