@@ -160,6 +160,13 @@ HOME_MARGIN = 0.02
 #: The least often: conditions change (another job, a device's clocks), so the slower one is still
 #: looked at now and then.
 PROBE_AT_MOST_EVERY = 4096
+#: Rounds a way is measured in (one launch for the split, :data:`MEASURED_IN_A_ROW` for a device
+#: alone) before it is re-measured as rarely as its cost allows: a first choice comes from one window
+#: of a few launches, and a way that measured 80% slower in it (a noisy moment on a shared VM) would
+#: otherwise wait ~1500 launches for a second look (issue 19: ``run_all`` of 2026-12-06 20:19 UTC ran
+#: the split at 0.94x of the best single device so). The second round, at :data:`PROBE_EVERY`, costs
+#: each way one round more per argument shape, once.
+ROUNDS_BEFORE_RARE = 2
 #: Launches between the phases of two ways' probes: the chosen way's timed launches, then the probe.
 _PROBE_SPAN = 2 * MEASURED_IN_A_ROW + 1
 
@@ -172,8 +179,9 @@ class Outcomes:
     beside the others is not what that device does alone. So the launcher also measures the
     outcome: once the split has a time, it runs each device alone :data:`MEASURED_IN_A_ROW` times
     in a row (the one the model predicts fastest first), then runs whichever way was fastest
-    (:func:`_typical`), trying each other way again now and then:
-    the slower it was, the less often (:data:`PROBE_COST`, shared by the other ways), so all the
+    (:func:`_typical`), trying each other way again now and then: a way measured only once is
+    measured again :data:`PROBE_EVERY` launches on (:data:`ROUNDS_BEFORE_RARE`), then the slower it
+    was, the less often (:data:`PROBE_COST`, shared by the other ways), so all the
     probes together cost at most 0.5% of the fastest way's time. The chosen way's launches right
     before a probe are timed (:meth:`next_launch`), so a probe is weighed against times of the same moment.
 
@@ -186,6 +194,7 @@ class Outcomes:
         self.home = home
         self.split: list[float] = []
         self.alone: dict[str, list[float]] = {}
+        self.measured: dict[str | None, int] = {}  # every sample counted, kept or not: a way's rounds
         self.launches = 0
         self.version = 0  # how many times were added: what is derived from them changes with it
         self._made: tuple[tuple[int, tuple[str, ...]], str | None, list[tuple[str | None, int]]] | None = None
@@ -226,7 +235,7 @@ class Outcomes:
             # its own phase, so that ways re-measured as rarely as each other do not fall on the same
             # launches, where the first would always win and the other never be measured again.
             phase = (launch + position * _PROBE_SPAN) % every - MEASURED_IN_A_ROW
-            if 0 <= phase < (1 if way is None else MEASURED_IN_A_ROW):
+            if 0 <= phase < _round(way):
                 return way, False
             timed = timed or phase < 0
         return best, timed
@@ -240,9 +249,10 @@ class Outcomes:
         ways = self._weighed(ways)
         best = min(ways, key=lambda way: ways[way])
         fast, others = ways[best], len(ways) - 1
-        probes = [(way, min(PROBE_AT_MOST_EVERY, max(PROBE_EVERY, math.ceil(
-            (seconds - fast) / max(fast, 1e-12) * others * (1 if way is None else MEASURED_IN_A_ROW) / PROBE_COST))))
-            for way, seconds in ways.items() if way != best]
+        probes = [(way, PROBE_EVERY if self.measured.get(way, 0) < ROUNDS_BEFORE_RARE * _round(way)
+                   else min(PROBE_AT_MOST_EVERY, max(PROBE_EVERY, math.ceil(
+                       (seconds - fast) / max(fast, 1e-12) * others * _round(way) / PROBE_COST))))
+                  for way, seconds in ways.items() if way != best]
         self._made = ((self.version, devices), best, probes)
         return best, probes
 
@@ -263,6 +273,7 @@ class Outcomes:
         """One whole launch's wall time: split (``way`` None) or alone on device ``way``."""
         samples = self.split if way is None else self.alone.setdefault(way, [])
         self.version += 1
+        self.measured[way] = self.measured.get(way, 0) + 1
         samples.append(seconds)
         del samples[:-5]
 
@@ -270,13 +281,21 @@ class Outcomes:
         if not self.alone or not self.split:
             return "not measured yet"
         alone = ", ".join(f"{_typical(t) * 1e3:.3g} ms alone on {name}" for name, t in self.alone.items())
-        return f"least of the last three: {alone} vs {_typical(self.split) * 1e3:.3g} ms split"
+        return f"median of the last three: {alone} vs {_typical(self.split) * 1e3:.3g} ms split"
+
+
+def _round(way: str | None) -> int:
+    """Launches a way is measured in at a time: the split once, a device alone in a row."""
+    return 1 if way is None else MEASURED_IN_A_ROW
 
 
 def _typical(values: list[float]) -> float:
-    """What a way costs: the lesser of its last :data:`MEASURED_IN_A_ROW` times. Interference
-    (another runtime's threads still spinning after a switch, other jobs) only ever adds to a
-    launch, and a median of the few samples kept still carries it when half of them followed a
-    switch; as many samples for every way, so that the way measured most (the one it runs) does
-    not look faster for having had more chances."""
-    return min(values[-MEASURED_IN_A_ROW:])
+    """What a way costs: the median of its last :data:`MEASURED_IN_A_ROW` times (the lesser of
+    two). One launch of a round far off either way does not decide: the first after a switch pays
+    for the other runtime's threads still spinning, and on a shared VM one launch in a few hundred
+    runs far faster than the rest (a 192 MiB triad in ~3.3 ms against ~6 ms typical, issue 19), which
+    as the least of its round made its way look 80% ahead and the others be re-measured only
+    ~1300 launches on. As many samples for every way, so that the way measured most (the one it
+    runs) does not look faster for having had more chances."""
+    recent = sorted(values[-MEASURED_IN_A_ROW:])
+    return recent[(len(recent) - 1) // 2]

@@ -4,6 +4,7 @@ the partition follows the cost model, and kernels that cannot be split are refus
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 import math
 from pathlib import Path
 
@@ -13,8 +14,8 @@ import pytest
 import hetero
 from hetero import calibration_kernels as ck
 from hetero.scheduler.cost_model import CostModel
-from hetero.scheduler.split_plan import (MEASURED_IN_A_ROW, PROBE_AT_MOST_EVERY, PROBE_COST, PROBE_EVERY, Outcomes, even,
-                                         partition)
+from hetero.scheduler.split_plan import (MEASURED_IN_A_ROW, PROBE_AT_MOST_EVERY, PROBE_COST, PROBE_EVERY,
+                                         ROUNDS_BEFORE_RARE, Outcomes, even, partition)
 from hetero.split import NotSplittableError
 from tests.conftest import DEVICE_NAMES
 from tests.kernels import corpus
@@ -133,6 +134,16 @@ def test_second_launch_plans_from_the_first_launchs_timings() -> None:
     assert np.array_equal(y.numpy(), x.numpy())
 
 
+def _launch(walls: Outcomes, order: list[str], seconds: Callable[[str | None], float]) -> str | None:
+    """One launch as the adaptive split launcher records it: the split always, a device alone while
+    it is measured or probed, the chosen way only when :meth:`Outcomes.timed` asks (rare samples aside)."""
+    fresh = walls.timed(order)  # asked before the launch, as the launcher does
+    way = walls.choose(order)
+    if way is None or fresh or len(walls.alone.get(way, ())) < MEASURED_IN_A_ROW or way != walls.best():
+        walls.add(way, seconds(way))
+    return way
+
+
 def test_adaptive_launcher_runs_alone_when_that_was_faster() -> None:
     walls = Outcomes()
     assert walls.choose(["cpu"]) is None  # nothing measured: split
@@ -140,8 +151,11 @@ def test_adaptive_launcher_runs_alone_when_that_was_faster() -> None:
     for _ in range(MEASURED_IN_A_ROW):
         assert walls.choose(["cpu"]) == "cpu"  # measure the device alone, a few times in a row
         walls.add("cpu", 1.0)
+    times = {None: 3.0, "cpu": 1.0}
+    early = [_launch(walls, ["cpu"], times.__getitem__) for _ in range(PROBE_EVERY)]
+    assert early.count(None) == ROUNDS_BEFORE_RARE - 1  # measured once: measured again soon
     every = max(PROBE_EVERY, math.ceil(2 / PROBE_COST))  # the split took 3x alone: re-measured once in 2 / PROBE_COST launches
-    choices = [walls.choose(["cpu"]) for _ in range(every)]
+    choices = [_launch(walls, ["cpu"], times.__getitem__) for _ in range(every)]
     assert choices.count(None) == 1  # alone is faster; the split is re-measured now and then
     assert walls.best() == "cpu" and "1e+03 ms alone on cpu vs 3e+03 ms split" in walls.describe()
     x, y = hetero.ones(1000, device="cpu"), hetero.zeros(1000, device="cpu")
@@ -351,7 +365,8 @@ def test_re_measuring_the_slower_way_costs_at_most_probe_cost(alone: float, spli
         walls.choose(["cpu"])
         walls.add("cpu", alone)
     launches = 2000
-    spent = sum(alone if walls.choose(["cpu"]) else split for _ in range(launches))
+    spent = sum(alone if _launch(walls, ["cpu"], {None: split, "cpu": alone}.__getitem__) else split
+                for _ in range(launches))
     best = min(alone, split)
     assert spent / launches <= best * (1 + PROBE_COST) * 1.01
     slower = max(alone, split) / best - 1
@@ -376,11 +391,53 @@ def test_every_device_alone_is_measured_and_the_fastest_way_wins_with_probes_cos
         walls.add(way, times[way])
     assert first == [way for way in order for _ in range(MEASURED_IN_A_ROW)] and walls.best() == "cpu"
     launches = 2 * PROBE_AT_MOST_EVERY + 100  # the slowest way is re-measured once in PROBE_AT_MOST_EVERY at least
-    chosen = [walls.choose(order) for _ in range(launches)]
+    chosen = [_launch(walls, order, times.__getitem__) for _ in range(launches)]
     assert sum(times[way] for way in chosen) / launches <= times["cpu"] * (1 + PROBE_COST) * 1.01
     assert {None, "opencl:0", "oneapi:0"} <= set(chosen)  # each slower way is still looked at now and then
 
 
+
+
+def test_a_way_measured_slower_in_a_noisy_first_window_is_measured_again_soon() -> None:
+    """Issue 19 (``run_all`` of 2026-12-06 20:19 UTC): in the launcher's first window of three
+    launches a way, oneapi:0 alone, measured 3.4 ms against ~6 ms for the others; the benchmark's own
+    samples then put opencl:0 at 3.55 ms and oneapi:0 at 4.14 ms, but a way measured 80% slower was to
+    be looked at again only ~1000 launches on, and the split ran at 0.94x of the best single device.
+    A way measured once is measured again PROBE_EVERY launches on, before the rarer probes."""
+    true = {None: 10.0, "a": 4.1, "b": 3.5}
+    walls = Outcomes()
+    order = ["a", "b"]
+    noisy = [True]  # the first window: b was slowed by something else on the machine
+    chosen = []
+    for _ in range(PROBE_EVERY + 4 * MEASURED_IN_A_ROW + 2 * 7):
+        chosen.append(_launch(walls, order, lambda way: true[way] * (1.8 if way == "b" and noisy[0] else 1.0)))
+        if len(walls.alone.get("b", ())) >= MEASURED_IN_A_ROW:
+            noisy[0] = False
+    assert chosen[1 + 2 * MEASURED_IN_A_ROW] == "a"  # the first window's choice
+    assert walls.best() == "b" and chosen[-1] == "b", walls.describe()
+
+
+def test_one_lucky_launch_does_not_decide_for_the_launches_after_it() -> None:
+    """Issue 19 (``benchmarks.split``, 2026-12-06 22:00 UTC): on the shared VM one launch in a few
+    hundred runs the 192 MiB triad in ~3.3 ms against ~6 ms typical; as the least of a round it made
+    its way the fastest, measured 80% ahead, and the others were looked at again only ~1300 launches
+    on (0.89x of the best single device). A way's time is the median of its round: one launch far off
+    either way (lucky, or paying for the switch) does not decide."""
+    true = {None: 20.0, "a": 6.0, "b": 5.0}
+    walls = Outcomes()
+    order = ["a", "b"]
+    lucky = [False]
+
+    def seconds(way: str | None) -> float:
+        if way == "a" and walls.launches > 300 and not lucky[0]:
+            lucky[0] = True
+            return 3.0
+        return true[way]
+
+    spent = [true[_launch(walls, order, seconds)] for _ in range(1500)]
+    assert lucky[0]  # a was probed after launch 300, and its first launch then was lucky
+    late = spent[300:]
+    assert sum(late) / len(late) <= true["b"] * (1 + PROBE_COST) * 1.01, walls.describe()
 
 
 def test_a_plan_is_made_again_ever_less_often_until_planning_costs_one_percent() -> None:
@@ -413,13 +470,7 @@ def test_a_probe_compares_with_the_chosen_way_timed_just_before_it() -> None:
     for launch in range(3 * PROBE_AT_MOST_EVERY):
         if launch == 1000:
             clock[0] = 1.0
-        fresh = walls.timed(order)  # asked before the launch, as the split launcher does
-        way = walls.choose(order)
-        chosen.append(way)
-        # as the launcher times them: the split, and a device alone while it is measured or probed
-        # (not the chosen way), always; the chosen way only when asked to (its own rare samples aside)
-        if way is None or fresh or len(walls.alone.get(way, ())) < MEASURED_IN_A_ROW or way != walls.best():
-            walls.add(way, true[way] * clock[0])
+        chosen.append(_launch(walls, order, lambda way: true[way] * clock[0]))
     assert walls.best() == "a"
     late = chosen[1000:]
     assert late.count("b") <= 3 * len(late) // PROBE_EVERY  # b only when probed
