@@ -303,12 +303,14 @@ class SplitLauncher:
         return SplitPlan(axis, tuple(d.name for d in devices), tuple(bounds), tuple(predicted), dict(layout.roles), basis,
                          fastest_alone=fastest)
 
-    def _current_plan(self, layout: Layout, source: Device, args: Sequence[Any], key: tuple[Any, ...]) -> SplitPlan:
+    def _current_plan(self, layout: Layout, source: Device, args: Sequence[Any], key: tuple[Any, ...],
+                      keep: bool = False) -> SplitPlan:
         """The plan for these arguments, made afresh after it has served
         :func:`~hetero.scheduler.split_plan.replan_after` launches (the model learns from each
-        launch; planning every time would cost more than it could save)."""
+        launch; planning every time would cost more than it could save), unless ``keep`` (the launch
+        does not use it) and there is one."""
         cached = self._plans.get(key)
-        if cached is not None and cached[1] < cached[2] and not cached[0].basis.startswith("even"):
+        if cached is not None and (cached[1] < cached[2] or keep) and not cached[0].basis.startswith("even"):
             self._plans[key] = (cached[0], cached[1] + 1, cached[2])
             return cached[0]
         if len(self._plans) >= 64:
@@ -351,11 +353,14 @@ class SplitLauncher:
                 count = self._whole.get(plain.whole_key, 0)
                 runs_on = source if plain.device is None else plain.device
                 # in place, a sampled launch is timed here (a plain one goes the long way), and so
-                # are the launches right before a probe of another way (Outcomes.next_launch)
+                # is every launch of a round measuring a way, and of the chosen way's right before
+                # a probe of another (Outcomes.next_launch)
                 sample = sampled(count)
                 way, fresh = (runs_on.name, False) if plain.walls is None else plain.walls.next_launch(plain.order)
                 timed = sample or fresh
-                if (served is not None and served[0] is plain.plan and served[1] < served[2]
+                # a plan expired is made again the long way, except while the rows all go to one
+                # device by the measured choice (walls): no launch uses it then, until a probe splits
+                if (served is not None and served[0] is plain.plan and (served[1] < served[2] or plain.walls is not None)
                         and (plain.device is not None or not timed) and way == runs_on.name):
                     if plain.device is None:
                         plain.launcher(*args)  # plain, not waited for
@@ -387,11 +392,16 @@ class SplitLauncher:
                 self._layout_by_key.clear()
             self._layout_by_key[key] = layout
         with self._lock:
-            plan = served_plan = self._current_plan(layout, source, args, key)
-            parts = [(d, lo, hi) for d, (lo, hi) in zip(self.owner.devices, plan.bounds, strict=True) if hi > lo]
             walls = self._walls.get(key)
             if walls is None:
                 walls = self._walls[key] = Outcomes(source.name)
+            cached = self._plans.get(key)
+            # a launch the measured choice runs on one device alone uses no plan: the last one serves
+            # (made again when a launch splits), not a ~1 ms plan afresh for nothing
+            alone_next = (self.owner.adaptive and len(self.owner.devices) > 1 and bool(walls.split) and cached is not None
+                          and walls.peek(self._alone_order(cached[0], source)) is not None)
+            plan = served_plan = self._current_plan(layout, source, args, key, keep=alone_next)
+            parts = [(d, lo, hi) for d, (lo, hi) in zip(self.owner.devices, plan.bounds, strict=True) if hi > lo]
             order = self._alone_order(plan, source)
             way, fresh = None, False  # fresh: a launch right before a probe, timed whatever it runs
             # A plan with every row on the arrays' device is a way too: measured against each device

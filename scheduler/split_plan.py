@@ -167,8 +167,20 @@ PROBE_AT_MOST_EVERY = 4096
 #: the split at 0.94x of the best single device so). The second round, at :data:`PROBE_EVERY`, costs
 #: each way one round more per argument shape, once.
 ROUNDS_BEFORE_RARE = 2
+#: A way measured within this share of the chosen one (a shared VM's speed swings by a third from one
+#: spell to the next) is compared with it :data:`PAIRS_BEFORE_RARE` times, :data:`PROBE_EVERY`
+#: launches apart, before it is looked at as rarely as its cost allows: which of two such ways is
+#: faster is for several same-moment comparisons to say, not one.
+CLOSE = 0.5
+PAIRS_BEFORE_RARE = 3
+#: Same-moment comparisons kept per pair of ways (see :class:`Outcomes`): the choice follows their median.
+PAIRS_KEPT = 5
+#: How much a way's own median time counts beside one same-moment comparison (see :meth:`Outcomes._ratios`).
+_PRIOR_WEIGHT = 0.25
 #: Launches between the phases of two ways' probes: the chosen way's timed launches, then the probe.
 _PROBE_SPAN = 2 * MEASURED_IN_A_ROW + 1
+
+Way = str | None  # a device's name, or None: the split
 
 
 class Outcomes:
@@ -179,11 +191,21 @@ class Outcomes:
     beside the others is not what that device does alone. So the launcher also measures the
     outcome: once the split has a time, it runs each device alone :data:`MEASURED_IN_A_ROW` times
     in a row (the one the model predicts fastest first), then runs whichever way was fastest
-    (:func:`_typical`), trying each other way again now and then: a way measured only once is
-    measured again :data:`PROBE_EVERY` launches on (:data:`ROUNDS_BEFORE_RARE`), then the slower it
-    was, the less often (:data:`PROBE_COST`, shared by the other ways), so all the
-    probes together cost at most 0.5% of the fastest way's time. The chosen way's launches right
-    before a probe are timed (:meth:`next_launch`), so a probe is weighed against times of the same moment.
+    (:func:`_typical`), trying each other way again now and then (a *probe*).
+
+    The chosen way's launches right before a probe are timed (:meth:`next_launch`), and each probe
+    is kept as a ratio to them: a comparison of two ways at the same moment. On a shared VM whose
+    speed swings by a third from one spell to the next, times from different moments compare spells,
+    not ways. Another way replaces the chosen one when all the comparisons, weighed together
+    (:meth:`_ratios`: each pair of ways by the median of its last :data:`PAIRS_KEPT`), say it is faster.
+
+    How often a way is probed:
+    - a way within :data:`CLOSE` of the chosen one: every :data:`PROBE_EVERY` launches until it has
+      :data:`PAIRS_BEFORE_RARE` comparisons with it;
+    - any other way measured only once: again :data:`PROBE_EVERY` launches on
+      (:data:`ROUNDS_BEFORE_RARE`);
+    - then, the slower it was, the less often (:data:`PROBE_COST`, shared by the other ways), so
+      all the probes together cost at most 0.5% of the fastest way's time.
 
     ``home``, the arrays' own device, runs its way as a plain launch; another way is chosen over it
     only when it measured :data:`HOME_MARGIN` faster: leaving costs what a whole-launch time does
@@ -194,10 +216,15 @@ class Outcomes:
         self.home = home
         self.split: list[float] = []
         self.alone: dict[str, list[float]] = {}
-        self.measured: dict[str | None, int] = {}  # every sample counted, kept or not: a way's rounds
+        self.measured: dict[Way, int] = {}  # every sample counted, kept or not: a way's rounds
+        self.pairs: dict[tuple[Way, Way], list[float]] = {}  # (a, b): a's time / b's, measured together
+        self.chosen: Way = None  # the way run, once every way has a time (``decided``)
+        self.decided = False
         self.launches = 0
         self.version = 0  # how many times were added: what is derived from them changes with it
-        self._made: tuple[tuple[int, tuple[str, ...]], str | None, list[tuple[str | None, int]]] | None = None
+        self._streak: tuple[Way, int] = (None, 0)  # the way added last, and how many times in a row
+        self._made: tuple[tuple[int, tuple[str, ...]], Way, list[tuple[Way, int]]] | None = None
+        self._ratios_made: tuple[tuple[int, frozenset[Way], Way], dict[Way, float]] | None = None
 
     def choose(self, devices: Sequence[str]) -> str | None:
         """The device to run this launch on alone, or None to split it. ``devices``: the ones that
@@ -211,8 +238,9 @@ class Outcomes:
         return self.next_launch(devices, launch)[0]
 
     def timed(self, devices: Sequence[str], launch: int | None = None) -> bool:
-        """Whether launch ``launch`` (the next by default) is to be timed whatever it runs: it is one
-        of the chosen way's :data:`MEASURED_IN_A_ROW` right before a probe of another way."""
+        """Whether launch ``launch`` (the next by default) is to be timed whatever way it takes: one of
+        a round measuring a way (each of its launches, not only the first, which pays for the switch
+        from another runtime), or of the chosen way's :data:`MEASURED_IN_A_ROW` right before a probe."""
         return self.next_launch(devices, launch)[1]
 
     def next_launch(self, devices: Sequence[str], launch: int | None = None) -> tuple[str | None, bool]:
@@ -227,7 +255,7 @@ class Outcomes:
             return None, False
         for name in devices:
             if len(self.alone.get(name, ())) < MEASURED_IN_A_ROW:
-                return name, False  # measure each device alone, in a row: the first after a switch pays for it
+                return name, True  # measure each device alone, in a row: the first after a switch pays for it
         best, probes = self._schedule(tuple(devices))
         timed = False
         for position, (way, every) in enumerate(probes):
@@ -236,57 +264,129 @@ class Outcomes:
             # launches, where the first would always win and the other never be measured again.
             phase = (launch + position * _PROBE_SPAN) % every - MEASURED_IN_A_ROW
             if 0 <= phase < _round(way):
-                return way, False
+                return way, True
             timed = timed or phase < 0
         return best, timed
 
-    def _schedule(self, devices: tuple[str, ...]) -> tuple[str | None, list[tuple[str | None, int]]]:
-        """The fastest way and how often each other way is re-measured, made once per measurement."""
+    def _schedule(self, devices: tuple[str, ...]) -> tuple[Way, list[tuple[Way, int]]]:
+        """The way to run and how often each other way is re-measured, made once per measurement."""
         if self._made is not None and self._made[0] == (self.version, devices):
             return self._made[1], self._made[2]
-        ways: dict[str | None, float] = {None: _typical(self.split)}
-        ways.update((name, _typical(self.alone[name])) for name in devices)
-        ways = self._weighed(ways)
-        best = min(ways, key=lambda way: ways[way])
-        fast, others = ways[best], len(ways) - 1
-        probes = [(way, PROBE_EVERY if self.measured.get(way, 0) < ROUNDS_BEFORE_RARE * _round(way)
-                   else min(PROBE_AT_MOST_EVERY, max(PROBE_EVERY, math.ceil(
-                       (seconds - fast) / max(fast, 1e-12) * others * _round(way) / PROBE_COST))))
-                  for way, seconds in ways.items() if way != best]
-        self._made = ((self.version, devices), best, probes)
-        return best, probes
+        ways: list[Way] = [None, *devices]
+        if not self.decided or self.chosen not in ways:  # the first choice: from the rounds measured in a row
+            typical = self._weighed({way: self._time(way) for way in ways})
+            self.chosen, self.decided = min(typical, key=lambda way: typical[way]), True
+        ratios = self._ratios(ways)
+        fastest = min(ratios, key=lambda way: ratios[way])
+        if ratios[fastest] < 1.0 and any(self.pairs.get((fastest, way)) for way in ways):
+            self.chosen = fastest  # measured faster, beside the others: it is run
+            ratios = self._ratios(ways)
+        others = len(ratios) - 1
+        probes = [(way, self._every(way, max(r - 1.0, 0.0), others)) for way, r in ratios.items() if way != self.chosen]
+        self._made = ((self.version, devices), self.chosen, probes)
+        return self.chosen, probes
+
+    def _every(self, way: Way, slower: float, others: int) -> int:
+        """Launches between probes of ``way``, measured ``slower`` (0.1: 10%) than the chosen way."""
+        if slower <= CLOSE and len(self.pairs.get((way, self.chosen), ())) < PAIRS_BEFORE_RARE:
+            return PROBE_EVERY
+        if self.measured.get(way, 0) < ROUNDS_BEFORE_RARE * _round(way):
+            return PROBE_EVERY
+        return min(PROBE_AT_MOST_EVERY, max(PROBE_EVERY, math.ceil(slower * others * _round(way) / PROBE_COST)))
+
+    def _time(self, way: Way) -> float:
+        return _typical(self.split if way is None else self.alone[way])
+
+    def _ratios(self, ways: Sequence[Way]) -> dict[Way, float]:
+        """How long each way takes, as a multiple of the chosen way's time (:data:`HOME_MARGIN` counted).
+
+        Each pair of ways compared at the same moment says how much longer one takes than the other
+        (the median of their last :data:`PAIRS_KEPT` comparisons); the ways' times are the ones that
+        agree best with all of those at once (least squares on the logarithms, each pair weighted by
+        its comparisons), so that noisy pairs cannot go round in a circle (a faster than b, b than c,
+        c than a). Each way's own median time counts too, weakly, so that a way not yet compared with
+        the others has a place among them."""
+        memo = (self.version, frozenset(ways), self.chosen)
+        if self._ratios_made is not None and self._ratios_made[0] == memo:
+            return self._ratios_made[1]
+        position = {way: math.log(max(self._time(way), 1e-12)) for way in ways}
+        prior = dict(position)
+        links: dict[Way, list[tuple[Way, float, int]]] = {way: [] for way in ways}
+        for (a, b), found in self.pairs.items():
+            if a in links and b in links and found:
+                links[a].append((b, math.log(max(_median(found), 1e-12)), len(found)))
+        for _ in range(40):  # Gauss-Seidel: a handful of ways, a few dozen sweeps settle it
+            for way in ways:
+                total = _PRIOR_WEIGHT * prior[way] + sum(count * (position[other] + log) for other, log, count in links[way])
+                weight = _PRIOR_WEIGHT + sum(count for _, _, count in links[way])
+                position[way] = total / weight
+        if self.home in position:
+            margin = math.log1p(HOME_MARGIN)
+            position = {way: x if way == self.home else x + margin for way, x in position.items()}
+        base = position[self.chosen]
+        ratios = {way: math.exp(x - base) for way, x in position.items()}
+        self._ratios_made = (memo, ratios)
+        return ratios
 
     def best(self) -> str | None:
-        """The fastest way measured so far: a device's name, or None for the split."""
-        ways: dict[str | None, float] = {None: _typical(self.split)} if self.split else {}
+        """The way run now: a device's name, or None for the split (before the first choice, the
+        fastest measured)."""
+        if self.decided:
+            return self.chosen
+        ways: dict[Way, float] = {None: _typical(self.split)} if self.split else {}
         ways.update((name, _typical(times)) for name, times in self.alone.items())
         ways = self._weighed(ways)
         return min(ways, key=lambda way: ways[way]) if ways else None
 
-    def _weighed(self, ways: dict[str | None, float]) -> dict[str | None, float]:
+    def _weighed(self, ways: dict[Way, float]) -> dict[Way, float]:
         """The measured times with every way but the home device's counted :data:`HOME_MARGIN` slower."""
         if self.home not in ways:
             return ways
         return {way: seconds if way == self.home else seconds * (1.0 + HOME_MARGIN) for way, seconds in ways.items()}
 
-    def add(self, way: str | None, seconds: float) -> None:
-        """One whole launch's wall time: split (``way`` None) or alone on device ``way``."""
+    def add(self, way: Way, seconds: float) -> None:
+        """One whole launch's wall time: split (``way`` None) or alone on device ``way``. The last of
+        a probe's round is compared with the chosen way's times of right before it."""
         samples = self.split if way is None else self.alone.setdefault(way, [])
         self.version += 1
         self.measured[way] = self.measured.get(way, 0) + 1
+        last, count = self._streak
+        count = count + 1 if last == way and count else 1
+        self._streak = (way, count)
         samples.append(seconds)
         del samples[:-5]
+        if self.decided and way != self.chosen and count == _round(way):
+            chosen = self.split if self.chosen is None else self.alone.get(self.chosen, [])
+            if len(chosen) >= MEASURED_IN_A_ROW:
+                ratio = _typical(samples[-_round(way):]) / max(_typical(chosen), 1e-12)
+                for key, value in (((way, self.chosen), ratio), ((self.chosen, way), 1.0 / max(ratio, 1e-12))):
+                    kept = self.pairs.setdefault(key, [])
+                    kept.append(value)
+                    del kept[:-PAIRS_KEPT]
 
     def describe(self) -> str:
         if not self.alone or not self.split:
             return "not measured yet"
         alone = ", ".join(f"{_typical(t) * 1e3:.3g} ms alone on {name}" for name, t in self.alone.items())
-        return f"median of the last three: {alone} vs {_typical(self.split) * 1e3:.3g} ms split"
+        text = f"median of the last three: {alone} vs {_typical(self.split) * 1e3:.3g} ms split"
+        if self.decided and self.pairs:
+            ways = [None, *self.alone]
+            ratios = self._ratios(ways) if self.chosen in ways else {}
+            beside = [f"{'split' if way is None else way} {ratio:.2f}x" for way, ratio in ratios.items() if way != self.chosen]
+            chosen = "the split" if self.chosen is None else self.chosen
+            text += f"; from same-moment comparisons, as a multiple of {chosen}: {', '.join(beside)}"
+        return text
 
 
 def _round(way: str | None) -> int:
     """Launches a way is measured in at a time: the split once, a device alone in a row."""
     return 1 if way is None else MEASURED_IN_A_ROW
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _typical(values: list[float]) -> float:
