@@ -45,9 +45,10 @@ def measure(fn: Callable[[], object], repeats: int = 21, warmup: int = 3, min_ti
 
 
 def compare(candidates: Mapping[str, Callable[[], object]], repeats: int = 21, warmup: int = 3,
-            min_time: float = DEFAULT_MIN_TIME) -> dict[str, Timing]:
+            min_time: float = DEFAULT_MIN_TIME, samples_out: dict[str, list[float]] | None = None) -> dict[str, Timing]:
     """Time several callables doing the same work, one sample of each in turn (ABBA order),
-    so that machine noise lands on all of them alike. Each gets its own batch size."""
+    so that machine noise lands on all of them alike. Each gets its own batch size. ``samples_out``,
+    when given, receives each candidate's samples in round order (for same-round ratios)."""
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     names = list(candidates)
@@ -66,6 +67,8 @@ def compare(candidates: Mapping[str, Callable[[], object]], repeats: int = 21, w
     finally:
         if gc_was_enabled:
             gc.enable()
+    if samples_out is not None:
+        samples_out.update(samples)
     return {name: _summary(samples[name], batches[name]) for name in names}
 
 

@@ -14,7 +14,12 @@ comes from a private cost model taught by the split's own warm-up launches (ever
 records its parts' compute times), and the rows each device got are recorded. Throughput
 counts STREAM's bytes (3 arrays x 4 bytes x n per call). Samples are interleaved (one of
 each candidate in turn); *split always* is timed after them, interleaved with the best device alone
-only (its launches leave every runtime's threads spinning, which its neighbours paid for). On this machine every device runs on the same two CPU cores, so
+only (its launches leave every runtime's threads spinning, which its neighbours paid for). The adaptive
+split first runs SPLIT_SETTLE launches of its own: a long loop's first few hundred compare the ways
+measured close to each other several times, and the samples time what the loop pays after that.
+``split_over_best_alone_paired`` (the goal's measure) is the median over rounds of the best device's
+sample over the split's of the same round; ``split_over_best_alone`` is the ratio of their medians.
+On this machine every device runs on the same two CPU cores, so
 the expected ratio split / best alone is about 1 or below: the point is what splitting
 costs when there is nothing to gain. On a GPU box, ``--devices cuda:0 cpu`` asks how
 close the split comes to the sum of the two devices' throughputs (``sum_alone_gbs``).
@@ -24,6 +29,7 @@ close the split comes to the sum of the two devices' throughputs (``sum_alone_gb
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -40,7 +46,9 @@ MI = 1 << 20
 FULL_ELEMENTS, QUICK_ELEMENTS = 16 * MI, 2 * MI
 SCALAR = np.float32(3.0)
 WARMUP_SPLITS = 8  # launches that teach the private cost model before timing
-STEADY_WARMUP = 200  # calls of each candidate before the samples (an adaptive split re-measures the ways it does not run every 64 launches or more: a long loop's choice, not its first guess)
+STEADY_WARMUP = 200  # calls of each candidate before the samples (an adaptive split re-measures the ways it does not run every 128 launches or more: a long loop's choice, not its first guess)
+SPLIT_SETTLE = 640  # calls of the adaptive split before that: its first ones compare each way measured close to the chosen one
+# with it three times, PROBE_EVERY (128) launches apart, which a long loop pays once (the samples time what it pays after)
 STEADY_SAMPLE_S = 0.1  # each sample: calls filling at least this long (the first call after another candidate pays for the switch: its runtime's threads still spinning)
 
 
@@ -105,6 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return call
 
     candidates["split"] = waited(split_launcher)
+    for _ in range(SPLIT_SETTLE if not args.quick else SPLIT_SETTLE // 4):
+        candidates["split"]()
 
     a, b, c = split_arrays
     correct = True
@@ -115,8 +125,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Steady state, as a long loop meets it: past the launcher's first, densely timed launches
     # (STEADY_WARMUP), and each sample a batch of calls filling STEADY_SAMPLE_S, so the rare
     # re-measurements and timed launches count in proportion (not hidden by a median, nor all of it).
-    timings = compare(candidates, repeats=repeats, warmup=STEADY_WARMUP, min_time=STEADY_SAMPLE_S)
+    samples: dict[str, list[float]] = {}
+    timings = compare(candidates, repeats=repeats, warmup=STEADY_WARMUP, min_time=STEADY_SAMPLE_S, samples_out=samples)
     best_name = min((name for name in timings if name.startswith("alone ")), key=lambda name: timings[name]["median_s"])
+    # The same ratio round by round: the best device's sample over the split's of the same round (they
+    # ran next to each other, in both orders), whose median is steadier than the ratio of the medians
+    # on a machine whose speed swings by a third between spells (each median is then +-5% at 31 rounds)
+    paired = statistics.median(alone / split for alone, split in zip(samples[best_name], samples["split"], strict=True))
     # "split always" on its own, beside the best device alone: its launches keep every device's
     # runtime busy, and whichever candidate ran after it paid for their threads still spinning (the
     # adaptive split, its neighbour both ways in the interleaved order, ran 4% slower than the same
@@ -139,12 +154,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     forced_ratio = forced_timings[best_name]["median_s"] / forced_timings["split always"]["median_s"]
     print(f"  split rows: {rows}  (basis: {plan.basis if plan else '-'})")
     print(f"  split always rows: {forced_rows}  (basis: {forced.basis if forced else '-'})")
-    print(f"  split / best alone ({best}): {ratio:.2f}x; split always: {forced_ratio:.2f}x; sum of devices alone "
+    print(f"  split / best alone ({best}): {paired:.3f}x round by round ({ratio:.3f}x of the medians); split always: {forced_ratio:.2f}x; sum of devices alone "
           f"{sum(alone_gbs.values()):.2f} GB/s; results correct: {correct}")
     payload: dict[str, Any] = {
         "elements": n, "bytes_per_call": stream_bytes, "source": source.name,
         "devices": [describe(d) for d in devices], "missing": missing, "repeats": repeats,
         "timings": timings, "gbs": gbs, "best_alone": best, "split_over_best_alone": ratio,
+        "split_over_best_alone_paired": paired, "split_over_best_alone_rounds": [
+            alone / split for alone, split in zip(samples[best_name], samples["split"], strict=True)],
         "sum_alone_gbs": sum(alone_gbs.values()), "split_over_sum_alone": gbs["split"] / sum(alone_gbs.values()),
         "split_always_over_best_alone": forced_ratio,
         "split_always_over_sum_alone": gbs["split always"] / sum(alone_gbs.values()),
