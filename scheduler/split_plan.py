@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections.abc import Callable, Sequence
 
 PartTime = Callable[[int], float]  # rows -> predicted seconds (0 rows: 0 seconds)
@@ -314,7 +315,7 @@ class Outcomes:
         links: dict[Way, list[tuple[Way, float, int]]] = {way: [] for way in ways}
         for (a, b), found in self.pairs.items():
             if a in links and b in links and found:
-                links[a].append((b, math.log(max(_median(found), 1e-12)), len(found)))
+                links[a].append((b, math.log(max(statistics.median(found), 1e-12)), len(found)))
         for _ in range(40):  # Gauss-Seidel: a handful of ways, a few dozen sweeps settle it
             for way in ways:
                 total = _PRIOR_WEIGHT * prior[way] + sum(count * (position[other] + log) for other, log, count in links[way])
@@ -381,12 +382,6 @@ class Outcomes:
 def _round(way: str | None) -> int:
     """Launches a way is measured in at a time: the split once, a device alone in a row."""
     return 1 if way is None else MEASURED_IN_A_ROW
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _typical(values: list[float]) -> float:
