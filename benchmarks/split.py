@@ -131,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The same ratio round by round: the best device's sample over the split's of the same round (they
     # ran next to each other, in both orders), whose median is steadier than the ratio of the medians
     # on a machine whose speed swings by a third between spells (each median is then +-5% at 31 rounds)
-    paired = statistics.median(alone / split for alone, split in zip(samples[best_name], samples["split"], strict=True))
+    rounds = [alone / split for alone, split in zip(samples[best_name], samples["split"], strict=True)]
+    paired = statistics.median(rounds)
     # "split always" on its own, beside the best device alone: its launches keep every device's
     # runtime busy, and whichever candidate ran after it paid for their threads still spinning (the
     # adaptive split, its neighbour both ways in the interleaved order, ran 4% slower than the same
@@ -160,8 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "elements": n, "bytes_per_call": stream_bytes, "source": source.name,
         "devices": [describe(d) for d in devices], "missing": missing, "repeats": repeats,
         "timings": timings, "gbs": gbs, "best_alone": best, "split_over_best_alone": ratio,
-        "split_over_best_alone_paired": paired, "split_over_best_alone_rounds": [
-            alone / split for alone, split in zip(samples[best_name], samples["split"], strict=True)],
+        "split_over_best_alone_paired": paired, "split_over_best_alone_rounds": rounds,
         "sum_alone_gbs": sum(alone_gbs.values()), "split_over_sum_alone": gbs["split"] / sum(alone_gbs.values()),
         "split_always_over_best_alone": forced_ratio,
         "split_always_over_sum_alone": gbs["split always"] / sum(alone_gbs.values()),

@@ -310,17 +310,22 @@ class Outcomes:
         memo = (self.version, frozenset(ways), self.chosen)
         if self._ratios_made is not None and self._ratios_made[0] == memo:
             return self._ratios_made[1]
-        position = {way: math.log(max(self._time(way), 1e-12)) for way in ways}
-        prior = dict(position)
-        links: dict[Way, list[tuple[Way, float, int]]] = {way: [] for way in ways}
+        index = {way: i for i, way in enumerate(ways)}
+        # The normal equations, one row per way: (PRIOR + its comparisons) x_way - sum(count x_other)
+        # = PRIOR log(its own median) + sum(count log(median ratio)); diagonally dominant, so plain
+        # elimination solves them (a handful of ways: microseconds, not an iteration's hundred)
+        matrix = [[0.0] * len(ways) for _ in ways]
+        rhs = [_PRIOR_WEIGHT * math.log(max(self._time(way), 1e-12)) for way in ways]
+        for i in range(len(ways)):
+            matrix[i][i] = _PRIOR_WEIGHT
         for (a, b), found in self.pairs.items():
-            if a in links and b in links and found:
-                links[a].append((b, math.log(max(statistics.median(found), 1e-12)), len(found)))
-        for _ in range(40):  # Gauss-Seidel: a handful of ways, a few dozen sweeps settle it
-            for way in ways:
-                total = _PRIOR_WEIGHT * prior[way] + sum(count * (position[other] + log) for other, log, count in links[way])
-                weight = _PRIOR_WEIGHT + sum(count for _, _, count in links[way])
-                position[way] = total / weight
+            if a in index and b in index and found:
+                i, j, count = index[a], index[b], len(found)
+                matrix[i][i] += count
+                matrix[i][j] -= count
+                rhs[i] += count * math.log(max(statistics.median(found), 1e-12))
+        solved = _solve(matrix, rhs)
+        position = {way: solved[index[way]] for way in ways}
         if self.home in position:
             margin = math.log1p(HOME_MARGIN)
             position = {way: x if way == self.home else x + margin for way, x in position.items()}
@@ -352,7 +357,7 @@ class Outcomes:
         self.version += 1
         self.measured[way] = self.measured.get(way, 0) + 1
         last, count = self._streak
-        count = count + 1 if last == way and count else 1
+        count = count + 1 if last == way else 1
         self._streak = (way, count)
         samples.append(seconds)
         del samples[:-5]
@@ -377,6 +382,23 @@ class Outcomes:
             chosen = "the split" if self.chosen is None else self.chosen
             text += f"; from same-moment comparisons, as a multiple of {chosen}: {', '.join(beside)}"
         return text
+
+
+def _solve(matrix: list[list[float]], rhs: list[float]) -> list[float]:
+    """``x`` with ``matrix @ x == rhs``, by Gaussian elimination without pivoting (for a diagonally
+    dominant ``matrix``, as :meth:`Outcomes._ratios` makes); both are overwritten."""
+    size = len(rhs)
+    for k in range(size):
+        for i in range(k + 1, size):
+            factor = matrix[i][k] / matrix[k][k]
+            if factor:
+                for j in range(k, size):
+                    matrix[i][j] -= factor * matrix[k][j]
+                rhs[i] -= factor * rhs[k]
+    x = [0.0] * size
+    for k in reversed(range(size)):
+        x[k] = (rhs[k] - sum(matrix[k][j] * x[j] for j in range(k + 1, size))) / matrix[k][k]
+    return x
 
 
 def _round(way: str | None) -> int:
