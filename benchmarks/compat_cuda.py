@@ -101,7 +101,7 @@ def _front_end_main(device: str) -> None:
     import hetero
     from benchmarks import compat_cuda_kernels as kernels
     from hetero.compat import cuda
-    from hetero.compiler import frontend
+    from hetero.compiler.frontend import python as frontend
 
     results: dict[str, dict[str, float]] = {}
     with hetero.use_device(device):
@@ -130,7 +130,7 @@ SAMPLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 def c_front_end_costs() -> dict[str, dict[str, float]] | str:
     """Per cuda-samples kernel: libclang's parse plus the lowering to IR, the first time in this
     process and again (the front end keeps nothing between two parses: both are its whole cost)."""
-    from hetero.compiler import cuda_c
+    from hetero.compiler.frontend import cuda_c
 
     if not os.path.isdir(SAMPLES_DIR):
         return f"skipped: cuda-samples are not at {SAMPLES_DIR}"
@@ -192,7 +192,7 @@ def reduction_bandwidth(device: str, repeats: int) -> dict[str, Any] | str:
 
 
 def _types(name: str) -> tuple[Any, ...]:
-    from hetero.types import ArrayType, f32, f64
+    from hetero.core.types import ArrayType, f32, f64
 
     if name == "vecadd":
         return (ArrayType(f64, 1),) * 3

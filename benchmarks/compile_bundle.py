@@ -17,7 +17,7 @@ Launch: fresh interpreters with empty caches and an empty PATH (no compiler reac
 ``jit`` launches each kernel the first time with no bundle (Python -> IR -> source -> the
 device's compiler); ``bundle`` loads the bundle (timed) and then launches; ``bundle_warm``
 is a second bundle child on the first one's cache. A kernel's first-launch cost is its
-first launch minus the fastest of three more. ``hetero.compiler.stats`` proves the paths.
+first launch minus the fastest of three more. ``hetero.compiler.build.stats`` proves the paths.
 Writes ``benchmarks/results/compile_bundle.json``; timings are reported, never asserted.
 """
 
@@ -64,8 +64,8 @@ def corpus_module() -> Any:
 
 
 def kernel_specs(names: Sequence[str]) -> list[Any]:
-    from hetero.compiler.bundle_build import KernelSpec
-    from hetero.compiler.signature import parse_signature
+    from hetero.compiler.build.bundle_build import KernelSpec
+    from hetero.compiler.frontend.signature import parse_signature
 
     corpus = corpus_module()
     return [KernelSpec(getattr(corpus, name).py_func, (parse_signature(SIGNATURES[name])[1],)) for name in names]
@@ -74,7 +74,7 @@ def kernel_specs(names: Sequence[str]) -> list[Any]:
 # -- build: parallel vs each toolchain alone ------------------------------------------------
 def time_build(specs: Sequence[Any], targets: Sequence[str], jobs: int, out: Path) -> tuple[float, Any]:
     """Seconds to build, and the report (None when every build failed, e.g. a target this toolchain lacks)."""
-    from hetero.compiler.bundle_build import build_bundle, parse_targets
+    from hetero.compiler.build.bundle_build import build_bundle, parse_targets
 
     start = time.perf_counter()
     try:
@@ -87,7 +87,7 @@ def time_build(specs: Sequence[Any], targets: Sequence[str], jobs: int, out: Pat
 
 def time_cli(names: Sequence[str], targets: Sequence[str], out: Path, env: dict[str, str]) -> float:
     signatures = [arg for name in names for arg in ("--signature", f"{name}({SIGNATURES[name]})")]
-    command = [sys.executable, "-m", "hetero.cli", "compile", "tests/kernels/corpus.py", "--targets", ",".join(targets),
+    command = [sys.executable, "-m", "hetero.cli.main", "compile", "tests/kernels/corpus.py", "--targets", ",".join(targets),
                *signatures, "--kernels", ",".join(names), "-o", str(out), "--keep-going", "--no-cache", "-q"]
     start = time.perf_counter()
     done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False)
@@ -162,7 +162,7 @@ def launch_cases(corpus: Any, device: hetero.Device) -> list[tuple[str, Callable
 
 
 def run_child(mode: str, device_name: str, bundle: str, kernels: Sequence[str]) -> dict[str, Any]:
-    from hetero.compiler.stats import stats
+    from hetero.compiler.build.stats import stats
 
     corpus = corpus_module()
     device = hetero.device(device_name)

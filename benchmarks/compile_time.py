@@ -8,7 +8,7 @@ Each round gives each device an empty ``HETERO_CACHE_DIR`` (and an empty PoCL ke
 cache), runs one cold child, then warm children on the filled cache. A child first starts
 its backend (opens the device, launches one unrelated kernel: not counted), then launches
 each corpus kernel (``tests/kernels/corpus.py``) four times; a kernel's compile cost is
-its first launch minus the fastest of the other three (all waited for). ``hetero.compiler.stats`` shows which path
+its first launch minus the fastest of the other three (all waited for). ``hetero.compiler.build.stats`` shows which path
 each first launch took (``builds``: compiled; ``disk_hits``: loaded from the disk cache),
 and the child times the compiler's phases (parse, lower, optimize, emit, cache read, vendor
 build or load, cache write). Goal (reported, never enforced): a disk-cache hit costs less
@@ -119,7 +119,10 @@ class Phases:
     (hetero's internals: a function that has moved is skipped, and listed in ``missing``)."""
 
     def __init__(self, device: hetero.Device) -> None:
-        from hetero.compiler import cache, emit_registry, frontend, passes, pipeline
+        from hetero.compiler.build import cache, pipeline
+        from hetero.compiler.emit import registry as emit_registry
+        from hetero.compiler.frontend import python as frontend
+        from hetero.compiler.ir import passes
 
         self.seconds: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
@@ -174,7 +177,7 @@ def run_child(device_name: str, kernels: Sequence[str] | None) -> dict[str, Any]
     """Start ``device_name``'s backend, then launch each corpus kernel four times; the report."""
     import importlib
 
-    from hetero.compiler.stats import stats
+    from hetero.compiler.build.stats import stats
 
     def counters() -> dict[str, int]:
         return {"lowered": stats.lowered, "builds": stats.builds, "disk_hits": stats.disk_hits}

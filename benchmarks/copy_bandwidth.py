@@ -22,7 +22,7 @@ import numpy as np
 import hetero
 from benchmarks.harness import Progress, Timing, command_line, compare, format_bytes, format_seconds, parse_bytes, write_results
 from benchmarks.raw_copies import raw_copy
-from hetero.backends.opencl_pool import PooledBuffer
+from hetero.backends.opencl.pool import PooledBuffer
 
 KiB, MiB = 1 << 10, 1 << 20
 SIZES = tuple(KiB * 4**k for k in range(10))  # 1 KiB ... 256 MiB

@@ -33,7 +33,7 @@ from digits_model import Trainer, initial_weights, load_digits, to_device
 from train_digits_arrays import ArrayTrainer
 
 import hetero
-from hetero.launch_counts import launch_counts
+from hetero.core.launch_counts import launch_counts
 
 SIDES = ("kernels", "arrays", "arrays_unfused")
 METHODS = {

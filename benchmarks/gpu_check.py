@@ -113,8 +113,8 @@ def corpus_tests(quick: bool) -> dict[str, Any]:
 def prebuilt_bundle(dev: hetero.Device) -> dict[str, Any]:
     from kernels import corpus
 
-    from hetero.backends import cupy_runtime, nvrtc_compile
-    from hetero.compiler.stats import stats
+    from hetero.backends.cupy import runtime as cupy_runtime, nvrtc_compile
+    from hetero.compiler.build.stats import stats
 
     if not BUNDLE.exists():
         return {"status": "skip", "reason": f"{BUNDLE} missing: run 'python -m benchmarks.gpu_check --prepare' "
@@ -332,8 +332,8 @@ def prepare() -> int:
     """Build the sm_90 bundle with nvcc on this (GPU-less) machine."""
     from kernels import corpus
 
-    from hetero.compiler.bundle_build import KernelSpec, build_bundle, parse_targets
-    from hetero.compiler.signature import parse_signature
+    from hetero.compiler.build.bundle_build import KernelSpec, build_bundle, parse_targets
+    from hetero.compiler.frontend.signature import parse_signature
 
     specs = [KernelSpec(getattr(corpus, k).py_func, (parse_signature(s)[1],)) for k, s in BUNDLED.items()]
     report = build_bundle(specs, parse_targets("cuda:sm_90"), BUNDLE, cache=None)

@@ -11,7 +11,7 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/st .whl/*.whl && ex
 python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . > /tmp/install.log 2>&1 \
     || { cat /tmp/install.log; exit 1; }
 export HETERO_STATE_DIR=$(mktemp -d)
-python3 -m hetero.cli devices --all 2>&1 | tee "$OUT/devices.txt"
+python3 -m hetero.cli.main devices --all 2>&1 | tee "$OUT/devices.txt"
 # issue 5: the checklist (corpus vs NumPy, sm_90 bundle without NVRTC, torch zero-copy, triad,
 # launch overhead, a real 700, NVML fields)
 timeout 240 python3 -m benchmarks.gpu_check 2>&1 | tee "$OUT/gpu_check.log"

@@ -17,7 +17,7 @@ anywhere within +-4%, the same order as the 5% goal, and a guarded run read from
 same code; with 300-400 pairs of 10 steps two plain loops read within +-1% (six runs on three
 devices) and the guarded one within about +-1.5% from run to run (100 pairs, ``--quick``: +-2%). The guarded sample always starts at a multiple of ``snapshot_every``: its
 periodic snapshot falls there, where the guard also notices that the plain loop ran kernels on the
-device between its samples (a boundary change, hetero.fault.fingerprint), so it takes that one
+device between its samples (a boundary change, hetero.recovery.fingerprint), so it takes that one
 snapshot and no other.
 
 The parts, each timed alone (warm, so they read lower than the same work costs inside the loop,
@@ -59,7 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from digits_model import Trainer, initial_weights, load_digits, to_device
 
 import hetero
-from hetero.fault.guard import Guard
+from hetero.recovery.guard import Guard
 
 GOAL_OVERHEAD = 0.05
 
@@ -104,7 +104,7 @@ def measure_device(device: hetero.Device, steps: int, repeats: int, snapshot_eve
     # The parts, each timed alone (steadier than the difference of two noisy loops on a busy machine):
     # one snapshot of the model and of the random generators (as the guard takes it, rng=True), and
     # what g.run adds to a call that does nothing.
-    from hetero.fault import snapshot
+    from hetero.recovery import snapshot
 
     # A snapshot keeps the generators g.run read at the step's entry (counted in g.run's cost), so
     # the snapshot's part is the state's copy alone; g.run is timed on the model's own state, whose

@@ -65,7 +65,7 @@ import numpy as np
 import hetero
 from benchmarks.harness import Progress, format_bytes, parse_bytes, write_results
 from benchmarks.kernel_bench import load_average
-from hetero.compiler.stats import stats as compile_stats
+from hetero.compiler.build.stats import stats as compile_stats
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT_EVERY = 10

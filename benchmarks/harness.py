@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from hetero.sizes import parse_size
+from hetero.core.sizes import parse_size
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 # A sample shorter than this is too close to the timer's own cost and to scheduler
@@ -75,8 +75,8 @@ def compare(candidates: Mapping[str, Callable[[], object]], repeats: int = 21, w
 def settle(timeout: float = 120.0) -> None:
     """Wait for what hetero finishes in the background after a warm-up: cpu kernels launched
     often move from their cached native entries to Numba's dispatcher on a background thread
-    (:mod:`hetero.backends.cpu_kernels`); samples must time the path a long run settles on."""
-    cpu_kernels = sys.modules.get("hetero.backends.cpu_kernels")
+    (:mod:`hetero.backends.cpu.kernels`); samples must time the path a long run settles on."""
+    cpu_kernels = sys.modules.get("hetero.backends.cpu.kernels")
     if cpu_kernels is not None:
         cpu_kernels.wait_for_numba(timeout)
 
@@ -165,7 +165,7 @@ def format_bytes(nbytes: int) -> str:
 
 
 def parse_bytes(text: str) -> int:
-    """A positive size as :func:`hetero.sizes.parse_size` reads it (``"4MiB"``, ``"4 MiB"``, ``"4m"``, ``"4096"``)."""
+    """A positive size as :func:`hetero.core.sizes.parse_size` reads it (``"4MiB"``, ``"4 MiB"``, ``"4m"``, ``"4096"``)."""
     try:
         value = parse_size(text, "size")
     except (TypeError, ValueError) as exc:

@@ -37,7 +37,7 @@ def describe(device: hetero.Device) -> dict[str, Any]:
 
 
 def is_opencl(device: hetero.Device) -> bool:
-    from hetero.backends.opencl_runtime import OpenCLRuntime  # here: isort files hetero.backends as third-party
+    from hetero.backends.opencl.runtime import OpenCLRuntime  # here: isort files hetero.backends as third-party
 
     return isinstance(device.runtime, OpenCLRuntime)
 

@@ -141,7 +141,7 @@ def layers(sides: Sides) -> dict[str, Callable[[], object]]:
     try:
         spec = next(s for s in store_one._dispatch.values() if s.device is sides.device)
         runtime, loaded, out, a = spec.runtime, spec.loaded, sides.out, np.float32(2.0)
-        # a scalar's plan entry is its checking converter (hetero.launch_args.scalar_converter)
+        # a scalar's plan entry is its checking converter (hetero.kernels.launch_args.scalar_converter)
         values = [out._kernel_arg() if kind == "array" else np.int64(out.shape[axis]) if kind == "shape" else how(a)
                   for kind, _, axis, how in spec.plan]
     except (AttributeError, StopIteration, ValueError):

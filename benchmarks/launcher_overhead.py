@@ -52,7 +52,7 @@ def run_once(variant: str, script: Path, work: Path, env: dict[str, str], index:
         argv = [sys.executable, str(script)]
     else:
         run_dir = work / f"run-{index}"
-        argv = [sys.executable, "-m", "hetero.fault.launch.cli", "--run-dir", str(run_dir), *options, str(script)]
+        argv = [sys.executable, "-m", "hetero.launcher.cli", "--run-dir", str(run_dir), *options, str(script)]
     start = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start

@@ -37,7 +37,7 @@ GiB = 1 << 30
 
 def synthetic_table() -> list[Any]:
     """16 devices as the policies see them, in configured order, with varied load."""
-    from hetero.device import DeviceInfo, HealthState, Kind
+    from hetero.core.device import DeviceInfo, HealthState, Kind
     from hetero.scheduler import Candidate
 
     specs = [(f"cuda:{i}", Kind.GPU, "NVIDIA", 80, 132) for i in range(6)]

@@ -26,7 +26,7 @@ def _host(side: Device | None) -> bool:
 
 def _queue(side: Device | None) -> Any | None:
     """The in-order queue of an OpenCL device (opened: its buffers exist), else None."""
-    from hetero.backends.opencl_runtime import OpenCLRuntime  # here: isort files hetero.backends as third-party
+    from hetero.backends.opencl.runtime import OpenCLRuntime  # here: isort files hetero.backends as third-party
 
     if side is not None and isinstance(side.runtime, OpenCLRuntime):
         return side.runtime.queue

@@ -148,7 +148,7 @@ def update(readme: Path = README, results_dir: Path = RESULTS_DIR) -> str:
     current, new = generated(readme, results_dir)
     if new == current:
         return f"{readme.name}: {HEADING!r} already matches {results_dir}"
-    from hetero.files import atomic_write  # imports hetero: only when there is something to write
+    from hetero.core.files import atomic_write  # imports hetero: only when there is something to write
 
     atomic_write(readme, new, mode=readme.stat().st_mode & 0o777)
     return f"{readme.name}: {HEADING!r} regenerated from {results_dir}"

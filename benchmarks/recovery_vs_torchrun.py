@@ -6,7 +6,7 @@ same script. Goal: hetero-run takes at most half torchrun's time (reported, neve
 
 Each run starts ``--nproc`` workers of this file's worker mode. Every worker holds
 ``--state-mib`` MiB of state (a hetero array on its device), steps with a short sleep,
-heartbeats, and saves a ``hetero.checkpoint`` every few steps. Rank 0 writes the wall time and
+heartbeats, and saves a ``hetero.checkpoint.store`` every few steps. Rank 0 writes the wall time and
 SIGKILLs itself once, at ``--crash-at``; the restarted rank 0 loads its newest checkpoint (onto
 whatever device it is given) and logs when its first step is done. Recovery time = that
 moment minus the crash time, split into: until the script starts running again (detection,
@@ -16,7 +16,7 @@ Also recorded: whether the ranks that did not crash were restarted too (torchrun
 them), and the longest pause in their steps.
 
 ``hetero-run`` restarts into a warm standby (an interpreter it started ahead, hetero already
-imported: :class:`hetero.fault.launch.worker_main.WarmStandby`); ``hetero-run-cold`` is ``hetero-run
+imported: :class:`hetero.launcher.worker_main.WarmStandby`); ``hetero-run-cold`` is ``hetero-run
 --no-standby``, which starts a fresh interpreter, to show what the standby is worth.
 
 Writes ``benchmarks/results/recovery_vs_torchrun.json``.
@@ -76,7 +76,7 @@ def worker(args: argparse.Namespace) -> int:
     device = hetero.device()
     directory = os.environ.get("HETERO_CHECKPOINT_DIR") or str(Path(args.ckpt_dir) / f"worker-{rank}")
     note("device", device=device.name)
-    loaded = hetero.checkpoint.load(directory, device=device)
+    loaded = hetero.checkpoint.store.load(directory, device=device)
     if loaded is None:
         elements = args.state_mib * (1 << 20) // 4
         state: dict[str, Any] = {"w": hetero.asarray(np.full(elements, rank, np.float32), device=device), "step": -1}
@@ -88,7 +88,7 @@ def worker(args: argparse.Namespace) -> int:
         state["step"] = step
         hetero.heartbeat(step)
         if (step + 1) % args.ckpt_every == 0:
-            hetero.checkpoint.save(state, step, directory, keep=2)
+            hetero.checkpoint.store.save(state, step, directory, keep=2)
         note("step", step=step)
         if rank == 0 and step == args.crash_at:
             try:
@@ -105,7 +105,7 @@ def launcher_command(kind: str, nproc: int, run_dir: Path, worker_args: list[str
     script = str(Path(__file__).resolve())
     if kind.startswith("hetero-run"):
         cold = ["--no-standby"] if kind == "hetero-run-cold" else []
-        return [sys.executable, "-m", "hetero.fault.launch.cli", "--nproc", str(nproc), "--max-restarts", "1", *cold,
+        return [sys.executable, "-m", "hetero.launcher.cli", "--nproc", str(nproc), "--max-restarts", "1", *cold,
                 "--run-dir", str(run_dir), script, *worker_args]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
             "--max-restarts", "1", script, *worker_args]

@@ -184,7 +184,7 @@ def previous_runs(path: Path, names: Sequence[str]) -> dict[str, Any]:
 
 
 def write_record(path: Path, record: dict[str, Any]) -> Path:
-    from hetero.files import atomic_write  # imports hetero: only when recording a run
+    from hetero.core.files import atomic_write  # imports hetero: only when recording a run
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(record, indent=2) + "\n", mode=0o644)

@@ -39,7 +39,7 @@ import numpy as np
 import hetero
 from benchmarks.harness import Progress, compare, format_seconds, write_results
 from benchmarks.kernel_bench import choose_devices, describe, load_average, print_footer
-from hetero.calibration_kernels import triad
+from hetero.kernels.calibration_kernels import triad
 from hetero.scheduler.cost_model import CostModel
 
 MI = 1 << 20

@@ -73,7 +73,7 @@ def private_state_dir() -> Iterator[str]:
     before = os.environ.get("HETERO_STATE_DIR")
     with tempfile.TemporaryDirectory(prefix="hetero-torch-guard-") as path:
         os.environ["HETERO_STATE_DIR"] = path
-        hetero.config.reload_config()
+        hetero.core.config.reload_config()
         try:
             yield path
         finally:
@@ -81,7 +81,7 @@ def private_state_dir() -> Iterator[str]:
                 os.environ.pop("HETERO_STATE_DIR", None)
             else:
                 os.environ["HETERO_STATE_DIR"] = before
-            hetero.config.reload_config()
+            hetero.core.config.reload_config()
 
 
 def make_net(torch: Any) -> Any:
@@ -154,7 +154,7 @@ def load_data(torch: Any) -> tuple[Any, Any]:
 
 def measure_overhead(torch: Any, data: tuple[Any, Any], steps: int, repeats: int, snapshot_every: int,
                      pairs: int) -> dict[str, Any]:
-    from hetero.fault import snapshot, snapshot_rng
+    from hetero.recovery import snapshot, snapshot_rng
 
     plain, guarded = Loop(torch, *data), Loop(torch, *data)
     plain_steps, guarded_steps = itertools.count(), itertools.count()

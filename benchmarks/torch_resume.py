@@ -13,7 +13,7 @@ launcher, median over ``--resume-runs`` alternating runs: *time lost*, from the 
 worker has trained the batch it was killed after (restart + load + the batches trained again);
 *to first batch* (restart + load alone); and the batches trained twice. Also: a checkpoint's size
 on disk and how long saving one takes (the loop's wait for ``save_async``, and a whole
-synchronous ``hetero.checkpoint.save``), beside ``torch.save`` of the epoch snapshot. Goal: hetero-run's
+synchronous ``hetero.checkpoint.store.save``), beside ``torch.save`` of the epoch snapshot. Goal: hetero-run's
 time lost at most half torchrun's (reported, never asserted).
 """
 
@@ -45,7 +45,7 @@ def command(kind: str, workdir: Path, trace: Path, args: argparse.Namespace) -> 
               "--trace", str(trace)]
     if kind == "hetero-run":
         # --preload: the warm standby a restart goes into has torch and the data set's loader imported
-        return [sys.executable, "-m", "hetero.fault.launch.cli", "--devices", "cpu", "--max-restarts", "1",
+        return [sys.executable, "-m", "hetero.launcher.cli", "--devices", "cpu", "--max-restarts", "1",
                 "--preload", "torch,torch.utils.data,sklearn.datasets", "--run-dir", str(workdir / "run"), str(EXAMPLE),
                 *common, "--checkpoint-every", str(args.every)]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "1", "--max-restarts",
@@ -106,7 +106,7 @@ def _checkpoint_bytes(kind: str, workdir: Path) -> int | None:
 
 def save_times(repeats: int = 20) -> dict[str, Any]:
     """One checkpoint of the example's model, optimizer and scheduler (after a step, so the optimizer
-    has state): hetero.resumable's wait between batches, a whole hetero.checkpoint.save, torch.save."""
+    has state): hetero.resumable's wait between batches, a whole hetero.checkpoint.store.save, torch.save."""
     import torch
 
     sys.path.insert(0, str(ROOT / "examples"))
@@ -126,12 +126,12 @@ def save_times(repeats: int = 20) -> dict[str, Any]:
         for _ in run.range(1):
             for _ in run.enumerate(range(repeats + 1)):
                 pass
-        hetero.checkpoint.wait()
+        hetero.checkpoint.store.wait()
         tree = {key: value.state_dict() for key, value in state.items()}
         sync, torch_save = [], []
         for step in range(repeats):
             began = time.perf_counter()
-            hetero.checkpoint.save(tree, step, Path(scratch) / "sync")
+            hetero.checkpoint.store.save(tree, step, Path(scratch) / "sync")
             sync.append(time.perf_counter() - began)
             began = time.perf_counter()
             torch.save(tree, Path(scratch) / "snapshot.pt")
@@ -184,7 +184,7 @@ def loop_overhead(pairs: int = 9, every: int = 50, epochs: int = 3) -> dict[str,
                     next(numbers)
                     for _, (data, target) in run.enumerate(loader):
                         step(data, target)
-                hetero.checkpoint.wait()
+                hetero.checkpoint.store.wait()
 
             plain(), resumable()  # warm-up
             ratios = paired_ratios(plain, resumable, pairs)
@@ -236,7 +236,7 @@ def report(found: dict[str, Any]) -> list[str]:
                      f"{row['trained_twice']:.0f} batch(es) trained twice, checkpoint {row['checkpoint_bytes'] or 0} bytes")
     save = found["save"]
     lines.append(f"  saving one checkpoint: resumable waits {save['resumable_wait_s'] * 1e3:.1f} ms between batches "
-                 f"(written in the background); hetero.checkpoint.save {save['checkpoint_save_s'] * 1e3:.1f} ms; "
+                 f"(written in the background); hetero.checkpoint.store.save {save['checkpoint_save_s'] * 1e3:.1f} ms; "
                  f"torch.save {save['torch_save_s'] * 1e3:.1f} ms")
     over = found["loop_overhead"]
     lines.append(f"  run.enumerate against enumerate, {over['epochs']} epochs of {over['batches_per_epoch']} batches with "

@@ -69,7 +69,7 @@ def trace(args: argparse.Namespace, epoch: int, batch_idx: int, data: torch.Tens
                                   "time": time.time()}) + "\n")
 
 
-def train(args: argparse.Namespace, model: nn.Module, g: hetero.fault.guard.Guard, train_loader: DataLoader,
+def train(args: argparse.Namespace, model: nn.Module, g: hetero.recovery.guard.Guard, train_loader: DataLoader,
           optimizer: optim.Optimizer, epoch: int) -> None:
     model.train()
 

@@ -68,7 +68,7 @@ def trace(args: argparse.Namespace, epoch: int, batch_idx: int, data: torch.Tens
 
 
 def train(args: argparse.Namespace, model: nn.Module, device: torch.device, train_loader: DataLoader,
-          optimizer: optim.Optimizer, epoch: int, run: hetero.resume.Resumable) -> None:
+          optimizer: optim.Optimizer, epoch: int, run: hetero.checkpoint.resume.Resumable) -> None:
     model.train()
     for batch_idx, (data, target) in run.enumerate(train_loader):
         data, target = data.to(device), target.to(device)

@@ -2,12 +2,12 @@
 
 ``classify(error)`` joins these signals:
 
-1. the error's class (:class:`~hetero.errors.DeviceOutOfMemoryError`,
-   :class:`~hetero.errors.ContextCorruptedError`, :class:`~hetero.errors.DeviceLostError`,
-   :class:`~hetero.errors.DeviceDegradedError`): the backend built it knowing what it was
+1. the error's class (:class:`~hetero.core.errors.DeviceOutOfMemoryError`,
+   :class:`~hetero.core.errors.ContextCorruptedError`, :class:`~hetero.core.errors.DeviceLostError`,
+   :class:`~hetero.core.errors.DeviceDegradedError`): the backend built it knowing what it was
    doing (OpenCL ``-5`` on an allocation is out of memory, after a kernel a sticky fault), so
    it decides over the vendor code;
-2. else, for a plain :class:`~hetero.errors.DeviceError`, the vendor code
+2. else, for a plain :class:`~hetero.core.errors.DeviceError`, the vendor code
    (:mod:`hetero.fault.taxonomy` tables: CUDA, HIP, OpenCL);
 3. NVIDIA Xids: the error's own ``xid`` and the ``xid`` events about the same device seen in
    the last :data:`WINDOW` seconds (from the event bus unless ``events`` is given). The most
@@ -30,7 +30,7 @@ context-corrupting; ``CUDA out of memory`` -> 2, recoverable; ``device-side asse
 ``CUBLAS_STATUS_*``, ``CUDNN_STATUS_*``, MIOpen, NCCL's ``ncclUnhandledCudaError``), each citing
 the torch or runtime source it comes from. They name no hetero device: the classification's
 device is the current one (``hetero.device()`` inside a guard), or none. torch is never imported
-to classify. Any other error that is not a :class:`~hetero.errors.DeviceError` is class ``none``:
+to classify. Any other error that is not a :class:`~hetero.core.errors.DeviceError` is class ``none``:
 the guard re-raises it.
 """
 
@@ -41,25 +41,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from hetero.errors import (
-    ContextCorruptedError,
-    DeviceDegradedError,
-    DeviceError,
-    DeviceLostError,
-    DeviceOutOfMemoryError,
-)
+from hetero.core.errors import ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
 from hetero.fault import event_bus, foreign_errors
-from hetero.fault.taxonomy import (
-    CODE_TABLES,
-    DEFAULT_ACTION,
-    SEVERITY,
-    XIDS,
-    Action,
-    CodeRow,
-    FaultClass,
-    XidRow,
-    ttl_for,
-)
+from hetero.fault.taxonomy import CODE_TABLES, DEFAULT_ACTION, SEVERITY, XIDS, Action, CodeRow, FaultClass, XidRow, ttl_for
 
 log = logging.getLogger("hetero.fault.classify")
 
@@ -148,7 +132,7 @@ def _fresh_events(error: DeviceError) -> list[dict[str, Any]]:
     is joined without waiting for the monitor's next poll), then read the recent history."""
     try:
         from hetero.fault.monitor import drain_device_events
-        from hetero.registry import opened_devices
+        from hetero.core.registry import opened_devices
 
         for device in opened_devices():
             if device.name == error.device:
@@ -171,7 +155,7 @@ def classify(error: BaseException, events: Iterable[Mapping[str, Any]] | None = 
     """The :class:`Classification` of ``error``, joined with health ``events`` (default: the
     event bus' events of the last :data:`WINDOW` seconds)."""
     if not isinstance(error, DeviceError):
-        from hetero.registry import current_device
+        from hetero.core.registry import current_device
 
         found = foreign_errors.recognise(error, current_device())
         if found is None:
@@ -218,7 +202,7 @@ def classify(error: BaseException, events: Iterable[Mapping[str, Any]] | None = 
     action = DEFAULT_ACTION[fault_class]
     if row is not None and row.action is not None and row.fault_class is fault_class:
         action = row.action
-    from hetero.config import get_config
+    from hetero.core.config import get_config
 
     ttl = _ttl(fault_class, app_bug, row, get_config().quarantine_ttl)
     if action in (Action.RETRY, Action.RESTART_PROCESS):  # the device is fine (or the process is at fault)

@@ -191,4 +191,4 @@ def recent(kind: str | Iterable[str] | None = None, since: float | None = None,
     return BUS.recent(kind, since, within)
 
 
-SUBSCRIBE.register(events)  # the scheduler's "auto" cache listens for quarantine changes (see hetero.hooks)
+SUBSCRIBE.register(events)  # the scheduler's "auto" cache listens for quarantine changes (see hetero.core.hooks)

@@ -1,12 +1,12 @@
 """torch's and CuPy's device errors, raised from user code, read as hetero device errors.
 
 A training step that calls torch or CuPy directly meets their exceptions, not hetero's:
-:func:`recognise` turns one into the :class:`~hetero.errors.DeviceError` subclass hetero's own
+:func:`recognise` turns one into the :class:`~hetero.core.errors.DeviceError` subclass hetero's own
 backend would have raised for the same fault, so classification and recovery treat both alike.
 
 - CuPy: ``cupy_backends.cuda.api.runtime.CUDARuntimeError`` / ``driver.CUDADriverError`` by their
   ``status`` code, and ``cupy.cuda.memory.OutOfMemoryError``, through the CUDA/HIP code tables the
-  ``cuda``/``rocm`` backends use (:func:`hetero.backends.cuda_errors.translate`).
+  ``cuda``/``rocm`` backends use (:func:`hetero.backends.cupy.cuda_errors.translate`).
 - torch: ``torch.AcceleratorError`` by its ``error_code`` (the CUDA/HIP runtime's code) when it
   has one; else any ``RuntimeError`` (``torch.OutOfMemoryError``, ``DistBackendError`` ...) by
   the first spelling of :data:`hetero.fault.torch_errors.TORCH_ERRORS` found in its message;
@@ -25,18 +25,15 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
-from hetero.backends import cuda_errors
-from hetero.errors import (
-    DeviceOutOfMemoryError,
-    HeteroError,
-)
+from hetero.backends.cupy import cuda_errors
+from hetero.core.errors import DeviceOutOfMemoryError, HeteroError
 from hetero.fault import ort_errors
 from hetero.fault.recognised import ERROR_OF_CLASS, UNKNOWN_DEVICE, Recognised, injected
 from hetero.fault.taxonomy import CODE_TABLES, FaultClass
 from hetero.fault.torch_errors import first_match
 
 if TYPE_CHECKING:
-    from hetero.device import Device
+    from hetero.core.device import Device
 
 #: (module, class name) of CuPy's exceptions: the runtime's, the driver's, the memory pool's.
 _CUPY_ERRORS = {("cupy_backends.cuda.api.runtime", "CUDARuntimeError"), ("cupy_backends.cuda.api.driver", "CUDADriverError"),
@@ -50,7 +47,7 @@ _RUNTIME_NAMED = re.compile(r"\b(?:CUDA|HIP)\b")
 
 
 def recognise(error: BaseException, device: Device | None = None) -> Recognised | None:
-    """``error`` as a hetero :class:`~hetero.errors.DeviceError` on ``device`` when it is a torch or
+    """``error`` as a hetero :class:`~hetero.core.errors.DeviceError` on ``device`` when it is a torch or
     CuPy device error this module knows (ONNX Runtime's: :mod:`hetero.fault.ort_errors`); None for anything else (hetero's own errors included)."""
     if isinstance(error, HeteroError):
         return None

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hetero import launch_counts
+from hetero.core import launch_counts
 from hetero.fault.protocol import ENV_HEARTBEAT_FILE
-from hetero.files import atomic_write
-from hetero.registry import current_device, opened_devices
-from hetero.torch_devices import loaded_torch_device
+from hetero.core.files import atomic_write
+from hetero.core.registry import current_device, opened_devices
+from hetero.core.torch_devices import loaded_torch_device
 
 #: The shortest time between two heartbeat writes, in seconds.
 MIN_INTERVAL = 0.2

@@ -17,8 +17,8 @@ logged (logger ``hetero.fault.injection``, WARNING), published on the fault even
 (so a device it quarantines stays quarantined within the drill only: :mod:`hetero.fault.quarantine`).
 At exit, a rule that never fired in the process is named in a warning: injection only reaches
 operations through hetero's backends, on devices the rule names. Rules of the ``torch`` op wrap no
-runtime: they fire at torch's op boundary (:mod:`hetero.fault.injection_torch`, told through
-:data:`hetero.injection_hooks.TORCH_RULES_CHANGED` when they come and go); rules of the ``infer``
+runtime: they fire at torch's op boundary (:mod:`hetero.torch.injection`, told through
+:data:`hetero.core.injection_hooks.TORCH_RULES_CHANGED` when they come and go); rules of the ``infer``
 op fire where a :mod:`hetero.onnx` session runs ONNX Runtime (:mod:`hetero.fault.injection_infer`).
 """
 
@@ -38,14 +38,14 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from hetero.device import Device, Health, HealthState
-from hetero.errors import ConfigError, DeviceError, did_you_mean
-from hetero.injection_hooks import TORCH_RULES_CHANGED
-from hetero.plugin import DeviceRuntime
-from hetero.registry import RUNTIMES_OPENED
+from hetero.core.device import Device, Health, HealthState
+from hetero.core.errors import ConfigError, DeviceError, did_you_mean
+from hetero.core.injection_hooks import TORCH_RULES_CHANGED
+from hetero.core.plugin import DeviceRuntime
+from hetero.core.registry import RUNTIMES_OPENED
 
-from . import injection_report
-from .injection_rules import OPS, TORCH_OP, Rule, RuleState, parse_rules
+from hetero.fault import injection_report
+from hetero.fault.injection_rules import OPS, TORCH_OP, Rule, RuleState, parse_rules
 
 log = logging.getLogger("hetero.fault.injection")
 
@@ -249,7 +249,7 @@ def announce(injection: Injection, rule: Rule, device: str, method: str, call: i
     log.warning("injected fault on %s: %s at %s call #%d (rule %r, %s)", device, description, method, call,
                 rule.text, injection.source)
     injection_report.fired_in_run(rule.text)
-    from .event_bus import publish  # only when a fault fires
+    from hetero.fault.event_bus import publish  # only when a fault fires
 
     publish("fault-injected", device=device, rule=rule.text, op=rule.op, method=method, call=call, what=description,
             source=injection.source)
@@ -271,7 +271,7 @@ def _injected_health(rule: Rule) -> Health | None:
     lost or corrupted device; None (the real health) for an Xid that leaves the GPU itself healthy."""
     what = rule.what
     if what.kind == "xid":
-        from .taxonomy import XIDS, FaultClass
+        from hetero.fault.taxonomy import XIDS, FaultClass
 
         row = XIDS.get(what.xid or 0)
         states = {FaultClass.DEVICE_LOST: HealthState.UNHEALTHY, FaultClass.DEGRADED: HealthState.DEGRADED}
@@ -289,7 +289,7 @@ REPORT_ONLY_XIDS = frozenset({45, 63, 64, 92, 121, 154})
 def xid_error_kind(xid: int) -> str | None:
     """The fault kind an application sees on its next launch or sync after ``xid`` (from the Xid
     catalog in :mod:`hetero.fault.taxonomy`), or None when the Xid comes without an error."""
-    from .taxonomy import XIDS, FaultClass
+    from hetero.fault.taxonomy import XIDS, FaultClass
 
     row = XIDS.get(xid)
     if row is None or xid in REPORT_ONLY_XIDS:
@@ -354,7 +354,7 @@ def _hang(seconds: float | None) -> None:
 def _check_devices(rules: Sequence[Rule], runtimes: Sequence[DeviceRuntime] = ()) -> None:
     """A rule naming a backend that is not installed, or a device its (open) backend does not have,
     is a typo: say so, with the close name. ``runtimes``: devices of backends opened so far."""
-    from hetero.registry import backend_names
+    from hetero.core.registry import backend_names
 
     names = backend_names()
     present: dict[str, list[str]] = {}
@@ -377,7 +377,7 @@ def _check_devices(rules: Sequence[Rule], runtimes: Sequence[DeviceRuntime] = ()
 def open_named(rules: Sequence[Rule]) -> list[Device]:
     """The opened devices, after opening the enabled backends the rules name (so that a device
     name is checked as HETERO_FAULTS checks it, even before anything else opened a backend)."""
-    from hetero.registry import backend_status, enabled_backends, opened_devices
+    from hetero.core.registry import backend_status, enabled_backends, opened_devices
 
     named = {rule.device.split(":", 1)[0] for rule in rules if not any(ch in rule.device for ch in "*?[")}
     for backend in sorted(named & set(enabled_backends())):
@@ -394,7 +394,7 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
     - OP: ``launch`` (kernel launches and vendor library calls: ``hetero.matmul``'s BLAS), ``copy``
       (upload, download, device copies), ``alloc``, ``sync``, ``health``, or
       ``torch`` (torch ops on the device's torch tensors, raising torch's own exception:
-      :mod:`hetero.fault.injection_torch`), ``infer`` (ONNX Runtime inferences of
+      :mod:`hetero.torch.injection`), ``infer`` (ONNX Runtime inferences of
       :mod:`hetero.onnx` sessions and pools on the device: :mod:`hetero.fault.injection_infer`);
     - TRIGGER: ``nth=N`` (exactly the Nth matching call on each device), ``every=K``, or ``p=P``
       (with ``,seed=S`` the same calls fire in every run); ``,times=M`` caps the fires;
@@ -416,7 +416,7 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
         self._targets_torch = any(rule.op == TORCH_OP for rule in parsed)
 
     def __enter__(self) -> Injection:
-        from hetero.registry import opened_devices
+        from hetero.core.registry import opened_devices
 
         with _LOCK:
             if self.injection.active:
@@ -448,7 +448,7 @@ class inject:  # lower case: used like a function, ``with hetero.fault.inject(..
 _CONFIGURED: dict[tuple[str, ...], Injection] = {}
 def configured() -> Injection | None:
     """The injection built from the configuration's ``faults`` (HETERO_FAULTS), once a backend opened."""
-    from hetero.config import get_config
+    from hetero.core.config import get_config
 
     return _CONFIGURED.get(get_config().faults)
 
@@ -520,4 +520,4 @@ __all__ = ["OPS", "FaultRecord", "Injection", "active", "announce", "any_rules",
            "fault_error", "inject", "injections_for", "process_fault", "torch_injections", "wrapped_methods"]
 
 
-RUNTIMES_OPENED.register(apply_at_open)  # the registry calls it as each backend opens (see hetero.hooks)
+RUNTIMES_OPENED.register(apply_at_open)  # the registry calls it as each backend opens (see hetero.core.hooks)

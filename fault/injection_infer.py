@@ -14,7 +14,7 @@ from hetero.fault import injection as _injection
 from hetero.fault.injection_rules import INFER_OP
 
 if TYPE_CHECKING:
-    from hetero.device import Device
+    from hetero.core.device import Device
 
 
 def armed() -> bool:

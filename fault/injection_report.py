@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .injection import Injection
+    from hetero.fault.injection import Injection
 
 log = logging.getLogger("hetero.fault.injection")
 
@@ -59,7 +59,7 @@ def watched() -> list[Injection]:
 
 
 def _run_file() -> Path | None:
-    from .quarantine import drill_store
+    from hetero.fault.quarantine import drill_store
 
     store = drill_store()
     return None if store is None else store.with_name(FIRED_FILE_NAME)
@@ -96,7 +96,7 @@ def unfired(injections: Sequence[Injection] | None = None) -> list[str]:
     if injections is not None:
         return told
     with contextlib.suppress(Exception):  # HETERO_FAULTS set, but no backend ever opened to apply it
-        from hetero.config import get_config
+        from hetero.core.config import get_config
 
         faults = get_config().faults
         if faults and faults not in _applied:

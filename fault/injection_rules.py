@@ -26,13 +26,13 @@ import random
 import re
 import threading
 
-from hetero.errors import ConfigError, did_you_mean
+from hetero.core.errors import ConfigError, did_you_mean
 
 #: Operations a rule can target, and the runtime methods each one covers. A copy between two
 #: devices is one call on the runtime that does it (the non-host side: ``oneapi:0`` uploads from
 #: ``cpu``), so it counts there; reading a host-memory array (``cpu``) calls no runtime at all.
 #: ``torch`` covers no runtime method: torch ops on the device's torch tensors, counted at torch's
-#: op boundary (:mod:`hetero.fault.injection_torch`). ``infer`` neither: each ONNX Runtime
+#: op boundary (:mod:`hetero.torch.injection`). ``infer`` neither: each ONNX Runtime
 #: inference a :mod:`hetero.onnx` session runs on the device (:mod:`hetero.fault.injection_infer`).
 OPS: dict[str, tuple[str, ...]] = {
     "launch": ("launch", "call_library"),  # a kernel, or a vendor library routine (CLBlast, cuBLAS, NumPy)

@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from hetero.config import get_config
-from hetero.device import Device, Health, HealthState, Kind
+from hetero.core.config import get_config
+from hetero.core.device import Device, Health, HealthState, Kind
 from hetero.fault import event_bus
 
 log = logging.getLogger("hetero.fault.monitor")
@@ -80,7 +80,7 @@ class HealthMonitor:
     def _targets(self) -> Sequence[Device]:
         if self._devices is not None:
             return self._devices()
-        from hetero.registry import opened_devices
+        from hetero.core.registry import opened_devices
 
         return opened_devices()
 

@@ -23,13 +23,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from hetero.errors import DeviceError, DeviceLostError, DeviceOutOfMemoryError
+from hetero.core.errors import DeviceError, DeviceLostError, DeviceOutOfMemoryError
 from hetero.fault.recognised import ERROR_OF_CLASS, UNKNOWN_DEVICE, Recognised, injected
 from hetero.fault.taxonomy import CODE_TABLES, FaultClass
 from hetero.fault.torch_errors import first_match
 
 if TYPE_CHECKING:
-    from hetero.device import Device
+    from hetero.core.device import Device
 
 #: ``<LIB> failure <code>: <text>``, as ONNX Runtime's CUDA and ROCm providers write a failed call.
 _FAILURE = re.compile(r"\b(CUDA|CUBLAS|CUDNN|CURAND|CUFFT|NCCL|HIP|ROCBLAS|HIPBLAS|MIOPEN|RCCL) failure (-?\d+): ?([^;\n]*)")
@@ -47,7 +47,7 @@ def is_ort_error(error: BaseException) -> bool:
 
 
 def recognise(error: BaseException, device: Device | None = None) -> Recognised | None:
-    """``error`` (an ONNX Runtime exception) as the hetero :class:`~hetero.errors.DeviceError` its
+    """``error`` (an ONNX Runtime exception) as the hetero :class:`~hetero.core.errors.DeviceError` its
     provider's runtime call means, on ``device``; None when it is no device error."""
     if not is_ort_error(error):
         return None

@@ -16,15 +16,15 @@ visibility variable and torch.distributed's ``RANK``/``LOCAL_RANK``/``WORLD_SIZE
   runs for the worker's device (null until that is known).
 - ``HETERO_FAULT_REPORT``: where a worker that meets a fatal device error writes a JSON
   report (:data:`FAULT_REPORT_FIELDS`) before exiting with :data:`FAULT_EXIT_CODE`.
-- ``HETERO_CHECKPOINT_DIR``: where :mod:`hetero.checkpoint` saves by default.
+- ``HETERO_CHECKPOINT_DIR``: where :mod:`hetero.checkpoint.store` saves by default.
 - ``HETERO_RESUME_STEP``: the step the restarted worker resumes from (absent on a first start).
 - ``HETERO_RESTART``: how many times this worker has been restarted (``0`` on a first start).
 - ``HETERO_CHECKPOINT_VERIFIED``: set on a restart: the checkpoint the launcher already
-  verified and its files' identity, so ``hetero.checkpoint.load`` need not hash it again
-  while the files are unchanged (see ``hetero/checkpoint.py``).
+  verified and its files' identity, so ``hetero.checkpoint.store.load`` need not hash it again
+  while the files are unchanged (see ``hetero/checkpoint/store.py``).
 - ``HETERO_QUOTA``: the worker's memory quota (``hetero-run --quota``), applied by the bootstrap.
 - ``HETERO_RUN_ID``: one per run, inherited by everything a worker starts: how the launcher
-  finds (and ends) what a worker left behind (``hetero.fault.launch.descendants``).
+  finds (and ends) what a worker left behind (``hetero.launcher.descendants``).
 - ``HETERO_LAUNCHER_PID``: the launcher's pid; the bootstrap arms ``PR_SET_PDEATHSIG`` against it
   and removes the variable.
 """

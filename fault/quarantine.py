@@ -2,7 +2,7 @@
 
 The store is ``<state_dir>/quarantine.json`` (``HETERO_STATE_DIR``), keyed by the device's
 stable id (it survives reboots and renumbering), each entry with the device name, reason,
-fault class, time and expiry. It is a :class:`hetero.files.JsonStore`: writers take the
+fault class, time and expiry. It is a :class:`hetero.core.files.JsonStore`: writers take the
 exclusive lock on ``quarantine.json.lock`` and replace the file atomically, so concurrent
 processes lose no entry and readers never see half a file.
 
@@ -40,12 +40,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from hetero.config import get_config
-from hetero.device import Device, DeviceInfo, HealthState
-from hetero.errors import HeteroError
+from hetero.core.config import get_config
+from hetero.core.device import Device, DeviceInfo, HealthState
+from hetero.core.errors import HeteroError
 from hetero.fault import event_bus
 from hetero.fault.taxonomy import FaultClass, ttl_for
-from hetero.files import JsonStore, StoreCorrupt
+from hetero.core.files import JsonStore, StoreCorrupt
 from hetero.scheduler.inputs import QUARANTINED_IDS
 
 log = logging.getLogger("hetero.fault.quarantine")
@@ -421,7 +421,7 @@ def quarantined_ids() -> frozenset[str]:
     if first_expiry <= time.time() and time.monotonic() - _last_auto_check >= get_config().health_interval:
         _last_auto_check = time.monotonic()
         try:
-            from hetero.registry import opened_devices
+            from hetero.core.registry import opened_devices
 
             if auto_release(opened_devices()):
                 snapshot, drill = _snapshot(path), _drill_entries()
@@ -468,4 +468,4 @@ def auto_release(devices: Iterable[Device]) -> list[Entry]:
     return gone
 
 
-QUARANTINED_IDS.register(quarantined_ids)  # the scheduler's one quarantine query (see hetero.hooks)
+QUARANTINED_IDS.register(quarantined_ids)  # the scheduler's one quarantine query (see hetero.core.hooks)

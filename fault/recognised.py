@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from hetero.errors import ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError
+from hetero.core.errors import ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError
 from hetero.fault.taxonomy import FaultClass
 
 #: The device name a recognised error gets when the caller knows none.

@@ -13,89 +13,73 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hetero import dtypes
+from hetero.core import dtypes
 from hetero._version import __version__
-from hetero.array import Array, arange, asarray, copyto, empty, from_dlpack, full, ones, zeros
-from hetero.array_views import broadcast_to, expand_dims, flip, moveaxis, permute_dims, reshape, squeeze
-from hetero.promotion import ScalarOverflowError, can_cast, result_type
-from hetero.config import Config, get_config, reload_config
-from hetero.device import Device, DeviceInfo, Health, HealthState, Kind
-from hetero.dtypes import (
+from hetero.array.ndarray import Array, arange, asarray, copyto, empty, from_dlpack, full, ones, zeros
+from hetero.array.views import broadcast_to, expand_dims, flip, moveaxis, permute_dims, reshape, squeeze
+from hetero.array.promotion import ScalarOverflowError, can_cast, result_type
+from hetero.core.config import Config, get_config, reload_config
+from hetero.core.device import Device, DeviceInfo, Health, HealthState, Kind
+from hetero.core.dtypes import (
     bool_, complex64, complex128, float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
-from hetero.errors import (
-    CompileError,
-    ContextCorruptedError,
-    DeviceDegradedError,
-    DeviceLostError,
-    KernelBuildError,
-    QuotaExceeded,
-    RecoveryFailedError,
-    KernelLaunchError,
-    ArrayError,
-    BackendUnavailableError,
-    BundleBuildError,
-    BundleError,
-    ConfigError,
-    DeviceError,
-    DeviceNotFoundError,
-    DeviceOutOfMemoryError,
-    HeteroError,
-    PluginError,
-    ToolchainNotFoundError,
-    UnsupportedDtypeError,
+from hetero.core.errors import (
+    CompileError, ContextCorruptedError, DeviceDegradedError, DeviceLostError, KernelBuildError, QuotaExceeded,
+    RecoveryFailedError, KernelLaunchError, ArrayError, BackendUnavailableError, BundleBuildError, BundleError,
+    ConfigError, DeviceError, DeviceNotFoundError, DeviceOutOfMemoryError, HeteroError, PluginError,
+    ToolchainNotFoundError, UnsupportedDtypeError,
 )
 from hetero import math
 from hetero.language import (
     DeviceFunction, atomic_add, atomic_cas, atomic_max, atomic_min, atomic_sub, barrier, func, global_id, global_size,
     group_id, local_array, local_id, local_size, num_groups,
 )
-from hetero.types import ArrayType, ScalarType, c64, c128, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
-from hetero.registry import BackendStatus, backend_statuses, device, devices, opened_devices, register_backend, use_device
-from hetero.registry import APPLY_QUOTA as _APPLY_QUOTA
-from hetero.registry import AUTO_DEVICE as _AUTO_DEVICE
-from hetero.registry import CHECK_REQUEST as _CHECK_REQUEST
-from hetero.registry import RUNTIMES_OPENED as _RUNTIMES_OPENED
-from hetero.kernel_hooks import SPLIT_KERNEL as _SPLIT_KERNEL
-from hetero import array_hooks as _array_hooks
-from hetero import fusion_state as _fusion_state
-from hetero.injection_hooks import TORCH_RULES_CHANGED as _TORCH_RULES_CHANGED
-from hetero.injection_hooks import TORCH_RULES_CONFIGURED as _TORCH_RULES_CONFIGURED
-from hetero.injection_hooks import arm_configured_torch_rules as _arm_configured_torch_rules
+from hetero.core.types import ArrayType, ScalarType, c64, c128, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
+from hetero.core.registry import BackendStatus, backend_statuses, device, devices, opened_devices, register_backend, use_device
+from hetero.core.registry import APPLY_QUOTA as _APPLY_QUOTA
+from hetero.core.registry import AUTO_DEVICE as _AUTO_DEVICE
+from hetero.core.registry import CHECK_REQUEST as _CHECK_REQUEST
+from hetero.core.registry import RUNTIMES_OPENED as _RUNTIMES_OPENED
+from hetero.kernels.hooks import SPLIT_KERNEL as _SPLIT_KERNEL
+from hetero.array import hooks as _array_hooks
+from hetero.core import fusion_state as _fusion_state
+from hetero.core.injection_hooks import TORCH_RULES_CHANGED as _TORCH_RULES_CHANGED
+from hetero.core.injection_hooks import TORCH_RULES_CONFIGURED as _TORCH_RULES_CONFIGURED
+from hetero.core.injection_hooks import arm_configured_torch_rules as _arm_configured_torch_rules
 from hetero.scheduler.inputs import QUARANTINED_IDS as _QUARANTINED_IDS
 from hetero.scheduler.inputs import QUOTAS_CHANGED as _QUOTAS_CHANGED
 from hetero.scheduler.inputs import SUBSCRIBE as _SUBSCRIBE
 
 # The floors join here. A lower floor asks through a hook what a floor above answers; each
 # answering module registers itself when imported, and is named here so that the first question
-# imports it (`import hetero` stays light: none of these is loaded now). See hetero.hooks.
+# imports it (`import hetero` stays light: none of these is loaded now). See hetero.core.hooks.
 _AUTO_DEVICE.provided_by("hetero.scheduler.placement")
 _CHECK_REQUEST.provided_by("hetero.scheduler.request")
 _APPLY_QUOTA.provided_by("hetero.scheduler.quota")
 _RUNTIMES_OPENED.provided_by("hetero.fault.injection")
 _QUARANTINED_IDS.provided_by("hetero.fault.quarantine")
 _SUBSCRIBE.provided_by("hetero.fault.event_bus")
-_SPLIT_KERNEL.provided_by("hetero.split")
+_SPLIT_KERNEL.provided_by("hetero.kernels.split.launch")
 for _hook in (_array_hooks.COPY_INTO, _array_hooks.ASSIGN, _array_hooks.VIEW_TO_NUMPY, _array_hooks.STAGED_LAUNCH):
-    _hook.provided_by("hetero.array_copy")
-_array_hooks.REDUCTION.provided_by("hetero.array_reductions")
-_array_hooks.CAST.provided_by("hetero.array_cast")
+    _hook.provided_by("hetero.array.copy")
+_array_hooks.REDUCTION.provided_by("hetero.array.reductions")
+_array_hooks.CAST.provided_by("hetero.array.cast")
 del _hook
-_array_hooks.ELEMENTWISE.provided_by("hetero.array_elementwise")
-_array_hooks.FUSE.provided_by("hetero.array_fusion")
-_fusion_state.REALIZE.provided_by("hetero.array_fusion")
-_array_hooks.MATMUL.provided_by("hetero.array_matmul")
+_array_hooks.ELEMENTWISE.provided_by("hetero.array.elementwise")
+_array_hooks.FUSE.provided_by("hetero.array.fusion")
+_fusion_state.REALIZE.provided_by("hetero.array.fusion")
+_array_hooks.MATMUL.provided_by("hetero.array.linalg.matmul")
 _array_hooks.NAMESPACE.provided_by("hetero.xp")
-_array_hooks.COMPLEX_UNARY.provided_by("hetero.array_complex_math")
-_array_hooks.COMPLEX_POWER.provided_by("hetero.array_complex_math")
-_array_hooks.ADVANCED_GET.provided_by("hetero.array_advanced_index")
-_array_hooks.ADVANCED_SET.provided_by("hetero.array_advanced_index")
-_array_hooks.COMPLEX_ELEMENTWISE.provided_by("hetero.array_complex")
-_array_hooks.COMPLEX_CAST.provided_by("hetero.array_complex")
-_array_hooks.COMPLEX_REDUCTION.provided_by("hetero.array_complex_reductions")
-_QUOTAS_CHANGED.provided_by("hetero.torch_memory")
-_TORCH_RULES_CHANGED.provided_by("hetero.fault.injection_torch")
-_TORCH_RULES_CONFIGURED.provided_by("hetero.fault.injection_torch")
+_array_hooks.COMPLEX_UNARY.provided_by("hetero.array.complex.functions")
+_array_hooks.COMPLEX_POWER.provided_by("hetero.array.complex.functions")
+_array_hooks.ADVANCED_GET.provided_by("hetero.array.advanced_index")
+_array_hooks.ADVANCED_SET.provided_by("hetero.array.advanced_index")
+_array_hooks.COMPLEX_ELEMENTWISE.provided_by("hetero.array.complex.elementwise")
+_array_hooks.COMPLEX_CAST.provided_by("hetero.array.complex.elementwise")
+_array_hooks.COMPLEX_REDUCTION.provided_by("hetero.array.complex.reductions")
+_QUOTAS_CHANGED.provided_by("hetero.torch.memory")
+_TORCH_RULES_CHANGED.provided_by("hetero.torch.injection")
+_TORCH_RULES_CONFIGURED.provided_by("hetero.torch.injection")
 _arm_configured_torch_rules()  # HETERO_FAULTS rules for torch ops: a pure torch loop opens no hetero backend
 
 
@@ -103,64 +87,62 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from hetero import checkpoint
-    from hetero.array_reductions import (  # noqa: A004 (the array API's names)
-        all, any, argmax, argmin, cumulative_prod, cumulative_sum, max, mean, min, prod, std, sum, var,
-    )
-    from hetero.array_matmul import explain_op, matmul, matrix_transpose, tensordot, vecdot
+    from hetero.array.reductions import all, any, argmax, argmin, cumulative_prod, cumulative_sum, max, mean, min, prod, std, sum, var  # noqa: A004 (the array API's names)
+    from hetero.array.linalg.matmul import explain_op, matmul, matrix_transpose, tensordot, vecdot
 
     fault: ModuleType  # hetero.fault / hetero.scheduler live in the fault/ and scheduler/ folders
     scheduler: ModuleType
     from hetero import xp
-    from hetero.array_cast import astype
-    from hetero.array_creation import empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like
-    from hetero.array_fusion import fusion
-    from hetero.array_manipulation import concat, repeat, roll, stack, tile
-    from hetero.compiler.bundle_registry import load_bundle
-    from hetero.fault.guard import guard
+    from hetero.array.cast import astype
+    from hetero.array.creation import empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like
+    from hetero.array.fusion import fusion
+    from hetero.array.manipulation import concat, repeat, roll, stack, tile
+    from hetero.compiler.build.bundle_registry import load_bundle
+    from hetero.recovery.guard import guard
     from hetero.fault.heartbeat import heartbeat
-    from hetero.kernels import Kernel, kernel
-    from hetero.resume import resumable
-    from hetero.stream import Stream
-    from hetero.torch_devices import torch_device
+    from hetero.kernels.kernel import Kernel, kernel
+    from hetero.checkpoint.resume import resumable
+    from hetero.kernels.stream import Stream
+    from hetero.core.torch_devices import torch_device
 
 # Lazily loaded public names: attribute -> (module, name in it; None for the module itself).
 _LAZY: dict[str, tuple[str, str | None]] = {
-    "kernel": ("hetero.kernels", "kernel"),
-    "Kernel": ("hetero.kernels", "Kernel"),
-    "load_bundle": ("hetero.compiler.bundle_registry", "load_bundle"),
-    "guard": ("hetero.fault.guard", "guard"),
+    "kernel": ("hetero.kernels.kernel", "kernel"),
+    "Kernel": ("hetero.kernels.kernel", "Kernel"),
+    "load_bundle": ("hetero.compiler.build.bundle_registry", "load_bundle"),
+    "guard": ("hetero.recovery.guard", "guard"),
     "heartbeat": ("hetero.fault.heartbeat", "heartbeat"),
-    "resumable": ("hetero.resume", "resumable"),
-    "Stream": ("hetero.stream", "Stream"),
-    "torch_device": ("hetero.torch_devices", "torch_device"),
+    "resumable": ("hetero.checkpoint.resume", "resumable"),
+    "Stream": ("hetero.kernels.stream", "Stream"),
+    "torch_device": ("hetero.core.torch_devices", "torch_device"),
     "checkpoint": ("hetero.checkpoint", None),
     "fault": ("hetero.fault", None),
     "scheduler": ("hetero.scheduler", None),
     "xp": ("hetero.xp", None),  # the array API namespace (x.__array_namespace__())
     "onnx": ("hetero.onnx", None),  # ONNX Runtime sessions and failover pools
-    # reductions and scans (hetero.array_reductions) load the compiler: on first use too
-    "sum": ("hetero.array_reductions", "sum"),
-    "prod": ("hetero.array_reductions", "prod"),
-    "min": ("hetero.array_reductions", "min"),
-    "max": ("hetero.array_reductions", "max"),
-    "mean": ("hetero.array_reductions", "mean"),
-    "std": ("hetero.array_reductions", "std"),
-    "var": ("hetero.array_reductions", "var"),
-    "any": ("hetero.array_reductions", "any"),
-    "all": ("hetero.array_reductions", "all"),
-    "argmax": ("hetero.array_reductions", "argmax"),
-    "argmin": ("hetero.array_reductions", "argmin"),
-    "cumulative_sum": ("hetero.array_reductions", "cumulative_sum"),
-    "cumulative_prod": ("hetero.array_reductions", "cumulative_prod"),
-    "fusion": ("hetero.array_fusion", "fusion"),
-    # linear algebra (hetero.array_matmul): vendor BLAS or hetero's tiled kernel
-    "matmul": ("hetero.array_matmul", "matmul"),
-    "vecdot": ("hetero.array_matmul", "vecdot"),
-    "tensordot": ("hetero.array_matmul", "tensordot"),
-    "matrix_transpose": ("hetero.array_matmul", "matrix_transpose"),
-    "explain_op": ("hetero.array_matmul", "explain_op"),
+    # reductions and scans (hetero.array.reductions) load the compiler: on first use too
+    "sum": ("hetero.array.reductions", "sum"),
+    "prod": ("hetero.array.reductions", "prod"),
+    "min": ("hetero.array.reductions", "min"),
+    "max": ("hetero.array.reductions", "max"),
+    "mean": ("hetero.array.reductions", "mean"),
+    "std": ("hetero.array.reductions", "std"),
+    "var": ("hetero.array.reductions", "var"),
+    "any": ("hetero.array.reductions", "any"),
+    "all": ("hetero.array.reductions", "all"),
+    "argmax": ("hetero.array.reductions", "argmax"),
+    "argmin": ("hetero.array.reductions", "argmin"),
+    "cumulative_sum": ("hetero.array.reductions", "cumulative_sum"),
+    "cumulative_prod": ("hetero.array.reductions", "cumulative_prod"),
+    "fusion": ("hetero.array.fusion", "fusion"),
+    # linear algebra (hetero.array.linalg.matmul): vendor BLAS or hetero's tiled kernel
+    "matmul": ("hetero.array.linalg.matmul", "matmul"),
+    "vecdot": ("hetero.array.linalg.matmul", "vecdot"),
+    "tensordot": ("hetero.array.linalg.matmul", "tensordot"),
+    "matrix_transpose": ("hetero.array.linalg.matmul", "matrix_transpose"),
+    "explain_op": ("hetero.array.linalg.matmul", "explain_op"),
 }
-#: The array API's elementwise functions (hetero.array_functions): each is a generated kernel.
+#: The array API's elementwise functions (hetero.array.functions): each is a generated kernel.
 ELEMENTWISE_FUNCTIONS = (
     "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
     "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip", "copysign",
@@ -170,13 +152,13 @@ ELEMENTWISE_FUNCTIONS = (
     "nextafter", "not_equal", "positive", "pow", "reciprocal", "remainder", "round", "sign", "signbit", "sin",
     "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc", "where",
 )
-_LAZY.update({name: ("hetero.array_functions", name) for name in ELEMENTWISE_FUNCTIONS})
+_LAZY.update({name: ("hetero.array.functions", name) for name in ELEMENTWISE_FUNCTIONS})
 #: Creation, conversion and manipulation that make new arrays through generated kernels.
 CREATION_FUNCTIONS = ("empty_like", "eye", "full_like", "linspace", "meshgrid", "ones_like", "tril", "triu", "zeros_like")
 MANIPULATION_FUNCTIONS = ("concat", "repeat", "roll", "stack", "tile")
-_LAZY.update({name: ("hetero.array_creation", name) for name in CREATION_FUNCTIONS})
-_LAZY.update({name: ("hetero.array_manipulation", name) for name in MANIPULATION_FUNCTIONS})
-_LAZY["astype"] = ("hetero.array_cast", "astype")
+_LAZY.update({name: ("hetero.array.creation", name) for name in CREATION_FUNCTIONS})
+_LAZY.update({name: ("hetero.array.manipulation", name) for name in MANIPULATION_FUNCTIONS})
+_LAZY["astype"] = ("hetero.array.cast", "astype")
 
 
 def __getattr__(name: str) -> object:

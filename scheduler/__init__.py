@@ -7,7 +7,7 @@
     >>> hetero.scheduler.assign(4, "spread")                         # devices for 4 workers
 
 Pure policy over device descriptors, health and usage: no vendor library, no I/O of its own
-(the cost model keeps its samples in a :class:`hetero.files.JsonStore`). It sits on the ground
+(the cost model keeps its samples in a :class:`hetero.core.files.JsonStore`). It sits on the ground
 floor, backends and compiler; what it needs from the floors above (the quarantine, whom to tell
 about quotas) it asks through hooks (:mod:`hetero.scheduler.inputs`). Names load on first use, so
 ``import hetero`` (whose allocator reads :mod:`hetero.scheduler.context`) pulls in only that.
@@ -21,15 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from hetero.scheduler.explanation import Explanation, NoDeviceAvailable, Row
     from hetero.scheduler.placement import (
-        assign,
-        auto_device,
-        decide,
-        explain,
-        forget_decisions,
-        get_cost_model,
-        live_candidates,
-        place,
-        use_cost_model,
+        assign, auto_device, decide, explain, forget_decisions, get_cost_model, live_candidates, place, use_cost_model,
     )
     from hetero.scheduler.policies import KIND_WEIGHT, Policy, Ranking, get_policy, rank, static_speed
     from hetero.scheduler.quota import Task, current_task, set_process_task, task

@@ -291,7 +291,7 @@ _default_lock = threading.Lock()
 
 
 def default_path() -> Path:
-    from hetero.config import get_config
+    from hetero.core.config import get_config
 
     return get_config().state_dir / cost_store.FILE_NAME
 
@@ -324,7 +324,7 @@ def sampling_interval() -> int | None:
 
 
 def add_sampling_listener(listener: Callable[[int | None], None]) -> None:
-    """Call ``listener(every_or_None)`` now and whenever sampling changes (how ``hetero.kernels``
+    """Call ``listener(every_or_None)`` now and whenever sampling changes (how ``hetero.kernels.kernel``
     switches its launch path; the scheduler imports no launch code)."""
     _listeners.append(listener)
     listener(_sampling_every)

@@ -1,6 +1,6 @@
 """Where the cost model lives on disk: ``<state_dir>/costs.json``.
 
-A :class:`hetero.files.JsonStore`: saves hold the store's lock (on ``costs.json.lock``) so that
+A :class:`hetero.core.files.JsonStore`: saves hold the store's lock (on ``costs.json.lock``) so that
 processes sampling at once merge rather than overwrite each other; writes are atomic and durable.
 A file that cannot be read as a cost model is reported with a warning naming it, and the model
 starts afresh (the next save replaces the file).
@@ -21,7 +21,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from hetero.files import JsonStore, StoreCorrupt
+from hetero.core.files import JsonStore, StoreCorrupt
 
 logger = logging.getLogger("hetero.scheduler")
 

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from hetero.errors import DeviceNotFoundError
+from hetero.core.errors import DeviceNotFoundError
 from hetero.scheduler.policies import Key, Predictions, Ranking, StaticEstimate
 from hetero.scheduler.request import Request, format_size
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
-from hetero.device import Kind
+from hetero.core.device import Kind
 from hetero.scheduler.inputs import quarantined
 
 PREFERENCES = ("nearest", "spread", "binpack")

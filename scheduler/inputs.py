@@ -1,7 +1,7 @@
 """What the scheduler reads from the floors above it (which devices are quarantined, and when
 that may have changed) and tells them (the tasks' memory quotas changed). The modules above
-register each hook when imported (see :mod:`hetero.hooks`): :mod:`hetero.fault.quarantine`,
-:mod:`hetero.fault.event_bus`, :mod:`hetero.torch_memory`; the package's ``__init__`` names them as
+register each hook when imported (see :mod:`hetero.core.hooks`): :mod:`hetero.fault.quarantine`,
+:mod:`hetero.fault.event_bus`, :mod:`hetero.torch.memory`; the package's ``__init__`` names them as
 providers, so the first question loads them.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hetero.hooks import Hook
+from hetero.core.hooks import Hook
 
 #: Stable ids of the quarantined devices now (the one quarantine query: hetero.fault.quarantine).
 QUARANTINED_IDS: Hook[Callable[[], frozenset[str]]] = Hook(
@@ -21,7 +21,7 @@ SUBSCRIBE: Hook[Callable[[Sequence[str]], Any]] = Hook(
     "subscribe_events", "subscribes to this process's fault events")
 
 #: Called when a task with a memory quota starts or ends, with a function listing the tasks active
-#: now: hetero.torch_memory sets torch's CUDA memory fractions to match (the scheduler imports no
+#: now: hetero.torch.memory sets torch's CUDA memory fractions to match (the scheduler imports no
 #: vendor library).
 QUOTAS_CHANGED: Hook[Callable[[Callable[[], Sequence[Any]]], None]] = Hook(
     "quotas_changed", "applies the active tasks' memory quotas to libraries that allocate by themselves")

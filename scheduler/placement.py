@@ -15,10 +15,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from hetero.config import get_config
-from hetero.device import Device, DeviceInfo, HealthState
-from hetero.registry import AUTO_DEVICE, backend_status
-from hetero.registry import devices as registry_devices
+from hetero.core.config import get_config
+from hetero.core.device import Device, DeviceInfo, HealthState
+from hetero.core.registry import AUTO_DEVICE, backend_status
+from hetero.core.registry import devices as registry_devices
 from hetero.scheduler.context import current_task
 from hetero.scheduler.explanation import Explanation, NoDeviceAvailable, explanation
 from hetero.scheduler.inputs import SUBSCRIBE, quarantined
@@ -300,4 +300,4 @@ def forget_decisions() -> None:
 _DEFAULT_REQUEST = Request()
 
 
-AUTO_DEVICE.register(auto_device)  # hetero.device("auto") asks it (see hetero.hooks)
+AUTO_DEVICE.register(auto_device)  # hetero.device("auto") asks it (see hetero.core.hooks)

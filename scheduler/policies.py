@@ -31,9 +31,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hetero.config import POLICIES
-from hetero.device import HealthState
-from hetero.errors import did_you_mean
+from hetero.core.config import POLICIES
+from hetero.core.device import HealthState
+from hetero.core.errors import did_you_mean
 from hetero.scheduler.request import PRIORITY_RANK, Candidate, CostModel, Request, format_size
 
 #: Relative throughput of one compute unit by device kind, for the static speed estimate
@@ -377,12 +377,12 @@ _HOLD_STATE = {mine: {None: 0, **{theirs: 1 if rank < PRIORITY_RANK[mine] else 2
                for mine in PRIORITY_RANK}
 
 
-# The names are hetero.config.POLICIES (a test keeps the two in step).
+# The names are hetero.core.config.POLICIES (a test keeps the two in step).
 _POLICIES: dict[str, Policy] = {p.name: p for p in (FirstFit(), Binpack(), Spread(), Fastest(), Priority())}
 
 
 def get_policy(name: str | Policy) -> Policy:
-    """The policy called ``name`` (one of ``hetero.config.POLICIES``), or ``name`` itself when a Policy."""
+    """The policy called ``name`` (one of ``hetero.core.config.POLICIES``), or ``name`` itself when a Policy."""
     if isinstance(name, Policy):
         return name
     key = str(name).strip().lower().replace("_", "-")

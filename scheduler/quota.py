@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from hetero.registry import APPLY_QUOTA
+from hetero.core.registry import APPLY_QUOTA
 from hetero.scheduler import context
 from hetero.scheduler.context import CURRENT_TASK
 from hetero.scheduler.inputs import QUOTAS_CHANGED
@@ -40,13 +40,13 @@ from hetero.scheduler.request import PRIORITIES, PRIORITY_RANK, parse_size
 from hetero.scheduler.usage import LEDGER
 
 if TYPE_CHECKING:
-    from hetero.device import Device
+    from hetero.core.device import Device
 
 # Per context: tokens of the tasks entered there, innermost last (so a Task object can be
 # entered in several threads at once, each restoring its own previous task).
 _TOKENS: contextvars.ContextVar[tuple[tuple[Task, contextvars.Token[Task | None]], ...]] = contextvars.ContextVar(
     "hetero_task_tokens", default=())
-_ACTIVE: dict[Task, None] = {}  # tasks entered somewhere (their quotas reach torch: hetero.torch_memory)
+_ACTIVE: dict[Task, None] = {}  # tasks entered somewhere (their quotas reach torch: hetero.torch.memory)
 
 T = TypeVar("T")
 Quota = int | str | Mapping[str, int | str] | None
@@ -216,8 +216,8 @@ def apply_configured_quota(name: str | None = None) -> Task | None:
     is configured or a process task is already set (an explicit one wins; calling twice is
     harmless). Called when backends are first listed and by the ``hetero-run`` worker bootstrap.
     When torch is not imported yet, its CUDA memory fractions are set right after it is
-    (:mod:`hetero.torch_memory`). Returns the process task."""
-    from hetero.config import get_config
+    (:mod:`hetero.torch.memory`). Returns the process task."""
+    from hetero.core.config import get_config
 
     quota = get_config().quota
     if quota and context._process_task is None:

@@ -11,11 +11,11 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
-from hetero.config import DEVICE_KINDS
-from hetero.device import DeviceInfo, HealthState
-from hetero.errors import ArgumentError, did_you_mean
-from hetero.registry import CHECK_REQUEST
-from hetero.sizes import format_size, parse_size  # moved there; still importable from here
+from hetero.core.config import DEVICE_KINDS
+from hetero.core.device import DeviceInfo, HealthState
+from hetero.core.errors import ArgumentError, did_you_mean
+from hetero.core.registry import CHECK_REQUEST
+from hetero.core.sizes import format_size, parse_size  # moved there; still importable from here
 
 #: Priority classes, lowest first; a request may take a device held only by lower classes.
 PRIORITIES = ("low", "normal", "high")
@@ -151,4 +151,4 @@ class CostModel(Protocol):
     def predict(self, kernel_key: str, device_stable_id: str, n: int) -> float | None: ...
 
 
-CHECK_REQUEST.register(check_fields)  # hetero.device(..., **request) checks its keywords here (see hetero.hooks)
+CHECK_REQUEST.register(check_fields)  # hetero.device(..., **request) checks its keywords here (see hetero.core.hooks)

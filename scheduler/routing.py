@@ -27,7 +27,7 @@ import dataclasses
 import threading
 from collections.abc import Iterable, Sequence
 
-from hetero.errors import ConfigError, did_you_mean
+from hetero.core.errors import ConfigError, did_you_mean
 
 ROUTING_POLICIES = ("least-outstanding", "round-robin", "fastest")
 DEFAULT_ROUTING = "least-outstanding"

@@ -2,7 +2,7 @@
 predicted finishing time of the slowest part (StarPU's "dmda": each device's predicted
 time is its compute time plus the time to move its part's data).
 
-Pure arithmetic over cost functions; :mod:`hetero.split` supplies them from the cost model.
+Pure arithmetic over cost functions; :mod:`hetero.kernels.split.launch` supplies them from the cost model.
 :class:`Outcomes` is the check on the model: measured whole-launch times of splitting against
 each device alone, choosing the fastest.
 """

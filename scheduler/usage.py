@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from hetero.errors import QuotaExceeded
+from hetero.core.errors import QuotaExceeded
 from hetero.scheduler.request import PRIORITY_RANK
 
 if TYPE_CHECKING:

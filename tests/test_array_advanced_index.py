@@ -1,4 +1,4 @@
-"""Advanced indexing on every device (hetero.array_advanced_index): ``x[key]`` and
+"""Advanced indexing on every device (hetero.array.advanced_index): ``x[key]`` and
 ``x[key] = value`` with boolean masks and integer arrays, mixed with ints, slices, None and
 ``...``, exactly against NumPy; results are new arrays; fused (recorded) work sees the values
 from before a scatter; bad keys raise what NumPy raises."""
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hetero
-from hetero.launch_counts import launch_counts
+from hetero.core.launch_counts import launch_counts
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,4 +1,4 @@
-"""complex64 and complex128 arrays on every device (hetero.array_components, array_complex,
+"""complex64 and complex128 arrays on every device (hetero.array.components, array_complex,
 array_complex_math, array_complex_reductions): storage and movement, astype, elementwise
 operations and reductions against NumPy, special values, promotion, and the refusals."""
 
@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero import array_complex, array_reductions
-from hetero.array_components import components
+from hetero.array.complex import elementwise as array_complex
+from hetero.array import reductions as array_reductions
+from hetero.array.components import components
 
 NAN, INF = np.nan, np.inf
 #: Values with every kind of part: zeros of both signs, NaN, infinities, large and small.
@@ -304,7 +305,7 @@ def test_where_with_complex_operands(device: hetero.Device) -> None:
 
 
 def test_one_kernel_per_part_of_a_fused_chain(device: hetero.Device) -> None:
-    from hetero.launch_counts import launch_counts
+    from hetero.core.launch_counts import launch_counts
 
     host = FINITE[np.abs(FINITE) < 1e3].astype(np.complex64)
     z = hetero.asarray(host, device=device, copy=True)  # not shared with NumPy: fusible
@@ -332,9 +333,9 @@ def test_sum_and_mean(device: hetero.Device, dtype: str) -> None:
 # -- refusals -----------------------------------------------------------------------------------
 def test_real_only_operations_raise(device: hetero.Device) -> None:
     z = _on(np.array([1 + 1j, 2j], np.complex64), device)
-    for call in (lambda: z < z, lambda: hetero.array_elementwise.apply("maximum", z, z),
-                 lambda: hetero.array_elementwise.apply("floor", z), lambda: z // z, lambda: z % 2,
-                 lambda: hetero.array_elementwise.clip(z, 0, 1)):
+    for call in (lambda: z < z, lambda: hetero.array.elementwise.apply("maximum", z, z),
+                 lambda: hetero.array.elementwise.apply("floor", z), lambda: z // z, lambda: z % 2,
+                 lambda: hetero.array.elementwise.clip(z, 0, 1)):
         with pytest.raises(TypeError, match="real-valued"):
             call()
     for name in ("max", "min", "argmax", "prod", "cumulative_sum", "std"):
@@ -347,14 +348,14 @@ def test_component_views_and_complex_kernel_types(device: hetero.Device) -> None
     parts = components(z)
     assert parts.dtype == np.float32 and parts.shape == (2, 2)
     np.testing.assert_array_equal(parts.numpy(), [[1, 2], [3, -4]])
-    # kernels take complex arrays, as this view (hetero.compiler.complex_lowering)
+    # kernels take complex arrays, as this view (hetero.compiler.ir.complex_lowering)
     assert hetero.Array[np.complex64] == hetero.ArrayType(hetero.c64)
     with pytest.raises(hetero.UnsupportedDtypeError, match="not supported"):
         hetero.Array[np.str_]
 
 
 def test_manipulation_and_creation_functions_move_complex_values(device: hetero.Device) -> None:
-    from hetero import array_creation, array_manipulation
+    from hetero.array import creation as array_creation, manipulation as array_manipulation
 
     host = np.array([1 + 2j, 3 - 1j], np.complex128)
     z = _on(host, device)

@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hetero
-from hetero import array_cast
-from hetero.compiler import elementwise
-from hetero.compiler.emit_registry import emitter_for
-from hetero.target import Target
-from hetero.types import scalar_type
+from hetero.array import cast as array_cast
+from hetero.compiler.array_kernels import elementwise
+from hetero.compiler.emit.registry import emitter_for
+from hetero.core.target import Target
+from hetero.core.types import scalar_type
 
 BASE = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7.5
 

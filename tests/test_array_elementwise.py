@@ -1,4 +1,4 @@
-"""Elementwise operations on every device (hetero.array_elementwise): each operator and
+"""Elementwise operations on every device (hetero.array.elementwise): each operator and
 function against NumPy, special values, promotion, broadcasting, views, in-place forms, the
 errors; and the generated kernels' CUDA C through NVRTC."""
 
@@ -13,12 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hetero
-from hetero import array_elementwise, promotion
-from hetero.compiler import elementwise
-from hetero.compiler.emit_registry import emitter_for
-from hetero.launch_counts import launch_counts
-from hetero.target import Target
-from hetero.types import f32, i32, scalar_type
+from hetero.array import elementwise as array_elementwise, promotion
+from hetero.compiler.array_kernels import elementwise
+from hetero.compiler.emit.registry import emitter_for
+from hetero.core.launch_counts import launch_counts
+from hetero.core.target import Target
+from hetero.core.types import f32, i32, scalar_type
 
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 OPS = array_elementwise.OPS
@@ -399,7 +399,7 @@ def test_every_dialect_emits_every_operation(target: Target) -> None:
 
 def test_the_generated_kernels_compile_to_sm90_through_nvrtc() -> None:
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings is not installed")
-    from hetero.backends import nvrtc_compile
+    from hetero.backends.cupy import nvrtc_compile
 
     if not nvrtc_compile.available():
         pytest.skip("libnvrtc cannot be loaded")

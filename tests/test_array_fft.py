@@ -1,4 +1,4 @@
-"""The fft extension (hetero.array_fft) on every device: sample frequencies, shifts and the ten
+"""The fft extension (hetero.array.fft.transforms) on every device: sample frequencies, shifts and the ten
 transforms against NumPy (values, dtypes, shapes, n/axis/s/axes/norm), the OpenCL host fallback
 announced once, and clear refusals."""
 
@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero import array_fft as fft
-from hetero import array_fft_vkfft as vkfft
-from hetero import array_host_fallback, array_lapack
+from hetero.array.fft import transforms as fft
+from hetero.array.fft import vkfft
+from hetero.array import host_fallback as array_host_fallback
+from hetero.array.linalg import lapack as array_lapack
 
 
 def test_sample_frequencies_match_numpy(device: hetero.Device) -> None:
@@ -159,11 +160,11 @@ def test_opencl_devices_compute_on_the_host_warning_once(device: hetero.Device, 
     array_host_fallback.reset()
     x = hetero.asarray(_signal((8,), np.complex64), device=device)
     try:
-        with caplog.at_level(logging.WARNING, logger="hetero.array"):
+        with caplog.at_level(logging.WARNING, logger="hetero.array.ndarray"):
             for _ in range(3):
                 fft.fft(x)
             fft.ifft(x)
-        warnings = [r.getMessage() for r in caplog.records if r.name == "hetero.array"]
+        warnings = [r.getMessage() for r in caplog.records if r.name == "hetero.array.ndarray"]
         if device.backend in ("cpu", "cuda", "rocm"):  # NumPy on host memory, or cuFFT / hipFFT
             assert warnings == [] and array_host_fallback.counts() == {}
             assert array_host_fallback.host_functions(device) == ()
@@ -233,7 +234,7 @@ def test_opencl_devices_name_vkfft_where_pyvkfft_imports(backend: str, monkeypat
 def test_vkfft_runs_the_transforms_on_the_device_buffer(device: hetero.Device, monkeypatch: pytest.MonkeyPatch) -> None:
     if not vkfft.serves(device):
         pytest.skip(f"VkFFT does not serve {device.name}: " + (array_host_fallback.vkfft_missing() or "not OpenCL"))
-    from hetero.launch_counts import launch_counts
+    from hetero.core.launch_counts import launch_counts
 
     monkeypatch.setenv("HETERO_HOST_FALLBACK", "error")  # a host fallback would raise
     hetero.reload_config()

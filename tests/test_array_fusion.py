@@ -1,4 +1,4 @@
-"""Fusion (hetero.array_fusion): chains of elementwise operations recorded and run as one kernel,
+"""Fusion (hetero.array.fusion): chains of elementwise operations recorded and run as one kernel,
 with results identical to fusion off, and recorded work never seeing a later write."""
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero import array_fusion, f32, fusion_state
-from hetero.errors import ArrayError
+from hetero.array import fusion as array_fusion
+from hetero import f32
+from hetero.core import fusion_state
+from hetero.core.errors import ArrayError
 from hetero.fault.injection import inject
-from hetero.launch_counts import launch_counts
+from hetero.core.launch_counts import launch_counts
 
 
 def _made(host: np.ndarray, device: hetero.Device) -> hetero.Array:
@@ -146,13 +148,13 @@ def test_hetero_reading_an_array_for_the_host_leaves_fusion_on(device: hetero.De
     """A guard snapshot or a checkpoint of an array copies it to the host; on cpu that must not
     count as sharing its memory with NumPy, or every step after the first snapshot would stop
     fusing (one more launch per chain that reads a weight, and fault rules' nth= counts off)."""
-    from hetero.fault import snapshot
+    from hetero.recovery import snapshot
 
     a = _made(A, device)
     if reader == "guard_snapshot":
         snapshot.take({"a": a}, 0)
     else:
-        hetero.checkpoint.save({"a": a}, 1, directory=tmp_path)
+        hetero.checkpoint.store.save({"a": a}, 1, directory=tmp_path)
     before = _launches(device)
     recorded = a * 2.0 + 1.0
     assert recorded._pending is not None and _launches(device) == before

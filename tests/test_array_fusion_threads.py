@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero import array_fusion
-from hetero.fault import guard_reserve
+from hetero.array import fusion as array_fusion
+from hetero.recovery import reserve as guard_reserve
 from tests.conftest import DEVICE_NAMES
 
 RNG = np.random.default_rng(11)

@@ -1,4 +1,4 @@
-"""The linalg extension (hetero.array_linalg) on every device, against NumPy, and its host fallback.
+"""The linalg extension (hetero.array.linalg.namespace) on every device, against NumPy, and its host fallback.
 
 LAPACK results match NumPy's to rounding only (different LAPACK builds, float32 in PoCL's and
 Intel's hands): float32 comparisons allow a few hundred eps relative to the matrices' size.
@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero import array_host_fallback, array_lapack
-from hetero import array_linalg as linalg
+from hetero.array import host_fallback as array_host_fallback
+from hetero.array.linalg import lapack as array_lapack
+from hetero.array.linalg import namespace as linalg
 
 RNG = np.random.default_rng(11)
 TOL = dict(rtol=2e-4, atol=2e-4)
@@ -193,10 +194,10 @@ def test_cross_outer_and_matrix_power(device: hetero.Device, quiet: None) -> Non
         np.testing.assert_allclose(got.numpy(), np.linalg.matrix_power(m, n), rtol=1e-3, atol=1e-4)
     k = np.array([[1, 1], [1, 0]], np.int64)
     np.testing.assert_array_equal(linalg.matrix_power(_on(device, k), 10).numpy(), np.linalg.matrix_power(k, 10))
-    # the names re-exported from hetero.array_matmul
+    # the names re-exported from hetero.array.linalg.matmul
     np.testing.assert_allclose(linalg.matmul(_on(device, m), _on(device, m)).numpy(), m @ m, rtol=1e-5)
     assert linalg.matrix_transpose(_on(device, m)).shape == (2, 3, 3)
-    assert linalg.vecdot is hetero.array_matmul.vecdot and linalg.tensordot is hetero.array_matmul.tensordot
+    assert linalg.vecdot is hetero.array.linalg.matmul.vecdot and linalg.tensordot is hetero.array.linalg.matmul.tensordot
 
 
 def test_bad_input_says_what_is_wrong(device: hetero.Device, quiet: None) -> None:
@@ -243,12 +244,12 @@ def test_float64_without_fp64_is_refused(device: hetero.Device, quiet: None, mon
 def test_host_fallback_warns_once_per_function_and_device(device: hetero.Device, fallback_mode: object,
                                                          caplog: pytest.LogCaptureFixture) -> None:
     x = _on(device, _f32(3, 3) + 3 * np.eye(3, dtype=np.float32))
-    with caplog.at_level(logging.WARNING, logger="hetero.array"):
+    with caplog.at_level(logging.WARNING, logger="hetero.array.ndarray"):
         for _ in range(3):
             linalg.inv(x)
         linalg.det(x)
-    warnings = [r.getMessage() for r in caplog.records if r.name == "hetero.array"]
-    from hetero.launch_counts import host_fallbacks
+    warnings = [r.getMessage() for r in caplog.records if r.name == "hetero.array.ndarray"]
+    from hetero.core.launch_counts import host_fallbacks
 
     if device.backend in ("cpu", "cuda", "rocm"):  # the device's own LAPACK: no fallback
         assert warnings == [] and array_host_fallback.counts() == {} and host_fallbacks() == {}
@@ -269,9 +270,9 @@ def test_host_fallback_allow_and_error(opencl_device_fixture: hetero.Device, fal
     device = opencl_device_fixture
     x = _on(device, _spd(3, 3))
     fallback_mode("allow")  # type: ignore[operator]
-    with caplog.at_level(logging.WARNING, logger="hetero.array"):
+    with caplog.at_level(logging.WARNING, logger="hetero.array.ndarray"):
         np.testing.assert_allclose(linalg.eigvalsh(x).numpy(), np.linalg.eigvalsh(x.numpy()), rtol=1e-4)
-    assert not [r for r in caplog.records if r.name == "hetero.array"]
+    assert not [r for r in caplog.records if r.name == "hetero.array.ndarray"]
     assert array_host_fallback.counts() == {("linalg.eigvalsh", device.name): 1}
     fallback_mode("error")  # type: ignore[operator]
     with pytest.raises(hetero.ArrayError, match=rf"linalg\.eigvalsh.*{device.name}.*host_fallback.*HETERO_HOST_FALLBACK"):
@@ -307,7 +308,7 @@ class _Pointer:
 
 def _fake_cupy_device(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     """A ``cuda`` device whose runtime's ``cupy`` is NumPy over host bytes: the CuPy path of
-    hetero.array_lapack (views of device buffers, results copied into new arrays) without a GPU."""
+    hetero.array.linalg.lapack (views of device buffers, results copied into new arrays) without a GPU."""
 
     def ndarray(shape: tuple[int, ...], dtype: np.dtype, memptr: _Pointer, strides: tuple[int, ...]) -> np.ndarray:
         return np.ndarray(shape, dtype, buffer=memptr.memory, offset=memptr.offset, strides=strides)

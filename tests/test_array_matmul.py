@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero import array_blas
+from hetero.array.linalg import blas as array_blas
 
 RNG = np.random.default_rng(7)
 
@@ -152,7 +152,7 @@ def test_explain_op_names_the_library(device: hetero.Device) -> None:
     told = hetero.explain_op("matmul", x, y)
     expected = {"cpu": "numpy", "cuda": "cuBLAS", "rocm": "rocBLAS"}.get(device.backend)
     if device.backend in ("oneapi", "opencl"):
-        from hetero.backends import clblast
+        from hetero.backends.opencl import clblast
 
         expected = "CLBlast" if clblast.library() else "hetero"
         assert ("sgemm" in told.routine) == (expected == "CLBlast")
@@ -199,7 +199,7 @@ def test_vecdot_tensordot_matrix_transpose(device: hetero.Device) -> None:
 
 
 def test_library_calls_count_as_launches(device: hetero.Device) -> None:
-    from hetero.launch_counts import launch_counts
+    from hetero.core.launch_counts import launch_counts
 
     x = _on(device, _f32(8, 8))
     hetero.matmul(x, x)  # made and compiled: only the call below is counted
@@ -210,7 +210,7 @@ def test_library_calls_count_as_launches(device: hetero.Device) -> None:
 
 def test_an_opencl_status_from_clblast_is_a_device_error(opencl_device_fixture: hetero.Device,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from hetero.backends import clblast
+    from hetero.backends.opencl import clblast
 
     if clblast.library() is None:
         pytest.skip(clblast.missing())
@@ -226,7 +226,7 @@ def test_an_opencl_status_from_clblast_is_a_device_error(opencl_device_fixture: 
 
 def test_opencl_without_clblast_runs_the_tiled_kernel(opencl_device_fixture: hetero.Device,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from hetero.backends import clblast
+    from hetero.backends.opencl import clblast
 
     monkeypatch.setattr(clblast, "_state", {"routines": None, "version": "", "path": "",
                                             "error": "libclblast.so.1: cannot open shared object file"})
@@ -238,10 +238,10 @@ def test_opencl_without_clblast_runs_the_tiled_kernel(opencl_device_fixture: het
 
 
 def test_the_blas_switch_is_a_config_flag() -> None:
-    assert hetero.config.load_config({"HETERO_BLAS": "off"}).blas is False
-    assert hetero.config.load_config({}).blas is True
+    assert hetero.core.config.load_config({"HETERO_BLAS": "off"}).blas is False
+    assert hetero.core.config.load_config({}).blas is True
     with pytest.raises(hetero.ConfigError, match="'blas' must be"):
-        hetero.config.load_config({"HETERO_BLAS": "sometimes"})
+        hetero.core.config.load_config({"HETERO_BLAS": "sometimes"})
 
 
 def _complex(shape: tuple[int, ...], seed: int, dtype: str = "complex64") -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Reductions and scans on every device (hetero.array_reductions), against NumPy.
+"""Reductions and scans on every device (hetero.array.reductions), against NumPy.
 
 Integer and bool results are compared exactly. Float results are compared with a bound that
 grows with the number of elements folded, as a summation's rounding error does: for a sum or
@@ -20,11 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hetero
-from hetero.compiler import ir_json, reduction, scan
-from hetero.compiler.emit_registry import emitter_for
-from hetero.launch_counts import launch_counts
-from hetero.target import Target
-from hetero.types import bool_t, f16, f32, f64, i8, i32, i64, u16, u64
+from hetero.compiler.ir import json_form as ir_json
+from hetero.compiler.array_kernels import reduction, scan
+from hetero.compiler.emit.registry import emitter_for
+from hetero.core.launch_counts import launch_counts
+from hetero.core.target import Target
+from hetero.core.types import bool_t, f16, f32, f64, i8, i32, i64, u16, u64
 
 # derandomize: the same examples every run, so the CPU target (Numba compiles each new kernel once,
 # then caches it) does not pay for fresh kernels on every run.
@@ -366,7 +367,7 @@ def test_bad_kernel_specs_are_refused() -> None:
 
 def test_every_kernel_compiles_to_sm90_through_nvrtc() -> None:
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings is not installed")
-    from hetero.backends import nvrtc_compile
+    from hetero.backends.cupy import nvrtc_compile
 
     if not nvrtc_compile.available():
         pytest.skip("libnvrtc cannot be loaded")
@@ -403,8 +404,8 @@ def _one_stage(data: np.ndarray, parts: int) -> np.ndarray:
 
 
 def _documented_sum(values: np.ndarray) -> np.float32:
-    """The float32 sum of 1-D ``values`` folded in the order hetero.compiler.reduction documents."""
-    from hetero.array_reductions import _parts
+    """The float32 sum of 1-D ``values`` folded in the order hetero.compiler.array_kernels.reduction documents."""
+    from hetero.array.reductions import _parts
 
     parts = _parts(1, values.size)
     partials = _one_stage(values, parts)
@@ -420,7 +421,7 @@ def test_float_sums_follow_the_documented_order_bit_for_bit(device: hetero.Devic
 def _documented_column_sums(matrix: np.ndarray) -> np.ndarray:
     """float32 ``matrix.sum(axis=0)`` folded as the ``columns`` stage documents: chunks of rows
     in order per column, then the merge stage's tree over each column's partials."""
-    from hetero.array_reductions import COLUMN_CHUNK, MAX_PARTS
+    from hetero.array.reductions import COLUMN_CHUNK, MAX_PARTS
 
     rows, cols = matrix.shape
     parts = max(1, min(MAX_PARTS, rows // COLUMN_CHUNK))

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hetero
-from hetero.launch_counts import launch_counts
+from hetero.core.launch_counts import launch_counts
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -230,7 +230,7 @@ def test_kernels_read_and_write_views(device: hetero.Device) -> None:
     np.testing.assert_array_equal(y.numpy(), host_y)
     assert launch_counts()[device.name] > before + 1  # the copies are kernel launches too
     plain_key = next(k for k in scale_add._dispatch if all(type(p) is not tuple or p[1] >= 0 for p in k))
-    assert type(scale_add._dispatch[plain_key]) is hetero.kernels.Specialization  # contiguous: unchanged path
+    assert type(scale_add._dispatch[plain_key]) is hetero.kernels.kernel.Specialization  # contiguous: unchanged path
     scale_add[5](np.float32(1), y[0, :5], x[2])  # contiguous views (offset) too
     host_x[2] += host_y[0, :5]
     np.testing.assert_array_equal(x.numpy(), host_x)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero import dtypes
+from hetero.core import dtypes
 
 SHAPES = [(), (0,), (1,), (7, 3, 5), (1025,)]
 
@@ -162,13 +162,13 @@ def test_copy_to_a_misspelled_device() -> None:
 
 
 def test_staged_copies_between_non_host_devices_go_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    import hetero.array
+    import hetero.array.ndarray
 
     staged = [d for d in hetero.devices() if not d.runtime.host_memory]
     if len(staged) < 2:
         pytest.skip("needs two devices without host memory (e.g. oneapi:0 and opencl:0)")
-    monkeypatch.setattr(hetero.array, "STAGING_BYTES", 4096)
-    monkeypatch.setattr(hetero.array._staging, "buffer", None, raising=False)
+    monkeypatch.setattr(hetero.array.ndarray, "STAGING_BYTES", 4096)
+    monkeypatch.setattr(hetero.array.ndarray._staging, "buffer", None, raising=False)
     data = _random(np.dtype(np.float64), (2500,), seed=9)  # 20000 bytes: five chunks, the last one short
     for a in staged:
         for b in staged:

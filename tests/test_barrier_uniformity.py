@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.errors import CompileError
+from hetero.core.errors import CompileError
 
 N = 1024
 GROUP_SIZES = (1024, 256, 64)
@@ -136,11 +136,11 @@ def test_barrier_under_work_item_dependent_control_flow_is_refused(device: heter
 
 @pytest.mark.parametrize("dialect", ["opencl", "cuda", "hip"])
 def test_every_c_dialect_reads_size_queries_once_at_entry(dialect: str) -> None:
-    from hetero.compiler import passes
-    from hetero.compiler.emit_registry import emitter_for
-    from hetero.compiler.frontend import lower_kernel
-    from hetero.compiler.signature import parse_signature
-    from hetero.compiler.target import Target
+    from hetero.compiler.ir import passes
+    from hetero.compiler.emit.registry import emitter_for
+    from hetero.compiler.frontend.python import lower_kernel
+    from hetero.compiler.frontend.signature import parse_signature
+    from hetero.core.target import Target
 
     _, types = parse_signature("i32[:]")
     fn = passes.optimize(lower_kernel(doubling_sum.py_func, types))

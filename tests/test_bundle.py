@@ -19,13 +19,14 @@ from conftest import ROOT, run_python
 from kernels import corpus
 
 import hetero
-from hetero.compiler import bundle_registry, ir_json
-from hetero.compiler.bundle import read_bundle
-from hetero.compiler.emit_registry import emitter_for
-from hetero.compiler.signature import format_signature, parse_signature
-from hetero.compiler.toolchains import HIPCC, NVCC
-from hetero.errors import CompileError
-from hetero.target import FEATURES, Target
+from hetero.compiler.build import bundle_registry
+from hetero.compiler.ir import json_form as ir_json
+from hetero.compiler.build.bundle import read_bundle
+from hetero.compiler.emit.registry import emitter_for
+from hetero.compiler.frontend.signature import format_signature, parse_signature
+from hetero.compiler.build.toolchains import HIPCC, NVCC
+from hetero.core.errors import CompileError
+from hetero.core.target import FEATURES, Target
 
 SIGNATURES = ["saxpy(f32, f32[:], f32[:])", "jacobi(f32[:,:], f32[:,:])", "histogram(i32[:], i64, i32[:])",
               "apply_smoothstep(f32[:], f32[:])"]
@@ -51,7 +52,7 @@ def bundle_targets() -> list[str]:
 
 
 def hetero_cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([sys.executable, "-m", "hetero.cli", *args], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "hetero.cli.main", *args], capture_output=True, text=True,
                             env={**os.environ, **(env or {})}, timeout=600, cwd=ROOT, check=False)
     if check and result.returncode != 0:
         raise AssertionError(f"hetero {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
@@ -90,7 +91,7 @@ RUN_BUNDLE = """
 import json, sys
 sys.path.insert(0, {tests!r})
 import numpy as np, hetero
-from hetero.compiler.stats import stats
+from hetero.compiler.build.stats import stats
 hetero.load_bundle({bundle!r})
 from kernels import corpus
 rng = np.random.default_rng(0)
@@ -255,7 +256,7 @@ def test_lookup_picks_the_arch_and_falls_back_to_the_ir(built: Path, caplog: pyt
         assert exact is not None and exact.entry is not None and exact.entry.arch == "sm_90" and exact.binary
         newer = registry.lookup(corpus.saxpy.py_func, types, Target("cuda", "sm_100", features))
         assert newer is not None and newer.entry is not None and newer.entry.arch == "sm_90"  # its PTX runs there
-    with caplog.at_level(logging.INFO, logger="hetero.compiler.bundle"):
+    with caplog.at_level(logging.INFO, logger="hetero.compiler.build.bundle"):
         for _ in range(2):
             other = registry.lookup(corpus.saxpy.py_func, types, Target("cuda", "sm_75", features))
             assert other is not None and other.entry is None and other.function.name == "saxpy"
@@ -273,7 +274,7 @@ def test_another_target_compiles_from_the_bundled_ir(tmp_path: Path) -> None:
 import json, sys
 sys.path.insert(0, {str(ROOT / 'tests')!r})
 import numpy as np, hetero
-from hetero.compiler.stats import stats
+from hetero.compiler.build.stats import stats
 hetero.load_bundle({str(out)!r})
 from kernels import corpus
 y = hetero.zeros(8, device="cpu")
@@ -310,7 +311,7 @@ def test_a_kernel_edited_after_bundling_is_compiled_from_source(tmp_path: Path) 
 import json, sys
 sys.path.insert(0, {str(tmp_path)!r})
 import numpy as np, hetero
-from hetero.compiler.stats import stats
+from hetero.compiler.build.stats import stats
 hetero.load_bundle({str(out)!r})
 import mykernels
 y = hetero.zeros(4, device="cpu")
@@ -355,7 +356,7 @@ def test_a_failing_target_fails_the_build_unless_keep_going(tmp_path: Path) -> N
 
 
 def test_keep_going_leaves_out_a_kernel_that_failed_everywhere(tmp_path: Path) -> None:
-    from hetero.compiler.bundle_build import KernelSpec, build_bundle, parse_targets
+    from hetero.compiler.build.bundle_build import KernelSpec, build_bundle, parse_targets
 
     good = KernelSpec(corpus.triad.py_func, (parse_signature("f32[:], f32[:], f32[:], f32")[1],))
     bad = KernelSpec(corpus.saxpy.py_func, (parse_signature("f64, f64[:], f64[:]")[1],))  # declared f32
@@ -374,8 +375,8 @@ def test_cupy_runtime_loads_prebuilt_images_and_launches_exact_grids() -> None:
     Module.load, the entry is looked up, and grids cover the global size exactly."""
     import types
 
-    from hetero.backends.cupy_runtime import CuPyRuntime
-    from hetero.device import DeviceInfo, Kind
+    from hetero.backends.cupy.runtime import CuPyRuntime
+    from hetero.core.device import DeviceInfo, Kind
 
     loaded: list[bytes] = []
     launched: list[tuple[Any, ...]] = []

@@ -19,8 +19,8 @@ import pytest
 from conftest import ROOT
 
 import hetero
-from hetero.compiler import bundle, bundle_registry
-from hetero.compiler.bundle import read_bundle
+from hetero.compiler.build import bundle, bundle_registry
+from hetero.compiler.build.bundle import read_bundle
 
 SAXPY = "saxpy(f32, f32[:], f32[:])"
 JACOBI = "jacobi(f32[:,:], f32[:,:])"
@@ -31,7 +31,7 @@ import json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
 sys.path.insert(0, {tests!r})
 import hetero
-from hetero.compiler.bundle import inspect_bundle
+from hetero.compiler.build.bundle import inspect_bundle
 start = time.monotonic()
 try:
     inspect_bundle({path!r})
@@ -49,7 +49,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real bundle of saxpy and jacobi for cpu and opencl, built by the CLI."""
     folder = tmp_path_factory.mktemp("small-bundle")
     out = folder / "small.hbundle"
-    subprocess.run([sys.executable, "-m", "hetero.cli", "compile", "tests/kernels/corpus.py", "--targets", "cpu,opencl",
+    subprocess.run([sys.executable, "-m", "hetero.cli.main", "compile", "tests/kernels/corpus.py", "--targets", "cpu,opencl",
                     "--signature", SAXPY, "--signature", JACOBI, "--kernels", "saxpy,jacobi", "-o", str(out)],
                    cwd=ROOT, env={**os.environ, "HETERO_CACHE_DIR": str(folder / "cache")}, check=True,
                    capture_output=True, timeout=600)
@@ -247,7 +247,7 @@ def test_only_regular_files_are_opened_as_bundles(tmp_path: Path, special: str) 
 def test_a_fifo_in_the_cache_dir_is_a_miss_not_a_hang(tmp_path: Path) -> None:
     code = f"""
 import os, warnings
-from hetero.compiler.cache import DiskStorage
+from hetero.compiler.build.cache import DiskStorage
 storage = DiskStorage({str(tmp_path)!r})
 digest = "ab" * 32
 os.makedirs(storage.path_of(digest).parent)
@@ -267,7 +267,7 @@ print(storage.load(digest))
 def test_a_fifo_where_a_cpu_kernel_module_goes_is_replaced_not_read(tmp_path: Path) -> None:
     target = tmp_path / "module.py"
     os.mkfifo(target)
-    code = (f"from pathlib import Path\nfrom hetero.backends.cpu_kernels import _write_atomically\n"
+    code = (f"from pathlib import Path\nfrom hetero.backends.cpu.kernels import _write_atomically\n"
             f"_write_atomically(Path({str(target)!r}), b'x = 1\\n')\nprint(Path({str(target)!r}).read_bytes())\n")
     result = _in_child(code)
     assert result.stdout.strip() == "b'x = 1\\n'", (result.stdout, result.stderr)

@@ -20,21 +20,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from hetero.compiler import cache as cache_module
-from hetero.compiler.cache import (
-    FORMAT_VERSION,
-    Cache,
-    CacheKey,
-    CacheWarning,
-    DiskStorage,
-    MemoryStorage,
-    Storage,
-    atomic_write,
-    default_cache,
+from hetero.compiler.build import cache as cache_module
+from hetero.compiler.build.cache import (
+    FORMAT_VERSION, Cache, CacheKey, CacheWarning, DiskStorage, MemoryStorage, Storage, atomic_write, default_cache,
     reset_default_cache,
 )
 
-from hetero.config import reload_config
+from hetero.core.config import reload_config
 
 KEY = CacheKey.from_ir("kernel void add(...)", dialect="opencl", target="gpu-0123", toolchain="OpenCL C 3.0 / driver 550.1",
                        options=("-cl-fast-relaxed-math",))
@@ -83,7 +75,7 @@ def test_key_digest_is_stable_and_is_the_sha256_of_the_canonical_parts() -> None
 
 def test_key_logs_each_part_hash_at_debug(caplog: pytest.LogCaptureFixture) -> None:
     fresh = dataclasses.replace(KEY, extra=(("fastmath", "1"),))
-    with caplog.at_level(logging.DEBUG, logger="hetero.compiler.cache"):
+    with caplog.at_level(logging.DEBUG, logger="hetero.compiler.build.cache"):
         assert len(fresh.digest) == 64
     text = caplog.text
     for name, part in fresh.parts().items():
@@ -208,7 +200,7 @@ WRITER = textwrap.dedent(
     """
     import sys, time, warnings
     from pathlib import Path
-    from hetero.compiler.cache import Cache, CacheKey, DiskStorage
+    from hetero.compiler.build.cache import Cache, CacheKey, DiskStorage
 
     warnings.simplefilter("error")  # a discarded (corrupt) entry fails the writer
     root, me, writers, rounds = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -354,7 +346,7 @@ def test_default_cache_lives_under_cache_dir_and_is_built_once(private_cache_dir
 
 
 def _run_cli(argv: list[str]) -> int:
-    from hetero.cli_cache import add_cache_commands
+    from hetero.cli.cache import add_cache_commands
 
     parser = argparse.ArgumentParser(prog="hetero")
     commands = add_cache_commands(parser.add_subparsers(dest="command"))
@@ -387,8 +379,8 @@ def test_cli_cache_in_a_fresh_process(tmp_path: Path) -> None:
     code = textwrap.dedent(
         """
         import argparse, sys
-        from hetero.cli_cache import add_cache_commands
-        from hetero.compiler.cache import CacheKey, default_cache
+        from hetero.cli.cache import add_cache_commands
+        from hetero.compiler.build.cache import CacheKey, default_cache
         default_cache().put(CacheKey("a" * 64, "cpu", "x86_64", "llvm"), b"compiled")
         parser = argparse.ArgumentParser(prog="hetero")
         commands = add_cache_commands(parser.add_subparsers(dest="command"))
@@ -414,6 +406,6 @@ def test_cache_module_imports_only_the_vocabulary() -> None:
             project.add(node.module)
         elif isinstance(node, ast.Import):
             project.update(alias.name for alias in node.names)
-    allowed = {"hetero.config", "hetero.errors", "hetero.files", "hetero._version", "__future__"}
+    allowed = {"hetero.core.config", "hetero.core.errors", "hetero.core.files", "hetero._version", "__future__"}
     assert {m for m in project if m.startswith("hetero") or m == "__future__"} <= allowed
     assert all(m in sys.stdlib_module_names or m in allowed for m in {m.split(".")[0] for m in project} - {"hetero"})

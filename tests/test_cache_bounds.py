@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from conftest import run_python
 
-from hetero.compiler.cache import Cache, CacheKey, DiskStorage, MemoryStorage, default_cache, reset_default_cache
-from hetero.config import CacheBounds, load_config, reload_config
-from hetero.errors import ConfigError
-from hetero.files import remove_tree
+from hetero.compiler.build.cache import Cache, CacheKey, DiskStorage, MemoryStorage, default_cache, reset_default_cache
+from hetero.core.config import CacheBounds, load_config, reload_config
+from hetero.core.errors import ConfigError
+from hetero.core.files import remove_tree
 
 BIG = CacheBounds(10**9, 10**6)
 
@@ -149,8 +149,8 @@ def test_remove_tree_removes_the_whole_folder_or_reports_it_gone(tmp_path: Path)
 CONCURRENT = """
 import json, sys
 from pathlib import Path
-from hetero.compiler.cache import Cache, CacheKey, DiskStorage
-from hetero.config import CacheBounds
+from hetero.compiler.build.cache import Cache, CacheKey, DiskStorage
+from hetero.core.config import CacheBounds
 cache = Cache(DiskStorage(Path(sys.argv[1])), disk_bounds=CacheBounds(10**9, 8))
 for n in range(60):
     payload = json.dumps({"n": n, "pad": "x" * (100 + 10 * n)}).encode()
@@ -195,7 +195,7 @@ def bounded_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
 
 
 def _run_cli(argv: list[str]) -> int:
-    from hetero.cli_cache import add_cache_commands
+    from hetero.cli.cache import add_cache_commands
 
     parser = argparse.ArgumentParser(prog="hetero")
     commands = add_cache_commands(parser.add_subparsers(dest="command"))
@@ -258,7 +258,7 @@ def test_bounds_themselves_refuse_nonsense() -> None:
 
 def test_a_bounded_cache_in_a_fresh_process(tmp_path: Path) -> None:
     code = textwrap.dedent("""
-        from hetero.compiler.cache import CacheKey, default_cache
+        from hetero.compiler.build.cache import CacheKey, default_cache
         cache = default_cache()
         for n in range(12):
             cache.put(CacheKey(f"{n:064x}", "cpu", "x86_64", "llvm"), b"compiled")

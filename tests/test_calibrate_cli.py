@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from hetero.cli import main
+from hetero.cli.main import main
 from hetero.scheduler.cost_model import CostModel
 
 
 def test_calibrate_quick_json_saves_the_model(tmp_path: Path) -> None:
     env_state = tmp_path / "state"
     env = {**os.environ, "HETERO_STATE_DIR": str(env_state)}
-    result = subprocess.run([sys.executable, "-m", "hetero.cli", "calibrate", "--quick", "--json", "--devices", "cpu"],
+    result = subprocess.run([sys.executable, "-m", "hetero.cli.main", "calibrate", "--quick", "--json", "--devices", "cpu"],
                             capture_output=True, text=True, env=env, timeout=300, check=False)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)

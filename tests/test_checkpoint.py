@@ -1,4 +1,4 @@
-"""hetero.checkpoint: every value type round-trips, saves are atomic and pruned, corrupt
+"""hetero.checkpoint.store: every value type round-trips, saves are atomic and pruned, corrupt
 checkpoints are skipped with a warning, and arrays resume on any device."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 import torch
 
 import hetero
-from hetero import checkpoint
-from hetero.checkpoint import CheckpointError, CheckpointWarning
+from hetero.checkpoint import store as checkpoint
+from hetero.checkpoint.store import CheckpointError, CheckpointWarning
 
 
 def _load(directory: Path, **kwargs: Any) -> tuple[dict, int]:
@@ -214,7 +214,7 @@ def test_a_crash_during_the_final_rename_leaves_nothing_half_written(tmp_path: P
 
 
 def test_a_payload_write_failing_in_a_worker_thread_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hetero import checkpoint_files
+    from hetero.checkpoint import files as checkpoint_files
 
     checkpoint.save({"v": 1}, 1, tmp_path)
     real = checkpoint_files.write_payload
@@ -324,7 +324,7 @@ def test_loading_a_given_step(tmp_path: Path) -> None:
 
 
 def test_big_payloads_are_hashed_in_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hetero import checkpoint_files
+    from hetero.checkpoint import files as checkpoint_files
 
     monkeypatch.setattr(checkpoint_files, "PART", 1 << 16)  # 64 KiB parts: a 1 MiB array has 16
     data = np.random.default_rng(5).standard_normal(1 << 17)  # 1 MiB of float64
@@ -410,4 +410,4 @@ def test_resume_step(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_public_name() -> None:
-    assert hetero.checkpoint is checkpoint
+    assert hetero.checkpoint.store is checkpoint

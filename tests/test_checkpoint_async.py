@@ -1,4 +1,4 @@
-"""hetero.checkpoint.save_async: a snapshot taken at the call, written in the background, in
+"""hetero.checkpoint.store.save_async: a snapshot taken at the call, written in the background, in
 order, finished before the interpreter exits; errors surface where the caller can see them."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 import torch
 
 import hetero
-from hetero import checkpoint
-from hetero.checkpoint import CheckpointError, CheckpointWarning
+from hetero.checkpoint import store as checkpoint
+from hetero.checkpoint.store import CheckpointError, CheckpointWarning
 
 
 def test_the_state_is_snapshotted_at_the_call(tmp_path: Path) -> None:
@@ -76,7 +76,7 @@ def test_a_write_failure_raises_from_the_future_and_warns(tmp_path: Path) -> Non
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_can_save_after_its_parent_did(tmp_path: Path) -> None:
-    from hetero import checkpoint_files
+    from hetero.checkpoint import files as checkpoint_files
 
     big = np.zeros((checkpoint_files.PART // 8) * 2 + 1)  # hashed in parts: the hashing threads exist now
     checkpoint.save_async({"w": big}, 1, tmp_path / "parent").result(timeout=60)
@@ -95,7 +95,7 @@ def test_pending_saves_finish_before_the_interpreter_exits(tmp_path: Path) -> No
     code = textwrap.dedent(f"""
         import numpy as np, hetero
         for step in range(3):
-            hetero.checkpoint.save_async({{"w": np.full(2_000_000, step)}}, step, {str(tmp_path)!r}, keep=None)
+            hetero.checkpoint.store.save_async({{"w": np.full(2_000_000, step)}}, step, {str(tmp_path)!r}, keep=None)
     """)
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, env={**os.environ})
     assert [step for step, _ in checkpoint.checkpoints(tmp_path)] == [2, 1, 0]

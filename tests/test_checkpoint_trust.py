@@ -1,4 +1,4 @@
-"""hetero.checkpoint against files it should not trust: a rewrite that restores the mtime, crafted
+"""hetero.checkpoint.store against files it should not trust: a rewrite that restores the mtime, crafted
 manifests, pickled payloads, concurrent saves of one step, and file permissions."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hetero import checkpoint
-from hetero.checkpoint import CheckpointError, CheckpointWarning
+from hetero.checkpoint import store as checkpoint
+from hetero.checkpoint.store import CheckpointError, CheckpointWarning
 
 
 def _recraft(path: Path, edit: Any) -> None:
@@ -97,7 +97,7 @@ def test_a_crafted_manifest_falls_back_and_latest_step_agrees(tmp_path: Path, cr
 def test_a_manifest_nested_too_deep_for_json_falls_back(tmp_path: Path) -> None:
     checkpoint.save({"w": 1}, 1, tmp_path)
     newest = checkpoint.save({"w": 2}, 2, tmp_path)
-    (newest / "manifest.json").write_text('{"format": "hetero.checkpoint", "state": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    (newest / "manifest.json").write_text('{"format": "hetero.checkpoint.store", "state": ' + "[" * 200_000 + "]" * 200_000 + "}")
     with pytest.warns(CheckpointWarning, match="step-00000002"):
         assert checkpoint.latest_step(tmp_path) == 1
     with pytest.warns(CheckpointWarning, match="step-00000002"):

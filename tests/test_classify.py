@@ -14,14 +14,9 @@ import pytest
 from fakes.fake_device import FakeRuntime, fake_backend
 
 import hetero
-from hetero.device import HealthState
-from hetero.errors import (
-    ContextCorruptedError,
-    DeviceDegradedError,
-    DeviceError,
-    DeviceLostError,
-    DeviceOutOfMemoryError,
-    QuotaExceeded,
+from hetero.core.device import HealthState
+from hetero.core.errors import (
+    ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError, QuotaExceeded,
 )
 from hetero.fault import Action, FaultClass, classify
 
@@ -230,4 +225,4 @@ def test_classify_drains_pending_xids_of_the_failing_device() -> None:
         assert result.fault_class is FaultClass.DEVICE_LOST and result.xids == (79,)
         assert [(e["xid"], e["device"], e["stable_id"]) for e in published] == [(79, "xidtest:0", "xidtest-0")]
     finally:
-        hetero.registry.reset()
+        hetero.core.registry.reset()

@@ -13,7 +13,7 @@ import hetero
 
 def _hetero(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     exe = Path(sys.executable).with_name("hetero")
-    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "hetero.cli"]
+    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "hetero.cli.main"]
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hetero import cli
+from hetero.cli import main as cli
 from tests.onnx_models import mlp, mlp_reference
 
 pytest.importorskip("onnxruntime", reason="hetero infer needs onnxruntime (pip install 'hetero[onnx]')")

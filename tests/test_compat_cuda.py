@@ -15,7 +15,7 @@ import hetero
 import hetero.compat
 from hetero.compat import cuda
 from hetero.compat.cuda import float32, float64, int32, types
-from hetero.errors import CompileError, KernelLaunchError
+from hetero.core.errors import CompileError, KernelLaunchError
 
 
 @pytest.fixture
@@ -514,9 +514,10 @@ def test_dynamic_shared_memory_needs_a_size() -> None:
 def test_emitters_refuse_a_local_array_passed_to_a_device_function() -> None:
     """The frontend inlines such calls; IR that still has one (a bundle, a bug) is refused by every
     emitter, never run with the wrong memory (the CPU target keeps one row per work-item)."""
-    from hetero.compiler import emit_cpu, ir
-    from hetero.compiler.target import Target
-    from hetero.types import ArrayType, f32, i64
+    from hetero.compiler.emit import cpu as emit_cpu
+    from hetero.compiler.ir import nodes as ir
+    from hetero.core.target import Target
+    from hetero.core.types import ArrayType, f32, i64
 
     loc = ir.Loc("k.py", 1)
     callee = ir.Function("put", (ir.Param("a", ArrayType(f32, 1)),), ir.VOID, {}, (),

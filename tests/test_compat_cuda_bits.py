@@ -1,5 +1,5 @@
 """CUDA's bit intrinsics (cuda.popc, clz, ffs, brev) on every device, in Numba's types, against
-Python's own integer arithmetic on each value's bit pattern (hetero.language_bits)."""
+Python's own integer arithmetic on each value's bit pattern (hetero.language.bits)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import hetero
 from hetero.compat import cuda
-from hetero.errors import CompileError
+from hetero.core.errors import CompileError
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Complex numbers in kernels (complex64/complex128 scalars and arrays) on every device: Numba-CUDA
 kernels and hetero kernels compute NumPy's answer, up to float rounding, through
-hetero.compiler.complex_lowering (complex values become pairs of floats before any emitter runs)."""
+hetero.compiler.ir.complex_lowering (complex values become pairs of floats before any emitter runs)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 import hetero
 from hetero.compat import cuda
-from hetero.compiler import complex_lowering
-from hetero.errors import CompileError
+from hetero.compiler.ir import complex_lowering
+from hetero.core.errors import CompileError
 
 
 @pytest.fixture

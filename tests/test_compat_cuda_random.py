@@ -16,14 +16,8 @@ from hetero.compat import cuda
 from hetero.compat.cuda import random as rng
 from hetero.compat.cuda.arrays import DeviceNDArray
 from hetero.compat.cuda.random import (
-    create_xoroshiro128p_states,
-    host_states,
-    init_xoroshiro128p_states,
-    xoroshiro128p_jump,
-    xoroshiro128p_next,
-    xoroshiro128p_normal_float32,
-    xoroshiro128p_normal_float64,
-    xoroshiro128p_uniform_float32,
+    create_xoroshiro128p_states, host_states, init_xoroshiro128p_states, xoroshiro128p_jump, xoroshiro128p_next,
+    xoroshiro128p_normal_float32, xoroshiro128p_normal_float64, xoroshiro128p_uniform_float32,
     xoroshiro128p_uniform_float64,
 )
 

@@ -14,9 +14,9 @@ import pytest
 
 import hetero
 from hetero.compat import cuda
-from hetero.compiler import ir, warp_emulation
-from hetero.compiler.emit_opencl import EMITTER
-from hetero.target import Target, opencl_target
+from hetero.compiler.ir import nodes as ir, warp_emulation
+from hetero.compiler.emit.opencl import EMITTER
+from hetero.core.target import Target, opencl_target
 
 FULL = 0xFFFFFFFF
 SUBGROUP_EXTENSIONS = "cl_intel_required_subgroup_size cl_khr_subgroup_shuffle cl_khr_subgroup_ballot"

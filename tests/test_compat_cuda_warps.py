@@ -1,5 +1,5 @@
 """CUDA's warp operations (shuffles, votes, laneid, syncwarp) on every device: native on CUDA and
-HIP, through work-group memory elsewhere (hetero.compiler.warp_emulation), lane for lane CUDA's
+HIP, through work-group memory elsewhere (hetero.compiler.ir.warp_emulation), lane for lane CUDA's
 answer, including under divergent control flow, loops whose trip count differs per warp,
 early returns and partial last warps."""
 
@@ -13,9 +13,9 @@ import pytest
 
 import hetero
 from hetero.compat import cuda
-from hetero.compiler import ir, warp_emulation
-from hetero.errors import CompileError, KernelLaunchError
-from hetero.compiler.signature import parse_signature
+from hetero.compiler.ir import nodes as ir, warp_emulation
+from hetero.core.errors import CompileError, KernelLaunchError
+from hetero.compiler.frontend.signature import parse_signature
 
 FULL = 0xFFFFFFFF
 
@@ -252,7 +252,7 @@ def test_device_functions_with_warp_operations(on: hetero.Device, limit: float) 
 
 def test_warp_kernels_travel_in_bundles_as_checked_ir() -> None:
     """Kernel bundles carry IR as JSON: warp operations and fences load back, unknown ones are refused."""
-    from hetero.compiler import ir_json
+    from hetero.compiler.ir import json_form as ir_json
 
     fn = block_sums.kernel._lowered(parse_signature("f64[:], f64[:], f64")[1])
     assert ir_json.load(ir_json.dump(fn)) == fn

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import traceback
 
-from hetero.errors import CompileError
+from hetero.core.errors import CompileError
 
 
 def test_a_traceback_shows_the_message_the_file_and_the_line() -> None:

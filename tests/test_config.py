@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hetero.config import Config, load_config
-from hetero.errors import ConfigError
+from hetero.core.config import Config, load_config
+from hetero.core.errors import ConfigError
 
 
 def _write(tmp_path: Path, text: str) -> dict[str, str]:

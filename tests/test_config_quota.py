@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import run_python
 
-from hetero.config import Config, load_config, parse_quota
-from hetero.errors import ConfigError
+from hetero.core.config import Config, load_config, parse_quota
+from hetero.core.errors import ConfigError
 
 MIB = 1 << 20
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from hetero.config import load_config
-from hetero.errors import ConfigError
-from hetero.sizes import parse_size
+from hetero.core.config import load_config
+from hetero.core.errors import ConfigError
+from hetero.core.sizes import parse_size
 
 
 @pytest.mark.parametrize(("text", "nbytes"), [
@@ -49,9 +49,9 @@ def test_bad_numeric_sizes(value: float) -> None:
 
 
 def test_the_config_docstring_says_what_the_units_mean() -> None:
-    import hetero.config
+    import hetero.core.config
 
-    assert "GB = 10**9" in (hetero.config.__doc__ or "") and "GiB = 2**30" in (hetero.config.__doc__ or "")
+    assert "GB = 10**9" in (hetero.core.config.__doc__ or "") and "GiB = 2**30" in (hetero.core.config.__doc__ or "")
 
 
 @pytest.mark.parametrize("variable", ["HETERO_STATE_DIR", "HETERO_CACHE_DIR"])

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero import calibration_kernels as ck
-from hetero.kernels import Launcher, launch_counts
+from hetero.kernels import calibration_kernels as ck
+from hetero.kernels.kernel import Launcher, launch_counts
 from hetero.scheduler import cost_model
 from hetero.scheduler.cost_fit import RECENT_SAMPLES, bucket_point, fit_power_law, fit_transfer, size_bucket
 from hetero.scheduler.cost_model import CostModel

@@ -1,4 +1,4 @@
-"""``HETERO_COST_SAMPLING=k`` (config ``cost_sampling``): importing :mod:`hetero.kernels` turns
+"""``HETERO_COST_SAMPLING=k`` (config ``cost_sampling``): importing :mod:`hetero.kernels.kernel` turns
 sampling of every k-th launch on (the launch method is swapped), a launch records a timing sample
 in the cost model, and the samples are saved to the state dir at exit. Without it nothing is
 swapped. Fresh interpreters, since the setting applies at first import."""

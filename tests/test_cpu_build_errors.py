@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.backends import cpu_kernels
-from hetero.compiler.emit_base import EmittedSource
-from hetero.errors import CompileError, KernelBuildError
+from hetero.backends.cpu import kernels as cpu_kernels
+from hetero.compiler.emit.base import EmittedSource
+from hetero.core.errors import CompileError, KernelBuildError
 
 
 @hetero.kernel

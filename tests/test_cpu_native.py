@@ -1,4 +1,4 @@
-"""Cached native code for ``cpu`` kernels (hetero.backends.cpu_native): a process whose cache
+"""Cached native code for ``cpu`` kernels (hetero.backends.cpu.native): a process whose cache
 holds a kernel runs it without importing Numba first, with the very results Numba's path gives,
 and a damaged, foreign or unloadable native file is never more than a fallback to Numba's path."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hetero.backends import cpu_kernels, cpu_native
+from hetero.backends.cpu import kernels as cpu_kernels, native as cpu_native
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from hetero.backends import cuda_discovery
-from hetero.backends.cuda_discovery import device_info, open_cupy, stable_id
-from hetero.errors import BackendUnavailableError
-from hetero.registry import backend_status
+from hetero.backends.cupy import discovery as cuda_discovery
+from hetero.backends.cupy.discovery import device_info, open_cupy, stable_id
+from hetero.core.errors import BackendUnavailableError
+from hetero.core.registry import backend_status
 
 runtime_api = pytest.importorskip("cupy_backends.cuda.api.runtime", reason="CuPy is not installed")
 
@@ -121,7 +121,7 @@ def test_each_reason_is_distinct(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_devices_all_shows_the_reason_and_remedy() -> None:
-    from hetero.cli import main
+    from hetero.cli.main import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -149,7 +149,7 @@ def test_a_rocm_device_descriptor_and_a_missing_uuid() -> None:
 
 
 def test_the_backend_lists_devices_from_the_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hetero.backends.cupy_runtime import CuPyBackend
+    from hetero.backends.cupy.runtime import CuPyBackend
 
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy(count=2))
     backend = CuPyBackend("cuda", "hint")

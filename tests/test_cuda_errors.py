@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 import hetero
-from hetero.backends import cuda_errors, hip_errors
-from hetero.backends.cupy_runtime import FAULT_CODES, CuPyRuntime
-from hetero.device import DeviceInfo, Health, HealthState, Kind
+from hetero.backends.cupy import cuda_errors, hip_errors
+from hetero.backends.cupy.runtime import FAULT_CODES, CuPyRuntime
+from hetero.core.device import DeviceInfo, Health, HealthState, Kind
 
 runtime_api = pytest.importorskip("cupy_backends.cuda.api.runtime", reason="CuPy is not installed (pip install 'hetero[cuda]')")
 driver_api = pytest.importorskip("cupy_backends.cuda.api.driver")

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.array import Array
-from hetero.device import Device
+from hetero.array.ndarray import Array
+from hetero.core.device import Device
 
 
 class View:

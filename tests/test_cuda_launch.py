@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.backends.cupy_runtime import CUDA_ERROR_INVALID_CONTEXT
+from hetero.backends.cupy.runtime import CUDA_ERROR_INVALID_CONTEXT
 
 pytest.importorskip("cupy")
 

@@ -15,11 +15,11 @@ pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings is not installe
 from test_emit_gpu import KERNELS
 
 import hetero
-from hetero.backends import nvrtc_compile
-from hetero.backends.cuda_discovery import device_info
-from hetero.backends.cupy_runtime import CuPyRuntime
-from hetero.compiler.emit_registry import emitter_for
-from hetero.compiler.signature import parse_signature
+from hetero.backends.cupy import nvrtc_compile
+from hetero.backends.cupy.discovery import device_info
+from hetero.backends.cupy.runtime import CuPyRuntime
+from hetero.compiler.emit.registry import emitter_for
+from hetero.compiler.frontend.signature import parse_signature
 
 if not nvrtc_compile.available():
     pytest.skip("libnvrtc cannot be loaded (pip install nvidia-cuda-nvrtc)", allow_module_level=True)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hetero.backends import cuda_discovery
-from hetero.backends.cuda_discovery import precheck
-from hetero.errors import BackendUnavailableError
+from hetero.backends.cupy import discovery as cuda_discovery
+from hetero.backends.cupy.discovery import precheck
+from hetero.core.errors import BackendUnavailableError
 
 
 def fake_site(tmp_path: Path, distribution: str, version: str = "14.0.0") -> Path:

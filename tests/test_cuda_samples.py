@@ -12,7 +12,7 @@ import pytest
 
 import hetero
 from hetero.compat.cuda import RawKernel, RawModule
-from hetero.errors import CompileError
+from hetero.core.errors import CompileError
 
 SAMPLES = Path(__file__).resolve().parent.parent.parent / "shared" / "peers" / "cuda-samples" / "Samples"
 pytestmark = [
@@ -186,10 +186,10 @@ def test_sample_kernels_build_for_gpus(dialect: str, sample: str, tmp_path: Path
     import shutil
     import subprocess
 
-    from hetero.compiler import cuda_c
-    from hetero.compiler.emit_cuda import EMITTER as CUDA
-    from hetero.compiler.emit_hip import EMITTER as HIP
-    from hetero.compiler.target import Target
+    from hetero.compiler.frontend import cuda_c
+    from hetero.compiler.emit.cuda import EMITTER as CUDA
+    from hetero.compiler.emit.hip import EMITTER as HIP
+    from hetero.core.target import Target
 
     tool, suffix, options = _GPU[dialect]
     if shutil.which(tool) is None:

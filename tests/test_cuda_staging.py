@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hetero.backends.cuda_staging import PinnedStaging
+from hetero.backends.cupy.staging import PinnedStaging
 
 
 class DeferredEngine:

@@ -12,7 +12,7 @@ import pytest
 from kernels import corpus
 
 import hetero
-from hetero.device import Device
+from hetero.core.device import Device
 
 
 def test_a_stream_on_any_device_runs_work_in_order(device: hetero.Device) -> None:

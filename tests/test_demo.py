@@ -42,7 +42,7 @@ def test_the_demo_runs_on_the_devices_pip_alone_brings(tmp_path: Path) -> None:
     assert len(runs) == 2, runs
     specs = {argv[argv.index("--devices") + 1] for argv in runs if "--devices" in argv} or {"auto"}
     for spec in specs:
-        code = ("from hetero.fault.launch.assign import candidate_devices; "
+        code = ("from hetero.launcher.assign import candidate_devices; "
                 f"print(' '.join(d.name for d in candidate_devices({spec!r})))")
         names = without_system_icds(tmp_path, code).split()
         assert names[0] == "cpu", f"--devices {spec}: the crash and hang rules fire on cpu, so it must come first"

@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, run_python
 
 import hetero
-from hetero.errors import ConfigError
+from hetero.core.errors import ConfigError
 from hetero.fault import quarantine
 
 DEVICES = [d.name for d in hetero.devices()]
@@ -42,7 +42,7 @@ GUARDED = textwrap.dedent("""
 
 def store_entries(state: Path) -> list[str]:
     """The device names in the persistent store under ``state``, as a fresh `hetero quarantine list` sees it."""
-    done = subprocess.run([sys.executable, "-m", "hetero.cli", "quarantine", "list", "--json"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "hetero.cli.main", "quarantine", "list", "--json"], capture_output=True,
                           text=True, env={**os.environ, "HETERO_STATE_DIR": str(state)}, timeout=120, check=True)
     return [entry["name"] for entry in json.loads(done.stdout)["entries"]]
 
@@ -103,7 +103,7 @@ def test_a_hetero_run_drill_keeps_its_quarantine_within_the_run(tmp_path: Path) 
     script.write_text(GUARDED)
     env = {**os.environ, "HETERO_STATE_DIR": str(state)}
     env.pop("HETERO_FAULTS", None)
-    argv = [sys.executable, "-m", "hetero.fault.launch.cli", "--devices", f"{first},{second}", "--run-dir", str(run_dir),
+    argv = [sys.executable, "-m", "hetero.launcher.cli", "--devices", f"{first},{second}", "--run-dir", str(run_dir),
             "--inject", f"{first}:alloc:nth=3:lost", str(script), first, second]
     done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -179,7 +179,7 @@ def test_inject_before_any_backend_is_open_validates_the_device() -> None:
         pytest.skip("needs the oneapi backend")
     code = textwrap.dedent("""
         import hetero
-        from hetero.errors import ConfigError
+        from hetero.core.errors import ConfigError
         try:
             hetero.fault.inject("oneapi:7:launch:nth=1:lost")
         except ConfigError as exc:
@@ -204,7 +204,7 @@ def test_a_hetero_run_drill_persists_its_quarantine_only_when_asked(tmp_path: Pa
     script.write_text("import hetero\nfor _ in range(3):\n    hetero.zeros(4)\nprint('on', hetero.device().name)\n")
     env = {**os.environ, "HETERO_STATE_DIR": str(state), **({"HETERO_FAULTS_PERSIST": "1"} if persist else {})}
     env.pop("HETERO_FAULTS", None)
-    argv = [sys.executable, "-m", "hetero.fault.launch.cli", "--devices", f"{first},{second}", "--run-dir",
+    argv = [sys.executable, "-m", "hetero.launcher.cli", "--devices", f"{first},{second}", "--run-dir",
             str(tmp_path / "run"), "--inject", f"{first}:alloc:nth=2:lost", str(script)]
     done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

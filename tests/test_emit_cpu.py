@@ -16,12 +16,13 @@ import pytest
 
 numba = pytest.importorskip("numba")
 
-from hetero.backends import cpu_kernels
-from hetero.compiler import cpu_support, ir
-from hetero.compiler.emit_cpu import EMITTER
-from hetero.compiler.target import Target
-from hetero.errors import CompileError
-from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32, i64, u32, u64
+from hetero.backends.cpu import kernels as cpu_kernels
+from hetero.compiler.emit import cpu_support
+from hetero.compiler.ir import nodes as ir
+from hetero.compiler.emit.cpu import EMITTER
+from hetero.core.target import Target
+from hetero.core.errors import CompileError
+from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32, i64, u32, u64
 
 TARGET = Target("cpu", "x86_64")
 

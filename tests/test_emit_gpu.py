@@ -26,14 +26,14 @@ from kernels import corpus
 import hetero
 from hetero import f16, f32, f64, i32, i64, language, u32, u64
 from hetero.compat import cuda
-from hetero.compiler import ir
-from hetero.compiler.emit_cuda import EMITTER as CUDA
-from hetero.compiler.emit_hip import EMITTER as HIP
-from hetero.compiler.emit_opencl import EMITTER as OPENCL
-from hetero.compiler.emit_base import Emitter, default_abi, entry_name
-from hetero.compiler.signature import parse_signature
-from hetero.compiler.target import Target
-from hetero.errors import CompileError
+from hetero.compiler.ir import nodes as ir
+from hetero.compiler.emit.cuda import EMITTER as CUDA
+from hetero.compiler.emit.hip import EMITTER as HIP
+from hetero.compiler.emit.opencl import EMITTER as OPENCL
+from hetero.compiler.emit.base import Emitter, default_abi, entry_name
+from hetero.compiler.frontend.signature import parse_signature
+from hetero.core.target import Target
+from hetero.core.errors import CompileError
 
 FEATURES = frozenset({"fp64", "fp16", "int64_atomics"})
 TARGETS = {"cuda": Target("cuda", "sm_90", FEATURES, "nvcc 13.0"), "hip": Target("hip", "gfx90a", FEATURES, "hipcc 5.2")}
@@ -310,7 +310,7 @@ def complex_numbers(a, b, z):
 
 @cuda.jit
 def bit_intrinsics(a, b, out):
-    """cuda.popc/clz/ffs/brev on 32- and 64-bit patterns (device functions of hetero.language_bits)."""
+    """cuda.popc/clz/ffs/brev on 32- and 64-bit patterns (device functions of hetero.language.bits)."""
     i = cuda.grid(1)
     out[i] = cuda.popc(a[i]) + cuda.clz(b[i]) + cuda.ffs(a[i]) + cuda.brev(b[i]) + cuda.brev(a[i])
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.compiler import ir
-from hetero.compiler.c_opencl import c_literal
-from hetero.compiler.emit_opencl import EMITTER, opencl_target
-from hetero.compiler.target import Target
-from hetero.errors import CompileError
-from hetero.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i8, i32, i64, u32, u64
+from hetero.compiler.ir import nodes as ir
+from hetero.compiler.emit.c_opencl import c_literal
+from hetero.compiler.emit.opencl import EMITTER, opencl_target
+from hetero.core.target import Target
+from hetero.core.errors import CompileError
+from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i8, i32, i64, u32, u64
 
 LOC = ir.Loc("kernels.py", 7)
 GID = ir.WorkItem(i64, "global_id", 0)
@@ -494,8 +494,8 @@ def test_the_opencl_runtime_and_the_compiler_read_extensions_alike(extensions: s
     # A device with base int64 atomics only runs i64 atomic kernels: the emitter needs no extended ones.
     from types import SimpleNamespace
 
-    from hetero.backends.opencl_runtime import OpenCLRuntime
-    from hetero.device import DeviceInfo, Kind
+    from hetero.backends.opencl.runtime import OpenCLRuntime
+    from hetero.core.device import DeviceInfo, Kind
 
     info = DeviceInfo(name="opencl:0", backend="opencl", index=0, vendor="Test", kind=Kind.GPU, model="test",
                       memory=1 << 30, compute_units=1, max_work_group_size=256, fp64=fp64, driver_version="3.1",

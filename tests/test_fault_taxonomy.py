@@ -5,25 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from hetero.errors import (
-    ContextCorruptedError,
-    DeviceDegradedError,
-    DeviceError,
-    DeviceLostError,
-    DeviceOutOfMemoryError,
-)
+from hetero.core.errors import ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
 from hetero.fault import classify
 from hetero.fault.taxonomy import (
-    CODE_TABLES,
-    CUDA_CODES,
-    DEFAULT_ACTION,
-    DEFAULT_TTL,
-    HIP_CODES,
-    OPENCL_CODES,
-    XIDS,
-    Action,
-    FaultClass,
-    ttl_for,
+    CODE_TABLES, CUDA_CODES, DEFAULT_ACTION, DEFAULT_TTL, HIP_CODES, OPENCL_CODES, XIDS, Action, FaultClass, ttl_for,
 )
 
 BACKEND_OF_FAMILY = {"cuda": "cuda", "hip": "rocm", "opencl": "opencl"}
@@ -120,7 +105,7 @@ def test_enum_values_are_the_public_strings() -> None:
     assert FaultClass("device-lost") is FaultClass.DEVICE_LOST and FaultClass.DEGRADED == "degraded"
 
 
-# -- the CUDA backend's error table (backends/cuda_errors.py) agrees with the taxonomy -------------
+# -- the CUDA backend's error table (backends/cupy/cuda_errors.py) agrees with the taxonomy -------------
 class CUDARuntimeError(Exception):
     """Stands in for cupy_backends.cuda.api.runtime.CUDARuntimeError: a status code and a text."""
 
@@ -130,7 +115,7 @@ class CUDARuntimeError(Exception):
 
 
 def _cuda_backend_table() -> dict[int, tuple[str, type[DeviceError]]]:
-    from hetero.backends.cuda_errors import CUDA_RUNTIME_ERRORS
+    from hetero.backends.cupy.cuda_errors import CUDA_RUNTIME_ERRORS
 
     return dict(CUDA_RUNTIME_ERRORS)
 
@@ -144,7 +129,7 @@ def test_cuda_backend_names_the_shared_codes_as_the_taxonomy_does() -> None:
 
 
 def test_cuda_backend_errors_classify_as_the_taxonomy_says() -> None:
-    from hetero.backends.cuda_errors import translate
+    from hetero.backends.cupy.cuda_errors import translate
 
     for code, (name, _) in _cuda_backend_table().items():
         error = translate(CUDARuntimeError(code, name), "cuda", "cuda:0", "launch")
@@ -170,7 +155,7 @@ class CUDADriverError(CUDARuntimeError):
 
 
 def test_cuda_driver_api_errors_classify_as_the_runtime_codes_do() -> None:
-    from hetero.backends.cuda_errors import CUDA_DRIVER_ERRORS, translate
+    from hetero.backends.cupy.cuda_errors import CUDA_DRIVER_ERRORS, translate
 
     for code, (name, _) in CUDA_DRIVER_ERRORS.items():
         error = translate(CUDADriverError(code, name), "cuda", "cuda:0", "copy")
@@ -180,8 +165,8 @@ def test_cuda_driver_api_errors_classify_as_the_runtime_codes_do() -> None:
 
 
 def test_rocm_backend_errors_agree_with_the_hip_table() -> None:
-    from hetero.backends.cuda_errors import translate
-    from hetero.backends.hip_errors import HIP_ERRORS
+    from hetero.backends.cupy.cuda_errors import translate
+    from hetero.backends.cupy.hip_errors import HIP_ERRORS
 
     assert {2, 214, 700, 719, 999} <= set(HIP_ERRORS) & set(HIP_CODES)
     for code, (name, _) in HIP_ERRORS.items():
@@ -194,7 +179,7 @@ def test_rocm_backend_errors_agree_with_the_hip_table() -> None:
 
 
 def test_opencl_backend_errors_agree_with_the_opencl_table() -> None:
-    from hetero.backends.opencl_errors import OPENCL_ERRORS, error_class
+    from hetero.backends.opencl.errors import OPENCL_ERRORS, error_class
 
     fault_of = {DeviceLostError: FaultClass.DEVICE_LOST, DeviceOutOfMemoryError: FaultClass.RECOVERABLE,
                 ContextCorruptedError: FaultClass.CONTEXT_CORRUPTING, DeviceDegradedError: FaultClass.DEGRADED}

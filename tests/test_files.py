@@ -1,4 +1,4 @@
-"""hetero.files: the one atomic write, and the check that no module writes its own."""
+"""hetero.core.files: the one atomic write, and the check that no module writes its own."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from hetero.files import JsonStore, StoreCorrupt, atomic_write
+from hetero.core.files import JsonStore, StoreCorrupt, atomic_write
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("hetero", "backends", "compiler", "scheduler", "fault")
 # Renames that are not a file write: checkpoint directories installed whole or moved out of sight
 # to be pruned, the OpenCL vendors folder made whole, a corrupt quarantine store moved aside.
-OTHER_RENAMES = {"hetero/checkpoint_files.py", "hetero/checkpoint.py", "backends/opencl_icd.py", "fault/quarantine.py"}
+OTHER_RENAMES = {"hetero/checkpoint/files.py", "hetero/checkpoint/store.py", "backends/opencl/icd.py", "fault/quarantine.py"}
 
 
 def test_replaces_the_whole_file_and_leaves_no_temp(tmp_path: Path) -> None:
@@ -59,24 +59,24 @@ def test_no_module_writes_a_file_atomically_by_itself() -> None:
     for folder in SOURCES:
         for path in sorted((ROOT / folder).rglob("*.py")):
             name = path.relative_to(ROOT).as_posix()
-            if name == "hetero/files.py" or name in OTHER_RENAMES:
+            if name == "hetero/core/files.py" or name in OTHER_RENAMES:
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("replace", "rename"):
                     owner = node.func.value
                     if isinstance(owner, ast.Name) and owner.id == "os" or len(node.args) == 1 and not node.keywords:
                         offenders.append(f"{name}:{node.lineno}")
-    assert not offenders, f"rename a file into place with hetero.files.atomic_write: {offenders}"
+    assert not offenders, f"rename a file into place with hetero.core.files.atomic_write: {offenders}"
 
 
 def test_locked_serialises_processes_on_a_sibling_lock_file(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from hetero.files import locked
+    from hetero.core.files import locked
 
     store, done = tmp_path / "new" / "store.json", tmp_path / "done"
-    code = ("import sys, time; from pathlib import Path; from hetero.files import locked\n"
+    code = ("import sys, time; from pathlib import Path; from hetero.core.files import locked\n"
             "with locked(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(0.5)\n"
             "    Path(sys.argv[2]).write_text('released')\n")
     other = subprocess.Popen([sys.executable, "-c", code, str(store), str(done)], stdout=subprocess.PIPE, text=True)
@@ -89,10 +89,10 @@ def test_locked_serialises_processes_on_a_sibling_lock_file(tmp_path: Path) -> N
 
 
 def test_no_module_takes_a_file_lock_by_itself() -> None:
-    # One lock for hetero's JSON stores (quarantine, cost model): hetero.files.locked.
+    # One lock for hetero's JSON stores (quarantine, cost model): hetero.core.files.locked.
     offenders = [f"{path.relative_to(ROOT).as_posix()}" for folder in SOURCES for path in sorted((ROOT / folder).rglob("*.py"))
-                 if path.relative_to(ROOT).as_posix() != "hetero/files.py" and "fcntl.flock(" in path.read_text(encoding="utf-8")]
-    assert not offenders, f"take store locks with hetero.files.locked: {offenders}"
+                 if path.relative_to(ROOT).as_posix() != "hetero/core/files.py" and "fcntl.flock(" in path.read_text(encoding="utf-8")]
+    assert not offenders, f"take store locks with hetero.core.files.locked: {offenders}"
 
 
 def _counter_store(path: Path) -> JsonStore[dict[str, int]]:

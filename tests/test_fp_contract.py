@@ -8,10 +8,10 @@ import numpy as np
 
 import hetero
 from hetero import f32
-from hetero.compiler import ir
-from hetero.compiler.emit_base import EmittedSource
-from hetero.compiler.pipeline import emit
-from hetero.compiler.target import Target
+from hetero.compiler.ir import nodes as ir
+from hetero.compiler.emit.base import EmittedSource
+from hetero.compiler.build.pipeline import emit
+from hetero.core.target import Target
 
 # (1 + 2**-12)**2 = 1 + 2**-11 + 2**-24: rounded to f32 the 2**-24 is lost (a tie to even), so
 # a * a - 1 is 2**-11 with two roundings and 2**-11 + 2**-24 with one.
@@ -32,7 +32,7 @@ def explicit_fma(a: hetero.Array[f32], b: hetero.Array[f32], c: hetero.Array[f32
     out[i] = hetero.math.fma(a[i], b[i], c[i])
 
 
-def _run(kernel: hetero.kernels.Kernel, device: hetero.Device) -> np.ndarray:
+def _run(kernel: hetero.kernels.kernel.Kernel, device: hetero.Device) -> np.ndarray:
     a = hetero.asarray(np.full(8, A), device=device)
     c = hetero.asarray(np.full(8, -1.0, np.float32), device=device)
     out = hetero.empty(8, "float32", device=device)

@@ -9,8 +9,8 @@ import re
 import pytest
 
 import hetero
-from hetero.compiler import typing_rules
-from hetero.types import bool_t, f16, f32, f64, i8, i16, i32, i64, u8, u32, u64
+from hetero.compiler.frontend import typing_rules
+from hetero.core.types import bool_t, f16, f32, f64, i8, i16, i32, i64, u8, u32, u64
 from kernels import corpus, unsupported
 
 UNSUPPORTED = [(name, obj) for name, obj in vars(unsupported).items() if isinstance(obj, hetero.Kernel)]
@@ -46,7 +46,7 @@ def test_weak_literals_keep_f32() -> None:
     text = corpus.saxpy.ir("f32, f32[:], f32[:]")
     assert "f64" not in text
     assert "f64" not in corpus.mandelbrot.ir("i32[:, :], i32")
-    assert "fp64" not in corpus.mandelbrot._lowered(hetero.compiler.signature.parse_signature("i32[:,:], i32")[1]).features
+    assert "fp64" not in corpus.mandelbrot._lowered(hetero.compiler.frontend.signature.parse_signature("i32[:,:], i32")[1]).features
 
 
 def test_local_types_unify_like_numba() -> None:

@@ -1,5 +1,5 @@
 """Grid-wide syncs (CUDA's ``cuda.cg.this_grid().sync()``) on every device, as phases of launches
-(hetero.compiler.grid_sync), and names bound to one of several arrays (``data = buf_0``)."""
+(hetero.compiler.ir.grid_sync), and names bound to one of several arrays (``data = buf_0``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import hetero
 from hetero.compat import cuda
 from hetero.compat.cuda import float32
-from hetero.errors import CompileError
+from hetero.core.errors import CompileError
 
 
 @pytest.fixture(autouse=True)
@@ -147,9 +147,9 @@ def test_hetero_kernels_still_refuse_such_barriers() -> None:
 
 
 def test_the_array_class_in_annotations_is_not_an_outside_array(device: hetero.Device) -> None:
-    """Kernels annotated with the bare ``Array`` class (``from hetero.array import Array``) must not
+    """Kernels annotated with the bare ``Array`` class (``from hetero.array.ndarray import Array``) must not
     take the class for a global array to pass (it has ``__hetero_array__`` as a method)."""
-    from hetero.calibration_kernels import saxpy
+    from hetero.kernels.calibration_kernels import saxpy
 
     x = hetero.ones(8, hetero.f32, device=device)
     y = hetero.zeros(8, hetero.f32, device=device)

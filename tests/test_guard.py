@@ -14,8 +14,8 @@ import pytest
 
 import hetero
 from hetero import f32, i32
-from hetero.fault import snapshot
-from hetero.fault.guard import Guard
+from hetero.recovery import snapshot
+from hetero.recovery.guard import Guard
 
 N = 256
 DEVICES = [d.name for d in hetero.devices()]

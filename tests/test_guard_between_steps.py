@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.fault import fingerprint, snapshot
+from hetero.recovery import fingerprint, snapshot
 
 pytestmark = pytest.mark.usefixtures("state_dir")  # quarantine entries go to a private store
 

@@ -14,8 +14,9 @@ import pytest
 from fakes.fake_device import fake_backend
 
 import hetero
-from hetero.device import HealthState
-from hetero.fault import guard_monitor, monitor
+from hetero.core.device import HealthState
+from hetero.recovery import monitor as guard_monitor
+from hetero.fault import monitor
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def sick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[hetero.Dev
         yield hetero.device("sick:0")
     finally:
         monitor.stop()
-        hetero.registry.reset()
+        hetero.core.registry.reset()
         monkeypatch.delenv("HETERO_STATE_DIR")
         monkeypatch.delenv("HETERO_HEALTH_INTERVAL")
         hetero.reload_config()

@@ -1,5 +1,5 @@
 """The guard's standby holds memory on the failover device for the state's arrays, and a restore
-there fills it instead of allocating (hetero.fault.guard_reserve)."""
+there fills it instead of allocating (hetero.recovery.reserve)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 import hetero
 from hetero import f32
-from hetero.fault import guard_reserve
+from hetero.recovery import reserve as guard_reserve
 from tests.conftest import DEVICE_NAMES
 
 PAIRS = [p for p in (("oneapi:0", "cpu"), ("cpu", "opencl:0")) if set(p) <= set(DEVICE_NAMES)]

@@ -8,7 +8,7 @@ import pytest
 
 import hetero
 from hetero import f32
-from hetero.kernels import Specialization
+from hetero.kernels.kernel import Specialization
 from tests.conftest import DEVICE_NAMES
 
 

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.fault import snapshot
-from hetero.fault.guard import Guard
-from hetero.fault.snapshot import UnsnapshottableError
+from hetero.recovery import snapshot
+from hetero.recovery.guard import Guard
+from hetero.recovery.snapshot import UnsnapshottableError
 
 pytestmark = pytest.mark.usefixtures("state_dir")  # quarantine entries go to a private store
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT
 
 import hetero
-from hetero.fault import snapshot
+from hetero.recovery import snapshot
 
 torch = pytest.importorskip("torch")
 EXAMPLES = ROOT / "examples"
@@ -171,7 +171,7 @@ def torch_state() -> dict[str, Any]:
     return {"w": torch.zeros(4), "count": 0}
 
 
-def guarded(state: dict[str, Any], steps: int, step_fn: Any, **options: Any) -> hetero.fault.guard.Guard:
+def guarded(state: dict[str, Any], steps: int, step_fn: Any, **options: Any) -> hetero.recovery.guard.Guard:
     with hetero.guard(state, snapshot_every=4, standby=False, **options) as g:
         for step in range(steps):
             assert g.run(step_fn, step) == float(step)
@@ -233,8 +233,8 @@ def cupy_gpu() -> hetero.Device:
     import contextlib
     import types
 
-    from hetero.backends.cupy_runtime import CuPyRuntime
-    from hetero.device import Device, DeviceInfo, Health, HealthState, Kind
+    from hetero.backends.cupy.runtime import CuPyRuntime
+    from hetero.core.device import Device, DeviceInfo, Health, HealthState, Kind
 
     info = DeviceInfo("cuda:0", "cuda", 0, "NVIDIA", Kind.GPU, "test", 1 << 30, 1, 1, True, "0",
                       "7d3c1f0a-0b6e-4d7e-9a31-5c2b8e4f9a10", {"arch": "sm_90"})
@@ -246,7 +246,7 @@ def cupy_gpu() -> hetero.Device:
 
 
 def test_a_torch_sticky_error_leaves_the_cuda_device_unhealthy_for_the_process() -> None:
-    from hetero.device import HealthState
+    from hetero.core.device import HealthState
 
     gpu, cpu = cupy_gpu(), hetero.device("cpu")
     assert gpu.health().state is HealthState.OK
@@ -272,7 +272,7 @@ def test_fingerprint_reads_optimizer_state_tensors_and_other_values_and_the_attr
     each value otherwise (a float someone stored there), and a schedule's plain attributes beside
     the optimizer it holds (an object it skips, by type once seen): a change to any of them between
     two readings is seen."""
-    from hetero.fault import fingerprint
+    from hetero.recovery import fingerprint
 
     model = torch.nn.Linear(3, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)

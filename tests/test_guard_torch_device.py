@@ -14,7 +14,7 @@ import pytest
 from fakes.fake_device import FakeRuntime
 
 import hetero
-from hetero.device import Device, Kind
+from hetero.core.device import Device, Kind
 
 torch = pytest.importorskip("torch")
 
@@ -61,7 +61,7 @@ def test_a_recovery_in_place_names_the_torch_device(caplog: pytest.LogCaptureFix
             failed[0] = True
             raise hetero.DeviceOutOfMemoryError("oom (test)", backend="cpu", device="cpu")
 
-    with caplog.at_level(logging.WARNING, logger="hetero.fault.guard"), \
+    with caplog.at_level(logging.WARNING, logger="hetero.recovery.guard"), \
             hetero.guard(state, devices=["cpu"], device="cpu", standby=False) as g:
         for k in range(3):
             g.run(step, k)
@@ -75,7 +75,7 @@ def test_a_move_between_two_cpu_torch_devices_moves_nothing_for_torch(caplog: py
     other = next((d for d in hetero.devices() if d.name != "cpu" and str(d.kind) == "cpu"), None)
     if other is None:
         pytest.skip("needs a second CPU-kind device (oneAPI's CPU runtime, PoCL)")
-    with caplog.at_level(logging.WARNING, logger="hetero.fault.guard"), hetero.fault.events(kind="recovery") as sub:
+    with caplog.at_level(logging.WARNING, logger="hetero.recovery.guard"), hetero.fault.events(kind="recovery") as sub:
         g, state = run(["cpu", other], "cpu", {2: "cpu"})
         published = sub.get(timeout=5)
     (event,) = g.recoveries
@@ -92,7 +92,7 @@ def test_a_move_to_a_gpu_torch_cannot_use_warns_once_per_guard(caplog: pytest.Lo
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.xpu, "is_available", lambda: False)  # whatever this torch is built with
     first, second = intel_gpu(7), intel_gpu(8)
-    with caplog.at_level(logging.WARNING, logger="hetero.fault.guard"):
+    with caplog.at_level(logging.WARNING, logger="hetero.recovery.guard"):
         g, state = run([hetero.device("cpu"), first, second], "cpu", {1: "cpu", 2: first.name})
     assert [(e["device"], e["torch_device"], e["failed_torch_device"]) for e in g.recoveries] == [
         (first.name, "cpu", "cpu"), (second.name, "cpu", "cpu")]
@@ -115,7 +115,7 @@ def test_where_torch_has_the_gpu_the_move_is_reported_as_one(caplog: pytest.LogC
             failed[0] = True
             raise hetero.DeviceLostError("lost (test)", backend="cpu", device="cpu")
 
-    with caplog.at_level(logging.WARNING, logger="hetero.fault.guard"), \
+    with caplog.at_level(logging.WARNING, logger="hetero.recovery.guard"), \
             hetero.guard(state, devices=[hetero.device("cpu"), first], device="cpu", standby=False, rng=False) as g:
         for k in range(3):
             g.run(step, k)

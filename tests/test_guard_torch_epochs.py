@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.fault import fingerprint, snapshot
+from hetero.recovery import fingerprint, snapshot
 
 torch = pytest.importorskip("torch")
 from torch_training import DigitsNet, assert_same_training  # noqa: E402

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.fault import snapshot, snapshot_rng
+from hetero.recovery import snapshot, snapshot_rng
 
 torch = pytest.importorskip("torch")
 from torch_training import DigitsNet, assert_same_training  # noqa: E402

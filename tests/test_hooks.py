@@ -1,4 +1,4 @@
-"""hetero.hooks: a lower floor's question, answered by the module above that registers into it."""
+"""hetero.core.hooks: a lower floor's question, answered by the module above that registers into it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hetero.hooks import Hook, HookError
+from hetero.core.hooks import Hook, HookError
 
 
 def test_a_registered_answer_is_called() -> None:
@@ -45,14 +45,14 @@ def test_an_unanswered_hook_names_itself_and_the_remedy() -> None:
 
 def test_import_hetero_answers_every_hook_of_the_floors_below_without_loading_them() -> None:
     code = ("import sys, hetero\n"
-            "from hetero.registry import APPLY_QUOTA, AUTO_DEVICE, CHECK_REQUEST, RUNTIMES_OPENED\n"
+            "from hetero.core.registry import APPLY_QUOTA, AUTO_DEVICE, CHECK_REQUEST, RUNTIMES_OPENED\n"
             "from hetero.scheduler.inputs import QUARANTINED_IDS, QUOTAS_CHANGED, SUBSCRIBE\n"
-            "from hetero.kernel_hooks import SPLIT_KERNEL\n"
+            "from hetero.kernels.hooks import SPLIT_KERNEL\n"
             "from hetero.device import FIND_DEVICE\n"
             "hooks = [APPLY_QUOTA, AUTO_DEVICE, CHECK_REQUEST, RUNTIMES_OPENED, QUARANTINED_IDS, QUOTAS_CHANGED, SUBSCRIBE, SPLIT_KERNEL]\n"
             "assert all(h._provider for h in hooks), [h for h in hooks if not h._provider]\n"
             "assert FIND_DEVICE.loaded\n"
-            "loaded = [m for m in ('hetero.scheduler.placement', 'hetero.fault.quarantine', 'hetero.split',"
+            "loaded = [m for m in ('hetero.scheduler.placement', 'hetero.fault.quarantine', 'hetero.kernels.split.launch',"
             " 'hetero.fault.injection', 'hetero.compiler') if m in sys.modules]\n"
             "assert not loaded, loaded\n"
             "assert hetero.device('auto') is hetero.device('auto')\n"

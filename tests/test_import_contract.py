@@ -62,7 +62,7 @@ def test_the_floors_contract_fails_when_the_registry_imports_the_scheduler_again
     registry.write_text(registry.read_text() + "\n\ndef _auto():\n    from hetero.scheduler import placement\n")
     result = graph.lint_imports(staged, contracts=("floors",))
     assert result.returncode != 0
-    assert "BROKEN" in result.stdout and "hetero.registry -> hetero.scheduler.placement" in result.stdout
+    assert "BROKEN" in result.stdout and "hetero.core.registry -> hetero.scheduler.placement" in result.stdout
 
 
 def test_the_scheduler_contract_fails_when_it_imports_a_vendor_library(tmp_path: Path) -> None:
@@ -83,10 +83,10 @@ def test_no_module_imports_itself_back() -> None:
 def test_the_graph_follows_the_package_dir_mapping() -> None:
     modules = graph.modules()
     assert modules["hetero.scheduler.placement"].parent.name == "scheduler"
-    assert modules["hetero.fault.launch.supervisor"].parent.name == "launch"
+    assert modules["hetero.launcher.supervisor"].parent.name == "launch"
     edges = {(e.importer, e.imported) for e in graph.imports()}
-    assert ("hetero.fault.launch.assign", "hetero.scheduler.failover") in edges  # fault/launch -> scheduler/
-    assert ("hetero.scheduler.placement", "hetero.registry") in edges  # scheduler/ -> hetero/
+    assert ("hetero.launcher.assign", "hetero.scheduler.failover") in edges  # fault/launch -> scheduler/
+    assert ("hetero.scheduler.placement", "hetero.core.registry") in edges  # scheduler/ -> hetero/
 
 
 def test_the_cycle_finder_sees_a_cycle_through_a_lazy_import() -> None:

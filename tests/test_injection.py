@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import hetero
-from hetero.config import reload_config
-from hetero.errors import ConfigError, DeviceOutOfMemoryError
+from hetero.core.config import reload_config
+from hetero.core.errors import ConfigError, DeviceOutOfMemoryError
 from hetero.fault.injection import configured, inject, wrapped_methods
 from hetero.fault.injection_rules import RuleState, Trigger, What, parse_duration, parse_rule, parse_rules
-from hetero.registry import Registry
+from hetero.core.registry import Registry
 
 
 # -- parsing ----------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ def test_seeded_injection_fires_on_the_same_calls_in_two_runs() -> None:
 
 # -- applying and restoring -------------------------------------------------------------------
 @pytest.fixture
-def cpu_runtime() -> hetero.plugin.DeviceRuntime:
+def cpu_runtime() -> hetero.core.plugin.DeviceRuntime:
     return hetero.device("cpu").runtime
 
 
@@ -172,7 +172,7 @@ def test_nothing_is_wrapped_when_injection_is_off(device: hetero.Device) -> None
     assert "launch" not in vars(device.runtime) and "allocate" not in vars(device.runtime)
 
 
-def test_inject_wraps_only_the_covered_methods_and_restores_them(cpu_runtime: hetero.plugin.DeviceRuntime) -> None:
+def test_inject_wraps_only_the_covered_methods_and_restores_them(cpu_runtime: hetero.core.plugin.DeviceRuntime) -> None:
     others = [d.runtime for d in hetero.devices() if d.name != "cpu"]
     with inject(["cpu:copy:nth=1:lost", "cpu:launch:nth=9:sticky"]) as inj:
         assert set(wrapped_methods(cpu_runtime)) == {"upload", "download", "copy", "launch", "call_library"}  # library calls count as launches
@@ -184,7 +184,7 @@ def test_inject_wraps_only_the_covered_methods_and_restores_them(cpu_runtime: he
     assert inj.fired == [] and not inj.active
 
 
-def test_one_block_cannot_be_entered_twice(cpu_runtime: hetero.plugin.DeviceRuntime) -> None:
+def test_one_block_cannot_be_entered_twice(cpu_runtime: hetero.core.plugin.DeviceRuntime) -> None:
     block = inject("cpu:alloc:nth=1:oom")
     with block, pytest.raises(RuntimeError, match="already active"), block:
         pass
@@ -201,7 +201,7 @@ def test_inject_reaches_devices_opened_inside_the_block() -> None:
     assert wrapped_methods(Registry().device("cpu").runtime) == []  # opened after: nothing
 
 
-def test_injected_faults_are_logged(cpu_runtime: hetero.plugin.DeviceRuntime, caplog: pytest.LogCaptureFixture) -> None:
+def test_injected_faults_are_logged(cpu_runtime: hetero.core.plugin.DeviceRuntime, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="hetero.fault.injection"), inject("cpu:alloc:nth=2:oom"):
         cpu_runtime.allocate(8)
         with pytest.raises(DeviceOutOfMemoryError, match="injected"):
@@ -211,7 +211,7 @@ def test_injected_faults_are_logged(cpu_runtime: hetero.plugin.DeviceRuntime, ca
     assert "injected" in records[0].getMessage() and "cpu:alloc:nth=2:oom" in records[0].getMessage()
 
 
-def test_injected_faults_are_published_on_the_event_bus(cpu_runtime: hetero.plugin.DeviceRuntime) -> None:
+def test_injected_faults_are_published_on_the_event_bus(cpu_runtime: hetero.core.plugin.DeviceRuntime) -> None:
     from hetero.fault import event_bus
 
     with event_bus.events(kind="fault-injected", timeout=5) as sub, inject("cpu:alloc:nth=1:oom"):
@@ -253,7 +253,7 @@ def test_faults_from_the_config_file(tmp_path: Path, config_env: pytest.MonkeyPa
     config_env.chdir(tmp_path)
     assert reload_config().faults == ("cpu:sync:nth=1:lost",)
     runtime = Registry().device("cpu").runtime
-    with pytest.raises(hetero.errors.DeviceLostError, match="injected"):
+    with pytest.raises(hetero.core.errors.DeviceLostError, match="injected"):
         runtime.synchronize()
     runtime.synchronize()  # nth=1: only the first call
 
@@ -277,7 +277,7 @@ def test_opening_without_rules_leaves_runtimes_bare(config_env: pytest.MonkeyPat
 
 
 def test_configuration_is_back_to_normal_after_these_tests() -> None:
-    from hetero.config import get_config
+    from hetero.core.config import get_config
 
     cached = get_config()
     assert cached == reload_config()  # the tests above restored the environment before re-reading it

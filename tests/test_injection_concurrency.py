@@ -31,12 +31,12 @@ def slow_backend() -> Iterator[None]:
     try:
         yield
     finally:
-        hetero.registry.reset()
+        hetero.core.registry.reset()
 
 
 def test_inject_while_another_thread_opens_a_backend(slow_backend: None) -> None:
     block = hetero.fault.inject("slow:0:alloc:nth=1:oom")  # built first, as train_digits.py does
-    opener = threading.Thread(target=hetero.registry.backend_status, args=("slow",), daemon=True)
+    opener = threading.Thread(target=hetero.core.registry.backend_status, args=("slow",), daemon=True)
     opener.start()
     assert OPENING.wait(10)
     done: list[list[str]] = []

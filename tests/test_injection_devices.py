@@ -12,8 +12,8 @@ import pytest
 from kernels import corpus
 
 import hetero
-from hetero.device import HealthState
-from hetero.errors import ConfigError, ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
+from hetero.core.device import HealthState
+from hetero.core.errors import ConfigError, ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
 from hetero.fault.injection import inject, wrapped_methods
 
 CLASSES: dict[str, type[DeviceError]] = {"lost": DeviceLostError, "sticky": ContextCorruptedError,
@@ -131,7 +131,7 @@ def test_a_real_opencl_error_is_translated_the_same_way(opencl_device_fixture: h
 
 
 def test_opencl_error_table() -> None:
-    from hetero.backends import opencl_errors
+    from hetero.backends.opencl import errors as opencl_errors
 
     assert opencl_errors.error_class(-5, after_kernel=True) is ContextCorruptedError
     assert opencl_errors.error_class(-5, after_kernel=False) is DeviceOutOfMemoryError
@@ -203,7 +203,7 @@ def test_health_faults(device: hetero.Device, what: str, state: HealthState) -> 
 
 
 def test_opencl_probe_kernel_health(opencl_device_fixture: hetero.Device, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hetero.backends import opencl_runtime
+    from hetero.backends.opencl import runtime as opencl_runtime
 
     runtime: Any = opencl_device_fixture.runtime
     assert runtime.health().state is HealthState.OK and runtime._probe is not None

@@ -43,7 +43,7 @@ def test_hetero_faults_reach_a_kernel_launch_in_a_fresh_process() -> None:
     code = textwrap.dedent(f"""
         import json
         import hetero
-        from hetero.errors import DeviceLostError
+        from hetero.core.errors import DeviceLostError
         from hetero.fault.injection import configured
         from kernels import corpus
         x, y = hetero.ones(8, device={name!r}), hetero.zeros(8, device={name!r})

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import hetero
-from hetero.errors import ConfigError
+from hetero.core.errors import ConfigError
 from hetero.fault import classify
 from hetero.fault.foreign_errors import recognise
 from hetero.fault.taxonomy import FaultClass
@@ -200,7 +200,7 @@ def test_import_hetero_without_torch_rules_installs_nothing() -> None:
     code = ("import sys, hetero, torch\n"
             "with hetero.fault.inject('cpu:alloc:nth=999999:oom'): torch.ones(2).sum()\n"
             "assert torch._C._len_torch_function_stack() == 0\n"
-            "assert 'hetero.fault.injection_torch' not in sys.modules\n")
+            "assert 'hetero.torch.injection' not in sys.modules\n")
     env = {**os.environ, "HETERO_FAULTS": "cpu:launch:nth=999999:lost"}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
                             check=False)
@@ -211,7 +211,7 @@ def test_a_backend_opening_in_another_thread_leaves_the_mode_where_it_was() -> N
     import threading
 
     from hetero.fault.injection import torch_injections
-    from hetero.injection_hooks import TORCH_RULES_CHANGED
+    from hetero.core.injection_hooks import TORCH_RULES_CHANGED
 
     with hetero.fault.inject("cpu:torch:nth=999999:lost"):
         worker = threading.Thread(target=lambda: TORCH_RULES_CHANGED.call(torch_injections()))  # as apply_at_open

@@ -17,10 +17,10 @@ import pytest
 
 import hetero
 from conftest import run_python
-from hetero.compiler.emit_registry import emitter_for
-from hetero.compiler.frontend import lower_kernel
-from hetero.compiler.stats import stats
-from hetero.types import ArrayType, f32
+from hetero.compiler.emit.registry import emitter_for
+from hetero.compiler.frontend.python import lower_kernel
+from hetero.compiler.build.stats import stats
+from hetero.core.types import ArrayType, f32
 
 
 @hetero.kernel
@@ -97,7 +97,7 @@ class _Array:
 
 
 def test_overlap_is_found_by_buffer_identity_and_by_device_address_ranges() -> None:
-    from hetero.launch_args import shares_memory
+    from hetero.kernels.launch_args import shares_memory
 
     one = object()
     assert shares_memory([_Array(one, 8), _Array(one, 8)], (0, 1))
@@ -111,7 +111,7 @@ def test_overlap_is_found_by_buffer_identity_and_by_device_address_ranges() -> N
 @pytest.mark.parametrize(("dialect", "arch", "keyword"), [("cuda", "sm_90", "__restrict__"), ("hip", "gfx90a", "__restrict__"),
                                                           ("opencl", "any", "restrict")])
 def test_every_c_dialect_has_a_variant_without_restrict(dialect: str, arch: str, keyword: str) -> None:
-    from hetero.compiler.target import Target
+    from hetero.core.target import Target
 
     target = Target(dialect, arch, frozenset({"fp64", "fp16", "int64_atomics"}), "test")
     emitter = emitter_for(dialect)
@@ -140,14 +140,14 @@ def test_a_bundled_kernel_launched_with_aliased_arrays_is_emitted_afresh_from_it
     module = tmp_path / "aliasing_kernels.py"
     module.write_text(TWICE_MODULE)
     out = tmp_path / "twice.hbundle"
-    subprocess.run([sys.executable, "-m", "hetero.cli", "compile", str(module), "--targets", "opencl",
+    subprocess.run([sys.executable, "-m", "hetero.cli.main", "compile", str(module), "--targets", "opencl",
                     "--signature", "f32[:], f32[:]", "-o", str(out), "-q"], check=True, capture_output=True,
                    env={**os.environ, "HETERO_CACHE_DIR": str(tmp_path / "c0")}, timeout=600)
     code = f"""
 import json, sys
 sys.path.insert(0, {str(tmp_path)!r})
 import numpy as np, hetero
-from hetero.compiler.stats import stats
+from hetero.compiler.build.stats import stats
 hetero.load_bundle({str(out)!r})
 import aliasing_kernels
 results = {{}}

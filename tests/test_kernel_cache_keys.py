@@ -17,7 +17,7 @@ import pytest
 
 import hetero
 from conftest import run_python
-from hetero.compiler.source import fingerprint
+from hetero.compiler.frontend.source import fingerprint
 
 
 def _unary(op):  # type: ignore[no-untyped-def]
@@ -58,7 +58,7 @@ def test_template_kernels_closing_over_different_types_each_run_their_own(device
 
 
 def test_fingerprint_keys_resolved_values_by_identity() -> None:
-    from hetero.compiler.source import source_fingerprint
+    from hetero.compiler.frontend.source import source_fingerprint
 
     assert len({fingerprint(_unary(op).py_func) for op in (math.sqrt, math.exp, math.log)}) == 3
     assert fingerprint(_template(hetero.f32).py_func) != fingerprint(_template(hetero.i32).py_func)
@@ -67,7 +67,7 @@ def test_fingerprint_keys_resolved_values_by_identity() -> None:
 
 
 def test_a_value_that_cannot_be_keyed_disables_the_record_path() -> None:
-    from hetero.compiler.source import source_fingerprint
+    from hetero.compiler.frontend.source import source_fingerprint
 
     class Opaque:
         pass
@@ -160,9 +160,11 @@ def test_factory_kernels_in_separate_processes_share_a_cache_but_not_code(tmp_pa
 def test_a_record_from_another_code_generator_is_emitted_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Within one hetero version (a development build), a changed emitter must not reuse the
     source an older one recorded: the record key carries a digest of the compiler's own code."""
-    from hetero.compiler import ir, pipeline, strided_copy
-    from hetero.compiler.cache import Cache, DiskStorage
-    from hetero.compiler.stats import stats
+    from hetero.compiler.ir import nodes as ir
+    from hetero.compiler.build import pipeline
+    from hetero.compiler.array_kernels import strided_copy
+    from hetero.compiler.build.cache import Cache, DiskStorage
+    from hetero.compiler.build.stats import stats
 
     device = hetero.device("cpu")
     function: ir.Function = strided_copy.build(1, strided_copy.ELEMENT_BY_WIDTH[4])

@@ -73,7 +73,7 @@ CACHE_SCRIPT = """
 import json, sys
 sys.path.insert(0, {tests!r})
 import numpy as np, hetero
-from hetero.compiler.stats import stats
+from hetero.compiler.build.stats import stats
 from kernels import corpus
 results = {{}}
 for dev in hetero.devices():
@@ -121,10 +121,10 @@ def test_cache_cli_info_and_clear(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    info = subprocess.run([sys.executable, "-m", "hetero.cli", "cache", "info", "--json"], capture_output=True,
+    info = subprocess.run([sys.executable, "-m", "hetero.cli.main", "cache", "info", "--json"], capture_output=True,
                           text=True, env=env, check=True)
     assert json.loads(info.stdout)["entries"] > 0
-    subprocess.run([sys.executable, "-m", "hetero.cli", "cache", "clear"], capture_output=True, text=True, env=env, check=True)
-    info = subprocess.run([sys.executable, "-m", "hetero.cli", "cache", "info", "--json"], capture_output=True,
+    subprocess.run([sys.executable, "-m", "hetero.cli.main", "cache", "clear"], capture_output=True, text=True, env=env, check=True)
+    info = subprocess.run([sys.executable, "-m", "hetero.cli.main", "cache", "info", "--json"], capture_output=True,
                           text=True, env=env, check=True)
     assert json.loads(info.stdout)["entries"] == 0

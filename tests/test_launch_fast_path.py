@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.errors import KernelLaunchError
+from hetero.core.errors import KernelLaunchError
 
 
 @hetero.kernel

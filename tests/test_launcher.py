@@ -84,7 +84,7 @@ def command(tmp_path: Path, options: tuple[str, ...], mode: str) -> tuple[list[s
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
     out = tmp_path / "out.npy"
-    argv = [sys.executable, "-m", "hetero.fault.launch.cli", "--run-dir", str(tmp_path / "run"), *options,
+    argv = [sys.executable, "-m", "hetero.launcher.cli", "--run-dir", str(tmp_path / "run"), *options,
             str(script), str(STEPS), str(out), mode]
     env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}
     env.pop("HETERO_FAULTS", None)
@@ -243,7 +243,7 @@ def test_corrupt_newest_checkpoint_resumes_from_the_previous_one(tmp_path: Path)
 
 @needs_two
 def test_metrics_served_during_the_run(tmp_path: Path) -> None:
-    from hetero.fault.launch.assign import free_port
+    from hetero.launcher.assign import free_port
 
     port = free_port()
     result, out = launch(tmp_path, "--devices", ",".join(DEVICES[:2]), "--metrics-port", str(port),

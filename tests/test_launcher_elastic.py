@@ -45,7 +45,7 @@ def test_two_nodes_rendezvous_on_loopback_and_all_reduce(tmp_path: Path) -> None
     env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}
     nodes = []
     for node in (0, 1):
-        argv = [sys.executable, "-m", "hetero.fault.launch.cli", "--nnodes", "2", "--node-rank", str(node),
+        argv = [sys.executable, "-m", "hetero.launcher.cli", "--nnodes", "2", "--node-rank", str(node),
                 "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"test-{port}", "--devices", "cpu",
                 "--run-dir", str(tmp_path / f"node{node}"), str(script), str(tmp_path / "sum")]
         nodes.append(subprocess.Popen(argv, env=env, cwd=tmp_path, text=True,
@@ -92,7 +92,7 @@ def test_elastic_restart_quarantines_the_faulty_device_on_that_node(tmp_path: Pa
     script.write_text(FAULTY)
     bad, port = OPENCL[0], loopback_port()
     env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}
-    argv = [sys.executable, "-m", "hetero.fault.launch.cli", "--nnodes", "1", "--rdzv-endpoint", f"127.0.0.1:{port}",
+    argv = [sys.executable, "-m", "hetero.launcher.cli", "--nnodes", "1", "--rdzv-endpoint", f"127.0.0.1:{port}",
             "--rdzv-id", f"fault-{port}", "--devices", f"{bad},cpu", "--max-restarts", "2",
             "--inject", f"{bad}:copy:nth=3:lost", "--run-dir", str(tmp_path / "node0"), str(script),
             str(tmp_path / "log")]

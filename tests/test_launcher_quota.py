@@ -39,7 +39,7 @@ def test_each_worker_has_its_own_quota_and_the_one_past_it_fails(tmp_path: Path)
     env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}
     for name in ("HETERO_FAULTS", "HETERO_QUOTA"):
         env.pop(name, None)
-    argv = [sys.executable, "-m", "hetero.fault.launch.cli", "--run-dir", str(tmp_path / "run"), "--nproc", "2",
+    argv = [sys.executable, "-m", "hetero.launcher.cli", "--run-dir", str(tmp_path / "run"), "--nproc", "2",
             "--devices", "cpu", "--policy", "binpack", "--max-restarts", "0", "--quota", "64MiB",
             str(script), str(out)]
     result = subprocess.run(argv, env=env, cwd=tmp_path, text=True, capture_output=True, timeout=TIMEOUT, check=False)
@@ -59,7 +59,7 @@ def test_each_worker_has_its_own_quota_and_the_one_past_it_fails(tmp_path: Path)
 def test_a_bad_quota_is_refused_before_any_worker_starts(tmp_path: Path) -> None:
     script = tmp_path / "noop.py"
     script.write_text("")
-    argv = [sys.executable, "-m", "hetero.fault.launch.cli", "--run-dir", str(tmp_path / "run"), "--quota", "64XB",
+    argv = [sys.executable, "-m", "hetero.launcher.cli", "--run-dir", str(tmp_path / "run"), "--quota", "64XB",
             str(script)]
     result = subprocess.run(argv, env={**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}, cwd=tmp_path,
                             text=True, capture_output=True, timeout=TIMEOUT, check=False)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from hetero.fault.launch.assign import OptionError
-from hetero.fault.launch.config import LaunchConfig, Nodes
-from hetero.fault.launch.faults import diagnose, exit_reason
-from hetero.fault.launch.state import TRANSITIONS, RunResult, WorkerState, check_transition
+from hetero.launcher.assign import OptionError
+from hetero.launcher.config import LaunchConfig, Nodes
+from hetero.launcher.faults import diagnose, exit_reason
+from hetero.launcher.state import TRANSITIONS, RunResult, WorkerState, check_transition
 from hetero.fault.protocol import FAULT_EXIT_CODE
 
 TIMEOUT = 120
@@ -95,8 +95,8 @@ def test_exit_codes_come_from_the_run_result() -> None:
 RUN = '''
 import json, sys
 from pathlib import Path
-from hetero.fault.launch.config import LaunchConfig
-from hetero.fault.launch.supervisor import run
+from hetero.launcher.config import LaunchConfig
+from hetero.launcher.supervisor import run
 
 tmp, script = Path(sys.argv[1]), sys.argv[2]
 result = run(LaunchConfig(command=(script,), run_dir=tmp / "run", checkpoint_dir=tmp / "ckpt", events=tmp / "events.jsonl",

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 import hetero
-from hetero.device import DeviceInfo, Kind
+from hetero.core.device import DeviceInfo, Kind
 from hetero.fault import heartbeat as hb
-from hetero.fault.launch.events import Summary, announce
-from hetero.fault.launch.faults import diagnose
-from hetero.fault.launch.starter import starting_torch_device
+from hetero.launcher.events import Summary, announce
+from hetero.launcher.faults import diagnose
+from hetero.launcher.starter import starting_torch_device
 from hetero.fault.protocol import FAULT_EXIT_CODE
 
 CPU_KIND = [d.name for d in hetero.devices() if str(d.kind) == "cpu"]
@@ -105,7 +105,7 @@ def test_hetero_run_reports_the_workers_torch_device(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(SCRIPT)
     env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}
     env.pop("HETERO_FAULTS", None)
-    done = subprocess.run([sys.executable, "-m", "hetero.fault.launch.cli", "--run-dir", str(tmp_path / "run"),
+    done = subprocess.run([sys.executable, "-m", "hetero.launcher.cli", "--run-dir", str(tmp_path / "run"),
                            "--devices", device, str(tmp_path / "train.py")], check=False, env=env, cwd=tmp_path,
                           text=True, capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 import hetero
-from hetero.fault.launch import cli as run_cli
-from hetero.fault.launch.events import EventLog, append_event
-from hetero.fault.launch.faults import classify_report
+from hetero.launcher import cli as run_cli
+from hetero.launcher.events import EventLog, append_event
+from hetero.launcher.faults import classify_report
 from hetero.fault.protocol import FAULT_EXIT_CODE
 
 DEVICES = [d.name for d in hetero.devices()]
@@ -56,7 +56,7 @@ def _argv(tmp_path: Path, body: str, *options: str) -> tuple[list[str], dict[str
     script.write_text(textwrap.dedent(body))
     env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}
     env.pop("HETERO_FAULTS", None)
-    return [sys.executable, "-m", "hetero.fault.launch.cli", "--run-dir", str(tmp_path / "run"), *options, str(script)], env
+    return [sys.executable, "-m", "hetero.launcher.cli", "--run-dir", str(tmp_path / "run"), *options, str(script)], env
 
 
 def _launch(tmp_path: Path, body: str, *options: str) -> subprocess.CompletedProcess[str]:
@@ -93,7 +93,7 @@ def test_bad_options_exit_2_naming_the_option_before_anything_starts(tmp_path: P
     script = tmp_path / "train.py"
     script.write_text("open('ran', 'w')\n")
     env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}
-    result = subprocess.run([sys.executable, "-m", "hetero.fault.launch.cli", "--run-dir", str(tmp_path / "run"), *options,
+    result = subprocess.run([sys.executable, "-m", "hetero.launcher.cli", "--run-dir", str(tmp_path / "run"), *options,
                              str(script)], check=False, env=env, cwd=tmp_path, text=True, capture_output=True,
                             timeout=60)
     assert result.returncode == 2, result.stderr
@@ -102,7 +102,7 @@ def test_bad_options_exit_2_naming_the_option_before_anything_starts(tmp_path: P
 
 
 def test_nproc_is_capped_by_the_devices(tmp_path: Path, state_dir: Path) -> None:
-    from hetero.fault.launch.assign import MAX_WORKERS_PER_DEVICE
+    from hetero.launcher.assign import MAX_WORKERS_PER_DEVICE
 
     result = _launch(tmp_path, "print('ran')\n", "--devices", "cpu", "--nproc", str(MAX_WORKERS_PER_DEVICE + 1))
     assert result.returncode == 2, result.stderr
@@ -201,7 +201,7 @@ def test_a_device_error_in_a_thread_is_reported_and_stops_the_worker(tmp_path: P
     report = tmp_path / "fault.json"
     (tmp_path / "script.py").write_text(textwrap.dedent(THREAD_FAULT))
     env = {**os.environ, "HETERO_FAULT_REPORT": str(report), "HETERO_WORKER": "0"}
-    result = subprocess.run([sys.executable, "-m", "hetero.fault.launch.worker_main", str(tmp_path / "script.py")], check=False,
+    result = subprocess.run([sys.executable, "-m", "hetero.launcher.worker_main", str(tmp_path / "script.py")], check=False,
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert result.returncode == FAULT_EXIT_CODE, result.stderr
     assert "updates" not in result.stdout
@@ -274,7 +274,7 @@ def test_a_sigkilled_launcher_leaves_no_worker_nor_descendant_running(tmp_path: 
 # -- 12: metrics on the loopback unless asked ---------------------------------------------------
 def test_metrics_bind_the_loopback_by_default() -> None:
     pytest.importorskip("prometheus_client")
-    from hetero.fault.launch.metrics import serve
+    from hetero.launcher.metrics import serve
 
     metrics = serve(0)
     try:

@@ -11,19 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from hetero.device import DeviceInfo, Kind
-from hetero.fault.launch import assign as launch_assign
-from hetero.fault.launch import cli as run_cli
-from hetero.fault.launch.assign import LaunchError, assign, device_env
-from hetero.fault.launch.assign import restart_device as replacement
-from hetero.fault.launch.events import EventLog, Progress, Summary, append_event
-from hetero.fault.launch.faults import classify_report
+from hetero.core.device import DeviceInfo, Kind
+from hetero.launcher import assign as launch_assign
+from hetero.launcher import cli as run_cli
+from hetero.launcher.assign import LaunchError, assign, device_env
+from hetero.launcher.assign import restart_device as replacement
+from hetero.launcher.events import EventLog, Progress, Summary, append_event
+from hetero.launcher.faults import classify_report
 
 
 @pytest.fixture(autouse=True)
 def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No quarantine from the user's own state dir may change the choices tested here."""
-    from hetero.config import reload_config
+    from hetero.core.config import reload_config
 
     monkeypatch.setenv("HETERO_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setattr(launch_assign, "healthy", lambda device: True)  # fake devices have no backend
@@ -124,7 +124,7 @@ def test_event_log_lines_have_wall_and_monotonic_time(tmp_path: Path) -> None:
 
 def test_prometheus_metrics_have_the_documented_names() -> None:
     pytest.importorskip("prometheus_client")
-    from hetero.fault.launch.metrics import PrometheusMetrics
+    from hetero.launcher.metrics import PrometheusMetrics
 
     metrics = PrometheusMetrics()
     metrics.inc_restarts()
@@ -143,10 +143,10 @@ def test_prometheus_metrics_have_the_documented_names() -> None:
 
 
 def test_heartbeats_carry_launches_and_host_fallbacks_into_the_metrics(tmp_path: Path) -> None:
-    from hetero.fault.launch.config import LaunchConfig
-    from hetero.fault.launch.metrics import Metrics
-    from hetero.fault.launch.supervisor import Supervisor
-    from hetero.fault.launch.worker_handle import Worker
+    from hetero.launcher.config import LaunchConfig
+    from hetero.launcher.metrics import Metrics
+    from hetero.launcher.supervisor import Supervisor
+    from hetero.launcher.worker_handle import Worker
 
     class Recording(Metrics):
         def __init__(self) -> None:

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hetero import checkpoint
-from hetero.checkpoint import CheckpointError, CheckpointWarning
-from hetero.device import DeviceInfo, Kind
-from hetero.fault.launch.warmup import Warmup
-from hetero.fault.launch.worker_handle import Worker, stop_workers, wait_for_exit
+from hetero.checkpoint import store as checkpoint
+from hetero.checkpoint.store import CheckpointError, CheckpointWarning
+from hetero.core.device import DeviceInfo, Kind
+from hetero.launcher.warmup import Warmup
+from hetero.launcher.worker_handle import Worker, stop_workers, wait_for_exit
 
 CPU = DeviceInfo(name="cpu", backend="cpu", index=0, vendor="x", kind=Kind.CPU, model="x", memory=1, compute_units=1,
                  max_work_group_size=1, fp64=True, driver_version="", stable_id="cpu-test")
@@ -40,7 +40,7 @@ def saved(directory: Path, step: int, age: float = 60.0) -> Path:
 
 @pytest.fixture
 def verifications(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The checkpoints hetero.checkpoint.verify hashes, in order."""
+    """The checkpoints hetero.checkpoint.store.verify hashes, in order."""
     calls: list[Path] = []
     real = checkpoint.verify
 
@@ -131,7 +131,7 @@ def test_stop_workers_terminates_then_kills_what_ignores_sigterm(tmp_path: Path)
 
 
 def test_a_worker_skips_hashing_only_the_files_the_launcher_verified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hetero import checkpoint_files
+    from hetero.checkpoint import files as checkpoint_files
 
     hashed: list[str] = []
     real = checkpoint_files.read_payload

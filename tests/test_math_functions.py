@@ -23,7 +23,7 @@ import scipy.special
 
 import hetero
 from hetero import math as hm
-from hetero.errors import CompileError
+from hetero.core.errors import CompileError
 
 #: name -> the largest error allowed, in ulp of the reference.
 UNARY_ULP = {
@@ -262,12 +262,12 @@ GPU_COMPILERS = {
 
 @pytest.mark.parametrize("dialect", sorted(GPU_COMPILERS))
 def test_math_kernels_compile_for_cuda_and_hip(dialect: str, tmp_path: Path) -> None:
-    from hetero.compiler import passes
-    from hetero.compiler.emit_cuda import EMITTER as CUDA
-    from hetero.compiler.emit_hip import EMITTER as HIP
-    from hetero.compiler.frontend import lower_kernel
-    from hetero.compiler.signature import parse_signature
-    from hetero.compiler.target import Target
+    from hetero.compiler.ir import passes
+    from hetero.compiler.emit.cuda import EMITTER as CUDA
+    from hetero.compiler.emit.hip import EMITTER as HIP
+    from hetero.compiler.frontend.python import lower_kernel
+    from hetero.compiler.frontend.signature import parse_signature
+    from hetero.core.target import Target
 
     tool, suffix, flags = GPU_COMPILERS[dialect]
     if shutil.which(tool) is None:
@@ -292,12 +292,12 @@ def test_math_kernels_compile_with_nvrtc() -> None:
     """What the cuda backend does at run time: NVRTC, which includes no headers, must know
     every math function and predicate the emitter calls."""
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings is not installed")
-    from hetero.backends import nvrtc_compile
-    from hetero.compiler import passes
-    from hetero.compiler.emit_cuda import EMITTER as CUDA
-    from hetero.compiler.frontend import lower_kernel
-    from hetero.compiler.signature import parse_signature
-    from hetero.compiler.target import Target
+    from hetero.backends.cupy import nvrtc_compile
+    from hetero.compiler.ir import passes
+    from hetero.compiler.emit.cuda import EMITTER as CUDA
+    from hetero.compiler.frontend.python import lower_kernel
+    from hetero.compiler.frontend.signature import parse_signature
+    from hetero.core.target import Target
 
     if not nvrtc_compile.available():
         pytest.skip("libnvrtc cannot be loaded (pip install nvidia-cuda-nvrtc)")

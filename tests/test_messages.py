@@ -17,7 +17,7 @@ from conftest import ROOT
 
 import hetero
 from hetero.backends import host
-from hetero.errors import QuotaExceeded
+from hetero.core.errors import QuotaExceeded
 
 AMD_CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -44,7 +44,7 @@ _POCL = SimpleNamespace(name="Portable Computing Language", vendor="The pocl pro
 @pytest.mark.parametrize("device_name", ["pthread-znver3-AMD EPYC 7763 64-Core Processor", "cpu", "pthread-generic"])
 def test_a_cpu_opencl_device_reports_the_silicons_vendor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          device_name: str) -> None:
-    from hetero.backends.opencl_runtime import _info
+    from hetero.backends.opencl.runtime import _info
 
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(AMD_CPUINFO)
@@ -55,7 +55,7 @@ def test_a_cpu_opencl_device_reports_the_silicons_vendor(tmp_path: Path, monkeyp
 
 
 def test_a_gpu_keeps_the_vendor_its_id_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hetero.backends.opencl_runtime import _info
+    from hetero.backends.opencl.runtime import _info
 
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(AMD_CPUINFO)
@@ -83,7 +83,7 @@ def test_the_rocm_extra_installs_the_current_cupy_wheel() -> None:
 
 
 def test_the_rocm_cupy_distributions_are_recognised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hetero.backends import cuda_discovery
+    from hetero.backends.cupy import discovery as cuda_discovery
 
     for name in ("cupy-rocm-7-0", "cupy-rocm-6-0", "cupy-rocm-5-0"):
         site = tmp_path / name
@@ -97,7 +97,7 @@ def test_the_rocm_cupy_distributions_are_recognised(tmp_path: Path, monkeypatch:
 
 
 def test_calibrate_help_is_plain_text() -> None:
-    result = subprocess.run([sys.executable, "-m", "hetero.cli", "calibrate", "--help"], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "hetero.cli.main", "calibrate", "--help"], capture_output=True, text=True,
                             cwd=ROOT, timeout=120, check=True)
     assert "``" not in result.stdout and ":func:" not in result.stdout, result.stdout
     assert "hetero calibrate" in result.stdout and "costs.json" in result.stdout

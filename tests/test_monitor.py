@@ -11,7 +11,7 @@ import pytest
 from fakes.fake_device import FakeRuntime, fake_backend
 
 import hetero
-from hetero.device import HealthState
+from hetero.core.device import HealthState
 from hetero.fault import monitor, quarantine
 from hetero.fault.event_bus import EventBus
 from hetero.fault.monitor import HealthMonitor
@@ -38,7 +38,7 @@ def flaky() -> Iterator[list[hetero.Device]]:
         yield [hetero.device("flaky:0"), hetero.device("flaky:1")]
     finally:
         monitor.stop()
-        hetero.registry.reset()
+        hetero.core.registry.reset()
 
 
 def runtime(device: hetero.Device) -> FlakyRuntime:

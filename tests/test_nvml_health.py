@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from fakes.fake_pynvml import NVML_ERROR_DRIVER_NOT_LOADED, FakePynvml
 
-from hetero.backends import nvml_health
-from hetero.backends.nvml_health import Nvml, nvml_uuid
-from hetero.backends.xid_listener import XidListener
-from hetero.device import HealthState
+from hetero.backends.cupy import nvml_health
+from hetero.backends.cupy.nvml_health import Nvml, nvml_uuid
+from hetero.backends.cupy.xid_listener import XidListener
+from hetero.core.device import HealthState
 
 H200 = "2f0e9c4e-5a1b-4c3d-9e8f-0123456789ab"  # hetero's stable id; NVML calls it GPU-<uuid>
 OTHER = "99999999-0000-4000-8000-000000000001"

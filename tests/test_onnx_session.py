@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.device import Device
-from hetero.errors import ConfigError, DeviceLostError
+from hetero.core.device import Device
+from hetero.core.errors import ConfigError, DeviceLostError
 from hetero.fault.injection_rules import parse_rule
 from tests.fakes.fake_device import FakeRuntime
 from tests.onnx_models import cnn, cnn_reference, mlp, mlp_reference

@@ -11,7 +11,7 @@ import pytest
 
 import hetero
 from conftest import run_python
-from hetero.backends import opencl_icd
+from hetero.backends.opencl import icd as opencl_icd
 
 
 def test_placeholder_library_path_is_resolved_beside_the_environment(tmp_path: Path) -> None:

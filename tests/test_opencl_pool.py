@@ -14,7 +14,7 @@ import pytest
 from fakes.failing_allocator import OutOfMemoryMaker
 
 import hetero
-from hetero.backends.opencl_pool import POWER_OF_TWO_UP_TO, SMALLEST, BufferPool, PooledBuffer, size_class
+from hetero.backends.opencl.pool import POWER_OF_TWO_UP_TO, SMALLEST, BufferPool, PooledBuffer, size_class
 from hetero.scheduler.quota import task
 from hetero.scheduler.usage import LEDGER
 
@@ -24,7 +24,7 @@ MiB = 1 << 20
 def fresh_runtime(device: hetero.Device) -> Any:
     """A runtime of its own over ``device``'s OpenCL device (its own context and pool), so a test
     can close it or swap its pool without touching the shared one."""
-    from hetero.backends.opencl_runtime import OpenCLRuntime  # here: OpenCL runtimes only
+    from hetero.backends.opencl.runtime import OpenCLRuntime  # here: OpenCL runtimes only
 
     shared: Any = device.runtime
     runtime = OpenCLRuntime(shared.cl, shared.cl_device, shared.info)

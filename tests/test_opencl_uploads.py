@@ -1,4 +1,4 @@
-"""Small host->device copies on OpenCL queue without waiting (``backends/opencl_uploads.py``): the
+"""Small host->device copies on OpenCL queue without waiting (``backends/opencl/uploads.py``): the
 caller's array may be reused at once, the device sees every write in order, a large upload still
 waits, and a queued write that failed is raised at the next wait as the device's error."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.backends import opencl_uploads
+from hetero.backends.opencl import uploads as opencl_uploads
 from tests.conftest import DEVICE_NAMES
 
 OPENCL = [name for name in DEVICE_NAMES if name.startswith(("opencl", "oneapi"))]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import hetero
-from hetero.errors import ContextCorruptedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
+from hetero.core.errors import ContextCorruptedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
 from hetero.fault import ort_errors
 from hetero.fault.taxonomy import FaultClass
 

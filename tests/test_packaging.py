@@ -47,7 +47,7 @@ def test_wheel_registers_builtin_backends_as_entry_points(wheel: Path) -> None:
     section = text.split("[hetero.backends]")[1].split("[")[0]
     registered = {line.split("=")[0].strip() for line in section.strip().splitlines()}
     assert registered == {"cpu", "opencl", "oneapi", "cuda", "rocm"}
-    assert "hetero = hetero.cli:main" in text
+    assert "hetero = hetero.cli.main:main" in text
 
 
 def test_import_hetero_loads_no_vendor_library() -> None:

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.compiler import pipeline
-from hetero.compiler.bundle_build import BuildTarget, KernelSpec, build_bundle
-from hetero.compiler.cache import Cache, MemoryStorage
-from hetero.compiler.emit_base import EmittedSource
-from hetero.compiler.pipeline import ARTIFACT, RECORD, compile_key
-from hetero.compiler.signature import parse_signature
-from hetero.compiler.source import source_fingerprint
-from hetero.compiler.toolchains import CommandToolchain
+from hetero.compiler.build import pipeline
+from hetero.compiler.build.bundle_build import BuildTarget, KernelSpec, build_bundle
+from hetero.compiler.build.cache import Cache, MemoryStorage
+from hetero.compiler.emit.base import EmittedSource
+from hetero.compiler.build.pipeline import ARTIFACT, RECORD, compile_key
+from hetero.compiler.frontend.signature import parse_signature
+from hetero.compiler.frontend.source import source_fingerprint
+from hetero.compiler.build.toolchains import CommandToolchain
 
 BASE: dict[str, Any] = {"dialect": "opencl", "arch": "dev-1", "toolchain": "driver 1", "options": ("-O2",),
                         "signature": "k(f32[:])", "features": ("fp64",), "restrict": True, "tool": "runtime",

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import hetero
-from hetero import calibration
-from hetero.calibration import Plan, calibrate, calibration_devices
+from hetero.kernels import calibration
+from hetero.kernels.calibration import Plan, calibrate, calibration_devices
 from hetero.scheduler import placement
 from hetero.scheduler.cost_model import CostModel, default_path, reset_default_model
 from hetero.scheduler.usage import LEDGER
@@ -45,7 +45,7 @@ def test_fastest_uses_the_calibration_under_the_name_calibrate_prints(calibrated
 
 
 def test_fastest_with_the_kernel_object_says_the_same_model(calibrated: CostModel) -> None:
-    from hetero.calibration_kernels import saxpy
+    from hetero.kernels.calibration_kernels import saxpy
 
     explanation = hetero.scheduler.explain(policy="fastest", kernel=saxpy, n=1 << 12)
     assert saxpy.cost_key() in explanation.model and explanation.as_dict()["model"] == explanation.model
@@ -137,7 +137,7 @@ def test_spread_moves_off_a_device_filled_outside_any_task() -> None:
 
 
 def test_cuda_and_rocm_report_what_the_driver_counts_in_use() -> None:
-    from hetero.backends.cupy_runtime import CuPyRuntime
+    from hetero.backends.cupy.runtime import CuPyRuntime
 
     runtime = object.__new__(CuPyRuntime)  # no GPU here: only memory_info (cudaMemGetInfo) is faked
     runtime.memory_info = lambda: (30 << 30, 80 << 30)  # type: ignore[method-assign]

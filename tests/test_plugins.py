@@ -30,7 +30,7 @@ print(json.dumps({"names": names, "ok": bool((back == data).all()), "kind": str(
 
 
 def test_broken_plugins_are_reported_with_the_reason() -> None:
-    result = run_python("import hetero.cli, sys; sys.exit(hetero.cli.main(['devices', '--all', '--json']))", PLUGIN_ENV)
+    result = run_python("import hetero.cli.main, sys; sys.exit(hetero.cli.main.main(['devices', '--all', '--json']))", PLUGIN_ENV)
     backends = {b["backend"]: b for b in json.loads(result.stdout)["backends"]}
     assert backends["fake"]["available"]
     assert not backends["fakebroken"]["available"]
@@ -79,4 +79,4 @@ def test_fake_device_round_trip_through_staging() -> None:
             assert moved.numpy().tobytes() == data.tobytes(), other
     finally:
         sys.path.remove(str(PLUGINS))
-        hetero.registry.reset()
+        hetero.core.registry.reset()

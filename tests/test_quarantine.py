@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 import hetero
-from hetero.cli import main
-from hetero.device import Health, HealthState
-from hetero.errors import ConfigError
+from hetero.cli.main import main
+from hetero.core.device import Health, HealthState
+from hetero.core.errors import ConfigError
 from hetero.fault import quarantine
 from tests.conftest import run_python
 
@@ -285,7 +285,7 @@ BROKEN_STORES = {
     "time-huge": _store({"time": 1e300, "expires": None}),
     "expires-huge": _store({"expires": 1e300}),
 }
-USE_THE_DEVICES = ("import hetero; from hetero.cli import main; hetero.ones(3); "
+USE_THE_DEVICES = ("import hetero; from hetero.cli.main import main; hetero.ones(3); "
                    "from hetero.fault import quarantine; print(sorted(quarantine.quarantined_ids())); "
                    "main(['quarantine', 'list']); raise SystemExit(main(['devices']))")
 
@@ -308,7 +308,7 @@ def test_hetero_run_starts_with_a_broken_store(state_dir: Path, tmp_path: Path, 
     (state_dir / "quarantine.json").write_bytes(BROKEN_STORES[kind])
     script = tmp_path / "ok.py"
     script.write_text("import hetero; hetero.ones(3); print('worker ran')\n")
-    done = subprocess.run([sys.executable, "-m", "hetero.fault.launch.cli", "--devices", "cpu", "--run-dir",
+    done = subprocess.run([sys.executable, "-m", "hetero.launcher.cli", "--devices", "cpu", "--run-dir",
                            str(tmp_path / "run"), str(script)], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "HETERO_STATE_DIR": str(state_dir)}, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

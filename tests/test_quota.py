@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.device import Device, DeviceInfo, Kind
-from hetero.plugin import DeviceRuntime
+from hetero.core.device import Device, DeviceInfo, Kind
+from hetero.core.plugin import DeviceRuntime
 from hetero.scheduler import quota as quota_module
 from hetero.scheduler.quota import Task, current_task, task
 from hetero.scheduler.usage import LEDGER

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hetero.device import DeviceInfo, Kind
+from hetero.core.device import DeviceInfo, Kind
 from hetero.scheduler import replacement
 
 

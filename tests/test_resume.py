@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero import checkpoint
-from hetero.resume import ResumeError
-from hetero.resume_data import epoch_start, position
+from hetero.checkpoint import store as checkpoint
+from hetero.checkpoint.resume import ResumeError
+from hetero.checkpoint.resume_data import epoch_start, position
 
 torch = pytest.importorskip("torch")
 from torch_training import assert_same_training  # noqa: E402

@@ -50,7 +50,7 @@ def run(tmp_path: Path, name: str, drill: str | None, *launcher: str) -> tuple[l
         wrapper = tmp_path / "first_only.py"
         wrapper.write_text(FIRST_ONLY)
         env["DRILL"] = drill
-        argv = [sys.executable, "-m", "hetero.fault.launch.cli", "--run-dir", str(tmp_path / name), *launcher,
+        argv = [sys.executable, "-m", "hetero.launcher.cli", "--run-dir", str(tmp_path / name), *launcher,
                 str(wrapper), str(EXAMPLE), *tail]
     done = subprocess.run(argv, env=env, cwd=tmp_path, text=True, capture_output=True, timeout=TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -98,7 +98,7 @@ def test_a_worker_killed_mid_epoch_resumes_at_the_batch_bit_identical(
         (r["epoch"], r["batch"], r["sum"]) for r in want_rows]
     assert (second[0]["epoch"], second[0]["batch"]) == (want_rows[resumed[0]]["epoch"], want_rows[resumed[0]]["batch"])
     # at most the batches since the last checkpoint are trained again; checkpoints are written by a
-    # background thread (hetero.checkpoint.save_async), so the newest may still be in flight when the
+    # background thread (hetero.checkpoint.store.save_async), so the newest may still be in flight when the
     # worker is killed: then the one before it is the last on disk (a CI run saw 36 - 30 = 6)
     assert len(first) - resumed[0] < 2 * 5 + 1
     assert model.keys() == want_model.keys()

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from hetero.backends import rocm_health
-from hetero.backends.rocm_health import assess, find_card, read_sysfs
-from hetero.device import HealthState
+from hetero.backends.cupy import rocm_health
+from hetero.backends.cupy.rocm_health import assess, find_card, read_sysfs
+from hetero.core.device import HealthState
 
 PCI = "0000:03:00.0"
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from hetero.errors import ConfigError
+from hetero.core.errors import ConfigError
 from hetero.scheduler.routing import Router
 
 

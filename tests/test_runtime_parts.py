@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.device import Device, DeviceInfo, Kind
-from hetero.plugin import DeviceRuntime
-from hetero.runtime_parts import Allocator, HealthSource, Interop, KernelLoader, KernelRunner, StreamRuntime, runs_kernels
+from hetero.core.device import Device, DeviceInfo, Kind
+from hetero.core.plugin import DeviceRuntime
+from hetero.core.runtime_parts import Allocator, HealthSource, Interop, KernelLoader, KernelRunner, StreamRuntime, runs_kernels
 
 
 def _info(name: str) -> DeviceInfo:
@@ -98,7 +98,7 @@ def test_the_built_in_runtimes_declare_what_they_do(device: hetero.Device) -> No
 
 
 def test_the_cupy_runtime_declares_streams() -> None:
-    from hetero.backends.cupy_runtime import CuPyRuntime
+    from hetero.backends.cupy.runtime import CuPyRuntime
 
     assert issubclass(CuPyRuntime, StreamRuntime)
 

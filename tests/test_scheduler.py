@@ -9,18 +9,8 @@ import textwrap
 
 import pytest
 
-from hetero.device import DeviceInfo, HealthState, Kind
-from hetero.scheduler import (
-    Candidate,
-    NoDeviceAvailable,
-    Request,
-    assign,
-    decide,
-    explain,
-    get_policy,
-    parse_size,
-    static_speed,
-)
+from hetero.core.device import DeviceInfo, HealthState, Kind
+from hetero.scheduler import Candidate, NoDeviceAvailable, Request, assign, decide, explain, get_policy, parse_size, static_speed
 from tests.conftest import run_python
 
 GiB = 1 << 30
@@ -351,7 +341,7 @@ def test_request_validation_names_the_field_and_the_choices() -> None:
 
 
 def test_policies_agree_with_the_config_choices() -> None:
-    from hetero.config import POLICIES
+    from hetero.core.config import POLICIES
 
     assert [get_policy(name).name for name in POLICIES] == list(POLICIES)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import hetero
-from hetero import array as hetero_array
-from hetero.device import Health, HealthState
+from hetero.array import ndarray as hetero_array
+from hetero.core.device import Health, HealthState
 from hetero.scheduler import LEDGER, NoDeviceAvailable, explain, forget_decisions, place, placement, quota, task, usage
 from hetero.scheduler.usage import Ledger
 

@@ -22,7 +22,7 @@ import tritonclient.http as triton
 from tests.fakes.servable import NumpyServable
 from tritonclient.utils import InferenceServerException
 
-from hetero import cli_serve
+from hetero.cli import serve as cli_serve
 from hetero.onnx.errors import InputError
 from hetero.serve import ServerThread
 from hetero.serve.app import STATE

@@ -14,14 +14,7 @@ from tritonclient.http._utils import _get_inference_request
 
 from hetero.onnx.spec import TensorSpec
 from hetero.serve.protocol import (
-    DATATYPES,
-    ProtocolError,
-    check_inputs,
-    datatype_of,
-    decode_request,
-    encode_error,
-    encode_response,
-    select_outputs,
+    DATATYPES, ProtocolError, check_inputs, datatype_of, decode_request, encode_error, encode_response, select_outputs,
     tensor_metadata,
 )
 

@@ -12,7 +12,7 @@ import pytest
 
 import hetero
 from hetero import f32
-from hetero.fault import snapshot
+from hetero.recovery import snapshot
 from tests.conftest import DEVICE_NAMES
 from tests.test_guard import Faulty, assert_same_state, fault_free, new_state, run_loop
 
@@ -193,7 +193,7 @@ def test_last_snapshot_is_complete_when_read(name: str) -> None:
 def test_a_device_far_behind_keeps_a_few_snapshots_on_their_way(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Copies not yet arrived are not waited for when the next snapshot is taken, up to
     MAX_PENDING of them; a recovery then restores the newest that arrives."""
-    from hetero.fault import guard as guard_module
+    from hetero.recovery import guard as guard_module
 
     device = hetero.device(name)
     real_many = type(device.runtime).download_many
@@ -230,7 +230,7 @@ def test_copies_that_never_arrive_are_given_up_on(name: str, monkeypatch: pytest
                                                   caplog: pytest.LogCaptureFixture) -> None:
     """A recovery never blocks on a device that may hang: after PENDING_WAIT_SECONDS it restores
     the last snapshot that arrived, and keeps the abandoned copies referenced."""
-    from hetero.fault import guard as guard_module
+    from hetero.recovery import guard as guard_module
 
     if not _others(name):
         pytest.skip("needs two devices")

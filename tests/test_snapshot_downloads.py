@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.fault import snapshot
+from hetero.recovery import snapshot
 from tests.conftest import DEVICE_NAMES
 
 OPENCL = [name for name in DEVICE_NAMES if name.startswith(("opencl", "oneapi"))]
@@ -55,7 +55,7 @@ def test_injected_copy_faults_still_fire_on_a_snapshots_copies(name: str) -> Non
 def test_reader_without_pyopencl_internals_goes_through_enqueue_copy() -> None:
     """The snapshot's device->host copies use PyOpenCL's own reader where it has one; a PyOpenCL
     without it (renamed internals) still copies, through the public ``enqueue_copy``."""
-    from hetero.backends.opencl_runtime import _reader
+    from hetero.backends.opencl.runtime import _reader
 
     calls: list[tuple] = []
 

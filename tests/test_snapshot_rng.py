@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hetero.fault import snapshot_rng
+from hetero.recovery import snapshot_rng
 
 
 class FakeAccelerator:
@@ -86,7 +86,7 @@ def test_a_device_that_refuses_its_state_is_logged_and_the_rest_restored(fake_to
     saved = snapshot_rng.capture("cuda:0")
     fake_torch.cuda.broken = (0,)
     fake_torch.cuda.states.update({0: 7, 1: 8})
-    with caplog.at_level(logging.WARNING, logger="hetero.fault.snapshot"):
+    with caplog.at_level(logging.WARNING, logger="hetero.recovery.snapshot"):
         snapshot_rng.restore(saved, "cuda:0")
     assert fake_torch.cuda.states[1] == 101
     assert "cuda:0" in caplog.text and "illegal memory access" in caplog.text

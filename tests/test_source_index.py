@@ -1,5 +1,5 @@
 """A kernel served from the compile cache in a new process parses nothing: where its block ends and
-its free names come from the source index (:mod:`hetero.compiler.source_index`), keyed by the
+its free names come from the source index (:mod:`hetero.compiler.frontend.source_index`), keyed by the
 text they were computed from, so an edited kernel is never keyed as the old one."""
 
 from __future__ import annotations

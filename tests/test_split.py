@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero import calibration_kernels as ck
+from hetero.kernels import calibration_kernels as ck
 from hetero.scheduler.cost_model import CostModel
-from hetero.scheduler.split_plan import (MEASURED_IN_A_ROW, PROBE_AT_MOST_EVERY, PROBE_COST, PROBE_EVERY,
-                                         ROUNDS_BEFORE_RARE, Outcomes, even, partition)
-from hetero.split import NotSplittableError
+from hetero.scheduler.split_plan import (
+    MEASURED_IN_A_ROW, PROBE_AT_MOST_EVERY, PROBE_COST, PROBE_EVERY, ROUNDS_BEFORE_RARE, Outcomes, even, partition,
+)
+from hetero.kernels.split.launch import NotSplittableError
 from tests.conftest import DEVICE_NAMES
 from tests.kernels import corpus
 
@@ -548,8 +549,8 @@ def test_a_launcher_running_one_device_alone_does_not_plan_the_split_it_does_not
     monkeypatch.setattr(split_plan.Outcomes, "next_launch",
                         lambda self, devices, launch=None: (None, False) if not self.split else (others[0], False))
     plans = []
-    real = hetero.split.SplitLauncher._plan
-    monkeypatch.setattr(hetero.split.SplitLauncher, "_plan", lambda self, *a: plans.append(1) or real(self, *a))
+    real = hetero.kernels.split.launch.SplitLauncher._plan
+    monkeypatch.setattr(hetero.kernels.split.launch.SplitLauncher, "_plan", lambda self, *a: plans.append(1) or real(self, *a))
     n = 1 << 12
     launcher = ck.copy.split(["cpu", others[0]], model=CostModel())[n]
     x, y = hetero.full(n, 2.0, device="cpu"), hetero.zeros(n, device="cpu")

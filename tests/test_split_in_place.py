@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero import calibration_kernels as ck
-from hetero import split as split_module
-from hetero.device import Kind
+from hetero.kernels import calibration_kernels as ck
+from hetero.kernels.split import launch as split_module
+from hetero.core.device import Kind
 from hetero.scheduler import split_plan
 from hetero.scheduler.cost_model import CostModel
 from hetero.scheduler.split_plan import HOME_MARGIN, MEASURED_IN_A_ROW, Outcomes

@@ -1,4 +1,4 @@
-"""The strided copy kernel (hetero.compiler.strided_copy): one IR definition that every dialect
+"""The strided copy kernel (hetero.compiler.array_kernels.strided_copy): one IR definition that every dialect
 emits, that ir_json round-trips as a checked kernel, and that NVRTC compiles for sm_90 here.
 Its launches on this machine's devices are tested through views in tests/test_array_views.py."""
 
@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from hetero.compiler import ir_json, pipeline, strided_copy
-from hetero.compiler.emit_registry import emitter_for
-from hetero.target import Target
-from hetero.types import u8, u64
+from hetero.compiler.ir import json_form as ir_json
+from hetero.compiler.build import pipeline
+from hetero.compiler.array_kernels import strided_copy
+from hetero.compiler.emit.registry import emitter_for
+from hetero.core.target import Target
+from hetero.core.types import u8, u64
 
 FEATURES = frozenset({"fp64", "fp16", "int64_atomics"})
 TARGETS = [Target("opencl", "any", FEATURES, "test"), Target("cuda", "sm_90", FEATURES, "nvcc 13.0"),
@@ -36,7 +38,7 @@ def test_the_copy_kernel_is_valid_ir_and_its_key_follows_the_ir() -> None:
 
 def test_the_copy_kernel_compiles_to_sm90_through_nvrtc() -> None:
     pytest.importorskip("cuda.bindings.nvrtc", reason="cuda-bindings is not installed")
-    from hetero.backends import nvrtc_compile
+    from hetero.backends.cupy import nvrtc_compile
 
     if not nvrtc_compile.available():
         pytest.skip("libnvrtc cannot be loaded")

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 import hetero
-from hetero.compiler import toolchains
-from hetero.compiler.cache import Cache, MemoryStorage
-from hetero.compiler.emit_base import EmittedSource
-from hetero.compiler.pipeline import build_artifact
-from hetero.compiler.stats import stats
-from hetero.compiler.toolchains import HIPCC, NVCC, SPIRV, CommandToolchain, run_tool
+from hetero.compiler.build import toolchains
+from hetero.compiler.build.cache import Cache, MemoryStorage
+from hetero.compiler.emit.base import EmittedSource
+from hetero.compiler.build.pipeline import build_artifact
+from hetero.compiler.build.stats import stats
+from hetero.compiler.build.toolchains import HIPCC, NVCC, SPIRV, CommandToolchain, run_tool
 
 needs_nvcc = pytest.mark.skipif(not NVCC.available(), reason="nvcc is not installed")
 needs_hipcc = pytest.mark.skipif(not HIPCC.available(), reason="hipcc is not installed")

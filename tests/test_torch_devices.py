@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 
 import hetero
-from hetero.torch_devices import is_gpu, loaded_torch_device
+from hetero.core.torch_devices import is_gpu, loaded_torch_device
 
 torch = pytest.importorskip("torch")
 

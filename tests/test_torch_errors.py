@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import hetero
-from hetero.errors import ContextCorruptedError, DeviceOutOfMemoryError, RecoveryFailedError
+from hetero.core.errors import ContextCorruptedError, DeviceOutOfMemoryError, RecoveryFailedError
 from hetero.fault import FaultClass, classify
 from hetero.fault.foreign_errors import UNKNOWN_DEVICE, recognise
 from hetero.fault.taxonomy import CODE_TABLES
@@ -255,7 +255,7 @@ def test_classify_never_imports_torch_or_cupy() -> None:
 import sys
 import hetero
 from hetero.fault import classify
-from hetero.errors import ContextCorruptedError
+from hetero.core.errors import ContextCorruptedError
 print(classify(ContextCorruptedError("x", backend="cuda", device="cuda:0", code=700), events=[]).fault_class)
 print(classify(RuntimeError("CUDA error: an illegal memory access was encountered"), events=[]).fault_class)
 print(classify(ValueError("not a device error"), events=[]).fault_class)

@@ -98,7 +98,7 @@ def launches_a_step(example: Any, device: str) -> int:
     more where it runs hetero's own kernels (a machine without libclblast)."""
     from digits_model import initial_weights, load_digits, to_device
 
-    from hetero.launch_counts import launches
+    from hetero.core.launch_counts import launches
 
     trainer = example.ArrayTrainer(load_digits(0), to_device(initial_weights(0), hetero.device(device)), seed=0,
                                    lr=0.2, batch=64)
@@ -134,7 +134,7 @@ def test_hetero_run_restarts_a_crashed_worker_from_its_checkpoint(example: Any, 
     env = {**os.environ, "HETERO_STATE_DIR": str(tmp_path / "state")}
     for name in ("HETERO_FAULTS", "HETERO_CHECKPOINT_DIR"):
         env.pop(name, None)
-    argv = [sys.executable, "-m", "hetero.fault.launch.cli", "--devices", f"{first},{second}", "--run-dir",
+    argv = [sys.executable, "-m", "hetero.launcher.cli", "--devices", f"{first},{second}", "--run-dir",
             str(tmp_path / "run"), "--inject", f"{first}:launch:nth={crash}:crash",
             str(EXAMPLES / "train_digits_arrays.py"), "--steps", "60", "--checkpoint-every", "20", "--json"]
     done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False)

@@ -1,4 +1,4 @@
-"""The worker bootstrap (python -m hetero.fault.launch.worker_main): runs a script or module as python
+"""The worker bootstrap (python -m hetero.launcher.worker_main): runs a script or module as python
 would, reports escaping device faults with exit status 86, and lets everything else through."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import hetero
-from hetero.fault.launch import worker_main as worker
+from hetero.launcher import worker_main as worker
 from hetero.fault.protocol import FAULT_EXIT_CODE, FAULT_REPORT_FIELDS
 
 RAISE_CORRUPTED = """
@@ -38,7 +38,7 @@ def _run(tmp_path: Path, body: str, *args: str, module: bool = False) -> tuple[s
         (tmp_path / "helper_mod.py").write_text("VALUE = 42\n")
         (tmp_path / "script.py").write_text(textwrap.dedent(body))
         target = [str(tmp_path / "script.py")]
-    result = subprocess.run([sys.executable, "-m", "hetero.fault.launch.worker_main", *target, *args], check=False,
+    result = subprocess.run([sys.executable, "-m", "hetero.launcher.worker_main", *target, *args], check=False,
                             capture_output=True,
                             text=True, env=env, cwd=tmp_path, timeout=120)
     return result, report
@@ -123,7 +123,7 @@ def test_module_form(tmp_path: Path) -> None:
 
 def _start(tmp_path: Path, body: str) -> subprocess.Popen[str]:
     (tmp_path / "script.py").write_text(textwrap.dedent(body))
-    proc = subprocess.Popen([sys.executable, "-m", "hetero.fault.launch.worker_main", str(tmp_path / "script.py")],
+    proc = subprocess.Popen([sys.executable, "-m", "hetero.launcher.worker_main", str(tmp_path / "script.py")],
                             stdout=subprocess.PIPE, text=True, cwd=tmp_path)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     return proc
@@ -134,7 +134,7 @@ def test_sigterm_runs_finally_blocks_and_pending_saves_then_ends_by_sigterm(tmp_
         import time, numpy as np, hetero
         try:
             for step in range(4):  # queued; written in the background while the supervisor stops us
-                hetero.checkpoint.save_async({{"w": np.full(2_000_000, step)}}, step, {str(tmp_path / "ck")!r}, keep=None)
+                hetero.checkpoint.store.save_async({{"w": np.full(2_000_000, step)}}, step, {str(tmp_path / "ck")!r}, keep=None)
             print("ready", flush=True)
             time.sleep(60)
         finally:
@@ -143,7 +143,7 @@ def test_sigterm_runs_finally_blocks_and_pending_saves_then_ends_by_sigterm(tmp_
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == -signal.SIGTERM
     assert (tmp_path / "finally").read_text() == "ran"
-    from hetero import checkpoint
+    from hetero.checkpoint import store as checkpoint
 
     assert [step for step, _ in checkpoint.checkpoints(tmp_path / "ck")] == [3, 2, 1, 0]
     assert checkpoint.latest_step(tmp_path / "ck") == 3

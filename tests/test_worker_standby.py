@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hetero.fault.launch.worker_main import WarmStandby
+from hetero.launcher.worker_main import WarmStandby
 from hetero.fault.protocol import FAULT_EXIT_CODE
 
 PROBE = """
@@ -114,7 +114,7 @@ def test_a_preload_that_fails_does_not_lose_the_standby(tmp_path: Path, spares: 
 
 
 def test_standby_usage_errors() -> None:
-    from hetero.fault.launch import worker_main as worker
+    from hetero.launcher import worker_main as worker
 
     assert worker.standby(["--preload"]) == 2
     assert worker.standby(["--bogus", "x"]) == 2

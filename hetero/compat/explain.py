@@ -15,11 +15,11 @@ from typing import Any
 import hetero
 from hetero.compat.cuda import types as nbtypes
 from hetero.compat.cuda.dispatcher import Dispatcher
-from hetero.compiler import grid_sync, ir, warp_emulation
-from hetero.compiler.emit_registry import emitter_for
-from hetero.kernels import Kernel
+from hetero.compiler.ir import grid_sync, nodes as ir, warp_emulation
+from hetero.compiler.emit.registry import emitter_for
+from hetero.kernels.kernel import Kernel
 from hetero.language import typing_of
-from hetero.types import ArrayType, ScalarType
+from hetero.core.types import ArrayType, ScalarType
 
 
 def _ir(kernel: Kernel, signature: Any) -> ir.Function:

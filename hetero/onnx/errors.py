@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from hetero.errors import HeteroError
+from hetero.core.errors import HeteroError
 
 
 class ProviderUnavailableError(HeteroError, RuntimeError):

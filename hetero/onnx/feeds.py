@@ -84,7 +84,7 @@ def _prepare(feeds: Mapping[str, Any], inputs: Sequence[TensorSpec]) -> Feeds:
     specs = {spec.name: spec for spec in inputs}
     unknown = [name for name in feeds if name not in specs]
     if unknown:
-        from hetero.errors import did_you_mean
+        from hetero.core.errors import did_you_mean
 
         raise InputError(f"the model has no input {unknown[0]!r}; its inputs: {', '.join(specs)}"
                          + did_you_mean(str(unknown[0]), specs), str(unknown[0]))

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from hetero.device import Device, HealthState
+from hetero.core.device import Device, HealthState
 from hetero.fault import event_bus, quarantine
 from hetero.fault.classify import Classification, classify
 from hetero.onnx import providers as _providers

@@ -37,7 +37,7 @@ import logging
 import threading
 from typing import Any
 
-from hetero.device import Device, Kind
+from hetero.core.device import Device, Kind
 
 log = logging.getLogger("hetero.onnx")
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from hetero.device import Device
+from hetero.core.device import Device
 from hetero.fault import event_bus, injection_infer, ort_errors
 from hetero.onnx import feeds as _feeds
 from hetero.onnx import providers as _providers

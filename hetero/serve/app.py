@@ -24,13 +24,7 @@ from hetero._version import __version__
 from hetero.onnx.errors import InferenceFailedError, InputError
 from hetero.serve.metrics import ServeMetrics
 from hetero.serve.protocol import (
-    ProtocolError,
-    check_inputs,
-    decode_request,
-    encode_error,
-    encode_response,
-    select_outputs,
-    tensor_metadata,
+    ProtocolError, check_inputs, decode_request, encode_error, encode_response, select_outputs, tensor_metadata,
 )
 from hetero.serve.servable import Servable
 

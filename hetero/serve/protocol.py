@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from hetero.errors import HeteroError
+from hetero.core.errors import HeteroError
 from hetero.onnx.spec import TensorSpec
 
 #: KServe v2 datatype names -> the NumPy dtype of their wire form (little-endian).

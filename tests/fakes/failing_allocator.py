@@ -1,4 +1,4 @@
-"""A TEST TOOL, not an allocator: a buffer maker for :class:`hetero.backends.opencl_pool.BufferPool`
+"""A TEST TOOL, not an allocator: a buffer maker for :class:`hetero.backends.opencl.pool.BufferPool`
 that fails with a genuine PyOpenCL out-of-memory error (``CL_MEM_OBJECT_ALLOCATION_FAILURE``, built
 as a failing ``clCreateBuffer`` builds it) a set number of times, then makes real buffers. It lets a
 test walk the pool's out-of-memory path without exhausting a device."""
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from hetero.backends import opencl_errors
+from hetero.backends.opencl import errors as opencl_errors
 
 
 class OutOfMemoryMaker:

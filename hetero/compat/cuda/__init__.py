@@ -26,73 +26,19 @@ from __future__ import annotations
 
 import hetero
 from hetero.compat.cuda import types
-from hetero.compat.cuda.arrays import (
-    DeviceNDArray,
-    device_array,
-    device_array_like,
-    mapped_array,
-    pinned,
-    pinned_array,
-    to_device,
-)
+from hetero.compat.cuda.arrays import DeviceNDArray, device_array, device_array_like, mapped_array, pinned, pinned_array, to_device
 from hetero.compat.cuda.dispatcher import Dispatcher, LaunchConfig, jit
 from hetero.compat.cuda.ffi import config, declare_device
 from hetero.compat.cuda.raw import RawKernel, RawModule
 from hetero.compat.cuda.reduce import Reduce, reduce
 from hetero.compat.cuda.types import (
-    boolean,
-    float16,
-    float32,
-    float64,
-    int8,
-    int16,
-    int32,
-    int64,
-    intp,
-    uint8,
-    uint16,
-    uint32,
-    uint64,
-    uintp,
-    void,
+    boolean, float16, float32, float64, int8, int16, int32, int64, intp, uint8, uint16, uint32, uint64, uintp, void,
 )
-from hetero.language_cuda import (
-    activemask,
-    all_sync,
-    any_sync,
-    atomic,
-    ballot_sync,
-    blockDim,
-    blockIdx,
-    brev,
-    cg,
-    clz,
-    const,
-    ffs,
-    grid,
-    gridDim,
-    gridsize,
-    laneid,
-    lanemask_lt,
-    local,
-    match_all_sync,
-    match_any_sync,
-    popc,
-    shared,
-    shfl_down_sync,
-    shfl_sync,
-    shfl_up_sync,
-    shfl_xor_sync,
-    syncthreads,
-    syncthreads_and,
-    syncthreads_count,
-    syncthreads_or,
-    syncwarp,
-    threadfence,
-    threadfence_block,
-    threadfence_system,
-    threadIdx,
-    warpsize,
+from hetero.language.cuda import (
+    activemask, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx, brev, cg, clz, const, ffs, grid, gridDim,
+    gridsize, laneid, lanemask_lt, local, match_all_sync, match_any_sync, popc, shared, shfl_down_sync, shfl_sync,
+    shfl_up_sync, shfl_xor_sync, syncthreads, syncthreads_and, syncthreads_count, syncthreads_or, syncwarp,
+    threadfence, threadfence_block, threadfence_system, threadIdx, warpsize,
 )
 
 __all__ = [

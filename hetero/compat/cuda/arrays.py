@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 import hetero
-from hetero.array import Array
-from hetero.device import Device
+from hetero.array.ndarray import Array
+from hetero.core.device import Device
 
 
 class DeviceNDArray:

@@ -12,11 +12,11 @@ taken as Numba takes them:
 * a NumPy array is copied to the device before the launch and back after it (Numba's rule);
 * a Python ``int`` is i64, ``float`` f64, ``complex`` c128, ``bool`` bool; NumPy scalars keep
   their type; complex arrays and scalars work as in Numba
-  (:mod:`hetero.compiler.complex_lowering`);
+  (:mod:`hetero.compiler.ir.complex_lowering`);
 * with a signature, scalars are converted to its types and arrays must match them.
 
 The kernel runs on the device its arrays live on, else on ``hetero.device()``; the body is
-typed by Numba's rules (:mod:`hetero.compiler.typing_numba`).
+typed by Numba's rules (:mod:`hetero.compiler.frontend.typing_numba`).
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ from typing import Any
 import numpy as np
 
 import hetero
-from hetero.array import Array
+from hetero.array.ndarray import Array
 from hetero.compat.cuda import types as nbtypes
 from hetero.compat.cuda.arrays import DeviceNDArray
-from hetero.device import Device
-from hetero.errors import CompileError, KernelLaunchError
-from hetero.kernels import Kernel
+from hetero.core.device import Device
+from hetero.core.errors import CompileError, KernelLaunchError
+from hetero.kernels.kernel import Kernel
 from hetero.language import DeviceFunction, set_dynamic_shared, set_typing
-from hetero.types import ArrayType, ScalarType
+from hetero.core.types import ArrayType, ScalarType
 
 #: Threads per block ``forall`` launches with (Numba asks the driver for an occupancy-based
 #: size; hetero uses one size every device takes).
@@ -136,7 +136,7 @@ class Overload:
 
     def max_cooperative_grid_blocks(self, blockdim: int | tuple[int, ...]) -> int:
         """The most blocks a launch of this kernel with grid syncs may have. hetero runs grid syncs
-        as phases of launches (:mod:`hetero.compiler.grid_sync`), which need no block resident at
+        as phases of launches (:mod:`hetero.compiler.ir.grid_sync`), which need no block resident at
         once, so the limit is the launch's own: 2**31 - 1 threads."""
         threads = math.prod(launch_dims(blockdim, "blockdim"))
         return (2**31 - 1) // threads

@@ -6,7 +6,7 @@ function takes a pointer to the return value first, then the arguments, and retu
     extern "C" __device__ int mul_f32_f32(float *return_value, float x, float y);
 
 hetero has no CUDA linker off NVIDIA hardware, so the C source is read by hetero's CUDA C front
-end (:mod:`hetero.compiler.cuda_c`) and lowered into the kernel's own IR, for every device: the
+end (:mod:`hetero.compiler.frontend.cuda_c`) and lowered into the kernel's own IR, for every device: the
 call ``mul(x, y)`` becomes the function's body, inlined, writing a per-thread slot that is then
 read. A ``CPointer(float32)`` argument takes an array of the kernel (``ffi.from_buffer(a)`` of
 cffi names one). ``#include`` folders are ``config.CUDA_NVRTC_EXTRA_SEARCH_PATHS`` (``:``
@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from hetero.compat.cuda import types as nbtypes
-from hetero.compiler import cuda_c, ir
-from hetero.errors import CompileError
-from hetero.types import ArrayType, ScalarType, i64
+from hetero.compiler.frontend import cuda_c
+from hetero.compiler.ir import nodes as ir
+from hetero.core.errors import CompileError
+from hetero.core.types import ArrayType, ScalarType, i64
 
 #: Numba's ``numba.cuda.config`` settings that hetero reads.
 config = pytypes.SimpleNamespace(CUDA_NVRTC_EXTRA_SEARCH_PATHS="")

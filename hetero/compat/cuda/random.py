@@ -60,9 +60,9 @@ from typing import Any
 import numpy as np
 
 import hetero
-from hetero.array import Array
+from hetero.array.ndarray import Array
 from hetero.compat.cuda.arrays import DeviceNDArray, to_device
-from hetero.device import Device
+from hetero.core.device import Device
 
 __all__ = [
     "create_xoroshiro128p_states",

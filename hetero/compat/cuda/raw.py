@@ -7,7 +7,7 @@
     }''', "add")
     add((blocks,), (threads,), (a, b, c, np.int32(n)))     # CuPy's call: grid, block, args
 
-The source goes through hetero's CUDA C front end (:mod:`hetero.compiler.cuda_c`, libclang),
+The source goes through hetero's CUDA C front end (:mod:`hetero.compiler.frontend.cuda_c`, libclang),
 then the middle compiler like any kernel: OpenCL, oneAPI, cpu, CUDA and ROCm devices all run
 it. A pointer parameter takes a device array (a :class:`hetero.Array` or a
 :class:`~hetero.compat.cuda.arrays.DeviceNDArray`, seen flat) or a NumPy array (copied in and
@@ -27,14 +27,15 @@ from typing import Any
 import numpy as np
 
 import hetero
-from hetero.array import Array
-from hetero.array_copy import GeneratedSpecialization
+from hetero.array.ndarray import Array
+from hetero.array.copy import GeneratedSpecialization
 from hetero.compat.cuda.arrays import DeviceNDArray
 from hetero.compat.cuda.dispatcher import launch_dims as _dims
-from hetero.compiler import cuda_c, ir
-from hetero.device import Device
-from hetero.errors import CompileError, KernelLaunchError
-from hetero.types import ArrayType, ScalarType
+from hetero.compiler.frontend import cuda_c
+from hetero.compiler.ir import nodes as ir
+from hetero.core.device import Device
+from hetero.core.errors import CompileError, KernelLaunchError
+from hetero.core.types import ArrayType, ScalarType
 
 
 def _options(options: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -16,7 +16,7 @@ import numpy as np
 
 import hetero
 from hetero.compat.cuda.arrays import DeviceNDArray
-from hetero.kernels import Kernel
+from hetero.kernels.kernel import Kernel
 from hetero.language import DeviceFunction, global_id, set_typing
 
 PARTIALS = 1024

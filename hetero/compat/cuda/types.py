@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from hetero import types as ht
-from hetero.errors import CompileError
+from hetero.core import types as ht
+from hetero.core.errors import CompileError
 
 
 class NumbaType:

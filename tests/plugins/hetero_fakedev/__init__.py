@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from hetero.device import DeviceInfo, Health, HealthState, Kind
-from hetero.plugin import Backend, BackendRegistration, DeviceRuntime
+from hetero.core.device import DeviceInfo, Health, HealthState, Kind
+from hetero.core.plugin import Backend, BackendRegistration, DeviceRuntime
 
 
 class FakeRuntime(DeviceRuntime):

@@ -1,0 +1,141 @@
+"""``hetero infer MODEL.onnx --input x.npy [--device D] [--benchmark N] [--output out.npz]``: run an
+ONNX model once on a hetero device (no silent CPU fallback: :class:`hetero.onnx.Session`), or
+time it.
+
+Inputs are ``.npy`` files (``--input x.npy`` for a one-input model, ``--input name=x.npy`` per
+input) or one ``.npz`` whose array names are the input names; they are read with
+``allow_pickle=False`` (a file never runs code). ``--output`` writes the outputs to an ``.npz``
+atomically (a failed run leaves no file). ``--benchmark N`` runs N timed inferences after one
+warm-up and reports the latency percentiles and throughput (``--json`` for a machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hetero.core.errors import HeteroError
+
+PROGRESS_EVERY = 2.0  # seconds between progress lines of a long benchmark
+
+
+def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
+    parser = sub.add_parser("infer", help="run an ONNX model on a device, or benchmark it",
+                            description="Run an ONNX model on a hetero device through ONNX Runtime, with the "
+                                        "device's own execution provider (an error, not a quiet CPU fallback, "
+                                        "when it is missing). Example: hetero infer model.onnx --input x.npy "
+                                        "--device oneapi:0 --benchmark 1000")
+    parser.add_argument("model", type=Path, metavar="MODEL.onnx")
+    parser.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE",
+                        help="an .npy file (NAME= for models with several inputs) or an .npz of all inputs; repeat")
+    parser.add_argument("--device", default="auto", help="device (cpu, cuda:0, oneapi:0 ...; default auto)")
+    parser.add_argument("--fallback-cpu", action="store_true", help="run on the CPU if the device's provider is missing")
+    parser.add_argument("--benchmark", type=int, default=0, metavar="N", help="time N inferences after a warm-up")
+    parser.add_argument("--output", type=Path, default=None, metavar="OUT.npz", help="write the outputs here")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    return {"infer": cmd_infer}
+
+
+def _load(path: Path) -> Any:
+    if not path.is_file():
+        raise HeteroError(f"input file {str(path)!r} does not exist")
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError as error:  # an object array needs pickle: refused
+        raise HeteroError(f"input file {str(path)!r} cannot be read without unpickling ({error}); save plain "
+                          "numeric arrays with numpy.save") from None
+    except OSError as error:
+        raise HeteroError(f"input file {str(path)!r} is not a .npy/.npz file: {error}") from None
+
+
+def read_feeds(specs: list[str], input_names: list[str]) -> dict[str, np.ndarray]:
+    """The feeds ``--input`` options name, for a model whose inputs are ``input_names``."""
+    if not specs:
+        raise HeteroError(f"give the model's input with --input FILE.npy (its inputs: {', '.join(input_names)})")
+    feeds: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, sep, file = spec.partition("=")
+        if not sep:
+            name, file = "", spec
+        loaded = _load(Path(file))
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            feeds.update({key: loaded[key] for key in loaded.files})
+            continue
+        if not name:
+            if len(input_names) != 1:
+                raise HeteroError(f"the model has inputs {', '.join(input_names)}: name each, --input NAME={file}")
+            name = input_names[0]
+        feeds[name] = loaded
+    return feeds
+
+
+def _write_npz(path: Path, outputs: dict[str, np.ndarray]) -> None:
+    from hetero.core.files import atomic_write
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **outputs)  # type: ignore[arg-type]
+    atomic_write(path, buffer.getvalue())
+
+
+def _benchmark(session: Any, feeds: dict[str, np.ndarray], count: int) -> dict[str, float]:
+    session.run(feeds)  # warm-up: the provider's first run builds its kernels
+    times = np.empty(count)
+    started = last = time.perf_counter()
+    for i in range(count):
+        t0 = time.perf_counter()
+        session.run(feeds)
+        times[i] = time.perf_counter() - t0
+        if time.perf_counter() - last > PROGRESS_EVERY:
+            last = time.perf_counter()
+            print(f"  {i + 1}/{count} inferences ...", file=sys.stderr)
+    total = time.perf_counter() - started
+    p50, p90, p99 = (np.percentile(times, [50, 90, 99]) * 1e3).tolist()
+    return {"count": count, "seconds": total, "per_second": count / total, "p50_ms": p50, "p90_ms": p90, "p99_ms": p99}
+
+
+def cmd_infer(args: argparse.Namespace) -> int:
+    from hetero.onnx import Session
+
+    if not args.model.is_file():
+        print(f"hetero infer: model file {args.model} does not exist; pass the path of an .onnx file", file=sys.stderr)
+        return 2
+    if args.benchmark < 0:
+        print("hetero infer: --benchmark N needs N >= 1", file=sys.stderr)
+        return 2
+    session = Session(args.model, args.device, fallback="cpu" if args.fallback_cpu else None)
+    feeds = read_feeds(args.input, [spec.name for spec in session.inputs])
+    outputs = session.run(feeds)
+    report: dict[str, Any] = {"device": session.device.name, "provider": session.provider, "fell_back": session.fell_back,
+                              "outputs": {k: {"shape": list(v.shape), "dtype": v.dtype.name} for k, v in outputs.items()}}
+    if args.benchmark:
+        report["benchmark"] = _benchmark(session, feeds, args.benchmark)
+    if args.output is not None:
+        _write_npz(args.output, outputs)
+        report["written"] = str(args.output)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{args.model.name} on {session.device.name} via {session.provider}"
+          + (" (fell back to the CPU)" if session.fell_back else ""))
+    for name, value in outputs.items():
+        flat = value.reshape(-1)
+        print(f"  {name}: {value.dtype.name}{list(value.shape)}  {np.array2string(flat[:6], precision=5)}"
+              + (" ..." if flat.size > 6 else ""))
+    if args.benchmark:
+        b = report["benchmark"]
+        print(f"  {b['count']} inferences: {b['per_second']:.1f}/s, p50 {b['p50_ms']:.3f} ms, p90 {b['p90_ms']:.3f} ms, "
+              f"p99 {b['p99_ms']:.3f} ms")
+    if args.output is not None:
+        print(f"  outputs written to {args.output}")
+    return 0
+
+
+__all__ = ["add_commands", "cmd_infer", "read_feeds"]

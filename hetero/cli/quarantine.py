@@ -1,0 +1,135 @@
+"""``hetero quarantine list [--json]``, ``hetero quarantine release DEVICE|STABLE_ID|--all`` and
+``hetero quarantine add DEVICE --reason TEXT [--class CLASS] [--ttl SECONDS]``: the persistent
+device quarantine from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hetero.core.errors import HeteroError
+
+
+#: What ``quarantine add --class`` takes: the fault classes that quarantine a device.
+FAULT_CLASSES = ("recoverable", "context-corrupting", "device-lost", "degraded")
+
+
+def _ttl(text: str) -> float:
+    """``--ttl``: seconds >= 0 (0: until released by hand)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not seconds >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0 (0 keeps the device "
+                                         "quarantined until 'hetero quarantine release')")
+    return seconds
+
+
+def _when(seconds: float | None) -> str:
+    return "never" if seconds is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from hetero.fault import quarantine
+
+    entries = quarantine.entries()
+    if args.json:
+        now = time.time()
+        print(json.dumps({"store": str(quarantine.store_path()),
+                          "entries": [{**e.as_dict(), "expired": e.expired(now)} for e in entries]}, indent=2))
+        return 0
+    if not entries:
+        print(f"no device is quarantined (store: {quarantine.store_path()})")
+        return 0
+    from hetero.cli.table import table as _table
+
+    rows = [[e.name, e.stable_id, e.fault_class, _when(e.time),
+             _when(e.expires) + (" (expired: released once healthy)" if e.expired() else ""), e.reason]
+            for e in entries]
+    print(_table(rows, ["device", "stable id", "class", "since", "expires", "reason"]))
+    return 0
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from hetero.fault import quarantine
+
+    if args.all:
+        gone = quarantine.release_all()
+        print(f"released {len(gone)} device(s)" + (": " + ", ".join(e.name or e.stable_id for e in gone) if gone else ""))
+        return 0
+    if not args.device:
+        print("hetero: error: name a DEVICE (cuda:0) or STABLE_ID to release, or pass --all", file=sys.stderr)
+        return 2
+    released = quarantine.release(args.device)
+    if not released:  # a device spec whose entry was recorded under another name: match by stable id
+        try:
+            import hetero
+
+            released = quarantine.release(hetero.device(args.device).stable_id)
+        except (HeteroError, TypeError):
+            pass
+    if not released:
+        listed = ", ".join(f"{e.name} ({e.stable_id})" for e in quarantine.entries()) or "none"
+        print(f"hetero: error: {args.device!r} is not quarantined; quarantined devices: {listed}", file=sys.stderr)
+        return 1
+    print(f"released {args.device}")
+    return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    import hetero
+    from hetero.fault import quarantine
+
+    device = hetero.device(args.device)
+    ttl = float("inf") if args.ttl is not None and args.ttl <= 0 else args.ttl
+    entry = quarantine.add(device, args.reason, args.fault_class, ttl=ttl)
+    print(f"{entry.name} ({entry.stable_id}) {entry.describe()}")
+    return 0
+
+
+def quarantine_entries(devices: Sequence[Any]) -> dict[str, Any]:
+    """For ``hetero devices``: release expired entries of ``devices`` that read healthy now, then
+    the entries by stable id. A broken store is reported on stderr, never fatal to the listing."""
+    from hetero.fault import quarantine
+
+    try:
+        quarantine.auto_release(devices)
+        return {e.stable_id: e for e in quarantine.entries()}
+    except HeteroError as exc:
+        print(f"hetero: warning: quarantine not shown: {exc}", file=sys.stderr)
+        return {}
+
+
+def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
+    """Add ``quarantine list|release|add`` to ``sub`` (from ``add_subparsers``); returns
+    ``{"quarantine": handler}``."""
+    what = "list, release or add (by hand) quarantined devices"
+    parser = sub.add_parser("quarantine", help=what, description=what[0].upper() + what[1:] + ".")
+    actions = parser.add_subparsers(dest="quarantine_command", metavar="ACTION")
+    listing = actions.add_parser("list", help="devices in quarantine, why, and until when")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+    release = actions.add_parser("release", help="take a device out of quarantine")
+    release.add_argument("device", nargs="?", metavar="DEVICE|STABLE_ID", help="device name (cuda:0) or stable id")
+    release.add_argument("--all", action="store_true", help="release every device")
+    add = actions.add_parser("add", help="quarantine a device by hand (drain it for maintenance)")
+    add.add_argument("device", metavar="DEVICE", help="device name, e.g. cuda:0")
+    add.add_argument("--reason", required=True, help="why (shown by 'hetero devices' and 'quarantine list')")
+    add.add_argument("--class", dest="fault_class", default="degraded", choices=FAULT_CLASSES,
+                     help="fault class: " + ", ".join(FAULT_CLASSES) + " (default: degraded)")
+    add.add_argument("--ttl", type=_ttl, default=None,
+                     help="seconds to keep it quarantined (default: the class's TTL; 0: until released)")
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {"list": cmd_list, "release": cmd_release, "add": cmd_add}
+
+    def cmd_quarantine(args: argparse.Namespace) -> int:
+        if args.quarantine_command is None:
+            parser.print_help(sys.stderr)
+            return 2
+        return handlers[args.quarantine_command](args)
+
+    return {"quarantine": cmd_quarantine}

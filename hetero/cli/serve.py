@@ -1,0 +1,116 @@
+"""``hetero serve MODEL.onnx [--devices cpu,oneapi:0|all] [--port 8000] ...``: an ONNX model in a
+:class:`hetero.onnx.Pool` behind the KServe v2 HTTP protocol (:mod:`hetero.serve`) until Ctrl-C or
+SIGTERM, which finish the requests in flight first.
+
+:func:`add_commands` adds it to the ``hetero`` parser and returns the handler to register in
+``hetero.cli.main.COMMANDS``. ONNX Runtime and aiohttp are imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+MIB = 2**20
+
+# The module docstring is reStructuredText for the docs; --help shows plain text.
+DESCRIPTION = ("Serve an ONNX model over the KServe v2 HTTP protocol (as Triton Inference Server does, so "
+               "tritonclient.http works unchanged), from a pool of ONNX Runtime sessions on the devices named, "
+               "failing requests over to healthy devices. Ctrl-C or SIGTERM stop it after answering the requests "
+               "in flight. Example: hetero serve model.onnx --devices cuda:0,cpu --port 8000")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port, 0 to 65535 (0: any free one), got {value}")
+    return value
+
+
+def _megabytes(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of MiB, got {text}")
+    return value
+
+
+def _devices(text: str) -> str | list[str]:
+    """``all``, or the comma-separated device names as a list."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one device (cpu, cuda:0, oneapi:0, ...) or 'all'")
+    return "all" if names == ["all"] else names
+
+
+def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
+    """Add ``serve`` to ``sub`` (from ``add_subparsers``); returns ``{"serve": handler}``."""
+    parser = sub.add_parser("serve", help="serve an ONNX model over the KServe v2 HTTP protocol", description=DESCRIPTION)
+    parser.add_argument("model", type=Path, metavar="MODEL.onnx", help="the ONNX model file")
+    parser.add_argument("--devices", type=_devices, default="all",
+                        help="comma-separated devices, e.g. cuda:0,cpu, or 'all' (default: every device with an "
+                             "installed ONNX Runtime provider)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1; 0.0.0.0 for all)")
+    parser.add_argument("--port", type=_port, default=8000, help="TCP port (default: 8000)")
+    parser.add_argument("--max-batch", type=_positive_int, default=None, metavar="N",
+                        help="refuse requests whose batch (first) dimension is over N (default: no limit)")
+    parser.add_argument("--max-body-mb", type=_megabytes, default=64.0, metavar="MB",
+                        help="refuse request bodies over MB MiB with 413 (default: 64)")
+    parser.add_argument("--replicas", type=_positive_int, default=1, help="sessions per device (default: 1)")
+    parser.add_argument("--policy", default="least-outstanding",
+                        help="routing policy: least-outstanding (default), round-robin or fastest")
+    parser.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                        help="threads running requests (default: twice the CPU count, at most 32)")
+    parser.add_argument("--name", default=None, help="model name in the URLs (default: the file name without .onnx)")
+    parser.add_argument("--fallback-cpu", action="store_true",
+                        help="run on the CPU on purpose where a device's ONNX Runtime provider is missing "
+                             "(default: such a device is an error)")
+    return {"serve": cmd_serve}
+
+
+def open_pool(args: argparse.Namespace) -> Any:
+    """The :class:`hetero.onnx.Pool` the arguments describe (imports ONNX Runtime)."""
+    from hetero.onnx import Pool
+
+    return Pool(str(args.model), devices=args.devices, policy=args.policy, replicas=args.replicas,
+                fallback="cpu" if args.fallback_cpu else None, name=args.name or args.model.stem)
+
+
+def _log_to_stderr() -> None:
+    """The server's own lines (its URL, shutdown) at INFO on stderr; the rest of hetero keeps the level
+    HETERO_LOG sets."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("hetero.serve").setLevel(logging.INFO)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    model: Path = args.model
+    if not model.is_file():
+        why = "is a directory" if model.is_dir() else "does not exist"
+        print(f"hetero serve: model file {model} {why}; pass the path of an .onnx file", file=sys.stderr)
+        return 2
+    _log_to_stderr()
+    pool = open_pool(args)
+    from hetero.serve import runner
+
+    try:
+        runner.serve(pool, host=args.host, port=args.port, max_batch=args.max_batch,
+                     max_body_bytes=int(args.max_body_mb * MIB), workers=args.workers)
+    except OSError as exc:  # the port is taken, or the host is not an address of this machine
+        print(f"hetero serve: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+__all__ = ["add_commands", "cmd_serve", "open_pool"]

@@ -1,0 +1,8 @@
+"""The ground floor: what every other room speaks in. Devices and their health, the backend
+plugin interface and a runtime's parts, the registry that finds backends at run time, errors, the
+configuration (parsed once), kernel types and array dtypes, targets, sizes, atomic files, hooks
+(how this floor asks a question a floor above answers), launch counters and the fused-work flag.
+
+May import: the standard library, NumPy, PyYAML, and :mod:`hetero.language` / :mod:`hetero.math`
+(the same floor). Never a vendor library at import time, never a floor above (ask through a hook).
+"""
