@@ -31,7 +31,7 @@ from typing import Any
 from hetero.core import dtypes as _dtypes
 from hetero.array.ndarray import Array
 from hetero.array.ndarray import arange, asarray, empty, full, ones, zeros
-from hetero.array.ndarray import _dlpack_owner, _from_dlpack_object
+from hetero.array.ndarray import dlpack_owner, from_dlpack_object
 from hetero.array.cast import astype
 from hetero.array.creation import empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like
 from hetero.array.complex import elementwise as _complex
@@ -86,9 +86,9 @@ def from_dlpack(x: Any, /, *, device: str | Device | None = None, copy: builtins
         raise TypeError(f"from_dlpack takes an object with __dlpack__ and __dlpack_device__, not {type(x).__name__}")
     if isinstance(x, Array):  # hetero's own: no capsule (OpenCL devices have none), the same rules
         return _from_hetero(x, x.device if device is None else _resolve(device), copy)
-    target = _dlpack_owner(x) if device is None else _resolve(device)
+    target = dlpack_owner(x) if device is None else _resolve(device)
     try:
-        return _from_dlpack_object(x, target, None, copy)
+        return from_dlpack_object(x, target, None, copy)
     except ArrayError as exc:
         if copy is False:
             raise BufferError(str(exc)) from exc

@@ -48,7 +48,7 @@ def test_import_hetero_answers_every_hook_of_the_floors_below_without_loading_th
             "from hetero.core.registry import APPLY_QUOTA, AUTO_DEVICE, CHECK_REQUEST, RUNTIMES_OPENED\n"
             "from hetero.scheduler.inputs import QUARANTINED_IDS, QUOTAS_CHANGED, SUBSCRIBE\n"
             "from hetero.kernels.hooks import SPLIT_KERNEL\n"
-            "from hetero.device import FIND_DEVICE\n"
+            "from hetero.core.device import FIND_DEVICE\n"
             "hooks = [APPLY_QUOTA, AUTO_DEVICE, CHECK_REQUEST, RUNTIMES_OPENED, QUARANTINED_IDS, QUOTAS_CHANGED, SUBSCRIBE, SPLIT_KERNEL]\n"
             "assert all(h._provider for h in hooks), [h for h in hooks if not h._provider]\n"
             "assert FIND_DEVICE.loaded\n"

@@ -33,8 +33,8 @@ def test_wheel_installs_everything_under_the_hetero_namespace(wheel: Path) -> No
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/")[0] for name in names}
     assert {t for t in top if not t.endswith(".dist-info")} == {"hetero"}, top
-    for module in ("hetero/__init__.py", "hetero/py.typed", "hetero/backends/cpu.py", "hetero/backends/opencl.py",
-                   "hetero/backends/oneapi.py", "hetero/backends/cuda.py", "hetero/backends/rocm.py",
+    for module in ("hetero/__init__.py", "hetero/py.typed", "hetero/backends/cpu/backend.py", "hetero/backends/opencl/generic.py",
+                   "hetero/backends/opencl/oneapi.py", "hetero/backends/cupy/cuda.py", "hetero/backends/cupy/rocm.py",
                    "hetero/compiler/__init__.py", "hetero/scheduler/__init__.py", "hetero/fault/__init__.py"):
         assert module in names, f"{module} missing from the wheel"
     assert not any(name.startswith(("backends/", "compiler/", "scheduler/", "fault/")) for name in names)

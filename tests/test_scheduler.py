@@ -349,7 +349,7 @@ def test_policies_agree_with_the_config_choices() -> None:
 def test_scheduler_imports_no_vendor_library() -> None:
     import inspect
 
-    setup = "from hetero.device import DeviceInfo, Kind\nfrom hetero.scheduler import Candidate\nGiB = 1 << 30\n"
+    setup = "from hetero.core.device import DeviceInfo, Kind\nfrom hetero.scheduler import Candidate\nGiB = 1 << 30\n"
     setup += inspect.getsource(info) + inspect.getsource(table)
     code = setup + textwrap.dedent("""
         import sys

@@ -32,7 +32,7 @@ import numpy as np
 from hetero.core import dtypes
 from hetero.array.ndarray import Array, asarray, full
 from hetero.array.cast import astype
-from hetero.array.copy import _check_writeable
+from hetero.array.copy import check_writeable
 from hetero.array.elementwise import apply
 from hetero.array.hooks import ADVANCED_GET, ADVANCED_SET
 from hetero.array.search import nonzero
@@ -182,7 +182,7 @@ def getitem(x: Array, key: Any) -> Array:
 def setitem(x: Array, key: Any, value: Any) -> None:
     """``x[key] = value`` for a key with integer arrays or masks: a scatter into ``x``."""
     x = checked(x, "advanced index assignment")
-    _check_writeable(x)
+    check_writeable(x)
     values = _values(value, x)
     if _masked_select(x, key, values):
         return

@@ -16,82 +16,28 @@ views afterwards.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar, cast
+from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
 from hetero.core import fusion_state as _fusion
-from hetero.array.ndarray import Array, _fill_scalar, _transfer, asarray, empty
+from hetero.array.ndarray import Array, fill_scalar, transfer, asarray, empty
 from hetero.array.components import components
 from hetero.array.hooks import ASSIGN, COPY_INTO, STAGED_LAUNCH, VIEW_TO_NUMPY
 from hetero.array.views import broadcast_to
-from hetero.compiler.ir import nodes as ir
-from hetero.compiler.build import pipeline
 from hetero.compiler.array_kernels import strided_copy
 from hetero.compiler.ir.queries import written_arrays
 from hetero.core.device import Device
 from hetero.core.errors import ArrayError
-from hetero.kernels.kernel import Specialization, device_target
+from hetero.kernels.generated import GeneratedSpecialization
+from hetero.kernels.kernel import Specialization
 from hetero.kernels.launch_args import shares_memory
 from hetero.core.runtime_parts import runs_kernels
 
 #: A strided view is downloaded whole-range and strided on the host when the range it covers
 #: is at most this many times its own size; else it is made contiguous on the device first.
 HOST_STRIDE_RATIO = 2
-S = TypeVar("S")  # a kernel family's spec: a hashable description its IR is built from
-
-
-class GeneratedSpecialization(Specialization):
-    """A kernel made as IR (not from Python source) compiled for one device, launched like any kernel."""
-
-    def __init__(self, function: ir.Function, device: Device, restrict: bool = True) -> None:
-        self.kernel = None  # type: ignore[assignment]  # no @hetero.kernel behind it: nothing here reads it
-        self.function = function
-        target = device_target(function.name, device)
-        compiled = pipeline.compile_function(function, device.runtime, target, restrict=restrict)
-        types = tuple(param.type for param in function.params)
-        self._setup(function.name, [param.name for param in function.params], types, device, compiled, target, restrict)
-
-    def _ir(self) -> ir.Function:
-        return self.function
-
-    def unaliased(self) -> Specialization:
-        if self._unaliased is None:
-            with _lock:
-                if self._unaliased is None:
-                    self._unaliased = GeneratedSpecialization(self.function, self.device, restrict=False)
-        return self._unaliased
-
-    def run(self, global_size: tuple[int, ...], args: Sequence[Any], local_size: tuple[int, ...] | None = None) -> None:
-        """One launch, as :class:`hetero.kernels.kernel.Launcher` makes it (``local_size``: the work-group
-        size a kernel with barriers was built for; None lets the runtime choose)."""
-        entry: Specialization = self
-        if self.alias_positions and shares_memory(args, self.alias_positions):
-            entry = self.unaliased()
-        entry.check_sizes(global_size, local_size)
-        entry.launch(global_size, local_size, args)
-        next(entry.launches)
-
-
-class SpecializationCache(Generic[S]):
-    """Built kernels of one family, one per (spec, device): ``get`` builds a spec's IR with
-    ``build`` and compiles it the first time, once even when threads ask together."""
-
-    def __init__(self, build: Callable[[S], ir.Function]) -> None:
-        self._build = build
-        self._lock = threading.RLock()
-        self._entries: dict[tuple[S, Device], GeneratedSpecialization] = {}
-
-    def get(self, spec: S, device: Device) -> GeneratedSpecialization:
-        key = (spec, device)
-        entry = self._entries.get(key)
-        if entry is None:
-            with self._lock:
-                entry = self._entries.get(key)
-                if entry is None:
-                    entry = self._entries[key] = GeneratedSpecialization(self._build(spec), device)
-        return entry
 
 
 _lock = threading.RLock()
@@ -110,7 +56,7 @@ def _copy_kernel(rank: int, width: int, device: Device) -> GeneratedSpecializati
     return entry
 
 
-def _merged(shape: tuple[int, ...], *layouts: tuple[int, ...]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+def merged_axes(shape: tuple[int, ...], *layouts: tuple[int, ...]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """``shape`` and the strides of ``layouts`` with length-1 axes dropped and neighbouring axes
     merged where every layout steps evenly across them (the copy touches the same elements)."""
     axes = [(size, [strides[a] for strides in layouts]) for a, size in enumerate(shape) if size != 1]
@@ -138,7 +84,7 @@ def launch_copy(dst: Array, src: Array) -> None:
     if width not in strided_copy.ELEMENT_BY_WIDTH and dst.dtype.kind == "c":  # complex128: its float64 pairs
         launch_copy(components(dst), components(src))
         return
-    shape, (dst_strides, src_strides) = _merged(dst.shape, dst.strides, src.strides)
+    shape, (dst_strides, src_strides) = merged_axes(dst.shape, dst.strides, src.strides)
     kernel = _copy_kernel(len(shape), width, dst.device)
     args = [_flat(dst, width), _flat(src, width), dst.size, *shape, dst.offset, *dst_strides, src.offset, *src_strides]
     kernel.run((dst.size,), args)
@@ -156,20 +102,20 @@ def copy_into(dst: Array, src: Array) -> None:
             return
         src = src if src._owns_layout() else src.copy()  # contiguous on its own device first
         if dst._owns_layout():
-            _transfer(dst, src)
+            transfer(dst, src)
             return
         staged = empty(src.shape, src.dtype, device=dst.device)
-        _transfer(staged, src)
+        transfer(staged, src)
         src = staged
     if dst._owns_layout() and src._owns_layout():
-        _transfer(dst, src)
+        transfer(dst, src)
     elif runs_kernels(dst.device.runtime):
         launch_copy(dst, src)
     else:
         _write_host(dst, src._host())
 
 
-def _check_writeable(dst: Array) -> None:
+def check_writeable(dst: Array) -> None:
     if any(stride == 0 and size > 1 for size, stride in zip(dst.shape, dst.strides, strict=True)):
         raise ArrayError(f"cannot write into a broadcast view (shape {dst.shape}, strides {dst.strides}): its "
                          "elements share memory; write into the array it was broadcast from, or copy() it first")
@@ -178,7 +124,7 @@ def _check_writeable(dst: Array) -> None:
 def assign(dst: Array, value: Any) -> None:
     """``dst[...] = value``: a Python or NumPy scalar, a NumPy array or a hetero array (any device),
     broadcast to ``dst``'s shape and converted to its dtype (as NumPy's assignment does)."""
-    _check_writeable(dst)
+    check_writeable(dst)
     _check_not_dropping_imag(dst, value)
     if isinstance(value, Array):
         if value.dtype != dst.dtype:
@@ -193,7 +139,7 @@ def assign(dst: Array, value: Any) -> None:
         host = np.asarray(value).astype(dst.dtype, copy=False)
     else:
         try:
-            host = np.asarray(_fill_scalar(value, dst.dtype) if np.ndim(value) == 0 else value, dtype=dst.dtype)
+            host = np.asarray(fill_scalar(value, dst.dtype) if np.ndim(value) == 0 else value, dtype=dst.dtype)
         except (TypeError, ValueError) as exc:
             raise ArrayError(f"cannot assign {type(value).__name__} to a {dst.dtype} array: {exc}") from None
     try:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from hetero.core import dtypes
-from hetero.array.ndarray import Array, _byte_size, _from_host, arange, empty, full
+from hetero.array.ndarray import Array, byte_size, from_host, arange, empty, full
 from hetero.array.cast import astype
 from hetero.array.elementwise import apply, same_device
 from hetero.array.views import broadcast_to, reshape
@@ -76,10 +76,10 @@ def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None, devic
     kind = dtypes.float32 if dtype is None else dtypes.as_dtype(dtype)
     if kind == dtypes.bool_:
         raise ArrayError("hetero.linspace makes numbers, not bool; pass a numeric dtype")
-    _byte_size((count,), np.dtype(np.float64))  # NumPy computes in float64 first
+    byte_size((count,), np.dtype(np.float64))  # NumPy computes in float64 first
     with np.errstate(invalid="ignore", over="ignore"):  # (an integer dtype floors, then converts)
         host = np.linspace(float(start), float(stop), count, endpoint=endpoint, dtype=kind)
-    return _from_host(host, resolve_device(device), copy=True)
+    return from_host(host, resolve_device(device), copy=True)
 
 
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None,

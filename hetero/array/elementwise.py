@@ -34,7 +34,8 @@ import numpy as np
 from hetero.core import dtypes
 from hetero.core import fusion_state as _fusion
 from hetero.array.ndarray import Array, empty
-from hetero.array.copy import GeneratedSpecialization, _check_writeable, _merged
+from hetero.array.copy import check_writeable, merged_axes
+from hetero.kernels.generated import GeneratedSpecialization
 from hetero.array.hooks import COMPLEX_ELEMENTWISE, ELEMENTWISE, FUSE
 from hetero.compiler.array_kernels import elementwise, elementwise_ops
 from hetero.core.device import Device
@@ -313,7 +314,7 @@ def launch(plan: Plan, arrays: list[Array], scalars: list[Any], shape: tuple[int
         merged_shape, merged = (out.size,), [(1,)] * (1 + len(arrays))
     else:
         layouts = [out.strides] + [_broadcast_strides(x, shape) for x in arrays]
-        merged_shape, merged = _merged(shape, *layouts)
+        merged_shape, merged = merged_axes(shape, *layouts)
     unit = len(merged_shape) == 1 and all(strides == (1,) for strides in merged)  # the common case: unit-stride
     kernel = _kernel(plan, len(merged_shape), out.device, unit)
     args: list[Any] = [_whole(out)] + [_whole(x) for x in arrays] + scalars + [out.size, *merged_shape]
@@ -345,7 +346,7 @@ def _check_into(name: str, out: Array, shape: tuple[int, ...], result: np.dtype[
     if tuple(shape) != out.shape:
         raise ArrayError(f"in-place hetero.{name} into an array of shape {out.shape}: the result's shape is "
                          f"{tuple(shape)}; broadcasting may not grow the array written into")
-    _check_writeable(out)
+    check_writeable(out)
 
 
 def _overlaps(x: Array, out: Array, shape: tuple[int, ...]) -> bool:

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hetero.core import fusion_state
-from hetero.array.ndarray import Array, _byte_size, _give_buffer, empty
+from hetero.array.ndarray import Array, byte_size, give_buffer, empty
 from hetero.array.elementwise import Plan, check_fp64, launch, scalar_value
 from hetero.array.hooks import FUSE
 from hetero.compiler.array_kernels import elementwise
@@ -70,7 +70,7 @@ def fuse(plan: Plan, operands: tuple[Any, ...], shape: tuple[int, ...], device: 
     """The operation ``plan`` on ``operands``: recorded (``out`` None) or computed into ``out``."""
     check_fp64(plan, device)
     if out is None:
-        _byte_size(shape, plan.result)  # too large a result is refused at the operation, not later
+        byte_size(shape, plan.result)  # too large a result is refused at the operation, not later
         if not all(shape):
             return empty(shape, plan.result, device=device)
     node, escaped = _node(plan, operands, shape, device)
@@ -139,7 +139,7 @@ def realize(x: Array) -> None:
         if node is None or id(x) in _computing:  # computed, or being queued by this thread (the lock's holder)
             return
         if x._buf is None:
-            _give_buffer(x)
+            give_buffer(x)
         fusion_state.computed(x)
         _computing.add(id(x))
         try:

@@ -291,7 +291,7 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         elements in C order: through the strided copy kernel when this is a strided view."""
         out = empty(shape, self.dtype, device=device)
         if self._owns_layout():
-            _transfer(out, self)
+            transfer(out, self)
         else:
             COPY_INTO.call(out if shape == self.shape else out._view(self.shape, _views.contiguous_strides(self.shape), 0), self)
         return out
@@ -374,7 +374,7 @@ def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     return dims
 
 
-def _byte_size(dims: tuple[int, ...], kind: np.dtype[Any]) -> int:
+def byte_size(dims: tuple[int, ...], kind: np.dtype[Any]) -> int:
     """The bytes an array of ``dims`` and ``kind`` needs, refused past :data:`MAX_BYTES`."""
     count = math.prod(dims)  # exact: an int64 product wraps (6148914691236517206 x 3 float32 came out as 8 bytes)
     nbytes = count * kind.itemsize
@@ -391,7 +391,7 @@ def empty(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str |
     target = resolve_device(device)
     dims = _shape(shape)
     kind = dtypes.float32 if dtype is None else dtypes.as_dtype(dtype)
-    nbytes = _byte_size(dims, kind)
+    nbytes = byte_size(dims, kind)
     task = _tasks.allocation_task()  # the scheduler task this is accounted to (None: no bookkeeping)
     if task is not None and nbytes:  # inside a scheduler task: quota checked before the vendor allocator, released on free
         return task.allocate(target, nbytes, lambda buffer: Array(buffer, target, dims, kind))
@@ -405,7 +405,7 @@ def empty(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str |
     return made
 
 
-def _give_buffer(made: Array) -> None:
+def give_buffer(made: Array) -> None:
     """Allocate the buffer of ``made``, an array recorded without one (:mod:`hetero.array.fusion`),
     accounted as :func:`empty` accounts it (to the scheduler task current now)."""
     target, nbytes = made._device, made.nbytes
@@ -434,7 +434,7 @@ def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None, device:
         kind = dtypes.int64  # NumPy would make an object array of an int past int64
     else:
         kind = _python_dtype(np.asarray(fill_value))
-    value = _fill_scalar(fill_value, kind)
+    value = fill_scalar(fill_value, kind)
     out = empty(shape, kind, device)  # may be a reused buffer: every byte is written below
     if out.nbytes:
         runtime = out.device.runtime
@@ -446,7 +446,7 @@ def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None, device:
     return out
 
 
-def _fill_scalar(value: Any, kind: np.dtype[Any]) -> Any:
+def fill_scalar(value: Any, kind: np.dtype[Any]) -> Any:
     """``value`` as a scalar of ``kind``; a value ``kind`` cannot hold is an :class:`ArrayError`."""
     if isinstance(value, (bool, np.bool_)) or kind == dtypes.bool_:
         return kind.type(value)
@@ -509,13 +509,13 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     else:
         count = max(math.ceil((float(stop) - float(start)) / float(step)), 0)
     kind = dtypes.as_dtype(dtype) if dtype is not None else None
-    _byte_size((count,), np.dtype(np.float64))  # the host staging array is int64 or float64
+    byte_size((count,), np.dtype(np.float64))  # the host staging array is int64 or float64
     try:
         host = np.arange(start, stop, step)
     except (ValueError, OverflowError, MemoryError) as exc:
         raise ArrayError(f"arange({start}, {stop}, {step}) makes {count} elements, which host memory cannot stage: {exc}") from None
     kind = kind if kind is not None else _python_dtype(host)
-    return _from_host(host.astype(kind, copy=False), resolve_device(device), copy=True)
+    return from_host(host.astype(kind, copy=False), resolve_device(device), copy=True)
 
 
 def _python_dtype(host: np.ndarray) -> np.dtype[Any]:
@@ -553,7 +553,7 @@ def asarray(obj: Any, dtype: Any = None, device: str | Device | None = None, cop
         return obj.to(target)
     target = resolve_device(device)
     if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack_device__"):
-        return _from_dlpack_object(obj, target, kind, copy)
+        return from_dlpack_object(obj, target, kind, copy)
     if isinstance(obj, np.generic):  # a NumPy scalar keeps its dtype (Python floats become float32)
         host = np.asarray(obj)
     elif isinstance(obj, np.ndarray):
@@ -574,7 +574,7 @@ def asarray(obj: Any, dtype: Any = None, device: str | Device | None = None, cop
         _refuse_dropping_imag(host.dtype, kind)
         host = host.astype(kind)
         copy = True
-    return _from_host(host, target, copy)
+    return from_host(host, target, copy)
 
 
 def _refuse_dropping_imag(source: np.dtype[Any], target: np.dtype[Any]) -> None:
@@ -589,7 +589,7 @@ def _refuse_copy(copy: bool | None, why: str) -> None:
         raise ArrayError(f"copy=False, but {why} needs a copy; pass copy=None to allow it")
 
 
-def _from_host(host: np.ndarray, target: Device, copy: bool | None) -> Array:
+def from_host(host: np.ndarray, target: Device, copy: bool | None) -> Array:
     kind = dtypes.as_dtype(host.dtype)
     runtime = target.runtime
     contiguous = host.flags.c_contiguous
@@ -607,8 +607,8 @@ def _from_host(host: np.ndarray, target: Device, copy: bool | None) -> Array:
     return out
 
 
-def _from_dlpack_object(obj: Any, target: Device, kind: np.dtype[Any] | None, copy: bool | None) -> Array:
-    source = _dlpack_owner(obj)
+def from_dlpack_object(obj: Any, target: Device, kind: np.dtype[Any] | None, copy: bool | None) -> Array:
+    source = dlpack_owner(obj)
     if getattr(obj, "dtype", None) is not None:
         try:  # before DLPack: NumPy's importer answers a bfloat16 tensor with a bare RuntimeError
             dtypes.as_dtype(obj.dtype)
@@ -626,7 +626,7 @@ def _from_dlpack_object(obj: Any, target: Device, kind: np.dtype[Any] | None, co
             host = native.get() if hasattr(native, "get") else np.asarray(native)
             if kind is not None:
                 _refuse_dropping_imag(np.dtype(host.dtype), kind)
-            return _from_host(np.asarray(host, dtype=kind) if kind is not None else host, target, copy=True)
+            return from_host(np.asarray(host, dtype=kind) if kind is not None else host, target, copy=True)
         raise ArrayError(f"cannot copy {type(obj).__name__} from {source.name}; move it to the host first")
     dtypes.as_dtype(native.dtype)
     array = Array(source.runtime.wrap(native) if native.nbytes else _EMPTY, source, tuple(native.shape), np.dtype(native.dtype))
@@ -636,7 +636,7 @@ def _from_dlpack_object(obj: Any, target: Device, kind: np.dtype[Any] | None, co
     return array
 
 
-def _dlpack_owner(obj: Any) -> Device:
+def dlpack_owner(obj: Any) -> Device:
     device_type, device_id = obj.__dlpack_device__()
     from hetero.core.registry import devices
 
@@ -654,7 +654,7 @@ def from_dlpack(obj: Any) -> Array:
     Raises :class:`ArrayError` for sources hetero cannot view without a copy (non-contiguous)."""
     if not hasattr(obj, "__dlpack_device__"):
         raise ArrayError(f"{type(obj).__name__} does not support DLPack (no __dlpack_device__)")
-    return _from_dlpack_object(obj, _dlpack_owner(obj), None, copy=False)
+    return from_dlpack_object(obj, dlpack_owner(obj), None, copy=False)
 
 
 # -- moving data -----------------------------------------------------------------------
@@ -687,7 +687,7 @@ def copyto(dst: Array | np.ndarray, src: Array | np.ndarray) -> None:
         if type(src) is Array:
             if src.shape != dst.shape or src.dtype != dst.dtype:
                 raise ArrayError(f"copyto: source {src.dtype}{list(src.shape)} does not match destination {dst.dtype}{list(dst.shape)}")
-            _transfer(dst, src)
+            transfer(dst, src)
             return
     elif type(dst) is np.ndarray and type(src) is Array:
         if dst.shape != src.shape or dst.dtype != src.dtype or not dst.flags.c_contiguous or not dst.flags.writeable:
@@ -722,7 +722,7 @@ def _staging_buffer(nbytes: int) -> np.ndarray:
     return buffer[:size]
 
 
-def _transfer(dst: Array, src: Array) -> None:
+def transfer(dst: Array, src: Array) -> None:
     """Copy all bytes of ``src`` into ``dst`` (same nbytes), on whatever devices they are."""
     nbytes = src.nbytes
     if nbytes == 0:

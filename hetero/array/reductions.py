@@ -41,9 +41,10 @@ import numpy as np
 from hetero.array import accumulate as rules
 from hetero.core import dtypes
 from hetero.array.ndarray import Array, empty, full
-from hetero.array.copy import GeneratedSpecialization, _merged
+from hetero.array.copy import merged_axes
+from hetero.kernels.generated import GeneratedSpecialization
 from hetero.array.hooks import CAST, COMPLEX_REDUCTION, REDUCTION
-from hetero.array.views import _axes, moveaxis, permute_dims
+from hetero.array.views import normalize_axes, moveaxis, permute_dims
 from hetero.compiler.array_kernels import reduction, scan
 from hetero.core.device import Device
 from hetero.core.errors import ArrayError
@@ -90,7 +91,7 @@ def _reduced_axes(x: Array, axis: int | Sequence[int] | None) -> tuple[int, ...]
     if axis is None:
         return tuple(range(x.ndim))
     # sorted: axis=(1, 0) folds in the same order as (0, 1), so it gives the same bits
-    return tuple(sorted(_axes(tuple(axis) if isinstance(axis, Sequence) else operator.index(axis), x.ndim)))
+    return tuple(sorted(normalize_axes(tuple(axis) if isinstance(axis, Sequence) else operator.index(axis), x.ndim)))
 
 
 def _flat(x: Array) -> Array:
@@ -108,8 +109,8 @@ def _layout(x: Array, axes: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int
     kept = [a for a in range(x.ndim) if a not in axes]
     view = permute_dims(x, kept + list(axes))
     split = len(kept)
-    outer_shape, (outer_strides,) = _merged(view.shape[:split], view.strides[:split])
-    inner_shape, (inner_strides,) = _merged(view.shape[split:], view.strides[split:])
+    outer_shape, (outer_strides,) = merged_axes(view.shape[:split], view.strides[:split])
+    inner_shape, (inner_strides,) = merged_axes(view.shape[split:], view.strides[split:])
     return (outer_shape, outer_strides, inner_shape, inner_strides, math.prod(view.shape[:split]),
             math.prod(view.shape[split:]))
 
@@ -321,7 +322,7 @@ def _cumulative(x: Any, what: str, op: str, axis: int | None, dtype: Any, includ
         if x.ndim > 1:
             raise ArrayError(f"{what}() of a {x.ndim}-d array needs axis=; give the axis to scan along")
         axis = 0
-    (axis,) = _axes(axis, x.ndim)
+    (axis,) = normalize_axes(axis, x.ndim)
     out = rules.sum_dtype(x.dtype, dtype)
     acc = rules.accumulator(out)
     extra = 1 if include_initial else 0
@@ -334,7 +335,7 @@ def _cumulative(x: Any, what: str, op: str, axis: int | None, dtype: Any, includ
     elif length == 0:
         result = full(shape, 0 if op == "sum" else 1, dtype=out, device=x.device)
     else:
-        outer_shape, (outer_strides,) = _merged(moved.shape[:-1], moved.strides[:-1])
+        outer_shape, (outer_strides,) = merged_axes(moved.shape[:-1], moved.strides[:-1])
         spec = scan.Scan(op, scalar_type(x.dtype), acc, scalar_type(out), len(outer_shape))
         result = empty(shape, out, device=x.device)
         args = [_flat(result), _flat(x), rows, length, extra, *outer_shape, length, x.offset, *outer_strides,

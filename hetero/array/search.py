@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from hetero.core import dtypes
 from hetero.array.ndarray import Array, empty
 from hetero.array.cast import astype
-from hetero.array.copy import GeneratedSpecialization, SpecializationCache
+from hetero.kernels.generated import GeneratedSpecialization, SpecializationCache
 from hetero.array.reductions import cumulative_sum
 from hetero.array.reductions import sum as _sum
 from hetero.array.take import checked

@@ -16,7 +16,7 @@ import numpy as np
 
 from hetero.core import dtypes
 from hetero.array.ndarray import Array, empty
-from hetero.array.copy import GeneratedSpecialization, SpecializationCache
+from hetero.kernels.generated import GeneratedSpecialization, SpecializationCache
 from hetero.array.sort import checked
 from hetero.compiler.array_kernels import search as kernels
 from hetero.core.device import Device

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from hetero.core import dtypes
 from hetero.array.ndarray import Array, empty
-from hetero.array.copy import GeneratedSpecialization, SpecializationCache
+from hetero.kernels.generated import GeneratedSpecialization, SpecializationCache
 from hetero.array.reductions import cumulative_sum
 from hetero.array.sort import bits, checked, sorted_rows
 from hetero.compiler.array_kernels import unique as kernels

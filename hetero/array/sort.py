@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from hetero.core import dtypes
-from hetero.array.ndarray import Array, _from_host, empty, zeros
-from hetero.array.copy import GeneratedSpecialization, SpecializationCache
+from hetero.array.ndarray import Array, from_host, empty, zeros
+from hetero.kernels.generated import GeneratedSpecialization, SpecializationCache
 from hetero.array.views import moveaxis
 from hetero.compiler.array_kernels import sort as kernels
 from hetero.core.device import Device
@@ -151,7 +151,7 @@ def _host_sort(x: Array, axis: int, descending: bool, indices: bool) -> Array:
         result = np.flip(np.sort(np.flip(a, axis), axis=axis, kind="stable"), axis)
     else:
         result = np.sort(a, axis=axis, kind="stable")
-    return _from_host(np.ascontiguousarray(result), x.device, copy=False)
+    return from_host(np.ascontiguousarray(result), x.device, copy=False)
 
 
 def _rows(x: Array, axis: int, what: str) -> tuple[Array, int]:

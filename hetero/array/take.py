@@ -26,7 +26,7 @@ import numpy as np
 from hetero.core import dtypes
 from hetero.array.ndarray import Array, asarray, empty, zeros
 from hetero.array.cast import astype
-from hetero.array.copy import GeneratedSpecialization, SpecializationCache
+from hetero.kernels.generated import GeneratedSpecialization, SpecializationCache
 from hetero.array.reductions import max as _max
 from hetero.array.reductions import min as _min
 from hetero.compiler.array_kernels import gather as gather_ir

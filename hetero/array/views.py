@@ -30,7 +30,7 @@ def _axis(axis: int, ndim: int, what: str = "axis") -> int:
     return index % ndim
 
 
-def _axes(axis: int | Sequence[int], ndim: int, what: str = "axis") -> tuple[int, ...]:
+def normalize_axes(axis: int | Sequence[int], ndim: int, what: str = "axis") -> tuple[int, ...]:
     axes = tuple(_axis(a, ndim, what) for a in (axis if isinstance(axis, Sequence) else (axis,)))
     if len(set(axes)) != len(axes):
         raise ArrayError(f"repeated {what} in {axis!r}")
@@ -39,7 +39,7 @@ def _axes(axis: int | Sequence[int], ndim: int, what: str = "axis") -> tuple[int
 
 def permute_dims(x: Array, axes: Sequence[int]) -> Array:
     """``x`` with its axes in the order ``axes`` (a permutation of ``range(x.ndim)``): a view."""
-    order = _axes(tuple(axes), x.ndim, "axes")
+    order = normalize_axes(tuple(axes), x.ndim, "axes")
     if len(order) != x.ndim:
         raise ArrayError(f"axes {tuple(axes)} must name each of the {x.ndim} axes once")
     strides = x.strides
@@ -55,8 +55,8 @@ def matrix_transpose(x: Array) -> Array:
 
 def moveaxis(x: Array, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
     """``x`` with the axes ``source`` moved to ``destination`` (the others keep their order): a view."""
-    src = _axes(source, x.ndim, "source")
-    dst = _axes(destination, x.ndim, "destination")
+    src = normalize_axes(source, x.ndim, "source")
+    dst = normalize_axes(destination, x.ndim, "destination")
     if len(src) != len(dst):
         raise ArrayError(f"moveaxis: source {source!r} and destination {destination!r} name different numbers of axes")
     order = [a for a in range(x.ndim) if a not in src]
@@ -117,7 +117,7 @@ def unstack(x: Array, /, *, axis: int = 0) -> tuple[Array, ...]:
 def expand_dims(x: Array, axis: int | Sequence[int] = 0) -> Array:
     """``x`` with new axes of length 1 at ``axis`` (positions in the result): a view."""
     ndim = x.ndim + (len(axis) if isinstance(axis, Sequence) else 1)
-    new = set(_axes(axis, ndim))
+    new = set(normalize_axes(axis, ndim))
     sizes, strides = iter(x.shape), iter(x.strides)
     shape = tuple(1 if a in new else next(sizes) for a in range(ndim))
     return x._view(shape, tuple(0 if a in new else next(strides) for a in range(ndim)), x.offset)
@@ -126,7 +126,7 @@ def expand_dims(x: Array, axis: int | Sequence[int] = 0) -> Array:
 def squeeze(x: Array, axis: int | Sequence[int] | None = None) -> Array:
     """``x`` without the length-1 axes ``axis`` (default: every length-1 axis): a view.
     An axis in ``axis`` whose length is not 1 is an ArrayError."""
-    drop = tuple(a for a in range(x.ndim) if x.shape[a] == 1) if axis is None else _axes(axis, x.ndim)
+    drop = tuple(a for a in range(x.ndim) if x.shape[a] == 1) if axis is None else normalize_axes(axis, x.ndim)
     for a in drop:
         if x.shape[a] != 1:
             raise ArrayError(f"cannot squeeze axis {a}: its length is {x.shape[a]}, not 1")
@@ -137,7 +137,7 @@ def squeeze(x: Array, axis: int | Sequence[int] | None = None) -> Array:
 def flip(x: Array, axis: int | Sequence[int] | None = None) -> Array:
     """``x`` with the order of elements reversed along ``axis`` (default: every axis): a view
     with negative strides."""
-    axes = range(x.ndim) if axis is None else _axes(axis, x.ndim)
+    axes = range(x.ndim) if axis is None else normalize_axes(axis, x.ndim)
     strides = list(x.strides)
     offset = x.offset
     for a in axes:

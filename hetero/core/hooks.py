@@ -1,6 +1,6 @@
 """Hooks: how a floor asks a question that a floor above it answers, without importing it.
 
-hetero is built in floors (README "Layout"): the ground floor (devices, registry, config),
+hetero is built in floors (docs/architecture.md): the ground floor (devices, registry, config),
 then backends and the compiler, the scheduler, fault handling, the public API, the launcher.
 A floor imports only floors below it. Where a lower floor needs an answer from above (the
 registry asks the scheduler which device ``"auto"`` is; the scheduler asks the fault floor

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "hetero.backends"
 #: The device ``hetero.device()`` (no spec) returns in this context, set by :func:`use_device`
 #: (``hetero.guard`` moves it when work migrates). None: the configured default.
-_CURRENT: contextvars.ContextVar[Device | None] = contextvars.ContextVar("hetero_current_device", default=None)
+CURRENT_DEVICE: contextvars.ContextVar[Device | None] = contextvars.ContextVar("hetero_current_device", default=None)
 log = logging.getLogger("hetero.core.registry")
 
 #: ``hetero.device("auto", policy, **request)``: the scheduler places it (hetero.scheduler.placement).
@@ -233,7 +233,7 @@ class Registry:
         if isinstance(spec, Device):
             return spec
         if spec is None:
-            current = _CURRENT.get()
+            current = CURRENT_DEVICE.get()
             if current is not None:
                 return current
         text = get_config().device if spec is None else spec
@@ -312,16 +312,16 @@ def device(spec: str | Device | None = None, policy: str | None = None, **reques
 def use_device(spec: str | Device) -> Iterator[Device]:
     """Within the block (this thread/task), ``hetero.device()`` with no spec returns this device."""
     chosen = device(spec)
-    token = _CURRENT.set(chosen)
+    token = CURRENT_DEVICE.set(chosen)
     try:
         yield chosen
     finally:
-        _CURRENT.reset(token)
+        CURRENT_DEVICE.reset(token)
 
 
 def current_device() -> Device | None:
     """The device :func:`use_device` (or a guard) set for this thread/task; None outside one (opens nothing)."""
-    return _CURRENT.get()
+    return CURRENT_DEVICE.get()
 
 
 def opened_devices() -> list[Device]:

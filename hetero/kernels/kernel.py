@@ -69,7 +69,7 @@ from hetero.core.config import get_config
 from hetero.core.device import Device
 from hetero.core.errors import CompileError, KernelLaunchError
 from hetero.core.launch_counts import counter as launch_counter
-from hetero.core.launch_counts import launch_counts  # re-exported: read from here too
+from hetero.core.launch_counts import launch_counts as launch_counts  # re-exported: read from here too
 from hetero.kernels.launch_values import key_builder, matcher_builder, values_builder
 from hetero.array.hooks import STAGED_LAUNCH
 from hetero.kernels.hooks import SPLIT_KERNEL
@@ -83,8 +83,6 @@ if TYPE_CHECKING:
 
 ParamType = ScalarType | ArrayType
 log = logging.getLogger(__name__)
-
-_size_tuple = size_tuple  # the name hetero.kernels.split.launch imports
 
 
 def _exact_sizes(config: Any) -> bool:

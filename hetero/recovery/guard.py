@@ -153,7 +153,7 @@ from hetero.fault import event_bus, foreign_errors, heartbeat, monitor, quaranti
 from hetero.recovery import fingerprint, monitor as guard_monitor, snapshot, snapshot_rng
 from hetero.fault.classify import classify as full_classify
 from hetero.recovery.torch_devices import torch_move, unusable_warning
-from hetero.core.registry import _CURRENT
+from hetero.core.registry import CURRENT_DEVICE
 from hetero.core.registry import device as find_device
 from hetero.core.registry import devices as all_devices
 from hetero.scheduler.failover import replacement
@@ -258,7 +258,7 @@ class Guard:
         return self._device
 
     def __enter__(self) -> Guard:  # noqa: PYI034
-        self._token = _CURRENT.set(self._device)
+        self._token = CURRENT_DEVICE.set(self._device)
         if self._standby_wanted and self._standby is None:
             self._standby = self._new_standby()
         guard_monitor.acquire()  # health/Xid events reach the classifier while guarded (hetero/recovery/monitor.py)
@@ -279,7 +279,7 @@ class Guard:
         token, self._token = self._token, None
         if token is not None:
             try:
-                _CURRENT.reset(token)
+                CURRENT_DEVICE.reset(token)
             except ValueError:  # left in another context than it was entered: nothing of ours to undo there
                 pass
         try:
@@ -306,7 +306,7 @@ class Guard:
         self._depth += 1
         try:
             while True:
-                token = _CURRENT.set(self._device) if _CURRENT.get() is not self._device else None
+                token = CURRENT_DEVICE.set(self._device) if CURRENT_DEVICE.get() is not self._device else None
                 try:
                     if due is not None:
                         reason, due = due, None
@@ -320,7 +320,7 @@ class Guard:
                     args, kwargs = self._recover(error, args, kwargs, raised, entry_rng)
                 finally:
                     if token is not None:
-                        _CURRENT.reset(token)
+                        CURRENT_DEVICE.reset(token)
         finally:
             self._depth -= 1
         self._records.append(Record(fn, args, kwargs, entry_rng))
@@ -574,13 +574,13 @@ class Guard:
             return
         self._device = target
         if self._token is not None:  # inside the `with`: hetero.device() follows the guard
-            _CURRENT.set(target)
+            CURRENT_DEVICE.set(target)
         if self._standby is not None:  # the next failover device is another one now: prepare it
             self._standby.stop()
             self._standby = self._new_standby()
 
     def _replay(self, target: Device) -> None:
-        token = _CURRENT.set(target)
+        token = CURRENT_DEVICE.set(target)
         try:
             moved: list[Record] = []
             work, avoid = _rng_device(target), self._left_torch_devices()
@@ -592,7 +592,7 @@ class Guard:
                 moved.append(record._replace(args=args, kwargs=kwargs))
             self._records = moved
         finally:
-            _CURRENT.reset(token)
+            CURRENT_DEVICE.reset(token)
 
     def _left_torch_devices(self) -> set[str]:
         """The torch devices of the devices this guard left after a fault (never ``cpu``): their

@@ -122,7 +122,7 @@ def store(view: Array, value: Part) -> None:
     apply("positive", value, out=view)
 
 
-def _shape_and_device(op: str, operands: tuple[Any, ...]) -> tuple[tuple[int, ...], Any]:
+def shape_and_device(op: str, operands: tuple[Any, ...]) -> tuple[tuple[int, ...], Any]:
     arrays = [x for x in operands if isinstance(x, Array)]
     if not arrays:
         raise UnsupportedDtypeError(f"hetero.{op} needs at least one hetero array operand")
@@ -246,7 +246,7 @@ def apply_complex(op: str, *operands: Any, out: Array | None = None) -> Array:
         dtype = complex_dtype(dtype)  # real(x), imag(x), conj(x) of a real x
     part = part_dtype(dtype)
     r = Real(part)
-    shape, device = _shape_and_device(op, operands)
+    shape, device = shape_and_device(op, operands)
     pairs = tuple(split(x, part) for x in operands)
     if op in _PREDICATE:
         return _real_result(op, r, _predicate(r, op, pairs), shape, device, dtypes.bool_, out)
@@ -297,7 +297,7 @@ def _where(condition: Any, x1: Any, x2: Any) -> Array:
         raise UnsupportedDtypeError("hetero.where takes a bool array condition; compare first, e.g. x != 0")
     part = part_dtype(dtype)
     r = Real(part)
-    shape, device = _shape_and_device("where", (condition, x1, x2))
+    shape, device = shape_and_device("where", (condition, x1, x2))
     (ar, ai), (br, bi) = split(x1, part), split(x2, part)
     pair = (r("where", condition, ar, br), r("where", condition, r.zero(ai), r.zero(bi)))
     return make(pair, shape, dtype, device)

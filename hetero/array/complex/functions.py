@@ -22,7 +22,7 @@ from hetero.array.ndarray import Array
 from hetero.array.hooks import COMPLEX_POWER, COMPLEX_UNARY
 from hetero.array.components import is_complex, part_dtype
 from hetero.array.complex import inverse as array_complex_inverse
-from hetero.array.complex.elementwise import Pair, Real, _shape_and_device, divide, multiply, split
+from hetero.array.complex.elementwise import Pair, Real, shape_and_device, divide, multiply, split
 from hetero.array.complex.inverse import principal_sqrt as _sqrt
 from hetero.core.errors import UnsupportedDtypeError
 from hetero.array.promotion import result_type
@@ -148,7 +148,7 @@ def power(base: Any, exponent: Any) -> tuple[Pair, tuple[int, ...], np.dtype[Any
         raise UnsupportedDtypeError(f"internal: complex pow of {dtype}")
     part = part_dtype(dtype)
     r = Real(part)
-    shape, device = _shape_and_device("pow", (base, exponent))
+    shape, device = shape_and_device("pow", (base, exponent))
     a, w = split(base, part), split(exponent, part)
     if not isinstance(w[0], Array) and not isinstance(w[1], Array) and w[1] in (None, 0.0) \
             and w[0] in (0.0, 1.0, 2.0, -1.0):

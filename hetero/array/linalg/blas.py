@@ -45,7 +45,8 @@ import numpy as np
 
 from hetero.core import dtypes
 from hetero.array.ndarray import Array
-from hetero.array.copy import GeneratedSpecialization, _merged
+from hetero.array.copy import merged_axes
+from hetero.kernels.generated import GeneratedSpecialization
 from hetero.array.elementwise import evaluate
 from hetero.backends.opencl import clblast
 from hetero.compiler.array_kernels import elementwise
@@ -105,7 +106,7 @@ def choose(device: Device, x1: Array, x2: Array, out: np.dtype[Any], batch: tupl
     """The library (or hetero's kernel) that multiplies ``x1`` (``(..., M, K)``) by ``x2``
     (``(..., K, N)``) into ``out`` on ``device``, the batch axes broadcast to ``batch``."""
     strides = tuple(math.prod(batch[k + 1:]) for k in range(len(batch)))
-    merged, _ = _merged(batch, strides, _batch_strides(x1, batch), _batch_strides(x2, batch))
+    merged, _ = merged_axes(batch, strides, _batch_strides(x1, batch), _batch_strides(x2, batch))
     return _choose(device, x1.dtype, x2.dtype, out, math.prod(merged[-1:]), len(merged))
 
 
@@ -189,7 +190,7 @@ def multiply(out: Array, a: Array, b: Array, choice: Choice) -> None:
 
 def _layout(out: Array, a: Array, b: Array) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     batch = out.shape[:-2]
-    return _merged(batch, out.strides[:-2], _batch_strides(a, batch), _batch_strides(b, batch))
+    return merged_axes(batch, out.strides[:-2], _batch_strides(a, batch), _batch_strides(b, batch))
 
 
 def _rows_contiguous(x: Array) -> Array:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from hetero.core import dtypes
-from hetero.array.ndarray import Array, _from_host, empty
+from hetero.array.ndarray import Array, from_host, empty
 from hetero.array.elementwise import same_device
 from hetero.array.host_fallback import LAPACK_LIBRARIES, note
 from hetero.core.device import Device
@@ -158,7 +158,7 @@ def _as_tuple(found: Any) -> tuple[Any, ...]:
 def _to_host_arrays(found: Any, device: Device, results: Sequence[np.dtype[Any]]) -> tuple[Array, ...]:
     out = []
     for value, dtype in zip(_as_tuple(found), results, strict=True):
-        out.append(_from_host(np.asarray(value, dtype=dtype), device, copy=True))  # (0-d stays 0-d)
+        out.append(from_host(np.asarray(value, dtype=dtype), device, copy=True))  # (0-d stays 0-d)
     return tuple(out)
 
 

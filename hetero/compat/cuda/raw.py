@@ -28,7 +28,7 @@ import numpy as np
 
 import hetero
 from hetero.array.ndarray import Array
-from hetero.array.copy import GeneratedSpecialization
+from hetero.kernels.generated import GeneratedSpecialization
 from hetero.compat.cuda.arrays import DeviceNDArray
 from hetero.compat.cuda.dispatcher import launch_dims as _dims
 from hetero.compiler.frontend import cuda_c

@@ -61,7 +61,8 @@ from hetero.kernels.split.moves import Staging, bytes_moved, copy_law, identity,
 from hetero.core.types import i64
 
 from hetero.kernels.hooks import SPLIT_KERNEL
-from hetero.kernels.kernel import Kernel, _size_tuple
+from hetero.kernels.kernel import Kernel
+from hetero.kernels.launch_args import size_tuple
 
 __all__ = ["NotSplittableError", "SplitKernel", "SplitLauncher", "SplitPlan", "split_kernel"]
 
@@ -113,9 +114,9 @@ class SplitKernel:
     def __getitem__(self, config: Any) -> SplitLauncher:
         sizes: tuple[tuple[int, ...], tuple[int, ...] | None]
         if isinstance(config, tuple) and len(config) == 2 and not isinstance(config[0], (int, np.integer)):
-            sizes = (_size_tuple(config[0], "global size"), _size_tuple(config[1], "local size"))
+            sizes = (size_tuple(config[0], "global size"), size_tuple(config[1], "local size"))
         else:
-            sizes = (_size_tuple(config, "global size"), None)
+            sizes = (size_tuple(config, "global size"), None)
         if sizes not in self._launchers:
             self._launchers[sizes] = SplitLauncher(self, *sizes)
         return self._launchers[sizes]
