@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 #   make test TORCH_SPEC="torch --index-url https://download.pytorch.org/whl/cpu"
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup demo test bench conformance lint-imports clean
+.PHONY: setup demo test bench conformance lint-imports docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -73,8 +73,12 @@ conformance: setup
 	$(if $(filter 0,$(CONFORMANCE_SAMPLES)),@echo "cuda-samples: skipped (CONFORMANCE_SAMPLES=0: make test ran tests/test_cuda_samples.py)",\
 	$(PY) -m pytest -q -p no:cacheprovider -rs tests/test_cuda_samples.py)
 
+# The documentation site (mkdocs.yml, docs/): built into site/; --strict fails on a broken link or API page.
+docs: setup
+	$(VENV)/bin/mkdocs build --strict
+
 bench: setup
 	$(PY) -m benchmarks.run_all
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist site *.egg-info

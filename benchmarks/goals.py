@@ -23,7 +23,7 @@ __all__ = ["ADAPTERS", "RESULTS_DIR", "RUN_ELSEWHERE", "STATUSES", "WRITTEN_BY",
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 Adapter = Callable[[dict[str, Any]], list[Goal]]
-#: results file name -> its adapter, in the order the README's table lists them.
+#: results file name -> its adapter, in the order the docs/benchmarks.md table lists them.
 ADAPTERS: dict[str, Adapter] = {
     "copy_bandwidth": goals_compute.copy_bandwidth,
     "import_time": goals_compute.import_time,
@@ -47,7 +47,7 @@ ADAPTERS: dict[str, Adapter] = {
     "gpu_check": goals_compute.gpu_check,
     "split_h200": goals_runtime.split_elsewhere,
 }
-#: Results written on another machine (one with a GPU), not by ``run_all``: shown in the README, never
+#: Results written on another machine (one with a GPU), not by ``run_all``: shown in docs/benchmarks.md, never
 #: counted in this machine's verdict.
 RUN_ELSEWHERE = frozenset({"gpu_check", "split_h200"})
 #: Results files written by another benchmark than their name says (split_h200.json: benchmarks.split on an H200).

@@ -1,12 +1,13 @@
-"""README.md's "Measured here" table, generated from ``benchmarks/results/*.json`` (the goals
-``goals.py`` judges, the machine ``run_all.json`` records), so the README cannot drift from the
-measurements.
+"""The "Measured here" table of ``docs/benchmarks.md`` (the documentation site's Benchmarks page),
+generated from ``benchmarks/results/*.json`` (the goals ``goals.py`` judges, the machine
+``run_all.json`` records), so the page cannot drift from the measurements. (The name is from when
+the table sat in README.md; ``--readme`` names the file to update.)
 
     python -m benchmarks.readme_table [--check] [--results DIR] [--readme PATH]
 
 The generated part sits between ``<!-- measured-here:start -->`` and ``<!-- measured-here:end -->``
-under the ``## Measured here`` heading (added there on the first run); the rest of the README is
-left as it is. ``--check`` writes nothing and exits 1, with a diff, when the README differs from
+under the ``## Measured here`` heading (added there on the first run); the rest of the page is
+left as it is. ``--check`` writes nothing and exits 1, with a diff, when the page differs from
 what this would write.
 """
 
@@ -25,7 +26,8 @@ from benchmarks.goals import (ADAPTERS, RESULTS_DIR, RUN_ELSEWHERE, WRITTEN_BY, 
 HEADING = "## Measured here"
 START = "<!-- measured-here:start -->"
 END = "<!-- measured-here:end -->"
-README = Path(__file__).resolve().parent.parent / "README.md"
+#: The page the table lives on (the name README is kept for callers: ``run_all``, the tests).
+README = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 RECORD = "run_all.json"
 _DIFF_LINES = 80
 
@@ -168,9 +170,9 @@ def check(readme: Path = README, results_dir: Path = RESULTS_DIR) -> tuple[bool,
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.readme_table", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff when the README is out of date")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff when the page is out of date")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, metavar="DIR", help="the results folder (default: benchmarks/results)")
-    parser.add_argument("--readme", type=Path, default=README, metavar="PATH", help="the README to update (default: README.md)")
+    parser.add_argument("--readme", type=Path, default=README, metavar="PATH", help="the page to update (default: docs/benchmarks.md)")
     args = parser.parse_args(argv)
     try:
         if args.check:

@@ -1,7 +1,7 @@
 """Run every benchmark in turn, each writing its own ``benchmarks/results/<name>.json``, then judge
 every goal from those files: a table, one verdict line, and ``benchmarks/results/run_all.json``
 recording the run (load average before and after, CPU model, cores, platform, Python, date, git
-commit, each benchmark's time and exit), and README.md's "Measured here" table regenerated.
+commit, each benchmark's time and exit), and docs/benchmarks.md's "Measured here" table regenerated.
 
     python -m benchmarks.run_all [--quick] [--only NAME[,NAME]] [--no-readme]
     python -m benchmarks.run_all --summary [--only NAME[,NAME]] [--results DIR]   # judge the files, run nothing
@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--summary", action="store_true", help="run nothing: judge the results files already there")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, metavar="DIR",
                         help="with --summary: the results folder to judge (default: benchmarks/results)")
-    parser.add_argument("--no-readme", action="store_true", help="leave README.md's 'Measured here' table as it is")
+    parser.add_argument("--no-readme", action="store_true", help="leave docs/benchmarks.md's 'Measured here' table as it is")
     args = parser.parse_args(argv)
     try:
         names = chosen(args.only)
@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             print(readme_table.update(readme_table.README, RESULTS_DIR))
         except (ResultsError, readme_table.ReadmeError) as exc:
-            print(f"ERROR: README.md's table not regenerated: {exc}", file=sys.stderr)
+            print(f"ERROR: docs/benchmarks.md's table not regenerated: {exc}", file=sys.stderr)
             return 1
     return status
 
