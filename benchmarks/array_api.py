@@ -168,7 +168,7 @@ def pca_section(device: hetero.Device, rows: int, repeats: int) -> dict[str, Any
 
 
 def linalg_section(device: hetero.Device, n: int, repeats: int) -> dict[str, Any]:
-    from hetero.array.linalg.namespace import host_functions, lapack_library
+    from hetero.arraylib.linalg.namespace import host_functions, lapack_library
 
     rng = np.random.default_rng(2)
     a = rng.standard_normal((n, n)).astype(np.float32)
@@ -198,7 +198,7 @@ def fft_section(device: hetero.Device, rows: int, repeats: int) -> dict[str, Any
     """``fft.fft`` of ``rows`` x 1024 complex64 on the device's FFT library (VkFFT on OpenCL where
     pyvkfft is installed) against NumPy's, and against the host fallback it replaces (download,
     NumPy, upload)."""
-    from hetero.array.host_fallback import fft_library
+    from hetero.arraylib.host_fallback import fft_library
 
     rng = np.random.default_rng(3)
     host = (rng.standard_normal((rows, 1024)) + 1j * rng.standard_normal((rows, 1024))).astype(np.complex64)

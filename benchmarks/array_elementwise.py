@@ -246,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = run(devices, n, repeats, Progress(len(devices)))
     path = write_results("array_elementwise", {
         "config": {"quick": args.quick, "elements": n, "repeats": repeats, "load_average_at_start": load_before,
-                   "load_average_at_end": load_average(), "fusion": hetero.array.fusion.enabled()},
+                   "load_average_at_end": load_average(), "fusion": hetero.arraylib.fusion.enabled()},
         "devices": [describe(d) for d in devices], "missing_devices": missing, **result,
     }, command_line("benchmarks.array_elementwise", sys.argv[1:] if argv is None else argv))
     print_rows(result["rows"], result["summary"])

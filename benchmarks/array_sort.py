@@ -1,4 +1,4 @@
-"""``hetero.array.sort.sort`` of float32 against its peers, side by side in one run.
+"""``hetero.arraylib.sort.sort`` of float32 against its peers, side by side in one run.
 
     python -m benchmarks.array_sort [--quick] [--elements N] [--devices cpu oneapi:0 opencl:0] [--repeats N]
 
@@ -25,7 +25,7 @@ import numpy as np
 import hetero
 from benchmarks.harness import Progress, command_line, compare, format_seconds, write_results
 from benchmarks.kernel_bench import DEFAULT_DEVICES, choose_devices, describe, is_opencl, load_average, opencl, print_footer
-from hetero.array.sort import sort
+from hetero.arraylib.sort import sort
 
 FULL_ELEMENTS, QUICK_ELEMENTS = 16 * 2**20, 2**20
 
@@ -34,7 +34,7 @@ def sides(device: hetero.Device, data: np.ndarray) -> tuple[dict[str, Callable[[
     """The callables timed on ``device`` (each returns its sorted keys, device work finished)."""
     x = hetero.asarray(data, device=device)
     calls: dict[str, Callable[[], object]] = {}
-    methods = {"hetero": "hetero.array.sort.sort(x): generated bitonic sort, (key, index) packed in u64"}
+    methods = {"hetero": "hetero.arraylib.sort.sort(x): generated bitonic sort, (key, index) packed in u64"}
 
     def ours() -> object:
         out = sort(x)

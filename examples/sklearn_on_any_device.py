@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
-    from hetero.array.host_fallback import counts
+    from hetero.arraylib.host_fallback import counts
 
     for (function, device_name), count in sorted(counts().items()):
         print(f"computed on the host: {function} on {device_name} ({count} call(s))")

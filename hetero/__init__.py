@@ -42,6 +42,7 @@ from hetero.core.registry import CHECK_REQUEST as _CHECK_REQUEST
 from hetero.core.registry import RUNTIMES_OPENED as _RUNTIMES_OPENED
 from hetero.kernels.hooks import SPLIT_KERNEL as _SPLIT_KERNEL
 from hetero.array import hooks as _array_hooks
+from hetero.arraylib import hooks as _arraylib_hooks
 from hetero.core import fusion_state as _fusion_state
 from hetero.core.injection_hooks import TORCH_RULES_CHANGED as _TORCH_RULES_CHANGED
 from hetero.core.injection_hooks import TORCH_RULES_CONFIGURED as _TORCH_RULES_CONFIGURED
@@ -61,22 +62,20 @@ _QUARANTINED_IDS.provided_by("hetero.fault.quarantine")
 _SUBSCRIBE.provided_by("hetero.fault.event_bus")
 _SPLIT_KERNEL.provided_by("hetero.kernels.split.launch")
 for _hook in (_array_hooks.COPY_INTO, _array_hooks.ASSIGN, _array_hooks.VIEW_TO_NUMPY, _array_hooks.STAGED_LAUNCH):
-    _hook.provided_by("hetero.array.copy")
-_array_hooks.REDUCTION.provided_by("hetero.array.reductions")
-_array_hooks.CAST.provided_by("hetero.array.cast")
+    _hook.provided_by("hetero.arraylib.copy")
+_array_hooks.REDUCTION.provided_by("hetero.arraylib.reductions")
+_array_hooks.CAST.provided_by("hetero.arraylib.cast")
 del _hook
-_array_hooks.ELEMENTWISE.provided_by("hetero.array.elementwise")
-_array_hooks.FUSE.provided_by("hetero.array.fusion")
-_fusion_state.REALIZE.provided_by("hetero.array.fusion")
-_array_hooks.MATMUL.provided_by("hetero.array.linalg.matmul")
+_array_hooks.ELEMENTWISE.provided_by("hetero.arraylib.elementwise")
+_arraylib_hooks.FUSE.provided_by("hetero.arraylib.fusion")
+_fusion_state.REALIZE.provided_by("hetero.arraylib.fusion")
+_array_hooks.MATMUL.provided_by("hetero.arraylib.linalg.matmul")
 _array_hooks.NAMESPACE.provided_by("hetero.xp")
-_array_hooks.COMPLEX_UNARY.provided_by("hetero.array.complex.functions")
-_array_hooks.COMPLEX_POWER.provided_by("hetero.array.complex.functions")
-_array_hooks.ADVANCED_GET.provided_by("hetero.array.advanced_index")
-_array_hooks.ADVANCED_SET.provided_by("hetero.array.advanced_index")
-_array_hooks.COMPLEX_ELEMENTWISE.provided_by("hetero.array.complex.elementwise")
-_array_hooks.COMPLEX_CAST.provided_by("hetero.array.complex.elementwise")
-_array_hooks.COMPLEX_REDUCTION.provided_by("hetero.array.complex.reductions")
+_array_hooks.ADVANCED_GET.provided_by("hetero.arraylib.advanced_index")
+_array_hooks.ADVANCED_SET.provided_by("hetero.arraylib.advanced_index")
+_arraylib_hooks.COMPLEX_ELEMENTWISE.provided_by("hetero.arraylib.complex.elementwise")
+_arraylib_hooks.COMPLEX_CAST.provided_by("hetero.arraylib.complex.elementwise")
+_arraylib_hooks.COMPLEX_REDUCTION.provided_by("hetero.arraylib.complex.reductions")
 _QUOTAS_CHANGED.provided_by("hetero.torch.memory")
 _TORCH_RULES_CHANGED.provided_by("hetero.torch.injection")
 _TORCH_RULES_CONFIGURED.provided_by("hetero.torch.injection")
@@ -87,16 +86,16 @@ if TYPE_CHECKING:
     from types import ModuleType
 
     from hetero import checkpoint
-    from hetero.array.reductions import all, any, argmax, argmin, cumulative_prod, cumulative_sum, max, mean, min, prod, std, sum, var  # noqa: A004 (the array API's names)
-    from hetero.array.linalg.matmul import explain_op, matmul, matrix_transpose, tensordot, vecdot
+    from hetero.arraylib.reductions import all, any, argmax, argmin, cumulative_prod, cumulative_sum, max, mean, min, prod, std, sum, var  # noqa: A004 (the array API's names)
+    from hetero.arraylib.linalg.matmul import explain_op, matmul, matrix_transpose, tensordot, vecdot
 
     fault: ModuleType  # hetero.fault / hetero.scheduler live in the fault/ and scheduler/ folders
     scheduler: ModuleType
     from hetero import xp
-    from hetero.array.cast import astype
-    from hetero.array.creation import empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like
-    from hetero.array.fusion import fusion
-    from hetero.array.manipulation import concat, repeat, roll, stack, tile
+    from hetero.arraylib.cast import astype
+    from hetero.arraylib.creation import empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like
+    from hetero.arraylib.fusion import fusion
+    from hetero.arraylib.manipulation import concat, repeat, roll, stack, tile
     from hetero.compiler.build.bundle_registry import load_bundle
     from hetero.recovery.guard import guard
     from hetero.fault.heartbeat import heartbeat
@@ -120,29 +119,29 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "scheduler": ("hetero.scheduler", None),
     "xp": ("hetero.xp", None),  # the array API namespace (x.__array_namespace__())
     "onnx": ("hetero.onnx", None),  # ONNX Runtime sessions and failover pools
-    # reductions and scans (hetero.array.reductions) load the compiler: on first use too
-    "sum": ("hetero.array.reductions", "sum"),
-    "prod": ("hetero.array.reductions", "prod"),
-    "min": ("hetero.array.reductions", "min"),
-    "max": ("hetero.array.reductions", "max"),
-    "mean": ("hetero.array.reductions", "mean"),
-    "std": ("hetero.array.reductions", "std"),
-    "var": ("hetero.array.reductions", "var"),
-    "any": ("hetero.array.reductions", "any"),
-    "all": ("hetero.array.reductions", "all"),
-    "argmax": ("hetero.array.reductions", "argmax"),
-    "argmin": ("hetero.array.reductions", "argmin"),
-    "cumulative_sum": ("hetero.array.reductions", "cumulative_sum"),
-    "cumulative_prod": ("hetero.array.reductions", "cumulative_prod"),
-    "fusion": ("hetero.array.fusion", "fusion"),
-    # linear algebra (hetero.array.linalg.matmul): vendor BLAS or hetero's tiled kernel
-    "matmul": ("hetero.array.linalg.matmul", "matmul"),
-    "vecdot": ("hetero.array.linalg.matmul", "vecdot"),
-    "tensordot": ("hetero.array.linalg.matmul", "tensordot"),
-    "matrix_transpose": ("hetero.array.linalg.matmul", "matrix_transpose"),
-    "explain_op": ("hetero.array.linalg.matmul", "explain_op"),
+    # reductions and scans (hetero.arraylib.reductions) load the compiler: on first use too
+    "sum": ("hetero.arraylib.reductions", "sum"),
+    "prod": ("hetero.arraylib.reductions", "prod"),
+    "min": ("hetero.arraylib.reductions", "min"),
+    "max": ("hetero.arraylib.reductions", "max"),
+    "mean": ("hetero.arraylib.reductions", "mean"),
+    "std": ("hetero.arraylib.reductions", "std"),
+    "var": ("hetero.arraylib.reductions", "var"),
+    "any": ("hetero.arraylib.reductions", "any"),
+    "all": ("hetero.arraylib.reductions", "all"),
+    "argmax": ("hetero.arraylib.reductions", "argmax"),
+    "argmin": ("hetero.arraylib.reductions", "argmin"),
+    "cumulative_sum": ("hetero.arraylib.reductions", "cumulative_sum"),
+    "cumulative_prod": ("hetero.arraylib.reductions", "cumulative_prod"),
+    "fusion": ("hetero.arraylib.fusion", "fusion"),
+    # linear algebra (hetero.arraylib.linalg.matmul): vendor BLAS or hetero's tiled kernel
+    "matmul": ("hetero.arraylib.linalg.matmul", "matmul"),
+    "vecdot": ("hetero.arraylib.linalg.matmul", "vecdot"),
+    "tensordot": ("hetero.arraylib.linalg.matmul", "tensordot"),
+    "matrix_transpose": ("hetero.arraylib.linalg.matmul", "matrix_transpose"),
+    "explain_op": ("hetero.arraylib.linalg.matmul", "explain_op"),
 }
-#: The array API's elementwise functions (hetero.array.functions): each is a generated kernel.
+#: The array API's elementwise functions (hetero.arraylib.functions): each is a generated kernel.
 ELEMENTWISE_FUNCTIONS = (
     "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert",
     "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip", "copysign",
@@ -152,13 +151,13 @@ ELEMENTWISE_FUNCTIONS = (
     "nextafter", "not_equal", "positive", "pow", "reciprocal", "remainder", "round", "sign", "signbit", "sin",
     "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc", "where",
 )
-_LAZY.update({name: ("hetero.array.functions", name) for name in ELEMENTWISE_FUNCTIONS})
+_LAZY.update({name: ("hetero.arraylib.functions", name) for name in ELEMENTWISE_FUNCTIONS})
 #: Creation, conversion and manipulation that make new arrays through generated kernels.
 CREATION_FUNCTIONS = ("empty_like", "eye", "full_like", "linspace", "meshgrid", "ones_like", "tril", "triu", "zeros_like")
 MANIPULATION_FUNCTIONS = ("concat", "repeat", "roll", "stack", "tile")
-_LAZY.update({name: ("hetero.array.creation", name) for name in CREATION_FUNCTIONS})
-_LAZY.update({name: ("hetero.array.manipulation", name) for name in MANIPULATION_FUNCTIONS})
-_LAZY["astype"] = ("hetero.array.cast", "astype")
+_LAZY.update({name: ("hetero.arraylib.creation", name) for name in CREATION_FUNCTIONS})
+_LAZY.update({name: ("hetero.arraylib.manipulation", name) for name in MANIPULATION_FUNCTIONS})
+_LAZY["astype"] = ("hetero.arraylib.cast", "astype")
 
 
 def __getattr__(name: str) -> object:

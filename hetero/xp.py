@@ -10,13 +10,13 @@ array-api-compat) run on any hetero device, NVIDIA, AMD, Intel or OpenCL CPU ali
 
 ``hetero`` itself holds the same functions beside the device and kernel API; this module holds
 the standard's names only (plus ``float16``, which hetero arrays also have), with the standard's
-signatures. What the standard leaves to the library, decided once (see :mod:`hetero.array.info`):
+signatures. What the standard leaves to the library, decided once (see :mod:`hetero.arraylib.info`):
 the default floating dtype is float32 on every device, the default integer and index dtype int64,
 the default device :func:`hetero.device`'s (``HETERO_DEVICE``). ``copy=None`` shares memory where
 it can, ``copy=False`` raises where a copy is needed, ``copy=True`` always copies.
 
 Complex arrays (complex64, complex128 where the device has fp64) are stored as NumPy stores them
-and computed on their real and imaginary parts (:mod:`hetero.array.complex.elementwise`).
+and computed on their real and imaginary parts (:mod:`hetero.arraylib.complex.elementwise`).
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ from hetero.core import dtypes as _dtypes
 from hetero.array.ndarray import Array
 from hetero.array.ndarray import arange, asarray, empty, full, ones, zeros
 from hetero.array.ndarray import dlpack_owner, from_dlpack_object
-from hetero.array.cast import astype
-from hetero.array.creation import empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like
-from hetero.array.complex import elementwise as _complex
-from hetero.array.fft import transforms as fft
-from hetero.array.linalg import namespace as linalg
+from hetero.arraylib.cast import astype
+from hetero.arraylib.creation import empty_like, eye, full_like, linspace, meshgrid, ones_like, tril, triu, zeros_like
+from hetero.arraylib.complex import elementwise as _complex
+from hetero.arraylib.fft import transforms as fft
+from hetero.arraylib.linalg import namespace as linalg
 from hetero.array.hooks import NAMESPACE
-from hetero.array.functions import (
+from hetero.arraylib.functions import (
     abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_invert, bitwise_left_shift,
     bitwise_or, bitwise_right_shift, bitwise_xor, ceil, clip, copysign, cos, cosh, divide, equal, exp, expm1, floor,
     floor_divide, greater, greater_equal, hypot, isfinite, isinf, isnan, less, less_equal, log, log1p, log2, log10,
@@ -46,22 +46,22 @@ from hetero.array.functions import (
     not_equal, positive, pow, reciprocal, remainder, round, sign, signbit, sin, sinh, sqrt, square, subtract, tan,
     tanh, trunc, where,
 )  # noqa: A004 (the standard's names)
-from hetero.array.diff import diff
-from hetero.array.manipulation import concat, repeat, roll, stack, tile
-from hetero.array.linalg.matmul import matmul, matrix_transpose, tensordot, vecdot
-from hetero.array.reductions import all, any, argmax, argmin, cumulative_prod, cumulative_sum, max, mean, min, prod, std, sum, var  # noqa: A004 (the standard's names)
-from hetero.array.search import count_nonzero, nonzero
-from hetero.array.searchsorted import searchsorted
-from hetero.array.sets import unique_all, unique_counts, unique_inverse, unique_values
-from hetero.array.sort import argsort, sort
-from hetero.array.take import take, take_along_axis
+from hetero.arraylib.diff import diff
+from hetero.arraylib.manipulation import concat, repeat, roll, stack, tile
+from hetero.arraylib.linalg.matmul import matmul, matrix_transpose, tensordot, vecdot
+from hetero.arraylib.reductions import all, any, argmax, argmin, cumulative_prod, cumulative_sum, max, mean, min, prod, std, sum, var  # noqa: A004 (the standard's names)
+from hetero.arraylib.search import count_nonzero, nonzero
+from hetero.arraylib.searchsorted import searchsorted
+from hetero.arraylib.sets import unique_all, unique_counts, unique_inverse, unique_values
+from hetero.arraylib.sort import argsort, sort
+from hetero.arraylib.take import take, take_along_axis
 from hetero.array.views import broadcast_arrays, broadcast_to, expand_dims, flip, moveaxis, permute_dims, reshape
 from hetero.array.views import squeeze, unstack
 from hetero.core.device import Device
 from hetero.core.errors import ArrayError
 from hetero.array.promotion import can_cast, result_type
-from hetero.array.dtype_functions import finfo, iinfo, isdtype
-from hetero.array.info import __array_namespace_info__
+from hetero.arraylib.dtype_functions import finfo, iinfo, isdtype
+from hetero.arraylib.info import __array_namespace_info__
 
 __array_api_version__ = "2024.12"
 

@@ -1,4 +1,4 @@
-"""Advanced indexing on every device (hetero.array.advanced_index): ``x[key]`` and
+"""Advanced indexing on every device (hetero.arraylib.advanced_index): ``x[key]`` and
 ``x[key] = value`` with boolean masks and integer arrays, mixed with ints, slices, None and
 ``...``, exactly against NumPy; results are new arrays; fused (recorded) work sees the values
 from before a scatter; bad keys raise what NumPy raises."""

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.array.complex import elementwise as array_complex
-from hetero.array import reductions as array_reductions
+from hetero.arraylib.complex import elementwise as array_complex
+from hetero.arraylib import reductions as array_reductions
 from hetero.array.components import components
 
 NAN, INF = np.nan, np.inf
@@ -333,9 +333,9 @@ def test_sum_and_mean(device: hetero.Device, dtype: str) -> None:
 # -- refusals -----------------------------------------------------------------------------------
 def test_real_only_operations_raise(device: hetero.Device) -> None:
     z = _on(np.array([1 + 1j, 2j], np.complex64), device)
-    for call in (lambda: z < z, lambda: hetero.array.elementwise.apply("maximum", z, z),
-                 lambda: hetero.array.elementwise.apply("floor", z), lambda: z // z, lambda: z % 2,
-                 lambda: hetero.array.elementwise.clip(z, 0, 1)):
+    for call in (lambda: z < z, lambda: hetero.arraylib.elementwise.apply("maximum", z, z),
+                 lambda: hetero.arraylib.elementwise.apply("floor", z), lambda: z // z, lambda: z % 2,
+                 lambda: hetero.arraylib.elementwise.clip(z, 0, 1)):
         with pytest.raises(TypeError, match="real-valued"):
             call()
     for name in ("max", "min", "argmax", "prod", "cumulative_sum", "std"):
@@ -355,7 +355,7 @@ def test_component_views_and_complex_kernel_types(device: hetero.Device) -> None
 
 
 def test_manipulation_and_creation_functions_move_complex_values(device: hetero.Device) -> None:
-    from hetero.array import creation as array_creation, manipulation as array_manipulation
+    from hetero.arraylib import creation as array_creation, manipulation as array_manipulation
 
     host = np.array([1 + 2j, 3 - 1j], np.complex128)
     z = _on(host, device)

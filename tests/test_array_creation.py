@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hetero
-from hetero.array import cast as array_cast
+from hetero.arraylib import cast as array_cast
 from hetero.compiler.array_kernels import elementwise
 from hetero.compiler.emit.registry import emitter_for
 from hetero.core.target import Target

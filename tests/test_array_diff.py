@@ -1,4 +1,4 @@
-"""diff on every device (hetero.array.diff) against NumPy: orders, axes, prepend/append,
+"""diff on every device (hetero.arraylib.diff) against NumPy: orders, axes, prepend/append,
 bool and integer dtypes, views, and the argument errors."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.array.diff import diff
+from hetero.arraylib.diff import diff
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"n": 2}, {"axis": 0}, {"n": 0}, {"n": 9}, {"axis": -2, "n": 1}])

@@ -1,4 +1,4 @@
-"""Elementwise operations on every device (hetero.array.elementwise): each operator and
+"""Elementwise operations on every device (hetero.arraylib.elementwise): each operator and
 function against NumPy, special values, promotion, broadcasting, views, in-place forms, the
 errors; and the generated kernels' CUDA C through NVRTC."""
 
@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hetero
-from hetero.array import elementwise as array_elementwise, promotion
+from hetero.arraylib import elementwise as array_elementwise
+from hetero.array import promotion
 from hetero.compiler.array_kernels import elementwise
 from hetero.compiler.emit.registry import emitter_for
 from hetero.core.launch_counts import launch_counts

@@ -1,4 +1,4 @@
-"""The fft extension (hetero.array.fft.transforms) on every device: sample frequencies, shifts and the ten
+"""The fft extension (hetero.arraylib.fft.transforms) on every device: sample frequencies, shifts and the ten
 transforms against NumPy (values, dtypes, shapes, n/axis/s/axes/norm), the OpenCL host fallback
 announced once, and clear refusals."""
 
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.array.fft import transforms as fft
-from hetero.array.fft import vkfft
-from hetero.array import host_fallback as array_host_fallback
-from hetero.array.linalg import lapack as array_lapack
+from hetero.arraylib.fft import transforms as fft
+from hetero.arraylib.fft import vkfft
+from hetero.arraylib import host_fallback as array_host_fallback
+from hetero.arraylib.linalg import lapack as array_lapack
 
 
 def test_sample_frequencies_match_numpy(device: hetero.Device) -> None:

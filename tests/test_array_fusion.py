@@ -1,4 +1,4 @@
-"""Fusion (hetero.array.fusion): chains of elementwise operations recorded and run as one kernel,
+"""Fusion (hetero.arraylib.fusion): chains of elementwise operations recorded and run as one kernel,
 with results identical to fusion off, and recorded work never seeing a later write."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.array import fusion as array_fusion
+from hetero.arraylib import fusion as array_fusion
 from hetero import f32
 from hetero.core import fusion_state
 from hetero.core.errors import ArrayError

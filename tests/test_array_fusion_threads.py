@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.array import fusion as array_fusion
+from hetero.arraylib import fusion as array_fusion
 from hetero.recovery import reserve as guard_reserve
 from tests.conftest import DEVICE_NAMES
 

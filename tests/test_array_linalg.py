@@ -1,4 +1,4 @@
-"""The linalg extension (hetero.array.linalg.namespace) on every device, against NumPy, and its host fallback.
+"""The linalg extension (hetero.arraylib.linalg.namespace) on every device, against NumPy, and its host fallback.
 
 LAPACK results match NumPy's to rounding only (different LAPACK builds, float32 in PoCL's and
 Intel's hands): float32 comparisons allow a few hundred eps relative to the matrices' size.
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.array import host_fallback as array_host_fallback
-from hetero.array.linalg import lapack as array_lapack
-from hetero.array.linalg import namespace as linalg
+from hetero.arraylib import host_fallback as array_host_fallback
+from hetero.arraylib.linalg import lapack as array_lapack
+from hetero.arraylib.linalg import namespace as linalg
 
 RNG = np.random.default_rng(11)
 TOL = dict(rtol=2e-4, atol=2e-4)
@@ -194,10 +194,10 @@ def test_cross_outer_and_matrix_power(device: hetero.Device, quiet: None) -> Non
         np.testing.assert_allclose(got.numpy(), np.linalg.matrix_power(m, n), rtol=1e-3, atol=1e-4)
     k = np.array([[1, 1], [1, 0]], np.int64)
     np.testing.assert_array_equal(linalg.matrix_power(_on(device, k), 10).numpy(), np.linalg.matrix_power(k, 10))
-    # the names re-exported from hetero.array.linalg.matmul
+    # the names re-exported from hetero.arraylib.linalg.matmul
     np.testing.assert_allclose(linalg.matmul(_on(device, m), _on(device, m)).numpy(), m @ m, rtol=1e-5)
     assert linalg.matrix_transpose(_on(device, m)).shape == (2, 3, 3)
-    assert linalg.vecdot is hetero.array.linalg.matmul.vecdot and linalg.tensordot is hetero.array.linalg.matmul.tensordot
+    assert linalg.vecdot is hetero.arraylib.linalg.matmul.vecdot and linalg.tensordot is hetero.arraylib.linalg.matmul.tensordot
 
 
 def test_bad_input_says_what_is_wrong(device: hetero.Device, quiet: None) -> None:
@@ -308,7 +308,7 @@ class _Pointer:
 
 def _fake_cupy_device(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
     """A ``cuda`` device whose runtime's ``cupy`` is NumPy over host bytes: the CuPy path of
-    hetero.array.linalg.lapack (views of device buffers, results copied into new arrays) without a GPU."""
+    hetero.arraylib.linalg.lapack (views of device buffers, results copied into new arrays) without a GPU."""
 
     def ndarray(shape: tuple[int, ...], dtype: np.dtype, memptr: _Pointer, strides: tuple[int, ...]) -> np.ndarray:
         return np.ndarray(shape, dtype, buffer=memptr.memory, offset=memptr.offset, strides=strides)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.array.linalg import blas as array_blas
+from hetero.arraylib.linalg import blas as array_blas
 
 RNG = np.random.default_rng(7)
 

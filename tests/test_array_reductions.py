@@ -1,4 +1,4 @@
-"""Reductions and scans on every device (hetero.array.reductions), against NumPy.
+"""Reductions and scans on every device (hetero.arraylib.reductions), against NumPy.
 
 Integer and bool results are compared exactly. Float results are compared with a bound that
 grows with the number of elements folded, as a summation's rounding error does: for a sum or
@@ -405,7 +405,7 @@ def _one_stage(data: np.ndarray, parts: int) -> np.ndarray:
 
 def _documented_sum(values: np.ndarray) -> np.float32:
     """The float32 sum of 1-D ``values`` folded in the order hetero.compiler.array_kernels.reduction documents."""
-    from hetero.array.reductions import _parts
+    from hetero.arraylib.reductions import _parts
 
     parts = _parts(1, values.size)
     partials = _one_stage(values, parts)
@@ -421,7 +421,7 @@ def test_float_sums_follow_the_documented_order_bit_for_bit(device: hetero.Devic
 def _documented_column_sums(matrix: np.ndarray) -> np.ndarray:
     """float32 ``matrix.sum(axis=0)`` folded as the ``columns`` stage documents: chunks of rows
     in order per column, then the merge stage's tree over each column's partials."""
-    from hetero.array.reductions import COLUMN_CHUNK, MAX_PARTS
+    from hetero.arraylib.reductions import COLUMN_CHUNK, MAX_PARTS
 
     rows, cols = matrix.shape
     parts = max(1, min(MAX_PARTS, rows // COLUMN_CHUNK))

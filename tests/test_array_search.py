@@ -1,4 +1,4 @@
-"""nonzero and count_nonzero on every device (hetero.array.search), exactly against NumPy:
+"""nonzero and count_nonzero on every device (hetero.arraylib.search), exactly against NumPy:
 every dtype, NaN counted as nonzero, views, empty arrays, sizes past one work-group, and the
 0-d error the standard asks for."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.array.search import count_nonzero, nonzero
+from hetero.arraylib.search import count_nonzero, nonzero
 
 DTYPES = ["bool", "int8", "uint16", "int32", "int64", "float32", "float64"]
 

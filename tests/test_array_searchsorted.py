@@ -1,4 +1,4 @@
-"""searchsorted on every device (hetero.array.searchsorted), against NumPy's, NaN and signed zeros included."""
+"""searchsorted on every device (hetero.arraylib.searchsorted), against NumPy's, NaN and signed zeros included."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.array.searchsorted import searchsorted
-from hetero.array.sort import argsort
+from hetero.arraylib.searchsorted import searchsorted
+from hetero.arraylib.sort import argsort
 
 from test_array_sort import values
 

@@ -1,4 +1,4 @@
-"""unique_* on every device (hetero.array.sets), against NumPy's ``np.unique(..., equal_nan=False)``.
+"""unique_* on every device (hetero.arraylib.sets), against NumPy's ``np.unique(..., equal_nan=False)``.
 
 Each NaN is a value of its own, -0.0 and +0.0 one value shown as the first one in the input;
 values are compared bit for bit, the index arrays exactly.
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hetero
-from hetero.array.sets import unique_all, unique_counts, unique_inverse, unique_values
+from hetero.arraylib.sets import unique_all, unique_counts, unique_inverse, unique_values
 
 from test_array_sort import bits, values
 

@@ -1,4 +1,4 @@
-"""sort and argsort on every device (hetero.array.sort), against NumPy's stable sort, exactly.
+"""sort and argsort on every device (hetero.arraylib.sort), against NumPy's stable sort, exactly.
 
 Descending is checked against ``flip(argsort(flip(x)))`` (equal elements in input order, NaN
 first); sorted values are compared bit for bit, so the order of -0.0 and +0.0 (equal keys,
@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hetero
-from hetero.array import sort as array_sort
-from hetero.array.sort import argsort, sort
+from hetero.arraylib import sort as array_sort
+from hetero.arraylib.sort import argsort, sort
 
 SETTINGS = settings(max_examples=20, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,4 +1,4 @@
-"""take and take_along_axis on every device (hetero.array.take), exactly against NumPy: every
+"""take and take_along_axis on every device (hetero.arraylib.take), exactly against NumPy: every
 dtype width, views as inputs and as indices, negative indices, and the errors a user meets."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hetero
-from hetero.array.take import take, take_along_axis
+from hetero.arraylib.take import take, take_along_axis
 
 DTYPES = ["bool", "int8", "uint16", "int32", "float32", "int64", "float64"]
 

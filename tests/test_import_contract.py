@@ -3,6 +3,7 @@ tests/import_graph.py), would fail on an upward import, and no module imports it
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,14 @@ def test_the_cycle_finder_sees_a_cycle_through_a_lazy_import() -> None:
              graph.Import("c", "a", 1, lazy=True, type_checking=False),
              graph.Import("c", "d", 1, lazy=False, type_checking=False)]
     assert graph.cycles(edges) == [["a", "b", "c"]]
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    # A name with a leading underscore is its module's own; one another module needs is made public there.
+    found = []
+    for module, path in graph.modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("hetero"):
+                found += [f"{module} imports {node.module}.{alias.name} (line {node.lineno})" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert not found, "; ".join(found)

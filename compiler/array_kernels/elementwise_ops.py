@@ -20,7 +20,7 @@ here once, for every dialect, so every device gives NumPy's answer:
   defines what NumPy leaves to the platform: NaN gives 0, values past the integer's range
   (infinities included) saturate to its minimum or maximum;
 - integer ``**`` wraps; a negative exponent gives the integer part of the true result (0
-  unless the base is 1 or -1) where NumPy raises: :mod:`hetero.array.elementwise` refuses a
+  unless the base is 1 or -1) where NumPy raises: :mod:`hetero.arraylib.elementwise` refuses a
   negative *scalar* exponent as NumPy does, but does not read exponent arrays back to check.
 """
 

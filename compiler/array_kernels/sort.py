@@ -1,7 +1,7 @@
 """Sort kernels, built directly as IR: a bitonic sort of (key, index) pairs, rows padded to a power of two.
 
 One definition serves every dialect (the CPU emitter runs the barriers in its work-group
-loops). The host (:mod:`hetero.array.sort`) gives contiguous rows of ``n`` elements as their
+loops). The host (:mod:`hetero.arraylib.sort`) gives contiguous rows of ``n`` elements as their
 bits (the unsigned type of their width: the kernels move elements unchanged). Each element
 becomes an order-preserving unsigned key (:func:`ordered_key`): integers with the sign bit
 flipped; floats with +-0.0 as one key, negative values' bits inverted, positives' sign bit

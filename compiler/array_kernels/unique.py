@@ -4,7 +4,7 @@ They run on the work buffers of a sorted row (:mod:`hetero.compiler.array_kernel
 sorted u64 keys (the order-preserving key in the high 32 bits and the element's position in
 the low ones when packed), ``index`` the position of each sorted element in the input (the
 pairs layout). Elements move as their bits (unsigned types). The host
-(:mod:`hetero.array.sets`) launches::
+(:mod:`hetero.arraylib.sets`) launches::
 
     unique_marks    flags[i] = 1 where sorted element i starts a new value: i == 0, or its key
                     differs from the one before (NaN, the largest key of a float, differs from

@@ -3,7 +3,7 @@
 length 2, holding each element's (real, imag) pair, as NumPy lays complex numbers out.
 
 Generated kernels never see a complex dtype: copies, casts and every complex operation
-(:mod:`hetero.array.complex.elementwise`) run on these views, so writes through them change the
+(:mod:`hetero.arraylib.complex.elementwise`) run on these views, so writes through them change the
 complex array, and the fusion bookkeeping (keyed on the buffer's owner) sees them.
 """
 

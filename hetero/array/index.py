@@ -4,7 +4,7 @@ A key is an int (negative counts from the end), a slice (any step, negative too)
 (a new axis of length 1), ``Ellipsis``, or a tuple of these. The result is a view: a new
 shape, strides and element offset over the same buffer (:func:`index_layout`). Keys with
 integer arrays or boolean masks (NumPy's advanced indexing) never reach here:
-:class:`hetero.Array` sends them to :mod:`hetero.array.advanced_index`.
+:class:`hetero.Array` sends them to :mod:`hetero.arraylib.advanced_index`.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ buffer of their base array, which they keep alive. Writes through a view change 
 
 What copies: ``copy()``, ``to(device)`` and ``asarray(view, copy=True)`` make contiguous
 arrays; ``reshape`` copies when no strides can express the result (NumPy's rule). Copies of
-views on one device run one generated kernel (the strided copy, :mod:`hetero.array.copy`),
+views on one device run one generated kernel (the strided copy, :mod:`hetero.arraylib.copy`),
 launched like any ``@hetero.kernel``. ``numpy()`` of a view is a strided NumPy view on
 ``cpu``; elsewhere a contiguous view is downloaded directly, a strided one by downloading
 the range it covers and striding on the host when that range is at most twice the view's
@@ -25,7 +25,7 @@ NumPy, DLPack consumers and torch without copies.
 
 Arithmetic, comparisons and the array API's elementwise functions (``x + 1``, ``x == y``,
 ``hetero.sqrt(x)``) are the operators of :mod:`hetero.array.operators`, each a generated
-kernel (:mod:`hetero.array.elementwise`, promotion in :mod:`hetero.array.promotion`).
+kernel (:mod:`hetero.arraylib.elementwise`, promotion in :mod:`hetero.array.promotion`).
 
 The default floating dtype is float32: every device has it, while fp64 is
 optional on GPUs.
@@ -88,7 +88,7 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
         # Internal: users get arrays from the functions in this module.
         self._outside = 0  # bytes counted in LEDGER.outside for this array (made outside any task)
         self._buf = buffer  # None while _pending (a recorded elementwise result) is not yet computed
-        self._pending: Any = None  # the recorded expression (hetero.array.fusion.Lazy), until computed
+        self._pending: Any = None  # the recorded expression (hetero.arraylib.fusion.Lazy), until computed
         self._escaped = False  # (owners) whether memory is shared outside hetero: NumPy, DLPack, torch
         self._device = device
         self.shape = shape
@@ -122,7 +122,7 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
     def _escape(self) -> None:
         """This array's memory is about to be seen outside hetero (a NumPy view, DLPack, torch),
         which may write it at any time: recorded work reading it is computed now, and work on
-        it is never recorded again (:mod:`hetero.array.fusion`)."""
+        it is never recorded again (:mod:`hetero.arraylib.fusion`)."""
         root = self._base if self._base is not None else self
         if not root._escaped:
             root._escaped = True
@@ -182,14 +182,14 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
     # -- indexing and views ------------------------------------------------------------
     def __getitem__(self, key: Any) -> Array:
         """Basic indexing (ints, slices, ``None``, ``...``): a view (see :mod:`hetero.array.index`);
-        a key with integer arrays or boolean masks: a new array (:mod:`hetero.array.advanced_index`)."""
+        a key with integer arrays or boolean masks: a new array (:mod:`hetero.arraylib.advanced_index`)."""
         if _advanced(key):
             return cast(Array, ADVANCED_GET.call(self, key))
         return self._view(*index_layout(self.shape, self.strides, self.offset, key))
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """Write ``value`` (a scalar, NumPy array or hetero array, broadcast to the view) into ``self[key]``;
-        a key with integer arrays or masks scatters (:mod:`hetero.array.advanced_index`)."""
+        a key with integer arrays or masks scatters (:mod:`hetero.arraylib.advanced_index`)."""
         if _advanced(key):
             ADVANCED_SET.call(self, key, value)
             return
@@ -406,7 +406,7 @@ def empty(shape: int | Sequence[int], dtype: Any = dtypes.float32, device: str |
 
 
 def give_buffer(made: Array) -> None:
-    """Allocate the buffer of ``made``, an array recorded without one (:mod:`hetero.array.fusion`),
+    """Allocate the buffer of ``made``, an array recorded without one (:mod:`hetero.arraylib.fusion`),
     accounted as :func:`empty` accounts it (to the scheduler task current now)."""
     target, nbytes = made._device, made.nbytes
     task = _tasks.allocation_task()

@@ -1,10 +1,10 @@
 """The Python operators of :class:`hetero.Array`: ``+ - * / // % ** & | ^ << >> ~``, the
-comparisons, ``-x +x abs(x)``, ``@`` and ``@=`` (:mod:`hetero.array.linalg.matmul`, through
+comparisons, ``-x +x abs(x)``, ``@`` and ``@=`` (:mod:`hetero.arraylib.linalg.matmul`, through
 :data:`hetero.array.hooks.MATMUL`; a non-array operand of ``@`` is a TypeError), their reflected forms with scalars (``2 * x``) and their
 in-place forms (``x += y`` writes into ``x``, which must be able to hold the result's
 dtype and shape). Each calls the elementwise operation of the array API's name (``+`` is
 ``hetero.add``) through :data:`hetero.array.hooks.ELEMENTWISE`
-(:mod:`hetero.array.elementwise`, which sits above :mod:`hetero.array.ndarray`).
+(:mod:`hetero.arraylib.elementwise`, which sits above :mod:`hetero.array.ndarray`).
 
 NumPy scalars on either side work (NumPy defers: ``__array_ufunc__ = None``); a NumPy
 array operand or a NumPy ufunc applied to a hetero array is a TypeError (convert first).

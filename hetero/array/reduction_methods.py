@@ -1,4 +1,4 @@
-"""The reductions and scans of :mod:`hetero.array.reductions` as methods of :class:`hetero.Array`
+"""The reductions and scans of :mod:`hetero.arraylib.reductions` as methods of :class:`hetero.Array`
 (which inherits :class:`ReductionMethods`); they reach that module through the
 :data:`hetero.array.hooks.REDUCTION` hook, as it imports :mod:`hetero.array.ndarray`."""
 
@@ -16,7 +16,7 @@ Axis = int | Sequence[int] | None
 
 
 class ReductionMethods:
-    """``x.sum()``, ``x.mean(axis=0)``, ``x.cumulative_sum(axis=1)``...: see :mod:`hetero.array.reductions`."""
+    """``x.sum()``, ``x.mean(axis=0)``, ``x.cumulative_sum(axis=1)``...: see :mod:`hetero.arraylib.reductions`."""
 
     __slots__ = ()
 

@@ -47,8 +47,8 @@ import numpy as np
 
 from hetero.checkpoint.codec import CheckpointError, Decoder, PayloadReader, PayloadWriter, PickleRefusedError, encode
 from hetero.checkpoint.files import (
-    PRIVATE_DIR, PRIVATE_FILE, ConcurrentSaveError, Fingerprint, ParallelWriter, fingerprint,
-    fsync_dir, install, payload_name, read_payloads, settled, settled_at, write_remedy,
+    PRIVATE_DIR, PRIVATE_FILE, ConcurrentSaveError, Fingerprint, ParallelWriter, fingerprint, fsync_dir, install,
+    payload_name, read_payloads, settled, settled_at, write_remedy,
 )
 from hetero.checkpoint.files import SETTLED_SECONDS  # noqa: F401 - part of this module's interface (check remembers only settled files)
 from hetero.checkpoint.manifest import check_structure

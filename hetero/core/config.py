@@ -25,10 +25,10 @@ HETERO_HOST_FALLBACK   host_fallback   ``warn`` (default), ``allow`` or ``error`
 
 ``host_fallback`` says what happens when a ``linalg`` or ``fft`` function has no vendor library on
 the array's device (OpenCL devices have no LAPACK or FFT hetero binds) and would run on the host
-through NumPy, its operands downloaded and its results uploaded (:mod:`hetero.array.host_fallback`):
+through NumPy, its operands downloaded and its results uploaded (:mod:`hetero.arraylib.host_fallback`):
 ``warn`` runs it and logs one WARNING per function and device (logger ``hetero.array.ndarray``),
 ``allow`` runs it without the warning, ``error`` refuses with :class:`hetero.ArrayError`. Every
-fallback is counted either way (``hetero.array.host_fallback.counts()``).
+fallback is counted either way (``hetero.arraylib.host_fallback.counts()``).
 
 ``subgroups`` says where CUDA's warp operations use 32-wide OpenCL sub-groups (Intel's runtimes;
 :mod:`hetero.compiler.ir.warp_emulation`): ``auto`` uses them for votes on every such device and for
@@ -154,7 +154,7 @@ class Config:
     quarantine_ttl: Mapping[str, float] = dataclasses.field(default_factory=dict)
     quota: Mapping[str, int] = dataclasses.field(default_factory=dict)  # device/backend/"*" -> bytes; empty: none
     cost_sampling: int = 0  # time every k-th launch; 0: off
-    blas: bool = True  # vendor BLAS for matmul where there is one (hetero.array.linalg.blas); False: the tiled kernel
+    blas: bool = True  # vendor BLAS for matmul where there is one (hetero.arraylib.linalg.blas); False: the tiled kernel
     subgroups: str = "auto"  # CUDA's warps on 32-wide OpenCL sub-groups: "auto", "off" or "all"
     host_fallback: str = "warn"  # linalg/fft with no vendor library on the device: "warn", "allow" or "error"
     cache_max_size: int = CACHE_MAX_SIZE  # bytes of the disk cache

@@ -1,7 +1,7 @@
 """What every floor needs to know about fused elementwise work: whether any is recorded and
-not yet computed, and how to compute it all (:mod:`hetero.array.fusion` answers).
+not yet computed, and how to compute it all (:mod:`hetero.arraylib.fusion` answers).
 
-Elementwise operations on arrays are recorded, not run (:mod:`hetero.array.fusion`): the
+Elementwise operations on arrays are recorded, not run (:mod:`hetero.arraylib.fusion`): the
 array they return has no buffer until its value is needed (its buffer is read). Anything
 that writes into an array (a kernel launch, for the arrays it writes; a copy or host write)
 calls :func:`before_write` first, and waiting for a device calls :func:`flush`, so recorded

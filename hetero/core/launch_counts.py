@@ -1,6 +1,6 @@
 """How many kernel launches each device has had in this process, how many host writes into
 its memory (uploads and copies through :func:`hetero.copyto`), and how many operations on its
-arrays ran on the host for want of a library there (host fallbacks, :mod:`hetero.array.host_fallback`).
+arrays ran on the host for want of a library there (host fallbacks, :mod:`hetero.arraylib.host_fallback`).
 
 On the ground floor, so that a heartbeat (the fault floor) reads what the kernel layer counts
 without importing it (importing the compiler for a heartbeat would cost more than the step it
@@ -82,6 +82,6 @@ def host_fallbacks() -> dict[str, int]:
 
 
 def forget_host_fallbacks() -> None:
-    """Clear :func:`host_fallbacks` (:func:`hetero.array.host_fallback.reset` calls it)."""
+    """Clear :func:`host_fallbacks` (:func:`hetero.arraylib.host_fallback.reset` calls it)."""
     with _FALLBACKS_LOCK:
         _FALLBACKS.clear()

@@ -18,7 +18,7 @@ so it computes what the Python reading of the kernel says.
 
 A launch given a strided view it cannot pass as it is (not contiguous, or at an offset on a
 non-host device) runs on a contiguous copy, and the views the kernel writes (its IR's stores
-and atomics) get the results copied back (:mod:`hetero.array.copy`); the dispatch key tells
+and atomics) get the results copied back (:mod:`hetero.arraylib.copy`); the dispatch key tells
 such views apart, so contiguous arrays launch exactly as before.
 
 A launch runs on the device that holds the array arguments. The first launch for a
@@ -69,7 +69,7 @@ from hetero.core.config import get_config
 from hetero.core.device import Device
 from hetero.core.errors import CompileError, KernelLaunchError
 from hetero.core.launch_counts import counter as launch_counter
-from hetero.core.launch_counts import launch_counts as launch_counts  # re-exported: read from here too
+from hetero.core.launch_counts import launch_counts  # re-exported: read from here too
 from hetero.kernels.launch_values import key_builder, matcher_builder, values_builder
 from hetero.array.hooks import STAGED_LAUNCH
 from hetero.kernels.hooks import SPLIT_KERNEL
@@ -155,7 +155,7 @@ class Specialization:
 
     def _setup(self, name: str, params: Sequence[str], types: tuple[ParamType, ...], device: Device,
                compiled: pipeline.Compiled, target: Any, restrict: bool) -> None:
-        """What a launch needs of a compiled kernel (shared with kernels made as IR, :mod:`hetero.array.copy`)."""
+        """What a launch needs of a compiled kernel (shared with kernels made as IR, :mod:`hetero.arraylib.copy`)."""
         self.name = name
         self.types = types
         self.param_names = list(params)
@@ -625,7 +625,7 @@ class Kernel:
 
     def _specialize_views(self, args: Sequence[Any], key: tuple[Any, ...]) -> Specialization:
         """The launch for ``args`` some of which are views no kernel can take as they are: the
-        kernel for contiguous arrays, run on copies (:class:`hetero.array.copy.StagedSpecialization`)."""
+        kernel for contiguous arrays, run on copies (:class:`hetero.arraylib.copy.StagedSpecialization`)."""
         plain = tuple((k[0], -1 - k[1], k[2]) if type(k) is tuple and k[1] < 0 else k for k in key)
         inner = self._dispatch.get(plain) or self._specialize(args, plain)
         with self._lock:
