@@ -196,3 +196,21 @@ def test_fault_reports_are_classified_when_the_worker_did_not_say() -> None:
     assert oom.fault_class == "recoverable" and not oom.quarantine
     unknown = classify_report({"error_type": "NotAnError"})
     assert unknown == ("context-corrupting", True, None)
+
+
+@pytest.mark.parametrize("argv, command", [
+    (["-m", "pkg.train", "--steps", "60", "--lr", "0.1"], ("-m", "pkg.train", "--steps", "60", "--lr", "0.1")),
+    (["--devices", "cpu", "-m", "pkg.train", "--devices", "x"], ("-m", "pkg.train", "--devices", "x")),
+    (["--nproc", "2", "SCRIPT", "-m", "y", "--steps", "3"], ("SCRIPT", "-m", "y", "--steps", "3")),
+    (["-m", "pkg.train"], ("-m", "pkg.train")),
+])
+def test_a_modules_arguments_are_its_own_as_after_python_m(argv: list[str], command: tuple[str, ...],
+                                                          tmp_path: Path) -> None:
+    # `hetero-run -m pkg.train --steps 60` said "unrecognized arguments: --steps": everything after the
+    # module's name is the module's, as with python -m (and after a script's name, the script's).
+    script = tmp_path / "train.py"
+    script.write_text("")
+    argv = [str(script) if a == "SCRIPT" else a for a in argv]
+    parser = run_cli.build_parser()
+    config = run_cli.build_config(parser, run_cli.parse_args(parser, ["--run-dir", str(tmp_path), *argv]))
+    assert config.command == tuple(str(script) if a == "SCRIPT" else a for a in command)

@@ -87,6 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``argv`` parsed, where everything after ``-m MODULE`` is the module's own, as with ``python -m``
+    (argparse would read a module's ``--steps 60`` as hetero-run's and refuse it); everything after
+    a script's name is the script's already (``command`` takes the remainder)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "-m" in argv:
+        end = argv.index("-m") + 2
+        head = parser.parse_args(argv[:end])
+        if head.module is not None and not head.command:  # -m came before any script: a module run
+            head.command = argv[end:]
+            return head
+    return parser.parse_args(argv)
+
+
 def build_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> LaunchConfig:
     """The run's one :class:`LaunchConfig`; an option out of range (checked by the record, before
     anything starts) exits 2 naming it. ``--nproc`` is checked against the devices too, once they
@@ -130,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    config = build_config(parser, parser.parse_args(argv))
+    config = build_config(parser, parse_args(parser, argv))
     if config.quota is not None:
         from hetero.core.config import reload_config
 
