@@ -50,6 +50,7 @@ from hetero.core.injection_hooks import arm_configured_torch_rules as _arm_confi
 from hetero.scheduler.inputs import QUARANTINED_IDS as _QUARANTINED_IDS
 from hetero.scheduler.inputs import QUOTAS_CHANGED as _QUOTAS_CHANGED
 from hetero.scheduler.inputs import SUBSCRIBE as _SUBSCRIBE
+from hetero.core import moved as _moved
 
 # The floors join here. A lower floor asks through a hook what a floor above answers; each
 # answering module registers itself when imported, and is named here so that the first question
@@ -80,6 +81,7 @@ _QUOTAS_CHANGED.provided_by("hetero.torch.memory")
 _TORCH_RULES_CHANGED.provided_by("hetero.torch.injection")
 _TORCH_RULES_CONFIGURED.provided_by("hetero.torch.injection")
 _arm_configured_torch_rules()  # HETERO_FAULTS rules for torch ops: a pure torch loop opens no hetero backend
+_moved.install()  # the module paths the documentation named before the rooms (hetero.plugin ...)
 
 
 if TYPE_CHECKING:
