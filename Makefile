@@ -75,7 +75,7 @@ conformance: setup
 
 # The documentation site (mkdocs.yml, docs/): built into site/; --strict fails on a broken link or API page.
 docs: setup
-	$(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: setup
 	$(PY) -m benchmarks.run_all
