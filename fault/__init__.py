@@ -9,7 +9,8 @@
     >>> hetero.fault.monitor.start()                # poll device health in the background
     >>> with hetero.fault.inject("cpu:alloc:nth=3:oom"): ...   # fault injection (tests, drills)
 
-Importing this package loads no vendor library. May use backends and the scheduler.
+Importing this package loads no vendor library. May import: the scheduler, the backends' error
+tables and the ground floor; what it needs from above (torch's op boundary) it asks through hooks.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 ``import hetero`` loads no vendor library: backends are found through the
 ``hetero.backends`` entry-point group and opened when devices are first listed.
 
+This module is above every floor (docs/architecture.md): it re-exports the public names of the
+rooms below and names each hook's provider, so it may import any room.
+
     >>> import hetero
     >>> dev = hetero.device()                 # best healthy device, GPUs first
     >>> x = hetero.arange(10, device=dev)

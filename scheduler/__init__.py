@@ -11,6 +11,9 @@ Pure policy over device descriptors, health and usage: no vendor library, no I/O
 floor, backends and compiler; what it needs from the floors above (the quarantine, whom to tell
 about quotas) it asks through hooks (:mod:`hetero.scheduler.inputs`). Names load on first use, so
 ``import hetero`` (whose allocator reads :mod:`hetero.scheduler.context`) pulls in only that.
+
+May import: the ground floor (and through it nothing vendor-specific: a second contract forbids
+every vendor library here).
 """
 
 from __future__ import annotations

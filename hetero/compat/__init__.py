@@ -5,6 +5,8 @@
   device arrays, atomics, ``cuda.random`` and ``cuda.reduce``, on every hetero device.
 * :func:`explain`: what a kernel needs of a device (features, memory, barriers, grid syncs), and
   which devices here run it.
+
+May import: every floor below, the kernels and arrays rooms, and its own floor's rooms.
 """
 
 from __future__ import annotations

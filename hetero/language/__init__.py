@@ -4,6 +4,8 @@ atomics, and the ``@hetero.func`` device-function marker.
 These objects only *name* things: the compiler recognises them inside a kernel's
 source and lowers them. Called from ordinary Python they raise, saying so.
 Vocabulary: imports nothing else of the project.
+
+May import: the ground floor (:mod:`hetero.core`) only; the compiler and the public API import it.
 """
 
 from __future__ import annotations

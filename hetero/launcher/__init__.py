@@ -27,4 +27,6 @@ module              runs in     job
 What both sides agree on (environment names, exit codes, the heartbeat file) is in
 :mod:`hetero.fault.protocol` and :mod:`hetero.fault.heartbeat`, a floor down, because the
 checkpoint API and the guard speak it too.
+
+May import: every floor below (checkpoints, the fault policy, the scheduler, core); nothing below imports it.
 """

@@ -9,6 +9,8 @@
 ``hetero serve`` puts a pool behind the KServe v2 HTTP protocol (:mod:`hetero.serve`); ``hetero
 infer`` runs a model once or benchmarks it. Importing this package loads ONNX Runtime only when a
 session is made. See docs/inference.md.
+
+May import: every floor below the public API (core, the scheduler, the fault policy) and its own floor's rooms.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ Inference Server speaks, so ``tritonclient.http`` and KServe clients work unchan
   :class:`~hetero.serve.runner.ServerThread` (a background server for tests and benchmarks).
 
 Importing it loads aiohttp and prometheus_client, never ONNX Runtime.
+
+May import: every floor below (the ONNX pool it serves, the fault policy); a floor of its own beside the launcher.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ fp64 refuses such a kernel, naming the feature). On the host: :func:`to_device`,
 Kernels run on the device their arrays live on, else ``hetero.device()``
 (``hetero.use_device("oneapi:0")`` selects one). What is not supported yet raises
 :class:`hetero.CompileError` at the kernel's line, naming the construct.
+
+May import what :mod:`hetero.compat` may import.
 """
 
 from __future__ import annotations
