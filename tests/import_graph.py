@@ -110,7 +110,7 @@ def imports(root: Path = ROOT) -> list[Import]:
             for target in targets:
                 while target and target not in known:
                     target = target.rpartition(".")[0]
-                # "from hetero.fault import guard" names hetero.recovery.guard; the package itself
+                # "from hetero.fault import quarantine" names hetero.fault.quarantine; the package itself
                 # (imported too, to reach it) counts only when nothing more precise was named.
                 if target and target != name and target not in seen:
                     seen.add(target)

@@ -148,7 +148,7 @@ def test_a_bad_quota_fails_the_process_with_the_config_error(tmp_path: Path) -> 
 TORCH_LATER = '''
 import sys
 import hetero
-from hetero import torch_memory
+from hetero.torch import memory as torch_memory
 seen = []
 real = torch_memory.apply_torch_fractions
 torch_memory.apply_torch_fractions = lambda: seen.append("torch" in sys.modules) or real()

@@ -15,7 +15,7 @@ CODE = '''
 import json, sys
 import numpy as np
 import hetero
-from hetero import kernels
+from hetero.kernels import kernel as kernels
 from hetero.scheduler import cost_model
 
 @hetero.kernel

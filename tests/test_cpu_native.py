@@ -33,7 +33,7 @@ class WhoImportsNumba:  # records the thread that imports Numba; finds nothing i
 sys.meta_path.insert(0, WhoImportsNumba())
 import numpy as np
 import hetero
-from hetero.backends import cpu_native
+from hetero.backends.cpu import native as cpu_native
 from tests.kernels import corpus
 
 rng = np.random.default_rng(7)
@@ -154,7 +154,7 @@ MOVES = r"""
 import json, sys
 import numpy as np
 import hetero
-from hetero.backends import cpu_kernels
+from hetero.backends.cpu import kernels as cpu_kernels
 from tests.kernels import corpus
 
 x = hetero.asarray(np.ones(5000, np.float32), device="cpu", copy=True)

@@ -1,5 +1,5 @@
 """The array API standard's ``fft`` extension (2024.12) for hetero arrays, as one namespace:
-``from hetero import array_fft as fft; fft.fftshift(x)``.
+``hetero.xp.fft`` (``from hetero.xp import fft; fft.fftshift(x)``).
 
 What works: ``fftfreq``, ``rfftfreq`` (the sample frequencies, computed on the device by
 generated kernels from an index ``arange``: float32 by default, hetero's default real float,

@@ -1,5 +1,5 @@
 """The array API standard's ``linalg`` extension (2024.12) for hetero arrays, as one namespace:
-``from hetero import array_linalg as linalg; linalg.solve(a, b)``.
+``hetero.xp.linalg`` (``from hetero.xp import linalg; linalg.solve(a, b)``).
 
 Where each function runs:
 
