@@ -15,23 +15,6 @@ here too.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from hetero.core.facade import room_attributes
 
-# The module this room grew from: its names stay reachable here, loaded on first use.
-_ROOM_MODULE = "hetero.array.ndarray"
-
-
-def __getattr__(name: str) -> Any:
-    try:
-        return importlib.import_module(f"{__name__}.{name}")  # a module of this room
-    except ModuleNotFoundError as error:
-        if error.name != f"{__name__}.{name}":
-            raise
-    module = importlib.import_module(_ROOM_MODULE)
-    try:
-        value = getattr(module, name)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    globals()[name] = value
-    return value
+__getattr__ = room_attributes(__name__, "hetero.array.ndarray")
