@@ -30,7 +30,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hetero.core.registry import APPLY_QUOTA
 from hetero.scheduler import context
@@ -40,6 +40,8 @@ from hetero.scheduler.request import PRIORITIES, PRIORITY_RANK, parse_size
 from hetero.scheduler.usage import LEDGER
 
 if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is 3.11+; hetero supports 3.10
+
     from hetero.core.device import Device
 
 # Per context: tokens of the tasks entered there, innermost last (so a Task object can be

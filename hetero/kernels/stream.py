@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # typing.Self is 3.11+; hetero supports 3.10
+    from typing_extensions import Self
 
 from hetero.core.device import Device
 from hetero.core.registry import device as resolve_device
