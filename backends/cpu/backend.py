@@ -10,6 +10,7 @@ hetero's own (``CPU_OUT_OF_MEMORY``, ``CPU_DEVICE_LOST``, ...), see :data:`FAULT
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import platform
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from hetero.core.device import DeviceInfo, Health, HealthState, Kind
-from hetero.core.errors import ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
+from hetero.core.errors import BackendUnavailableError, ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
 from hetero.core.plugin import Backend, BackendRegistration, DeviceRuntime
 from hetero.core.target import Target
 
@@ -161,6 +162,11 @@ class CPUBackend(Backend):
     name = "cpu"
 
     def __init__(self) -> None:
+        # Numba is a base dependency; without it (--no-deps, a broken environment) the device is listed
+        # as unavailable with the remedy, not as `ok` with kernels that fail at the first operation.
+        if importlib.util.find_spec("numba") is None:
+            raise BackendUnavailableError("cpu", "Numba is not installed (the cpu device compiles its kernels with it)",
+                                          "pip install numba  (a dependency of hetero: pip install --force-reinstall hetero)")
         vendor, model = host.cpu_vendor_and_model()
         info = DeviceInfo(
             name="cpu",
