@@ -10,7 +10,7 @@ import pytest
 
 import import_graph as graph
 
-pytest.importorskip("importlinter", reason="import-linter is a dev dependency: pip install -e '.[dev]'")
+pytest.importorskip("importlinter", reason="import-linter is a dev dependency: pip install --group dev")
 
 #: Package inits the contract cannot name as a floor (they contain floors): what each may import.
 UNLISTED: dict[str, str | None] = {"hetero": None}  # None: the roof, anything
