@@ -32,6 +32,7 @@ from hetero.core.errors import (
     ConfigError, DeviceError, DeviceNotFoundError, DeviceOutOfMemoryError, HeteroError, PluginError,
     ToolchainNotFoundError, UnsupportedDtypeError,
 )
+from hetero.core.notices import HeteroWarning, PerformanceWarning
 from hetero import math
 from hetero.language import (
     DeviceFunction, atomic_add, atomic_cas, atomic_max, atomic_min, atomic_sub, barrier, func, global_id, global_size,
@@ -194,7 +195,7 @@ __all__ = [
     "ConfigError", "ContextCorruptedError", "DeviceDegradedError", "DeviceLostError", "QuotaExceeded",
     "RecoveryFailedError", "Stream", "checkpoint", "fault", "fusion", "onnx", "guard", "heartbeat", "resumable", "scheduler", "use_device", "xp",
     "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health",
-    "HealthState", "HeteroError", "Kind", "PluginError", "ToolchainNotFoundError", "UnsupportedDtypeError",
+    "HealthState", "HeteroError", "HeteroWarning", "PerformanceWarning", "Kind", "PluginError", "ToolchainNotFoundError", "UnsupportedDtypeError",
     "__version__", "arange", "asarray", "broadcast_to", "expand_dims", "flip", "moveaxis", "permute_dims", "reshape",
     "squeeze", "ScalarOverflowError", "can_cast", "result_type", *ELEMENTWISE_FUNCTIONS, "sum", "prod", "min",
     "max", "mean", "std", "var", "any", "all", "argmax", "argmin", "cumulative_sum", "cumulative_prod",

@@ -10,20 +10,18 @@ operation there, and the 3.10 interpreter must import what once needed 3.11 (`ty
 from __future__ import annotations
 
 import email.parser
-import json
 import glob
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
-import tomllib
-import venv
 import zipfile
 from pathlib import Path
 
 import pytest
-
+import tomllib
 from conftest import run_python
 
 ROOT = Path(__file__).resolve().parent.parent

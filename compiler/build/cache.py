@@ -37,6 +37,7 @@ from typing import Any, TypeAlias
 
 from hetero._version import __version__
 from hetero.core.config import CacheBounds, get_config
+from hetero.core.notices import HeteroWarning
 from hetero.core.files import NotARegularFileError, atomic_write, locked, open_regular_file, remove_leftovers, remove_tree  # not durable: a crash may lose an entry, the checksum catches a torn one
 
 logger = logging.getLogger("hetero.compiler.build.cache")
@@ -56,7 +57,7 @@ _RESCAN_EVERY = 64
 _NAMED_PARTS = ("ir", "dialect", "target", "toolchain", "options", "hetero")
 
 
-class CacheWarning(UserWarning):
+class CacheWarning(HeteroWarning):
     """The cache could not be used as asked (corrupt entry, unwritable directory); work goes on without it."""
 
 

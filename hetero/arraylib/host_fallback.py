@@ -10,8 +10,9 @@ installed (:func:`fft_library`). Each fallback is
 - counted, per function and device: :func:`counts` (``{("linalg.inv", "oneapi:0"): 3}``), and per
   device in the telemetry (:func:`hetero.core.launch_counts.host_fallbacks`): a worker's heartbeats
   carry it to ``hetero-run``, whose metrics have ``hetero_host_fallbacks_total{device}``;
-- announced: the first time a function falls back on a device, one WARNING on the
-  ``hetero.array.ndarray`` logger names the function, the device and how to silence or forbid it;
+- announced: the first time a function falls back on a device, a
+  :class:`hetero.PerformanceWarning` (``-W error`` and warning filters catch it) and a WARNING record
+  on the ``hetero.array.ndarray`` logger name the function, the device and how to silence or forbid it;
 - governed by the ``host_fallback`` setting (``HETERO_HOST_FALLBACK``, :mod:`hetero.core.config`):
   ``warn`` (default) as above, ``allow`` without the warning (still counted), ``error`` refuses
   with :class:`hetero.ArrayError` naming the function, the device and the setting.
@@ -30,6 +31,7 @@ from hetero.core.config import get_config
 from hetero.core.device import Device
 from hetero.core.errors import ArrayError
 from hetero.core.launch_counts import fell_back, forget_host_fallbacks
+from hetero.core.notices import notice
 from hetero.core.registry import device as resolve_device
 
 log = logging.getLogger("hetero.array.ndarray")
@@ -122,11 +124,11 @@ def note(function: str, device: Device) -> None:
         _warned.add(key)
     fell_back(device.name)
     if first and mode == "warn":
-        log.warning("hetero.%s runs on the host for arrays on %s: the device has no library "
+        notice(log, f"hetero.{function} runs on the host for arrays on {device.name}: the device has no library "
                     "hetero can call for it (LAPACK, FFT), so its operands are downloaded, NumPy computes and the "
                     "results are uploaded (said once per "
                     "function and device; every fallback is counted in hetero.arraylib.host_fallback.counts()). "
-                    "Set HETERO_HOST_FALLBACK=allow to silence this, or =error to refuse", function, device.name)
+                    "Set HETERO_HOST_FALLBACK=allow to silence this, or =error to refuse")
 
 
 __all__ = ["FFT_FUNCTIONS", "FFT_LIBRARIES", "LAPACK_FUNCTIONS", "LAPACK_LIBRARIES", "VKFFT_BACKENDS", "counts", "fft_library",

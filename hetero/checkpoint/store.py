@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from hetero.core.notices import HeteroWarning
 from hetero.checkpoint.codec import CheckpointError, Decoder, PayloadReader, PayloadWriter, PickleRefusedError, encode
 from hetero.checkpoint.files import (
     PRIVATE_DIR, PRIVATE_FILE, ConcurrentSaveError, Fingerprint, ParallelWriter, fingerprint, fsync_dir, install,
@@ -82,7 +83,7 @@ if hasattr(os, "register_at_fork"):
 _DAMAGE = (OSError, ValueError, KeyError, TypeError)
 
 
-class CheckpointWarning(UserWarning):
+class CheckpointWarning(HeteroWarning):
     """A checkpoint was skipped because it is corrupt or unreadable."""
 
 

@@ -24,6 +24,7 @@ from hetero.core.config import get_config
 from hetero.core.device import FIND_DEVICE, Device
 from hetero.core.errors import BackendUnavailableError, ConfigError, DeviceNotFoundError, PluginError, did_you_mean
 from hetero.core.hooks import Hook
+from hetero.core.notices import install_handlers
 from hetero.core.plugin import Backend, BackendRegistration, DeviceRuntime
 
 if TYPE_CHECKING:
@@ -80,12 +81,7 @@ class BackendStatus:
 
 def _apply_log_level() -> None:
     """HETERO_LOG / the config's ``log`` sets the ``hetero`` logger's level."""
-    logger = logging.getLogger("hetero")
-    logger.setLevel(get_config().log)
-    if not logger.handlers and not logging.getLogger().handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("hetero %(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
+    install_handlers(get_config().log)  # NullHandler, and stderr only while the application configures none
 
 
 class Registry:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from hetero.core.device import Device
+from hetero.core.notices import notice
 from hetero.fault import event_bus, injection_infer, ort_errors
 from hetero.onnx import feeds as _feeds
 from hetero.onnx import providers as _providers
@@ -147,7 +148,7 @@ class Session:
 
         self.device = hetero.device("cpu")
         self.fell_back = True
-        log.warning("%s; running on the CPU instead (fallback='cpu')", problem)
+        notice(log, f"{problem}; running on the CPU instead (fallback='cpu')")
         event_bus.publish("provider-fallback", device=self.requested.name, provider=problem.provider,
                           bound=["CPUExecutionProvider"], to="cpu", reason=str(problem))
         options = session_options if session_options is not None else ort.SessionOptions()
