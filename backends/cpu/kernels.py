@@ -34,6 +34,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from hetero.core.build_progress import building
+from hetero.core.config import get_config
 from hetero.core.errors import KernelBuildError
 from hetero.core.files import atomic_write
 
@@ -232,6 +234,10 @@ def runtime_launch(_runtime: Any, kernel: Any, global_size: tuple[int, ...], loc
     run = kernel.dispatcher
     if run is not None and plan[1] <= 1:  # the common small launch: Numba's entry on this thread
         head = plan[0]
+        if not kernel.compiled:  # Numba compiles in this first call: said when it takes long
+            with building("cpu", kernel.name or "kernel", str(get_config().cache_dir)):
+                _launch_chunks(kernel, plan, args)
+            return
         try:
             run(*head, *args)
         except Exception as exc:
@@ -257,7 +263,8 @@ def _launch_chunks(kernel: Entry, plan: Plan, args: Sequence[Any]) -> None:
             run(*head, *args)
         else:
             if not kernel.warm:  # compiled here, by a call that runs no work-group, not by several threads at once
-                run(0, 0, *sizes, *args)
+                with building("cpu", kernel.name or "kernel", str(get_config().cache_dir)):
+                    run(0, 0, *sizes, *args)
                 kernel.warm = True
             _chunked(run, total, chunks, sizes, args)
     except Exception as exc:
@@ -276,7 +283,8 @@ def prepare(kernel: Entry, values: Sequence[Any]) -> None:
         return
     run = kernel.run
     empty = (0, 0, 1, 1, 1, 1, 1, 1)
-    run(*empty, *values)
+    with building("cpu", kernel.name or "kernel", str(get_config().cache_dir)):
+        run(*empty, *values)
     kernel.warm = True
     _note_compiled(kernel, run, (*empty, *values))
 

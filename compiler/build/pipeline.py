@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from hetero.core.build_progress import building
+from hetero.core.config import get_config
 from hetero.core.plugin import DeviceRuntime
 from hetero.core.target import Target
 from hetero.core.types import ArrayType, ScalarType
@@ -175,7 +177,7 @@ def compile_for_device(py_func: Callable[..., Any], types: tuple[ParamType, ...]
     from_bundle = prebuilt is not None and prebuilt.entry is not None
     binary = prebuilt.binary if prebuilt is not None else None
     artifact = binary if binary is not None else cache.get(key_digest)
-    loaded, new_artifact = runtime.build_kernel(source, artifact, cache.path_for(key_digest, ".bin"))
+    loaded, new_artifact = _build(runtime, source, artifact, cache, key_digest, signature)
     if from_bundle:
         stats.add("bundle_hits")
     if artifact is None:
@@ -209,11 +211,22 @@ def compile_function(function: ir.Function, runtime: DeviceRuntime, target: Targ
                                  features=target.features, restrict=restrict).digest
         cache.put(record_key, json.dumps({"source": source_to_json(source), "key": key_digest}).encode())
     artifact = cache.get(key_digest)
-    loaded, new_artifact = runtime.build_kernel(source, artifact, cache.path_for(key_digest, ".bin"))
+    loaded, new_artifact = _build(runtime, source, artifact, cache, key_digest, signature)
     stats.add("builds" if artifact is None else "disk_hits")
     if new_artifact is not None:
         cache.put(key_digest, new_artifact)
     return Compiled(source, loaded)
+
+
+def _build(runtime: DeviceRuntime, source: EmittedSource, artifact: bytes | None, cache: Cache, key_digest: str,
+           signature: str) -> tuple[Any, bytes | None]:
+    """The runtime's build of ``source``; without a cached artifact it is a compile, which the user is
+    told of when it takes long (:mod:`hetero.core.build_progress`)."""
+    path = cache.path_for(key_digest, ".bin")
+    if artifact is not None:
+        return runtime.build_kernel(source, artifact, path)
+    with building(runtime.info.name, signature, str(get_config().cache_dir)):
+        return runtime.build_kernel(source, artifact, path)
 
 
 def _read_record(cache: Cache, record_key: CacheKey) -> tuple[EmittedSource, str] | None:

@@ -21,6 +21,7 @@ HETERO_COST_SAMPLING   cost_sampling   time every k-th kernel launch for the cos
 HETERO_BLAS            blas            ``off``: ``hetero.matmul`` runs hetero's own kernel, never a vendor BLAS
 HETERO_SUBGROUPS       subgroups       ``auto`` (default), ``off`` or ``all``: CUDA's warps on OpenCL sub-groups (below)
 HETERO_HOST_FALLBACK   host_fallback   ``warn`` (default), ``allow`` or ``error``: LAPACK/FFT on the host (below)
+HETERO_PROGRESS        progress        ``auto`` (default: on a terminal), ``on`` or ``off``: say so when kernel builds take long
 ====================== =============== ==================================================
 
 ``host_fallback`` says what happens when a ``linalg`` or ``fft`` function has no vendor library on
@@ -157,6 +158,7 @@ class Config:
     blas: bool = True  # vendor BLAS for matmul where there is one (hetero.arraylib.linalg.blas); False: the tiled kernel
     subgroups: str = "auto"  # CUDA's warps on 32-wide OpenCL sub-groups: "auto", "off" or "all"
     host_fallback: str = "warn"  # linalg/fft with no vendor library on the device: "warn", "allow" or "error"
+    progress: str = "auto"  # kernel builds longer than a second said on stderr: "auto" (a terminal), "on", "off"
     cache_max_size: int = CACHE_MAX_SIZE  # bytes of the disk cache
     cache_max_entries: int = CACHE_MAX_ENTRIES
     cache_memory_max_size: int = CACHE_MEMORY_MAX_SIZE  # bytes of the in-process layer
@@ -189,6 +191,7 @@ _ENV = {
     "HETERO_BLAS": "blas",
     "HETERO_SUBGROUPS": "subgroups",
     "HETERO_HOST_FALLBACK": "host_fallback",
+    "HETERO_PROGRESS": "progress",
     "HETERO_CACHE_MAX_SIZE": "cache_max_size",
     "HETERO_CACHE_MAX_ENTRIES": "cache_max_entries",
     "HETERO_CACHE_MEMORY_MAX_SIZE": "cache_memory_max_size",
@@ -197,6 +200,7 @@ _ENV = {
 _FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 POLICIES = ("first-fit", "binpack", "spread", "fastest", "priority")
 HOST_FALLBACK_MODES = ("warn", "allow", "error")
+PROGRESS_MODES = ("auto", "on", "off")
 SUBGROUP_MODES = ("auto", "off", "all")
 
 
@@ -332,6 +336,13 @@ def _parse(key: str, value: Any, origin: str) -> Any:
                               "(auto: votes on sub-groups, shuffles too except on CPU devices; off: never; "
                               "all: votes and shuffles wherever a device has 32-wide sub-groups)"
                               + did_you_mean(mode, SUBGROUP_MODES))
+        return mode
+    if key == "progress":
+        mode = {True: "on", False: "off"}.get(value, str(value).strip().lower())  # type: ignore[call-overload]
+        mode = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off"}.get(mode, mode)
+        if mode not in PROGRESS_MODES:
+            raise ConfigError(f"{origin}: 'progress' is {value!r}; valid modes: {', '.join(PROGRESS_MODES)} "
+                              "(auto: on when stderr is a terminal)" + did_you_mean(mode, PROGRESS_MODES))
         return mode
     if key == "host_fallback":
         mode = str(value).strip().lower()
