@@ -18,7 +18,7 @@ from hetero.core.device import DeviceInfo, Kind
 from hetero.launcher.state import WorkerState
 
 pytest.importorskip("prometheus_client")
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families
 
 
 def _info(name: str) -> DeviceInfo:
@@ -47,9 +47,8 @@ def test_hetero_run_exports_build_info() -> None:
 
 def test_hetero_serve_exports_build_info() -> None:
     pytest.importorskip("aiohttp")
-    from tests.fakes.servable import NumpyServable
-
     from hetero.serve.metrics import ServeMetrics
+    from tests.fakes.servable import NumpyServable
 
     assert _samples(ServeMetrics(NumpyServable()).exposition(), "hetero_build_info") == [(build_labels(), 1.0)]
 
