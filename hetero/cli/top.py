@@ -138,7 +138,7 @@ def cmd_top(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
     """Add ``top`` to ``sub`` (from ``add_subparsers``); returns ``{"top": handler}``."""
-    what = "a live view of devices, quarantine, and running hetero-run and hetero serve"
+    what = "a live view: devices, quarantine, hetero-run workers, hetero serve requests"
     parser = sub.add_parser(
         "top", help=what,
         description="A live view of this machine's devices (health, quarantine, memory, kernel launches), the "
