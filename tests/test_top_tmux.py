@@ -1,11 +1,13 @@
 """``hetero top`` in a real terminal: started in a detached tmux session of a fixed size (a private
 tmux server, ignoring the user's configuration), it draws the devices and the quarantine, quits on
-``q`` or Ctrl-C, and gives the terminal back as it was (canonical mode and echo on again)."""
+``q``, Ctrl-C or SIGTERM, and gives the terminal back as it was (canonical mode and echo on again)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -69,7 +71,14 @@ def _wait_for_file(path: Path, timeout: float) -> str:
     raise AssertionError(f"hetero top did not exit within {timeout:g}s of the key")
 
 
-@pytest.mark.parametrize("key", ["q", "C-c"])
+def _child_of(pid: int) -> int:
+    """The one child process of ``pid`` (the shell's ``hetero top``), from /proc."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    assert len(children) == 1, children
+    return int(children[0])
+
+
+@pytest.mark.parametrize("key", ["q", "C-c", "SIGTERM"])
 def test_top_draws_devices_and_quarantine_then_quits_and_restores_the_terminal(
         key: str, tmux: Tmux, state_dir: Path, tmp_path: Path) -> None:
     from hetero.fault import quarantine
@@ -86,8 +95,14 @@ def test_top_draws_devices_and_quarantine_then_quits_and_restores_the_terminal(
     assert any(line.startswith("│ cpu ") for line in lines), pane
     assert "maintenance" in pane and "degraded" in pane and "q quits" in pane
     assert re.search(r"\b\d+m \d\ds\b", next(line for line in lines if "cuda:7" in line))  # time left: "59m 58s"
-    tmux("send-keys", "-t", SESSION, key)
+    if key == "SIGTERM":  # a service manager or `kill` stopping it: the terminal must come back too
+        if not Path("/proc/self/task").is_dir():
+            pytest.skip("finding the process to signal reads /proc (Linux)")
+        shell = int(tmux("display-message", "-p", "-t", SESSION, "#{pane_pid}").stdout)
+        os.kill(_child_of(shell), signal.SIGTERM)
+    else:
+        tmux("send-keys", "-t", SESSION, key)
     status = _wait_for_file(exit_file, EXIT_TIMEOUT_S)
-    assert status.strip() == "0"
+    assert status.strip() == ("143" if key == "SIGTERM" else "0")  # 128 + SIGTERM, as a shell reports a kill
     modes = stty_file.read_text().split()
     assert "icanon" in modes and "echo" in modes and "-icanon" not in modes and "-echo" not in modes
