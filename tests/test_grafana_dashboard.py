@@ -88,6 +88,6 @@ def test_the_dashboard_is_importable_anywhere(dashboard: dict[str, Any]) -> None
     ids = [panel["id"] for panel in panels]
     assert len(ids) == len(set(ids)) and dashboard["uid"] and dashboard["title"]
     assert all({"h", "w", "x", "y"} <= set(panel["gridPos"]) for panel in panels)
-    assert [v["name"] for v in dashboard["templating"]["list"]][0] == "datasource"  # no hard-coded data source
+    assert dashboard["templating"]["list"][0]["name"] == "datasource"  # no hard-coded data source
     targets = [target for panel in panels for target in panel.get("targets", [])]
     assert targets and all(target["datasource"]["uid"] == "${datasource}" for target in targets)
