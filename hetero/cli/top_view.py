@@ -28,7 +28,7 @@ def render(frame: Frame, interval: float | None = None) -> RenderableType:
     refresh = f"  refresh {interval:g} s  q quits" if interval is not None else ""
     parts: list[RenderableType] = [Text(f"hetero top  {when}{refresh}", style="bold"),
                                    devices_table(frame), quarantine_table(frame)]
-    if frame.run is not None or frame.workers:
+    if frame.run is not None or frame.workers or any(view.is_run for view in frame.endpoints):
         parts.append(workers_table(frame.workers, frame.run, frame.endpoints))
     parts += [endpoint_view(view) for view in frame.endpoints]
     parts += [Text(note, style="yellow") for note in frame.notes]
