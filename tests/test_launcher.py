@@ -253,6 +253,10 @@ def test_metrics_served_during_the_run(tmp_path: Path) -> None:
     assert "hetero_worker_restarts_total 1.0" in text
     assert f'hetero_faults_total{{class="crash",device="{DEVICES[0]}"}} 1.0' in text
     assert "hetero_recovery_seconds_bucket" in text and "hetero_goodput_ratio" in text
+    assert "hetero_build_info{" in text
+    rank0 = [line for line in text.splitlines() if line.startswith("hetero_worker_state{") and 'rank="0"' in line
+             and line.endswith(" 1.0")]  # the supervisor's view of the rank that is scraping, restarted
+    assert len(rank0) == 1 and ('state="starting"' in rank0[0] or 'state="healthy"' in rank0[0]), rank0
 
 
 @needs_two

@@ -63,7 +63,8 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"devices": cmd_devices}
 #: Modules with ``add_commands(subparsers) -> {name: handler}``: ``hetero quarantine …``, ``hetero calibrate``.
-_OPTIONAL_COMMANDS = ("hetero.cli.quarantine", "hetero.cli.calibrate", "hetero.cli.serve", "hetero.cli.infer")
+_OPTIONAL_COMMANDS = ("hetero.cli.quarantine", "hetero.cli.calibrate", "hetero.cli.serve", "hetero.cli.infer",
+                      "hetero.cli.top")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -48,7 +48,7 @@ from hetero.launcher.config import LaunchConfig
 from hetero.launcher.descendants import kill_marked, new_run_id
 from hetero.launcher.events import EventLog, Progress, Summary
 from hetero.launcher.faults import diagnose, exit_reason, signal_name
-from hetero.launcher.metrics import Metrics
+from hetero.launcher.metrics import Metrics, WorkerView
 from hetero.launcher.starter import Starter, starting_torch_device
 from hetero.launcher.state import Failure, RunResult, WorkerResult, WorkerState
 from hetero.launcher.warmup import Warmup
@@ -85,6 +85,13 @@ class Supervisor:
         self._bad_option = False
         self._stopped_by: int | None = None  # the signal the loop stopped for
         self._failures: list[Failure] = []
+        self.metrics.watch_workers(self._worker_views)
+
+    def _worker_views(self) -> list[WorkerView]:
+        """The ranks as a metrics scrape sees them (called from the HTTP server's thread: reads only)."""
+        now = time.monotonic()
+        return [WorkerView(w.rank, w.device.name, w.state, w.silent_for(now) if w.alive else None)
+                for w in list(self.workers)]
 
     # -- the run -------------------------------------------------------------------------
     def run(self) -> RunResult:

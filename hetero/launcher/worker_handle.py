@@ -195,10 +195,10 @@ class Worker:
 
     def silent_for(self, now: float) -> float | None:
         """Seconds since the last heartbeat, or None before the first (hang detection is armed
-        by the first heartbeat: a script that never calls ``hetero.heartbeat`` is never a hang)."""
-        if not self.progress.beats:
-            return None
-        return now - self.progress.beats[-1][0]
+        by the first heartbeat: a script that never calls ``hetero.heartbeat`` is never a hang).
+        Reads the beats once: a metrics scrape asks from another thread while a restart replaces them."""
+        beats = self.progress.beats
+        return now - beats[-1][0] if beats else None
 
     def read_fault_report(self) -> dict[str, Any] | None:
         if self.fault_report is None:

@@ -13,6 +13,7 @@ hetero_pool_requests_total{member,device}            counter   requests each poo
 hetero_pool_failures_total{member,device}            counter   requests each pool member failed
 hetero_pool_retries_total                            counter   requests the pool sent to another member
 hetero_pool_member_healthy{member,device}            gauge     1 while the member takes requests
+hetero_build_info{version,python,platform}          gauge     always 1: hetero's version, Python and platform
 ==================================================== ========= ==========================================
 
 The ``hetero_pool_*`` families are read from the model's ``stats()`` and ``health()`` at scrape time.
@@ -28,6 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from hetero.core.build_info import BUILD_INFO_HELP, BUILD_INFO_LABELS, BUILD_INFO_METRIC, build_labels
 from hetero.serve.servable import Servable
 
 log = logging.getLogger(__name__)
@@ -93,6 +95,8 @@ class ServeMetrics:
         self.inflight = Gauge("hetero_serve_inflight", "Inference requests being handled", ["model"],
                               registry=self.registry)
         self.inflight.labels(model.name).set(0)
+        self.build_info = Gauge(BUILD_INFO_METRIC, BUILD_INFO_HELP, BUILD_INFO_LABELS, registry=self.registry)
+        self.build_info.labels(**build_labels()).set(1)
         self.registry.register(PoolCollector(model))
 
     def observe(self, status: int, seconds: float) -> None:
