@@ -15,7 +15,9 @@ visibility variable and torch.distributed's ``RANK``/``LOCAL_RANK``/``WORLD_SIZE
   ``launches`` and ``host_fallbacks`` (counts for its metrics), and ``torch_device``: where torch
   runs for the worker's device (null until that is known).
 - ``HETERO_FAULT_REPORT``: where a worker that meets a fatal device error writes a JSON
-  report (:data:`FAULT_REPORT_FIELDS`) before exiting with :data:`FAULT_EXIT_CODE`.
+  report (:data:`FAULT_REPORT_FIELDS`) before exiting with :data:`FAULT_EXIT_CODE`; a worker
+  whose program raised any other exception writes an exception report there instead
+  (:data:`EXCEPTION_REPORT_FIELDS`, ``exception`` true, ``quarantine`` false) and exits 1.
 - ``HETERO_CHECKPOINT_DIR``: where :mod:`hetero.checkpoint.store` saves by default.
 - ``HETERO_RESUME_STEP``: the step the restarted worker resumes from (absent on a first start).
 - ``HETERO_RESTART``: how many times this worker has been restarted (``0`` on a first start).
@@ -61,6 +63,9 @@ FAULT_REPORT_FIELDS = (
     "time",         # wall clock, epoch seconds
     "torch_device",  # where torch ran for that device (hetero.torch_device): "cpu", "cuda:0", or null (unknown)
 )
+
+#: Keys of the exception report (an error of the program, not of a device: never quarantines).
+EXCEPTION_REPORT_FIELDS = ("exception", "error_type", "message", "fault_class", "quarantine", "time", "worker", "pid")
 
 #: Keys of the heartbeat JSON object.
 HEARTBEAT_FIELDS = ("time", "step", "pid", "device", "launches", "host_fallbacks", "torch_device")

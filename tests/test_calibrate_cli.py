@@ -36,5 +36,16 @@ def test_calibrate_quick_json_saves_the_model(tmp_path: Path) -> None:
 
 
 def test_calibrate_unknown_device_fails_with_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["calibrate", "--devices", "nosuch:7"]) == 1
+    assert main(["calibrate", "--devices", "nosuch:7"]) == 2  # a bad argument (was 1 before the exit-status table)
     assert "nosuch" in capsys.readouterr().err
+
+
+def test_calibrate_takes_the_comma_separated_list_and_the_old_spaces(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--devices cpu,oneapi:0` was one name to calibrate, refused with a misleading "did you mean"
+    import hetero.kernels.calibration as calibration
+
+    asked: list[list[str]] = []
+    monkeypatch.setattr(calibration, "calibration_devices", lambda specs: asked.append(list(specs)) or [])
+    for argv in (["cpu,oneapi:0"], ["cpu", "oneapi:0"], ["cpu, oneapi:0"]):
+        assert main(["calibrate", "--devices", *argv]) == 1  # no device (the stand-in finds none): a failure
+    assert asked == [["cpu", "oneapi:0"]] * 3

@@ -53,5 +53,5 @@ def test_infer_errors_name_the_problem(files, tmp_path: Path, capsys: pytest.Cap
     np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
     assert cli.main(["infer", str(model), "--input", str(tmp_path / "obj.npy")]) == 1
     assert "without unpickling" in capsys.readouterr().err
-    assert cli.main(["infer", str(model)]) == 1
+    assert cli.main(["infer", str(model)]) == 2  # a missing argument: exit 2, as every bad argument
     assert "--input" in capsys.readouterr().err

@@ -100,13 +100,15 @@ from hetero.launcher.supervisor import run
 
 tmp, script = Path(sys.argv[1]), sys.argv[2]
 result = run(LaunchConfig(command=(script,), run_dir=tmp / "run", checkpoint_dir=tmp / "ckpt", events=tmp / "events.jsonl",
-                          devices="cpu", max_restarts=1, standby=False))
+                          devices="cpu", max_restarts=1, standby=False, restart_on="any"))
 print(json.dumps({"state": result.state.value, "exit_code": result.exit_code, "reason": result.reason,
                   "workers": {r: [w.state.value, w.device, w.returncode, w.restarts] for r, w in result.workers.items()},
                   "failures": [[f.rank, f.fault_class, f.returncode, f.message] for f in result.failures]}))
 '''
 
 
+# restart_on="any": the program's own exit 3 is restarted until --max-restarts is used up (by default it
+# ends the run at once: tests/test_launcher_restart_on.py)
 @pytest.mark.parametrize(("body", "expected"), [
     ("x = 1\n", {"state": "succeeded", "exit_code": 0, "reason": None, "workers": {"0": ["succeeded", "cpu", 0, 0]},
                  "failures": []}),

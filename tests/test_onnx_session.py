@@ -8,7 +8,7 @@ import pytest
 
 import hetero
 from hetero.core.device import Device
-from hetero.core.errors import ConfigError, DeviceLostError
+from hetero.core.errors import ConfigError, DeviceLostError, DeviceSpecError
 from hetero.fault.injection_rules import parse_rule
 from tests.fakes.fake_device import FakeRuntime
 from tests.onnx_models import cnn, cnn_reference, mlp, mlp_reference
@@ -162,3 +162,29 @@ def test_infer_rules_parse(rule: str, ok: bool) -> None:
     else:
         with pytest.raises(ConfigError, match="cannot apply to op 'infer'"):
             parse_rule(rule)
+
+
+@pytest.mark.parametrize("content", [b"this is a text file, not a model\n", bytes(range(256)) * 3, b""],
+                         ids=["text", "random-bytes", "empty"])
+def test_a_file_that_is_not_onnx_is_named_with_the_reason_in_one_line(tmp_path, content: bytes) -> None:
+    from hetero.onnx import ModelError, Pool
+
+    path = tmp_path / "not-a-model.onnx"
+    path.write_bytes(content)
+    for make in (lambda: Session(path, "cpu"), lambda: Pool(str(path), devices="cpu")):
+        with pytest.raises(ModelError) as info:
+            make()
+        message = str(info.value)
+        assert message.startswith(f"{path} is not an ONNX model") and "\n" not in message, message
+    with pytest.raises(ModelError, match="the model's bytes is not an ONNX model"):
+        Session(content, "cpu")
+
+
+def test_pool_takes_the_comma_separated_device_list_the_command_line_takes() -> None:
+    from hetero.onnx import Pool
+
+    pool = Pool(mlp().data, devices="cpu, cpu")
+    assert [m.session.device.name for m in pool._members.values()] == ["cpu"]
+    pool.close()
+    with pytest.raises(DeviceSpecError, match="'cpu;oneapi:0' is not a device name"):
+        Pool(mlp().data, devices="cpu;oneapi:0")

@@ -23,6 +23,7 @@ from tests.fakes.servable import NumpyServable
 from tritonclient.utils import InferenceServerException
 
 from hetero.cli import serve as cli_serve
+from hetero.core.exit_status import UsageError
 from hetero.onnx.errors import InputError
 from hetero.serve import ServerThread
 from hetero.serve.app import STATE
@@ -338,8 +339,13 @@ def test_serve_command_builds_the_pool_and_serves_it(tmp_path: Path, monkeypatch
 def test_serve_command_refuses_a_missing_model_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     parser, handlers = serve_parser()
     missing = tmp_path / "absent.onnx"
-    assert handlers["serve"](parser.parse_args(["serve", str(missing)])) == 2
-    assert f"hetero serve: model file {missing} does not exist" in capsys.readouterr().err
+    # the handler raises; hetero's main says it in one line ("hetero: error: ...") and exits 2
+    with pytest.raises(UsageError, match=f"model file {missing} does not exist"):
+        handlers["serve"](parser.parse_args(["serve", str(missing)]))
+    from hetero.cli.main import main
+
+    assert main(["serve", str(missing)]) == 2
+    assert f"hetero: error: model file {missing} does not exist" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [["--port", "70000"], ["--max-batch", "0"], ["--replicas", "0"], ["--max-body-mb", "-1"],

@@ -88,11 +88,14 @@ def test_an_injected_fault_on_the_real_path_is_reported_with_the_device_stable_i
     assert data["stable_id"] == hetero.device("cpu").stable_id
 
 
-def test_plain_exception_exits_1_without_a_report(tmp_path: Path) -> None:
+def test_plain_exception_exits_1_with_an_exception_report(tmp_path: Path) -> None:
+    # the report names the exception for hetero-run's one-line summary (it does not restart it); never a quarantine
     result, report = _run(tmp_path, "raise ValueError('bad batch size')\n")
     assert result.returncode == 1
     assert "ValueError: bad batch size" in result.stderr
-    assert not report.exists()
+    data = json.loads(report.read_text())
+    assert (data["exception"], data["error_type"], data["message"], data["quarantine"]) == (
+        True, "ValueError", "bad batch size", False)
 
 
 def test_system_exit_passes_through(tmp_path: Path) -> None:

@@ -30,7 +30,8 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from hetero.core.errors import CompileError
+from hetero.core.errors import CompileError, MissingDependencyError
+from hetero.core.optional import require
 from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from hetero.compiler.ir import nodes as ir, passes
@@ -149,11 +150,11 @@ _TILE_SHUFFLES = {"shfl": "shfl", "shfl_up": "shfl_up", "shfl_down": "shfl_down"
 
 
 def _clang() -> Any:
-    try:
-        import clang.cindex as cindex  # noqa: PLC0415 (optional: only the CUDA C front end needs it)
-    except ImportError:
-        raise CompileError("the CUDA C front end needs libclang's Python bindings: pip install libclang") from None
-    return cindex
+    try:  # optional: only the CUDA C front end needs it
+        return require("clang.cindex", extra="cuda-c", feature="the CUDA C front end (RawKernel, RawModule)",
+                       package="libclang")
+    except MissingDependencyError as exc:  # a CompileError, as every failure of a front end is
+        raise CompileError(str(exc)) from None
 
 
 def _work_dir() -> str:

@@ -52,7 +52,7 @@ from hetero.array.hooks import ADVANCED_GET, ADVANCED_SET, ASSIGN, CAST, COPY_IN
 from hetero.array.index import index_layout
 from hetero.array.reduction_methods import ReductionMethods
 from hetero.core.device import Device
-from hetero.core.errors import ArrayError, HeteroError
+from hetero.core.errors import ArrayError
 from hetero.core.launch_counts import wrote
 from hetero.core.registry import device as resolve_device
 from hetero.scheduler import context as _tasks
@@ -351,10 +351,9 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
 
     def torch(self) -> Any:
         """This array as a torch tensor sharing its memory (``cpu`` and ``cuda``/``rocm`` devices)."""
-        try:
-            import torch
-        except ImportError as exc:
-            raise HeteroError("Array.torch() needs PyTorch: pip install 'hetero[torch]'") from exc
+        from hetero.core.optional import require
+
+        torch = require("torch", extra="torch", feature="Array.torch()")
         return torch.from_dlpack(self._native("torch interop"))
 
     def __repr__(self) -> str:

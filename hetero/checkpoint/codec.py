@@ -236,7 +236,9 @@ class Decoder:
         return asarray(self._host(node, where), device=self._device)
 
     def _tensor(self, node: Mapping[str, Any]) -> Any:
-        import torch
+        from hetero.core.optional import require
+
+        torch = require("torch", extra="torch", feature="loading a checkpoint that holds torch tensors")
 
         dtype = getattr(torch, str(node["dtype"]), None)
         if not isinstance(dtype, torch.dtype):

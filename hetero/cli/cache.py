@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 
 from hetero.compiler.frontend import source_index
 from hetero.compiler.build.cache import default_cache
+from hetero.core.exit_status import usage_error
 
 
 def _size(nbytes: int) -> str:
@@ -62,8 +62,7 @@ def add_cache_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
 
     def cmd_cache(args: argparse.Namespace) -> int:
         if args.cache_command is None:
-            cache.print_help(sys.stderr)
-            return 2
+            return usage_error(cache.prog, f"name an action: {', '.join(handlers)}")
         return handlers[args.cache_command](args)
 
     return {"cache": cmd_cache}

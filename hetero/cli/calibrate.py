@@ -1,4 +1,4 @@
-"""``hetero calibrate [--devices cpu oneapi:0 ...] [--quick] [--json]``: measure every device
+"""``hetero calibrate [--devices cpu,oneapi:0] [--quick] [--json]``: measure every device
 (copies both ways, a few standard kernels at a few sizes) into the cost model the
 scheduler's ``fastest`` policy and ``kernel.split`` plan with, saved in
 ``<state_dir>/costs.json``. A progress bar goes to stderr; the fitted laws to stdout."""
@@ -12,19 +12,23 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from hetero.core.device_list import parse_devices
+from hetero.core.errors import HeteroError
+
 
 # The module docstring is reStructuredText for the docs; --help shows plain text.
 DESCRIPTION = ("Measure every device (copies both ways, a few standard kernels at a few sizes) into the cost "
                "model that the scheduler's 'fastest' policy and kernel.split plan with, saved in "
                "<state_dir>/costs.json. A progress bar goes to stderr; the fitted laws to stdout. "
-               "Example: hetero calibrate --devices cpu oneapi:0 --quick")
+               "Example: hetero calibrate --devices cpu,oneapi:0 --quick")
 
 
 def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
     parser = sub.add_parser("calibrate", help="measure devices for the scheduler's cost model",
                             description=DESCRIPTION)
-    parser.add_argument("--devices", nargs="+", metavar="DEVICE",
-                        help="devices to measure (default: every healthy device that runs kernels)")
+    parser.add_argument("--devices", nargs="+", metavar="DEVICES",
+                        help="comma-separated devices to measure, e.g. cpu,oneapi:0 (space-separated too, as "
+                             "before; default: every healthy device that runs kernels)")
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats (well under a minute)")
     parser.add_argument("--json", action="store_true", help="print the fitted models as JSON")
     return {"calibrate": cmd_calibrate}
@@ -56,10 +60,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from hetero.kernels.calibration import calibrate, calibration_devices
     from hetero.scheduler.cost_model import CostModel, default_path, reset_default_model
 
-    devices = calibration_devices(args.devices)
+    devices = calibration_devices(parse_devices(args.devices, "--devices") if args.devices else None)
     if not devices:
-        print("hetero calibrate: no device here runs kernels (run 'hetero devices --all' to see why)", file=sys.stderr)
-        return 1
+        raise HeteroError("no device here runs kernels (run 'hetero devices --all' to see why)")
     model = CostModel(default_path())
     bar = ProgressBar()
     print(f"calibrating {', '.join(d.name for d in devices)}{' (quick)' if args.quick else ''}", file=sys.stderr)

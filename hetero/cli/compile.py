@@ -24,22 +24,24 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from hetero.core.errors import CompileError, did_you_mean
+from hetero.core.exit_status import UsageError, usage_error
 
 if TYPE_CHECKING:  # the compiler is imported when a command runs, so `hetero devices` starts fast
     from hetero.compiler.build.bundle import Manifest
-    from hetero.compiler.build.bundle_build import KernelSpec
+    from hetero.compiler.build.bundle_build import BuildReport, KernelSpec
     from hetero.kernels.kernel import Kernel
 
 Handler = Callable[[argparse.Namespace], int]
 
 
 def load_module(spec: str) -> ModuleType:
-    """Import ``spec``: a ``.py`` file (its folder goes first on ``sys.path``) or a module name."""
+    """Import ``spec``: a ``.py`` file (its folder goes first on ``sys.path``) or a module name. A
+    file or module that is not there is a :class:`UsageError` (exit status 2)."""
     path = Path(spec)
     try:
         if spec.endswith(".py") or path.is_file():
             if not path.is_file():
-                raise CompileError(f"no such file: {spec}")
+                raise UsageError(f"no such file: {spec}" + (" (it is a directory)" if path.is_dir() else ""))
             name = path.stem if path.stem.isidentifier() else "hetero_user_module"
             sys.path.insert(0, str(path.resolve().parent))
             module_spec = importlib.util.spec_from_file_location(name, path)
@@ -50,8 +52,12 @@ def load_module(spec: str) -> ModuleType:
             module_spec.loader.exec_module(module)
             return module
         return importlib.import_module(spec)
-    except CompileError:
+    except (CompileError, UsageError):
         raise
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (exc.name == spec or spec.startswith(f"{exc.name}.")):  # the one named, not one it imports
+            raise UsageError(f"no file or module {spec!r} (give a .py file or an importable module name)") from exc
+        raise CompileError(f"importing {spec} failed: {type(exc).__name__}: {exc}") from exc
     except Exception as exc:  # the user's module failed: say which, with its own error
         raise CompileError(f"importing {spec} failed: {type(exc).__name__}: {exc}") from exc
 
@@ -110,7 +116,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from hetero.compiler.build.bundle_build import build_bundle, parse_targets
     from hetero.compiler.build.cache import default_cache
 
-    targets = parse_targets(args.targets)
+    try:
+        targets = parse_targets(args.targets)
+    except CompileError as exc:  # a target that does not parse is a bad argument
+        raise UsageError(str(exc)) from None
     module = load_module(args.module)
     names = [n.strip() for n in args.kernels.split(",") if n.strip()] if args.kernels else None
     specs = kernel_specs(find_kernels(module, names), args.signature)
@@ -119,6 +128,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
                           cache=None if args.no_cache else default_cache(), progress=None if args.quiet else sys.stderr,
                           **timeout)
     manifest = report.manifest
+    if args.json:
+        print(json.dumps(compile_report(report, specs), indent=2))
+        return 0
     print(f"wrote {report.path}: {len(manifest.entries)} artifacts ({len(specs)} kernel(s), "
           f"{sum(len(s.signatures) for s in specs)} signature(s), {len(targets)} target(s)); "
           f"{report.cached} from the cache; {report.wall_seconds:.2f} s")
@@ -130,6 +142,20 @@ def cmd_compile(args: argparse.Namespace) -> int:
             print(f"  {gap.signature} for {gap.target}: {_summary(gap.error)}")
         print(f"(the full compiler logs: hetero bundle inspect --json {report.path})")
     return 0
+
+
+def compile_report(report: BuildReport, specs: Sequence[KernelSpec]) -> dict[str, object]:
+    """What ``hetero compile --json`` prints: the bundle written, what it holds, the time each target's
+    toolchain took, and the builds that failed (``--keep-going``) with their full compiler logs."""
+    manifest = report.manifest
+    return {
+        "path": str(report.path), "artifacts": len(manifest.entries), "kernels": [s.qualname for s in specs],
+        "signatures": sum(len(s.signatures) for s in specs), "targets": list(manifest.targets),
+        "cached": report.cached, "wall_seconds": round(report.wall_seconds, 3),
+        "target_seconds": {target: round(seconds, 3) for target, seconds in report.target_seconds.items()},
+        "missing": [{"kernel": m.kernel, "signature": m.signature, "target": m.target, "error": m.error}
+                    for m in manifest.missing],
+    }
 
 
 def _summary(error: str) -> str:
@@ -176,6 +202,8 @@ def add_compile_commands(subparsers: argparse._SubParsersAction[argparse.Argumen
     build.add_argument("--no-cache", action="store_true", help="run every toolchain, ignoring the kernel cache")
     build.add_argument("--timeout", type=float, default=None, help="seconds one compiler run may take (default 300)")
     build.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    build.add_argument("--json", action="store_true",
+                       help="print what was built as JSON (progress still goes to stderr unless --quiet)")
 
     bundle = subparsers.add_parser("bundle", help="look inside kernel bundles")
     actions = bundle.add_subparsers(dest="bundle_command", metavar="ACTION")
@@ -185,10 +213,11 @@ def add_compile_commands(subparsers: argparse._SubParsersAction[argparse.Argumen
 
     def cmd_bundle(args: argparse.Namespace) -> int:
         if args.bundle_command is None:
-            bundle.print_help(sys.stderr)
-            return 2
+            return usage_error(bundle.prog, "name an action: inspect")
         from hetero.compiler.build.bundle import inspect_bundle
 
+        if not Path(args.file).is_file():
+            raise UsageError(f"no bundle file {args.file!r}" + (" (it is a directory)" if Path(args.file).is_dir() else ""))
         manifest = inspect_bundle(args.file)
         print(json.dumps(manifest.as_json(), indent=2) if args.json else format_manifest(args.file, manifest))
         return 0

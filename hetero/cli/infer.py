@@ -22,7 +22,10 @@ from typing import Any
 
 import numpy as np
 
+from hetero.cli.inputs import existing_file
 from hetero.core.errors import HeteroError
+from hetero.core.exit_status import UsageError
+from hetero.core.optional import require
 
 PROGRESS_EVERY = 2.0  # seconds between progress lines of a long benchmark
 
@@ -45,8 +48,7 @@ def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
 
 
 def _load(path: Path) -> Any:
-    if not path.is_file():
-        raise HeteroError(f"input file {str(path)!r} does not exist")
+    existing_file(path, "input file")
     try:
         return np.load(path, allow_pickle=False)
     except ValueError as error:  # an object array needs pickle: refused
@@ -59,7 +61,7 @@ def _load(path: Path) -> Any:
 def read_feeds(specs: list[str], input_names: list[str]) -> dict[str, np.ndarray]:
     """The feeds ``--input`` options name, for a model whose inputs are ``input_names``."""
     if not specs:
-        raise HeteroError(f"give the model's input with --input FILE.npy (its inputs: {', '.join(input_names)})")
+        raise UsageError(f"give the model's input with --input FILE.npy (its inputs: {', '.join(input_names)})")
     feeds: dict[str, np.ndarray] = {}
     for spec in specs:
         name, sep, file = spec.partition("=")
@@ -102,14 +104,12 @@ def _benchmark(session: Any, feeds: dict[str, np.ndarray], count: int) -> dict[s
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
+    require("onnxruntime", extra="onnx", feature="hetero infer")
     from hetero.onnx import Session
 
-    if not args.model.is_file():
-        print(f"hetero infer: model file {args.model} does not exist; pass the path of an .onnx file", file=sys.stderr)
-        return 2
+    existing_file(args.model, "model file", "pass the path of an .onnx file")
     if args.benchmark < 0:
-        print("hetero infer: --benchmark N needs N >= 1", file=sys.stderr)
-        return 2
+        raise UsageError("--benchmark N needs N >= 1")
     session = Session(args.model, args.device, fallback="cpu" if args.fallback_cpu else None)
     feeds = read_feeds(args.input, [spec.name for spec in session.inputs])
     outputs = session.run(feeds)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hetero.core.errors import HeteroError
+from hetero.core.exit_status import usage_error
 
 
 #: What ``quarantine add --class`` takes: the fault classes that quarantine a device.
@@ -64,8 +65,7 @@ def cmd_release(args: argparse.Namespace) -> int:
         print(f"released {len(gone)} device(s)" + (": " + ", ".join(e.name or e.stable_id for e in gone) if gone else ""))
         return 0
     if not args.device:
-        print("hetero: error: name a DEVICE (cuda:0) or STABLE_ID to release, or pass --all", file=sys.stderr)
-        return 2
+        return usage_error("hetero quarantine release", "name a DEVICE (cuda:0) or STABLE_ID to release, or pass --all")
     released = quarantine.release(args.device)
     if not released:  # a device spec whose entry was recorded under another name: match by stable id
         try:
@@ -128,8 +128,7 @@ def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
 
     def cmd_quarantine(args: argparse.Namespace) -> int:
         if args.quarantine_command is None:
-            parser.print_help(sys.stderr)
-            return 2
+            return usage_error(parser.prog, f"name an action: {', '.join(handlers)}")
         return handlers[args.quarantine_command](args)
 
     return {"quarantine": cmd_quarantine}

@@ -15,6 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hetero.cli.inputs import existing_file
+from hetero.core.device_list import parse_devices
+from hetero.core.errors import DeviceSpecError, HeteroError
+from hetero.core.optional import require
+
 MIB = 2**20
 
 # The module docstring is reStructuredText for the docs; --help shows plain text.
@@ -46,10 +51,11 @@ def _megabytes(text: str) -> float:
 
 
 def _devices(text: str) -> str | list[str]:
-    """``all``, or the comma-separated device names as a list."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError("name at least one device (cpu, cuda:0, oneapi:0, ...) or 'all'")
+    """``all``, or the comma-separated device names as a list (:func:`~hetero.core.device_list.parse_devices`)."""
+    try:
+        names = [str(name) for name in parse_devices(text, what="")]  # argparse names the option
+    except DeviceSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return "all" if names == ["all"] else names
 
 
@@ -95,11 +101,9 @@ def _log_to_stderr() -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    model: Path = args.model
-    if not model.is_file():
-        why = "is a directory" if model.is_dir() else "does not exist"
-        print(f"hetero serve: model file {model} {why}; pass the path of an .onnx file", file=sys.stderr)
-        return 2
+    for module in ("aiohttp", "prometheus_client", "onnxruntime"):  # what the extra brings, said before any work
+        require(module, extra="serve", feature="hetero serve")
+    existing_file(args.model, "model file", "pass the path of an .onnx file")
     _log_to_stderr()
     pool = open_pool(args)
     from hetero.serve import runner
@@ -108,8 +112,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         runner.serve(pool, host=args.host, port=args.port, max_batch=args.max_batch,
                      max_body_bytes=int(args.max_body_mb * MIB), workers=args.workers)
     except OSError as exc:  # the port is taken, or the host is not an address of this machine
-        print(f"hetero serve: {exc}", file=sys.stderr)
-        return 1
+        raise HeteroError(str(exc)) from exc
     return 0
 
 

@@ -54,6 +54,41 @@ class DeviceNotFoundError(HeteroError, LookupError):
         return (type(self), (self.spec, self.valid, self.detail))
 
 
+class DeviceSpecError(HeteroError, ValueError):
+    """A list of devices that does not parse (``"cpu;oneapi"``, ``"cuda:x"``): what was given, the
+    entry that is wrong, and the syntax (:func:`hetero.core.device_list.parse_devices`)."""
+
+    def __init__(self, spec: str, entry: str, what: str = "devices") -> None:
+        self.spec = spec
+        self.entry = entry
+        self.what = what
+        problem = ("is empty" if not entry else "is not a device name" if entry == spec
+                   else f"has {entry!r}, which is not a device name")
+        named = f"{what} {spec!r}" if what else repr(spec)
+        super().__init__(f"{named} {problem}; write BACKEND or BACKEND:INDEX (cpu, cuda:0, oneapi:1), "
+                         "several separated by commas, e.g. 'cpu,oneapi:0', or 'all'")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.spec, self.entry, self.what))
+
+
+class MissingDependencyError(HeteroError, ImportError):
+    """An optional library a feature needs is not installed (or does not import): one line naming
+    the feature, the library and the extra that brings it (:func:`hetero.core.optional.require`)."""
+
+    def __init__(self, module: str, extra: str, feature: str, package: str | None = None, cause: str = "") -> None:
+        self.module = module
+        self.extra = extra
+        self.feature = feature
+        self.package = package or module.partition(".")[0]
+        self.cause = cause
+        broken = f" ({cause})" if cause else ""
+        super().__init__(f"{feature} needs {self.package}{broken}: pip install 'hetero[{extra}]'", name=module)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.module, self.extra, self.feature, self.package, self.cause))
+
+
 class DeviceError(HeteroError, RuntimeError):
     """A vendor runtime call failed on a device.
 

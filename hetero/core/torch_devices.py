@@ -29,15 +29,13 @@ def torch_device(device: Device | str | None = None) -> str:
 
     ``device``: a :class:`hetero.Device`, or a name/spec (``"oneapi:0"``, ``"cuda"``) looked up
     with :func:`hetero.device`; ``None`` is ``hetero.device()``. Imports torch to answer for a GPU;
-    raises ``ImportError`` (with the remedy) when torch is not installed."""
+    raises ``MissingDependencyError`` (an ImportError, with the extra to install) when torch is not installed."""
     found = _resolve(device)
     if not is_gpu(found):
         return "cpu"
-    try:
-        import torch
-    except ImportError as exc:
-        raise ImportError(f"hetero.torch_device({found.name!r}): torch is not installed; "
-                          "pip install 'hetero[torch]' (or torch itself)") from exc
+    from hetero.core.optional import require
+
+    torch = require("torch", extra="torch", feature=f"hetero.torch_device({found.name!r})")
     return _for_gpu(torch, found)
 
 

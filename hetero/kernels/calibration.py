@@ -43,7 +43,7 @@ QUICK = Plan(stream_sizes=(1 << 12, 1 << 16, 1 << 20), matmul_sizes=(32, 96), co
              repeats=3)
 
 
-def calibration_devices(specs: Sequence[str] | None = None) -> list[Device]:
+def calibration_devices(specs: Sequence[str | Device] | None = None) -> list[Device]:
     """The devices named, or every healthy device that runs kernels."""
     if specs:
         return [resolve_device(spec) for spec in specs]

@@ -22,7 +22,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from hetero.core.device import DeviceInfo, HealthState
+from hetero.core.device_list import parse_devices
 from hetero.core.errors import HeteroError
+from hetero.core.exit_status import UsageError
 from hetero.fault.quarantine import quarantined_ids
 from hetero.core.registry import backend_status, enabled_backends
 from hetero.core.registry import device as find_device
@@ -51,7 +53,7 @@ class LaunchError(HeteroError):
     """hetero-run cannot start or continue a run (no device left, bad arguments)."""
 
 
-class OptionError(LaunchError):
+class OptionError(LaunchError, UsageError):
     """A command-line option is out of range for this machine (``hetero-run`` exits 2)."""
 
 
@@ -68,14 +70,13 @@ def check_nproc(nproc: int, candidates: Sequence[DeviceInfo]) -> None:
 def candidate_devices(spec: str | None) -> list[DeviceInfo]:
     """The devices ``--devices SPEC`` names, in order, without repeats.
 
-    ``SPEC`` is comma-separated: ``auto``/``all`` (every device), a backend (``oneapi``: all
-    its devices) or one device (``cuda:1``). Health is not asked here (an OpenCL device's
-    health runs a probe kernel): :func:`assign` asks it of the devices it is about to use."""
+    ``SPEC`` is comma-separated (:func:`hetero.core.device_list.parse_devices`): ``auto``/``all``
+    (every device), a backend (``oneapi``: all its devices) or one device (``cuda:1``). A name that
+    names nothing raises :class:`~hetero.core.errors.DeviceNotFoundError`. Health is not asked here
+    (an OpenCL device's health runs a probe kernel): :func:`assign` asks it of the devices it is
+    about to use."""
     found: list[DeviceInfo] = []
-    for part in (spec or "auto").split(","):
-        entry = part.strip().lower()
-        if not entry:
-            continue
+    for entry in map(str, parse_devices(spec or "auto", "--devices")):  # a string parses to names only
         if entry in ("auto", "all"):
             chosen = list(all_devices())
         elif ":" in entry:

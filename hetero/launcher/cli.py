@@ -5,10 +5,15 @@ failed workers on healthy devices from their newest checkpoint.
     hetero-run --nproc 2 --devices cpu,oneapi --inject 'cpu:launch:nth=2000:crash' train.py
     hetero-run --nnodes 2 --node-rank 0 --rdzv-endpoint host0:29400 --nproc 4 -m my.train
 
-Exit status: 0 when every worker finished; 1 when the run gave up (``--max-restarts``
-used up, no usable device left); 2 for bad arguments; 128+N when stopped by signal N
-(130 for Ctrl-C, 143 for SIGTERM). The summary table goes to stderr in every case.
-See docs/launcher.md.
+A worker is restarted for a device fault (a fault report, a crash by a signal, a hang);
+an exception of the program itself ends the run, as with torchrun (``--restart-on any``
+restarts it too).
+
+Exit status: 0 when every worker finished; 1 when the run failed (a worker's own error,
+``--max-restarts`` used up, no usable device left); 2 for bad arguments (an unknown option
+or device, a value out of range: one line, nothing started); 128+N when stopped by signal N
+(130 for Ctrl-C, 143 for SIGTERM). The summary table goes to stderr once the run has started
+(``--json``: a JSON object, the last line of stdout). See docs/launcher.md.
 """
 
 from __future__ import annotations
@@ -21,23 +26,26 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from hetero.launcher.assign import POLICIES, LaunchError, OptionError
+from hetero._version import __version__
+from hetero.core.exit_status import Parser, debug_wanted, report
+from hetero.launcher.assign import POLICIES, OptionError
 from hetero.launcher.config import (
     DEFAULT_GRACE, DEFAULT_HEARTBEAT_TIMEOUT, DEFAULT_MAX_RESTARTS, DEFAULT_METRICS_ADDR, DEFAULT_RDZV_ID,
-    RESTART_MODES, LaunchConfig, Nodes,
+    RESTART_MODES, RESTART_ON, LaunchConfig, Nodes,
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="hetero-run",
         usage="hetero-run [options] (script.py | -m module) [args ...]",
         description="Run a script as supervised workers, one per device; restart failed workers on "
                     "healthy devices from their newest checkpoint.",
-        epilog="Exit status: 0 done, 1 gave up, 2 bad arguments, 128+N stopped by signal N. "
-               "Docs: docs/launcher.md",
+        epilog="Exit status: 0 done, 1 failed (a worker's own error, restarts used up, no device left), "
+               "2 bad arguments, 128+N stopped by signal N. Docs: docs/launcher.md, docs/cli.md",
     )
     add = parser.add_argument
+    add("--version", action="version", version=f"hetero-run (hetero {__version__})")
     add("--nproc", "--nproc-per-node", type=int, default=1, metavar="N", help="workers on this node (default 1)")
     add("--devices", metavar="SPEC",
         help="devices to use, comma-separated: auto (default: every healthy device), a backend "
@@ -51,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
              f"restarted (default {DEFAULT_HEARTBEAT_TIMEOUT:g}; 0 turns hang detection off)")
     add("--restart", choices=RESTART_MODES, default="worker",
         help="restart only the failed worker (default) or every worker (collective training)")
+    add("--restart-on", choices=RESTART_ON, default="fault",
+        help="fault: restart a worker for a device fault, a crash by a signal or a hang, while an "
+             "exception of the program ends the run (default, as torchrun); any: restart for every failure")
     add("--run-dir", type=Path, metavar="DIR",
         help="where heartbeats, fault reports and (by default) events and checkpoints go "
              "(default: $HETERO_STATE_DIR/runs/<time>-<pid>)")
@@ -82,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous endpoint (c10d), required with --nnodes > 1")
     add("--rdzv-id", default=DEFAULT_RDZV_ID,
         help=f"rendezvous (job) id shared by every node (default {DEFAULT_RDZV_ID!r})")
+    add("--json", dest="summary_json", action="store_true",
+        help="the end-of-run summary as one JSON object, the last line of stdout (instead of a table on stderr)")
+    add("--debug", action="store_true", help="on an error of hetero-run itself, print the traceback too "
+                                              "(as HETERO_LOG=DEBUG does)")
     add("-m", dest="module", metavar="module", help="run a module, as python -m does")
     add("command", nargs=argparse.REMAINDER, help="script.py and its arguments")
     return parser
@@ -113,7 +128,8 @@ def build_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> L
             checkpoint_dir=(args.checkpoint_dir or run_dir / "checkpoints").resolve(),
             events=(args.events or run_dir / "events.jsonl").resolve(), nproc=args.nproc, devices=args.devices,
             policy=args.policy, max_restarts=args.max_restarts, inject=tuple(args.inject), quota=args.quota,
-            heartbeat_timeout=args.heartbeat_timeout, restart=args.restart, grace=args.grace,
+            heartbeat_timeout=args.heartbeat_timeout, restart=args.restart, restart_on=args.restart_on,
+            grace=args.grace, summary_json=args.summary_json,
             master_addr=args.master_addr, master_port=args.master_port, standby=args.standby,
             preload=tuple(m.strip() for m in args.preload.split(",") if m.strip()),
             metrics_port=args.metrics_port, metrics_addr=args.metrics_addr,
@@ -144,7 +160,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    config = build_config(parser, parse_args(parser, argv))
+    args = parse_args(parser, argv)
+    try:
+        return _run(build_config(parser, args))  # a bad HETERO_* setting (read for the run dir) is said too
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - one line (and a status) for every error
+        return report("hetero-run", exc, debug_wanted(args.debug))
+
+
+def _run(config: LaunchConfig) -> int:
+    """Run ``config``: the node's workers under torch elastic, or the supervisor; its exit status.
+    What it raises (a bad option found once devices are listed, a port taken) :func:`_main` says."""
     if config.quota is not None:
         from hetero.core.config import reload_config
 
@@ -170,12 +195,6 @@ def _main(argv: Sequence[str] | None) -> int:
         from hetero.launcher.supervisor import run
 
         return run(config, metrics, handle_signals=(signal.SIGINT, signal.SIGTERM)).exit_code
-    except OptionError as exc:
-        print(f"hetero-run: error: {exc}", file=sys.stderr)
-        return 2
-    except (LaunchError, OSError) as exc:
-        print(f"hetero-run: error: {exc}", file=sys.stderr)
-        return 1
     finally:
         metrics.close()
 

@@ -17,6 +17,8 @@ import os
 import re
 from pathlib import Path
 
+from hetero.core.device_list import parse_devices
+from hetero.core.errors import DeviceSpecError
 from hetero.launcher.assign import MAX_WORKERS_PER_DEVICE, POLICIES, OptionError
 
 DEFAULT_MAX_RESTARTS = 3
@@ -26,6 +28,9 @@ DEFAULT_METRICS_ADDR = "127.0.0.1"
 DEFAULT_RDZV_ID = "hetero"
 DEFAULT_RDZV_TIMEOUT = 300
 RESTART_MODES = ("worker", "group")
+#: What a failed worker is restarted for: ``fault`` (default) a device fault, a crash by a signal or a
+#: hang, never an exception of the program itself (as torchrun); ``any`` every failure.
+RESTART_ON = ("fault", "any")
 #: Bounds of the options (each checked before anything starts).
 MAX_NPROC = 1024
 MAX_RESTARTS = 100_000
@@ -85,6 +90,7 @@ class LaunchConfig:
     # -- what only the single-node supervisor acts on ----------------------------------------
     heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT  # 0: never a hang
     restart: str = "worker"  # or "group"
+    restart_on: str = "fault"  # or "any": restart for an exception of the program too
     grace: float = DEFAULT_GRACE
     master_addr: str = "127.0.0.1"
     master_port: int | None = None  # None: a free port
@@ -92,11 +98,13 @@ class LaunchConfig:
     preload: tuple[str, ...] = ()  # modules a standby imports while it waits (e.g. torch)
     metrics_port: int | None = None
     metrics_addr: str = DEFAULT_METRICS_ADDR
+    summary_json: bool = False  # the end-of-run summary as JSON on stdout, not a table on stderr
     # -- a multi-node job --------------------------------------------------------------------
     nodes: Nodes = dataclasses.field(default_factory=Nodes)
 
     def __post_init__(self) -> None:
         self._check_counts()
+        self._check_devices()
         self._check_addresses()
         self.nodes.check()
         self._check_paths()
@@ -110,6 +118,7 @@ class LaunchConfig:
         return [option for option, name in (
             ("--heartbeat-timeout", "heartbeat_timeout"), ("--restart", "restart"), ("--metrics-port", "metrics_port"),
             ("--metrics-addr", "metrics_addr"), ("--grace", "grace"), ("--preload", "preload"),
+            ("--restart-on", "restart_on"), ("--json", "summary_json"),
         ) if getattr(self, name) != fields[name].default]
 
     # -- checks, in the order the command line reports them ----------------------------------
@@ -123,6 +132,8 @@ class LaunchConfig:
             raise OptionError(f"--policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
         if self.restart not in RESTART_MODES:
             raise OptionError(f"--restart must be one of {', '.join(RESTART_MODES)}, got {self.restart!r}")
+        if self.restart_on not in RESTART_ON:
+            raise OptionError(f"--restart-on must be one of {', '.join(RESTART_ON)}, got {self.restart_on!r}")
         if not 0 <= self.max_restarts <= MAX_RESTARTS:
             raise OptionError(f"--max-restarts must be 0 or more (at most {MAX_RESTARTS}), got {self.max_restarts}")
         if not (math.isfinite(self.heartbeat_timeout) and 0 <= self.heartbeat_timeout <= MAX_SECONDS):
@@ -150,6 +161,15 @@ class LaunchConfig:
         if self.events is not None and self.events.is_dir():
             raise OptionError(f"--events {str(self.events)!r} is a directory; name the file to write, "
                               f"e.g. {self.events / 'events.jsonl'}")
+
+    def _check_devices(self) -> None:
+        """The syntax of ``--devices`` (whether each name is present is known once devices are listed)."""
+        if self.devices is None:
+            return
+        try:
+            parse_devices(self.devices, "--devices")
+        except DeviceSpecError as exc:
+            raise OptionError(str(exc)) from None
 
     def _check_rules(self) -> None:
         bad = [m for m in self.preload if not _MODULE.match(m)]

@@ -38,6 +38,10 @@ ENV_CONFIG = "HETERO_ELASTIC_CONFIG"  # the launcher's settings, JSON, for the s
 def run_elastic(config: LaunchConfig) -> RunResult:
     """Run this node's workers under torch elastic's agent (``config.nodes`` says where this node
     stands in the job); how the node's run ended (``exit_code``: the node's exit status)."""
+    from hetero.core.optional import require
+
+    require("torch.distributed.launcher.api", extra="torch", feature="hetero-run --nnodes/--rdzv-endpoint (torch elastic)",
+            package="torch")
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig as TorchLaunchConfig

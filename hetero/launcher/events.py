@@ -21,7 +21,8 @@ device_quarantined  device, stable_id, reason, fault_class, scope (`` for this d
 device_released     device, stable_id
 restart             worker, from_device, to_device, restart, reason, group
 resumed_from_step   worker, device, step
-gave_up             worker, reason (``--max-restarts`` exhausted, or no device left)
+gave_up             worker, reason (``--max-restarts`` exhausted, no device left, an error of the
+                    program not restarted), bad_option (true: an option named nothing, exit 2)
 shutdown            signal (the launcher was asked to stop)
 finished            returncode, and the summary's fields (``torch_devices``: rank -> the torch
                     device its worker last reported)
@@ -76,7 +77,7 @@ def announce(record: dict[str, Any], stream: IO[str] | None = None) -> None:
     if template is None:
         return
     if record["event"] == "gave_up" and record.get("worker") is None:  # the run as a whole (no device...)
-        template = "giving up: {reason}"
+        template = "error: {reason}" if record.get("bad_option") else "giving up: {reason}"
     fields = {"scope": "", **record}
     torch_device = record.get("torch_device")
     fields["torch_text"] = f" [hetero device {record.get('device')}, torch device {torch_device}]" \
@@ -203,7 +204,8 @@ class Summary:
             "torch_devices": {str(rank): where for rank, where in sorted(self.torch_devices.items())},
         }
 
-    def table(self, returncode: int, events_path: Path | None) -> str:
+    def table(self, returncode: int, events_path: Path | None, reason: str | None = None) -> str:
+        """The summary table; ``reason``: why the run failed or stopped (a row of its own)."""
         data = self.as_dict()
         faults = ", ".join(f"{name}: {count}" for name, count in sorted(self.faults.items())) or "none"
         goodput = "n/a (no heartbeats: call hetero.heartbeat(step) each step)" if data["goodput"] is None \
@@ -211,6 +213,7 @@ class Summary:
         recovery = ", ".join(f"{r:.2f}s" for r in self.recoveries) or "-"
         rows = [
             ("exit status", str(returncode)),
+            *([("reason", reason)] if reason and returncode != 0 else []),
             ("wall time", f"{data['wall_s']:.2f}s"),
             ("workers", ", ".join(f"{rank}: {result}{_torch_part(data['torch_devices'].get(rank))}"
                                   for rank, result in data["workers"].items()) or "-"),

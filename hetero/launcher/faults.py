@@ -1,5 +1,11 @@
 """What a worker's end means to ``hetero-run``: the fault class of its exit status or fault
-report (:func:`diagnose`), and whether its device goes into quarantine.
+report (:func:`diagnose`), whether its device goes into quarantine, and whether it is restarted
+(:func:`restartable`).
+
+A device fault is restarted: a fault report (exit status 86), a crash by a signal, a hang. An
+``error`` (any other non-zero exit: an exception of the program, which the bootstrap names in
+an exception report, or the program's own ``sys.exit(N)``) is the program's, so restarting it
+would only fail again: it ends the run unless ``--restart-on any`` (torchrun's default too).
 
 The worker bootstrap classifies the error before it writes the report (``fault_class``,
 ``quarantine``, ``ttl``). When a report lacks the verdict (an older or foreign bootstrap, or
@@ -23,6 +29,8 @@ from typing import Any, NamedTuple
 from hetero.fault.protocol import FAULT_EXIT_CODE
 
 QUARANTINE_CLASSES = ("context-corrupting", "device-lost", "degraded")
+#: The fault class of a failure of the program itself (not a device fault).
+ERROR = "error"
 FAULT_CLASSES = ("recoverable", *QUARANTINE_CLASSES)
 #: The longest text kept of a report's field (a message goes into events, logs and the quarantine).
 MAX_TEXT = 2000
@@ -118,9 +126,10 @@ class Diagnosis(NamedTuple):
 
 def diagnose(code: int, reason: str, report: Mapping[str, Any] | None) -> Diagnosis:
     """The fault class of an incarnation that ended with exit status ``code`` for ``reason`` (``hang``
-    when the supervisor killed it for silence, else :func:`exit_reason`), given its fault report
-    (read only for :data:`~hetero.fault.protocol.FAULT_EXIT_CODE`; None when it wrote none)."""
-    if report is not None:
+    when the supervisor killed it for silence, else :func:`exit_reason`), given what it wrote at
+    ``$HETERO_FAULT_REPORT`` (None: nothing): for :data:`~hetero.fault.protocol.FAULT_EXIT_CODE` its
+    fault report; for another exit status the exception report of the program's own error."""
+    if report is not None and code == FAULT_EXIT_CODE:
         verdict = classify_report(report)
         return Diagnosis(verdict.fault_class, {key: report.get(key) for key in _EVENT_FIELDS}, verdict)
     if reason == "hang":
@@ -129,4 +138,12 @@ def diagnose(code: int, reason: str, report: Mapping[str, Any] | None) -> Diagno
         return Diagnosis("crash", {"message": f"killed by {signal_name(code) or code}"}, None)
     if code == FAULT_EXIT_CODE:
         return Diagnosis("fault", {"message": f"exit status {code} without a fault report"}, None)
-    return Diagnosis("error", {"message": f"exit status {code}"}, None)
+    if report is not None and report.get("exception") is True and isinstance(report.get("error_type"), str):
+        return Diagnosis(ERROR, {"error_type": report["error_type"], "message": report.get("message")}, None)
+    return Diagnosis(ERROR, {"message": f"exit status {code}"}, None)
+
+
+def restartable(fault_class: str, restart_on: str) -> bool:
+    """Whether a failure of ``fault_class`` restarts its worker under ``--restart-on restart_on``:
+    every failure for ``any``; for ``fault`` (the default) all but the program's own :data:`ERROR`."""
+    return restart_on == "any" or fault_class != ERROR

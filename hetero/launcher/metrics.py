@@ -120,6 +120,9 @@ class PrometheusMetrics(Metrics):
     """The metrics above in a private ``prometheus_client`` registry."""
 
     def __init__(self) -> None:
+        from hetero.core.optional import require
+
+        require("prometheus_client", extra="metrics", feature="hetero-run --metrics-port")
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry = CollectorRegistry()

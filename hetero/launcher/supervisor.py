@@ -7,9 +7,13 @@ What a failure does:
 - exit :data:`~hetero.fault.protocol.FAULT_EXIT_CODE` with a fault report: the fault is
   classified; a device the classifier says to quarantine (context-corrupting, lost,
   degraded) is quarantined and never used again by this run; the worker restarts elsewhere;
-- killed by a signal (a crash), or any other non-zero exit: restarted, on another device
-  when there is one; the device is *not* quarantined (a crash says nothing certain about
-  the device), but the restart prefers a different one;
+- killed by a signal (a crash): restarted, on another device when there is one; the device
+  is *not* quarantined (a crash says nothing certain about the device), but the restart
+  prefers a different one;
+- any other non-zero exit (an exception of the program, named by its exception report, or its
+  own ``sys.exit(N)``): an error of the program, not of a device, so the run ends (every
+  worker stopped), as torchrun's does; ``restart_on="any"`` (``--restart-on any``) restarts
+  it as a crash;
 - no heartbeat for ``--heartbeat-timeout`` seconds after at least one: a hang; its process
   group is SIGKILLed (a hung device call does not answer SIGTERM) and it restarts.
 
@@ -33,6 +37,8 @@ returns a :class:`~hetero.launcher.state.RunResult`.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import signal
 import sys
 import time
@@ -42,18 +48,18 @@ from typing import Any
 
 from hetero.core.device import DeviceInfo
 from hetero.core.errors import HeteroError
+from hetero.core.exit_status import USAGE_ERRORS
 from hetero.fault import quarantine
-from hetero.launcher.assign import OptionError, assign, candidate_devices, check_nproc, restart_device, usable
+from hetero.launcher.assign import assign, candidate_devices, check_nproc, restart_device, usable
 from hetero.launcher.config import LaunchConfig
 from hetero.launcher.descendants import kill_marked, new_run_id
 from hetero.launcher.events import EventLog, Progress, Summary
-from hetero.launcher.faults import diagnose, exit_reason, signal_name
+from hetero.launcher.faults import Diagnosis, diagnose, exit_reason, restartable, signal_name
 from hetero.launcher.metrics import Metrics, WorkerView
 from hetero.launcher.starter import Starter, starting_torch_device
 from hetero.launcher.state import Failure, RunResult, WorkerResult, WorkerState
 from hetero.launcher.warmup import Warmup
 from hetero.launcher.worker_handle import Worker, await_exits, become_subreaper, kill_group, stop_workers, wait_for_exit
-from hetero.fault.protocol import FAULT_EXIT_CODE
 
 POLL_SECONDS = 0.05
 QUARANTINE_POLL_SECONDS = 1.0
@@ -122,9 +128,10 @@ class Supervisor:
                 self.starter.start(worker)
             self._state = self._loop()
         except HeteroError as exc:  # LaunchError, or a --devices spec naming nothing usable
-            self.log.emit("gave_up", worker=None, reason=str(exc))  # announced on stderr, once
+            bad_option = isinstance(exc, USAGE_ERRORS)  # OptionError, a device name that names nothing
+            self.log.emit("gave_up", worker=None, reason=str(exc), bad_option=bad_option)  # announced on stderr, once
             self._stop_all()
-            self._reason, self._bad_option = str(exc), isinstance(exc, OptionError)
+            self._reason, self._bad_option = str(exc), bad_option
         finally:
             if any(w.alive for w in self.workers):  # an unexpected error: leave no orphans
                 self._stop_all()
@@ -222,14 +229,15 @@ class Supervisor:
             worker.enter(WorkerState.SUCCEEDED)
             self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
             return
-        fault_class = self._classify(worker, code, reason)
-        self._choose_restart(worker, fault_class, now)
+        diagnosis = self._classify(worker, code, reason)
+        self._choose_restart(worker, diagnosis, code, now)
 
     # -- job 3: classifying --------------------------------------------------------------
-    def _classify(self, worker: Worker, code: int, reason: str) -> str:
-        """The failure's fault class, recorded (event, summary, metrics, the run's failures);
-        its device quarantined when the fault report's verdict says so."""
-        report = worker.read_fault_report() if code == FAULT_EXIT_CODE else None
+    def _classify(self, worker: Worker, code: int, reason: str) -> Diagnosis:
+        """The failure's diagnosis, recorded (event, summary, metrics, the run's failures); its
+        device quarantined when the fault report's verdict says so."""
+        # exit 86: the fault report; another exit status: the report of the program's exception, if any
+        report = worker.read_fault_report() if code > 0 else None
         diagnosis = diagnose(code, reason, report)
         device, fault_class = worker.device, diagnosis.fault_class
         self.log.emit("fault_detected", worker=worker.rank, device=device.name, fault_class=fault_class,
@@ -239,7 +247,7 @@ class Supervisor:
         self.metrics.inc_fault(fault_class, device.name)
         if report is not None and diagnosis.verdict is not None and diagnosis.verdict.quarantine:
             self._quarantine(device, report, fault_class, diagnosis.verdict.ttl)
-        return fault_class
+        return diagnosis
 
     def _quarantine(self, device: DeviceInfo, report: dict[str, Any], fault_class: str, ttl: float | None) -> None:
         why = f"{report.get('error_type')}: {report.get('message')}"[:500]
@@ -255,9 +263,16 @@ class Supervisor:
         self.metrics.set_quarantined(device.name, True)
 
     # -- job 4: choosing what follows a failure ------------------------------------------
-    def _choose_restart(self, worker: Worker, fault_class: str, now: float) -> None:
-        """Restart ``worker`` (and, under ``--restart group``, every other rank) while restarts
-        are left and a usable device is; otherwise give up on it, which ends the run."""
+    def _choose_restart(self, worker: Worker, diagnosis: Diagnosis, code: int, now: float) -> None:
+        """Restart ``worker`` (and, under ``--restart group``, every other rank) for a failure
+        ``--restart-on`` restarts, while restarts are left and a usable device is; otherwise give
+        up on it, which ends the run."""
+        fault_class = diagnosis.fault_class
+        if not restartable(fault_class, self.config.restart_on):
+            self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
+            self._give_up(worker, f"{_program_error(diagnosis, code, worker.device.name)}; not a device fault, so not "
+                                  "restarted (hetero-run --restart-on any restarts such failures)")
+            return
         if self.summary.restarts >= self.config.max_restarts:
             why = f"worker {worker.rank} failed ({fault_class}) and --max-restarts {self.config.max_restarts} is used up"
             self._close_incarnation(worker, kept_up_to=None, now=now, failed=False)
@@ -411,8 +426,27 @@ class Supervisor:
             workers={w.rank: WorkerResult(w.rank, w.state, w.device.name, w.returncode, w.restarts) for w in self.workers})
         self.log.emit("finished", returncode=result.exit_code, **self.summary.as_dict())
         self.log.close()
-        print(self.summary.table(result.exit_code, self.config.events), file=sys.stderr)
+        if result.bad_option:  # said in one line already ("hetero-run: error: ..."): nothing ran to sum up
+            return result
+        if self.config.summary_json:  # after every worker's own output: the last line of stdout
+            print(json.dumps(self._summary_json(result)), flush=True)
+        else:
+            print(self.summary.table(result.exit_code, self.config.events, result.reason), file=sys.stderr)
         return result
+
+    def _summary_json(self, result: RunResult) -> dict[str, Any]:
+        """What ``--json`` prints: the table's content, how the run ended and each failure."""
+        return {"exit_status": result.exit_code, "state": result.state.value, "reason": result.reason,
+                **self.summary.as_dict(), "failures": [dataclasses.asdict(f) for f in result.failures],
+                "events": None if self.config.events is None else str(self.config.events)}
+
+
+def _program_error(diagnosis: Diagnosis, code: int, device: str) -> str:
+    """``its program on cpu raised ValueError: bad value`` or ``its program on cpu exited with status 3``."""
+    error_type, message = diagnosis.fields.get("error_type"), diagnosis.fields.get("message")
+    if error_type:
+        return f"its program on {device} raised {error_type}" + (f": {message}" if message else "")
+    return f"its program on {device} exited with status {code}"
 
 
 def run(config: LaunchConfig, metrics: Metrics | None = None, handle_signals: Sequence[int] = ()) -> RunResult:

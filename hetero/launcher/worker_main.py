@@ -19,7 +19,10 @@ protocol (:mod:`hetero.fault.protocol`):
   come back to Python within :data:`THREAD_FAULT_GRACE` seconds is ended then. (Errors a
   ``concurrent.futures`` pool keeps in its futures never reach the hook: they are the
   program's, raised where it calls ``result()``.)
-- any other exception: the usual traceback and exit status 1; ``SystemExit`` passes through;
+- any other exception: the usual traceback and exit status 1, and an *exception report* at
+  ``$HETERO_FAULT_REPORT`` (``{"exception": true, "error_type", "message", "quarantine": false}``)
+  so the supervisor can name it when it ends the run (it does not restart the program's own
+  errors unless ``--restart-on any``); ``SystemExit`` passes through;
 - on a clean exit a last heartbeat is written (when ``$HETERO_HEARTBEAT_FILE`` is set);
 - ``SIGTERM`` (how a supervisor stops workers) becomes a :class:`WorkerTerminated` exception
   in the main thread, so ``finally`` blocks, exit handlers and pending
@@ -215,6 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         device_error = find_device_error(exc)
         traceback.print_exception(exc)
         if device_error is None:
+            write_report(exception_report(exc))
             return 1
         report = fault_report(device_error)
         write_report(report)
@@ -407,6 +411,15 @@ def fault_report(error: DeviceError) -> dict[str, Any]:
     }
 
 
+def exception_report(error: BaseException) -> dict[str, Any]:
+    """The report of an exception of the program that is not a device fault: what the supervisor
+    names when it ends the run (never a quarantine: ``quarantine`` is false for any reader)."""
+    lines = str(error).strip().splitlines()
+    return {"exception": True, "error_type": type(error).__name__, "message": lines[0] if lines else "",
+            "fault_class": None, "quarantine": False, "time": time.time(), "worker": os.environ.get(ENV_WORKER),
+            "pid": os.getpid()}
+
+
 def write_report(report: dict[str, Any]) -> Path | None:
     """Write ``report`` to ``$HETERO_FAULT_REPORT`` atomically (temp + rename); None when unset."""
     target = os.environ.get(ENV_FAULT_REPORT)
@@ -417,8 +430,8 @@ def write_report(report: dict[str, Any]) -> Path | None:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, json.dumps(report, default=str))
     except OSError as exc:
-        print(f"hetero.launcher.worker_main: cannot write the fault report to {path}: {exc} "
-              f"(the supervisor will see exit status {FAULT_EXIT_CODE} without details)", file=sys.stderr)
+        print(f"hetero.launcher.worker_main: cannot write the report to {path}: {exc} "
+              "(the supervisor will see the exit status without details)", file=sys.stderr)
         return None
     return path
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hetero.onnx.errors import Attempt, InferenceFailedError, InputError, ProviderUnavailableError
+from hetero.onnx.errors import Attempt, InferenceFailedError, InputError, ModelError, ProviderUnavailableError
 from hetero.onnx.spec import TensorSpec
 
 if TYPE_CHECKING:
@@ -37,4 +37,4 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'hetero.onnx' has no attribute {name!r}")
 
 
-__all__ = ["Attempt", "InferenceFailedError", "InputError", "Pool", "ProviderUnavailableError", "Session", "TensorSpec"]
+__all__ = ["Attempt", "InferenceFailedError", "InputError", "ModelError", "Pool", "ProviderUnavailableError", "Session", "TensorSpec"]

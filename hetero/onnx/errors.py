@@ -1,11 +1,24 @@
-"""The errors of :mod:`hetero.onnx`: a provider that did not bind, a bad feed, a request that no
-device could answer (with every attempt it made)."""
+"""The errors of :mod:`hetero.onnx`: a model ONNX Runtime cannot load, a provider that did not bind,
+a bad feed, a request that no device could answer (with every attempt it made)."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from hetero.core.errors import HeteroError
+
+
+class ModelError(HeteroError, ValueError):
+    """The model is not one ONNX Runtime can load (not ONNX at all: a text file, random bytes; or a
+    broken graph): which model, and ONNX Runtime's reason, in one line."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        self.source = source
+        self.reason = reason
+        super().__init__(f"{source} is not an ONNX model ONNX Runtime can load: {reason}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.source, self.reason))
 
 
 class ProviderUnavailableError(HeteroError, RuntimeError):
@@ -65,4 +78,4 @@ class InferenceFailedError(HeteroError, RuntimeError):
         return (type(self), (self.message, self.history))
 
 
-__all__ = ["Attempt", "InferenceFailedError", "InputError", "ProviderUnavailableError"]
+__all__ = ["Attempt", "InferenceFailedError", "InputError", "ModelError", "ProviderUnavailableError"]

@@ -33,13 +33,14 @@ from typing import Any
 import numpy as np
 
 from hetero.core.device import Device, HealthState
+from hetero.core.device_list import parse_devices
 from hetero.fault import event_bus, quarantine
 from hetero.fault.classify import Classification, classify
 from hetero.onnx import providers as _providers
-from hetero.onnx.errors import Attempt, InferenceFailedError, InputError
+from hetero.onnx.errors import Attempt, InferenceFailedError, InputError, ModelError
 from hetero.onnx.feeds import prepare
 from hetero.onnx.pool_stats import Latencies, PoolEvents
-from hetero.onnx.session import ModelSource, Session, model_bytes, onnxruntime, probe_feeds
+from hetero.onnx.session import ModelSource, Session, describe, model_bytes, onnxruntime, probe_feeds
 from hetero.onnx.spec import TensorSpec
 from hetero.scheduler.routing import DEFAULT_ROUTING, Router
 
@@ -74,7 +75,8 @@ class Pool:
     """Sessions of one model on several devices, with routing, failover and rejoin.
 
     ``devices``: ``"all"`` (every device with an installed provider, quarantined ones benched until
-    released) or a list of devices/names. ``replicas``: sessions per device. ``retries``: extra
+    released), a comma-separated string (``"cpu,oneapi:0"``, as the command line takes) or a list of
+    devices/names. ``replicas``: sessions per device. ``retries``: extra
     attempts per request. ``timeout``: seconds a request waits for a healthy member. ``fallback``,
     ``threads``: as for :class:`Session`. ``quarantine_ttl``: seconds a faulty device stays out
     (None: its fault class's TTL). ``name``: the model's name (for servers and metrics).
@@ -95,7 +97,10 @@ class Pool:
         self._members: dict[str, Member] = {}
         for device in self._targets(devices):
             for replica in range(replicas):
-                session = Session(data, device, fallback=fallback, threads=threads)
+                try:
+                    session = Session(data, device, fallback=fallback, threads=threads)
+                except ModelError as exc:  # named by the file it came from, not "the model's bytes"
+                    raise ModelError(describe(model), exc.reason) from None
                 member = Member(f"{device.name}#{replica}", session)
                 self._members[member.name] = member
         self._router = Router(list(self._members), policy)
@@ -113,15 +118,20 @@ class Pool:
 
     # -- building -----------------------------------------------------------------------------
     def _targets(self, devices: str | Sequence[str | Device]) -> list[Device]:
+        """The devices ``devices`` names (:func:`hetero.core.device_list.parse_devices`: ``"cpu,oneapi:0"``
+        or a list; ``all``: every device with an installed provider)."""
         import hetero
 
-        if devices != "all":
-            if isinstance(devices, (str, Device)):
-                devices = [devices]
-            chosen = [d if isinstance(d, Device) else hetero.device(d) for d in devices]
-            if not chosen:
-                raise ValueError("a pool needs at least one device")
-            return chosen
+        chosen: list[Device] = []
+        for entry in parse_devices(devices):
+            found = self._with_providers() if entry == "all" else [hetero.device(entry)]
+            chosen += [d for d in found if all(d.name != c.name for c in chosen)]
+        return chosen
+
+    def _with_providers(self) -> list[Device]:
+        """Every device with an installed ONNX Runtime provider (the CPU when none has one)."""
+        import hetero
+
         ort = onnxruntime()
         found = []
         for device in hetero.devices():

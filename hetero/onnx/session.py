@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,10 +30,11 @@ import numpy as np
 
 from hetero.core.device import Device
 from hetero.core.notices import notice
+from hetero.core.optional import require
 from hetero.fault import event_bus, injection_infer, ort_errors
 from hetero.onnx import feeds as _feeds
 from hetero.onnx import providers as _providers
-from hetero.onnx.errors import InputError, ProviderUnavailableError
+from hetero.onnx.errors import InputError, ModelError, ProviderUnavailableError
 from hetero.onnx.spec import TensorSpec, from_node_arg
 
 log = logging.getLogger("hetero.onnx")
@@ -41,13 +43,8 @@ ModelSource = str | os.PathLike[str] | bytes | Any  # a path, the serialized byt
 
 
 def onnxruntime() -> Any:
-    """The ``onnxruntime`` module, or an ImportError that says how to install it."""
-    try:
-        import onnxruntime as ort
-    except ImportError as error:
-        raise ImportError("hetero.onnx needs ONNX Runtime: pip install 'hetero[onnx]' (or pip install onnxruntime)"
-                          ) from error
-    return ort
+    """The ``onnxruntime`` module, or a MissingDependencyError that says how to install it."""
+    return require("onnxruntime", extra="onnx", feature="hetero.onnx")
 
 
 def model_bytes(model: ModelSource) -> bytes:
@@ -62,6 +59,30 @@ def model_bytes(model: ModelSource) -> bytes:
             raise FileNotFoundError(f"no ONNX model at {str(path)!r}" + (" (it is a directory)" if path.is_dir() else ""))
         return path.read_bytes()
     raise TypeError(f"model must be a path, the model's bytes or an onnx.ModelProto, got {type(model).__name__}")
+
+
+#: ONNX Runtime's errors that, raised while a session is made, say the model itself is not loadable.
+_NOT_A_MODEL = ("InvalidProtobuf", "InvalidGraph", "NoModel", "InvalidArgument")
+_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")
+
+
+def describe(model: ModelSource) -> str:
+    """How an error names ``model``: its path as given, else what it is."""
+    if isinstance(model, (str, os.PathLike)):
+        return str(model)
+    return "the model's bytes" if isinstance(model, (bytes, bytearray, memoryview)) else "the ModelProto"
+
+
+def open_session(ort: Any, data: bytes, source: str, **options: Any) -> Any:
+    """``ort.InferenceSession(data, **options)``; a model ONNX Runtime cannot parse raises
+    :class:`ModelError` naming ``source`` (one line, not ONNX Runtime's protobuf traceback)."""
+    try:
+        return ort.InferenceSession(data, **options)
+    except Exception as error:
+        if type(error).__name__ not in _NOT_A_MODEL:
+            raise
+        lines = str(error).strip().splitlines() or [type(error).__name__]
+        raise ModelError(source, _ORT_PREFIX.sub("", lines[0]).rstrip(".")) from None
 
 
 def resolve_device(device: str | Device) -> Device:
@@ -96,6 +117,7 @@ class Session:
             raise ValueError(f"fallback must be None or 'cpu', got {fallback!r}")
         ort = onnxruntime()
         data = model_bytes(model)
+        self._source = describe(model)
         self.requested: Device = resolve_device(device)
         self.device: Device = self.requested
         self.fell_back = False
@@ -134,13 +156,13 @@ class Session:
             options.intra_op_num_threads = threads
         if choice.ep_devices:  # a plugin EP: bound to its devices through the options
             options.add_provider_for_devices(choice.ep_devices, {**choice.ep_options, **(provider_options or {})})
-            return ort.InferenceSession(data, sess_options=options)
+            return open_session(ort, data, self._source, sess_options=options)
         providers = list(choice.providers)
         if provider_options and providers and isinstance(providers[0], tuple):
             providers[0] = (providers[0][0], {**providers[0][1], **provider_options})
         elif provider_options:
             providers[0] = (providers[0], dict(provider_options))
-        return ort.InferenceSession(data, sess_options=options, providers=providers)
+        return open_session(ort, data, self._source, sess_options=options, providers=providers)
 
     def _fall_back(self, ort: Any, data: bytes, problem: ProviderUnavailableError, threads: int | None,
                    session_options: Any) -> Any:
@@ -154,7 +176,7 @@ class Session:
         options = session_options if session_options is not None else ort.SessionOptions()
         if threads is not None:
             options.intra_op_num_threads = threads
-        return ort.InferenceSession(data, sess_options=options, providers=[_providers.CPU])
+        return open_session(ort, data, self._source, sess_options=options, providers=[_providers.CPU])
 
     @property
     def ort_session(self) -> Any:
@@ -230,4 +252,4 @@ def probe_feeds(inputs: Sequence[TensorSpec], batch: int = 1) -> dict[str, np.nd
     return {spec.name: np.zeros(tuple(batch if d is None else d for d in spec.shape), dtype=spec.dtype) for spec in inputs}
 
 
-__all__ = ["Session", "model_bytes", "onnxruntime", "probe_feeds", "resolve_device"]
+__all__ = ["Session", "describe", "model_bytes", "onnxruntime", "open_session", "probe_feeds", "resolve_device"]

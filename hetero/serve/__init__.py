@@ -9,14 +9,20 @@ Inference Server speaks, so ``tritonclient.http`` and KServe clients work unchan
 - :mod:`hetero.serve.runner`: :func:`serve` (blocking, SIGINT/SIGTERM shut down gracefully) and
   :class:`~hetero.serve.runner.ServerThread` (a background server for tests and benchmarks).
 
-Importing it loads aiohttp and prometheus_client, never ONNX Runtime.
+Importing it loads aiohttp and prometheus_client, never ONNX Runtime; without them it raises
+:class:`~hetero.core.errors.MissingDependencyError` (``pip install 'hetero[serve]'``).
 
 May import: every floor below (the ONNX pool it serves, the fault policy); a floor of its own beside the launcher.
 """
 
 from __future__ import annotations
 
-from hetero.serve.app import make_app
+from hetero.core.optional import require
+
+require("aiohttp", extra="serve", feature="hetero.serve")
+require("prometheus_client", extra="serve", feature="hetero.serve")
+
+from hetero.serve.app import make_app  # noqa: E402 (after the checks above)
 from hetero.serve.runner import ServerThread, serve
 from hetero.serve.servable import Servable
 

@@ -47,6 +47,7 @@ import numpy as np
 
 from hetero.array.ndarray import Array, empty
 from hetero.core.device import Device, HealthState
+from hetero.core.device_list import parse_devices
 from hetero.core.errors import KernelLaunchError
 from hetero.kernels.launch_args import check_divides
 from hetero.core.registry import device as resolve_device
@@ -149,8 +150,10 @@ def split_kernel(kernel: Kernel, devices: Sequence[str | Device] | str, combine:
 
 
 def _choose(kernel: str, spec: Sequence[str | Device] | str) -> list[Device]:
-    """The devices ``spec`` names (``"all"``: every healthy, unquarantined device that runs kernels)."""
-    if isinstance(spec, str) and spec == "all":
+    """The devices ``spec`` names (:func:`hetero.core.device_list.parse_devices`: ``"cpu,oneapi:0"`` or a
+    list; ``"all"``: every healthy, unquarantined device that runs kernels)."""
+    entries = parse_devices(spec)
+    if entries == ["all"]:
         from hetero.fault.quarantine import quarantined_ids
 
         quarantined = quarantined_ids()
@@ -160,9 +163,7 @@ def _choose(kernel: str, spec: Sequence[str | Device] | str) -> list[Device]:
             raise KernelLaunchError(f"{kernel}.split('all'): no healthy, unquarantined device here runs kernels "
                                     "(see 'hetero devices' and 'hetero quarantine')")
         return chosen
-    if isinstance(spec, (str, Device)):
-        spec = [spec]
-    chosen = [resolve_device(s) for s in spec]
+    chosen = [resolve_device(s) for s in entries]
     names = [d.name for d in chosen]
     if not chosen or len(set(names)) != len(names):
         raise KernelLaunchError(f"{kernel}.split: devices must be distinct and at least one, got {names}")
