@@ -209,6 +209,33 @@ def test_transforms_refuse_bad_arguments(device: hetero.Device, quiet: None) -> 
         fft.fft(np.ones(4, np.complex64))  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("n", [-1, 0, -7, np.int64(-1)])
+@pytest.mark.parametrize("name", [name for name, _, _ in _ONE_AXIS])
+def test_a_length_below_one_is_refused_as_numpy_does(device: hetero.Device, quiet: None, name: str, n: Any) -> None:
+    # n=-1 used to mean "the input's length" here; NumPy (and the standard: n is None or >= 1) refuse it
+    given = {each: kind for each, kind, _ in _ONE_AXIS}[name]
+    a = _signal((3, 8), given)
+    with pytest.raises(ValueError, match=rf"Invalid number of FFT data points \({n}\)"):
+        getattr(np.fft, name)(a, n=n)
+    with pytest.raises(ValueError, match=rf"(?i)invalid number of FFT data points \({n}\)"):
+        getattr(fft, name)(hetero.asarray(a, device=device), n=n)
+
+
+@pytest.mark.parametrize("name", ["fftn", "ifftn", "rfftn", "irfftn"])
+def test_sizes_in_s_are_checked_as_numpy_does(device: hetero.Device, quiet: None, name: str) -> None:
+    a = _signal((4, 6), np.float32 if name == "rfftn" else np.complex64)
+    x = hetero.asarray(a, device=device)
+    ours, numpys = getattr(fft, name), getattr(np.fft, name)
+    for s in ((0, 4), (4, 0), (-2, 4), (4, -7)):  # below 1, and not -1: refused by both
+        with pytest.raises(ValueError, match=rf"Invalid number of FFT data points \({min(s)}\)"):
+            numpys(a, s=s, axes=(0, 1))
+        with pytest.raises(ValueError, match=rf"(?i)invalid number of FFT data points \({min(s)}\)"):
+            ours(x, s=s, axes=(0, 1))
+    # -1 (of any integer type): the input's size on that axis, for both
+    result = {"fftn": np.complex64, "ifftn": np.complex64, "rfftn": np.complex64, "irfftn": np.float32}[name]
+    _close(ours(x, s=(np.int64(-1), 4), axes=(0, 1)), numpys(a, s=(np.int64(-1), 4), axes=(0, 1)), result)
+
+
 @pytest.mark.parametrize(("backend", "library", "on_device"), [
     ("cpu", "numpy", True), ("cuda", "cuFFT", True), ("rocm", "hipFFT", True),
     ("oneapi", "numpy (host fallback)", False), ("opencl", "numpy (host fallback)", False)])

@@ -2,6 +2,11 @@
 once, each hashed (sha256) in the same pass as its I/O, each written file fsynced; and the
 rename that installs a finished checkpoint.
 
+Reading trusts no file: only regular files are opened (a FIFO would block, a device never ends),
+sizes are checked on the open descriptor before a buffer is allocated, a checkpoint larger than
+this machine's memory is refused unread, and a payload is hashed as it is read, so that a wrong
+one is rejected before it is read whole into memory (see :func:`read_payload`).
+
 Threads pay off because the slow parts release the GIL: fsync waits on the disk, hashlib
 hashes large buffers and file reads copy without it. A model's ``state_dict`` holds hundreds
 of tensors; writing them one after another spends most of the time waiting in fsync.
@@ -18,14 +23,16 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from types import TracebackType
-from typing import Any, final
+from typing import Any, BinaryIO, TypeVar, final
 
 import numpy as np
 
 from hetero.checkpoint.codec import CheckpointError
+from hetero.core.files import NotARegularFileError, open_regular_file
+from hetero.core.sizes import format_size
 from hetero.fault.protocol import ENV_CHECKPOINT_DIR
 
 #: Bytes read, hashed and written at a time: a chunk is hashed while it is still in cache.
@@ -42,6 +49,7 @@ PRIVATE_DIR = 0o700
 
 _HASHERS: ThreadPoolExecutor | None = None  # one thread per core, for the parts of big payloads
 _HASHERS_LOCK = threading.Lock()
+T = TypeVar("T")
 
 
 def _forget_threads() -> None:
@@ -130,7 +138,9 @@ def read_payloads(path: Path, files: Mapping[str, Mapping[str, Any]], keep: bool
                   hashed: bool = True) -> dict[str, memoryview]:
     """Every payload of the checkpoint at ``path``, verified against its manifest entry (read by
     several threads); ``keep=False`` only verifies; ``hashed=False`` checks sizes only (for files
-    verified already). Raises :class:`CheckpointError` naming the first bad file in manifest order."""
+    verified already). Raises :class:`CheckpointError` naming the first bad file in manifest order,
+    and, before anything is read, for payloads that add up to more than this machine's memory."""
+    check_fits_memory(path, files)
     names = list(files)
     if not hashed:
         return {name: read_unhashed(path, name, files[name]) for name in names}
@@ -147,33 +157,83 @@ def read_payloads(path: Path, files: Mapping[str, Mapping[str, Any]], keep: bool
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def host_memory() -> int | None:
+    """This machine's physical memory in bytes, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_fits_memory(path: Path, files: Mapping[str, Mapping[str, Any]]) -> None:
+    """Refuse a checkpoint whose payloads add up to more than this machine's memory: ``load`` holds
+    them all at once, so it could never load it, and hashing a terabyte the manifest claims (a
+    sparse file reads as zeros, whose digests anyone can compute) would take hours."""
+    total = sum(int(meta["bytes"]) for meta in files.values())
+    memory = host_memory()
+    if memory is not None and total > memory:
+        raise CheckpointError(f"{path}: its payloads add up to {format_size(total)}, more than this machine's "
+                              f"{format_size(memory)} of memory, so it cannot be loaded here (corrupt, or saved "
+                              f"by a bigger machine: load it there)")
+
+
+def _open(file: Path, size: int) -> BinaryIO:
+    """``file`` opened for reading, if it is a regular file of ``size`` bytes: checked on the
+    descriptor before anything is read or allocated (a FIFO would block the open, a device never
+    ends, and a manifest claiming 2**50 bytes must not cost 2**50 bytes)."""
+    try:
+        src = open_regular_file(file)
+    except NotARegularFileError as exc:
+        raise CheckpointError(f"{exc}: a checkpoint holds regular files only (damaged, or not written by "
+                              f"hetero)") from None
+    actual = os.fstat(src.fileno()).st_size
+    if actual != size:
+        src.close()
+        raise CheckpointError(f"{file} has {actual} bytes, the manifest says {size} (truncated or corrupt)")
+    return src
+
+
+def _stream(fd: int, file: Path, span: tuple[int, int], into: memoryview | None, hasher: Any,
+            stop: threading.Event | None = None) -> bool:
+    """Read the bytes ``span`` (offset, length) of ``file`` in chunks, into ``into`` at the same
+    offsets or through one reused chunk, feeding ``hasher`` (None: no hash). False when ``stop``
+    was set before the end."""
+    offset, length = span
+    scratch = memoryview(bytearray(min(CHUNK, length))) if into is None else None
+    done = 0
+    while done < length:
+        if stop is not None and stop.is_set():
+            return False
+        size = min(CHUNK, length - done)
+        window = into[offset + done:offset + done + size] if into is not None else scratch[:size]  # type: ignore[index]
+        n = os.preadv(fd, [window], offset + done)
+        if n <= 0:
+            raise CheckpointError(f"{file} ended early at byte {offset + done} (changed while being read)")
+        if hasher is not None:
+            hasher.update(window[:n])
+        done += n
+    return True
+
+
+def _check_end(fd: int, file: Path, size: int) -> None:
+    # a file longer than the manifest says is corrupt too (it grew after the size was checked)
+    if os.pread(fd, 1, size):
+        raise CheckpointError(f"{file} has more bytes than the manifest says ({size}): changed while being read")
+
+
+def _buffer(size: int) -> memoryview:
+    return memoryview(np.empty(size, np.uint8)).cast("B")  # np.empty: no zero-filling to pay for
+
+
 def read_unhashed(path: Path, name: str, meta: Mapping[str, Any]) -> memoryview:
     """The bytes of one payload, its size checked but not its sha256 (see :func:`read_payloads`)."""
     file = _payload_file(path, name)
     size = int(meta["bytes"])
-    with open(file, "rb", buffering=0) as src:
-        _check_size(src, file, size)
-        buffer: Any = np.empty(size, np.uint8)  # np.empty: no zero-filling to pay for
-        data = memoryview(buffer).cast("B")
-        total = 0
-        while total < size:
-            n = src.readinto(data[total:])
-            if not n:
-                break
-            total += n
-        if total == size:
-            total += len(src.read(1))
-    if total != size:
-        raise CheckpointError(f"{file} has {total if total <= size else 'more'} bytes, the manifest says {size} "
-                              f"(truncated or corrupt)")
+    with _open(file, size) as src:
+        data = _buffer(size)
+        _stream(src.fileno(), file, (0, size), data, None)
+        _check_end(src.fileno(), file, size)
     return data
-
-
-def _check_size(src: Any, file: Path, size: int) -> None:
-    # Before any buffer is allocated: a manifest claiming 2**50 bytes must not cost 2**50 bytes.
-    actual = os.fstat(src.fileno()).st_size
-    if actual != size:
-        raise CheckpointError(f"{file} has {actual} bytes, the manifest says {size} (truncated or corrupt)")
 
 
 def _payload_file(path: Path, name: str) -> Path:
@@ -184,84 +244,92 @@ def _payload_file(path: Path, name: str) -> Path:
 
 def read_payload(path: Path, name: str, meta: Mapping[str, Any], keep: bool = True) -> memoryview:
     """The verified bytes of one payload (a writable buffer; with ``keep=False`` only checked,
-    through one reused chunk, and an empty view returned)."""
+    through one reused chunk, and an empty view returned).
+
+    A wrong payload is rejected before it is read whole into memory wherever the manifest allows:
+    parts are checked as they arrive and the first bad one stops the rest; a payload with one
+    digest is hashed through one reused chunk first when it is bigger than a part, and only then
+    read into memory (hashed again as it is, in case it changed meanwhile)."""
     file = _payload_file(path, name)
     size = int(meta["bytes"])
-    with open(file, "rb", buffering=0) as src:
-        _check_size(src, file, size)
-    buffer: Any = np.empty(size if keep else 0, np.uint8)  # np.empty: no zero-filling to pay for
-    data = memoryview(buffer).cast("B")
-    if isinstance(meta["sha256"], list):
-        _check_parts(file, size, int(meta.get("part_bytes") or 0), meta["sha256"], data if keep else None)
-        return data
-    scratch = data if keep else memoryview(bytearray(CHUNK))
-    hasher = hashlib.sha256()
-    total = 0
-    with open(file, "rb", buffering=0) as src:
-        while True:
-            window = scratch[total:total + CHUNK] if keep else scratch
-            n = src.readinto(window) if len(window) else 0
-            if not n:
-                total += len(src.read(1))  # a file longer than the manifest says is corrupt too
-                break
-            hasher.update(window[:n])
-            total += n
-    if total != size:
-        raise CheckpointError(f"{file} has {total if total <= size else 'more'} bytes, the manifest says {size} "
-                              f"(truncated or corrupt)")
-    if hasher.hexdigest() != meta["sha256"]:
-        raise CheckpointError(f"{file} does not match its sha256 in the manifest (corrupt)")
+    digests = meta["sha256"]
+    with _open(file, size) as src:
+        fd = src.fileno()
+        data = _buffer(size if keep else 0)
+        if isinstance(digests, list):
+            _check_parts(fd, file, size, int(meta.get("part_bytes") or 0), digests, data if keep else None)
+        else:
+            if not keep or size > PART:
+                _check_whole(fd, file, size, digests, None)
+            if keep:
+                _check_whole(fd, file, size, digests, data)
+        _check_end(fd, file, size)
     return data
 
 
-def _check_parts(file: Path, size: int, part: int, digests: list[str], into: memoryview | None) -> None:
-    """Verify a payload hashed in parts (reading it into ``into`` when given), parts in parallel."""
+def _check_whole(fd: int, file: Path, size: int, digest: str, into: memoryview | None) -> None:
+    hasher = hashlib.sha256()
+    _stream(fd, file, (0, size), into, hasher)
+    if hasher.hexdigest() != digest:
+        raise CheckpointError(f"{file} does not match its sha256 in the manifest (corrupt)")
+
+
+def _check_parts(fd: int, file: Path, size: int, part: int, digests: list[str], into: memoryview | None) -> None:
+    """Verify a payload hashed in parts (reading it into ``into`` when given), parts in parallel;
+    the first part found wrong stops the parts not yet read."""
     ranges = [(offset, min(part, size - offset)) for offset in range(0, size, part)] if part > 0 else []
     if len(ranges) != len(digests):
         raise CheckpointError(f"{file}: the manifest lists {len(digests)} part digests for {size} bytes in parts of "
                               f"{part} (the manifest is inconsistent)")
-    with open(file, "rb", buffering=0) as src:
-        actual = os.fstat(src.fileno()).st_size
-        if actual != size:
-            raise CheckpointError(f"{file} has {actual} bytes, the manifest says {size} (truncated or corrupt)")
-        fd = src.fileno()
+    stop = threading.Event()
 
-        def digest(span: tuple[int, int]) -> str:
-            offset, length = span
-            hasher = hashlib.sha256()
-            scratch = memoryview(bytearray(min(CHUNK, length))) if into is None else None
-            done = 0
-            while done < length:
-                window = into[offset + done:offset + min(length, done + CHUNK)] if into is not None else \
-                    scratch[:min(CHUNK, length - done)]  # type: ignore[index]
-                n = os.preadv(fd, [window], offset + done)
-                if n <= 0:
-                    raise CheckpointError(f"{file} ended early at byte {offset + done} (changed while being read)")
-                hasher.update(window[:n])
-                done += n
-            return hasher.hexdigest()
+    def matches(index: int) -> bool | None:  # None: not read to its end, another part was wrong first
+        hasher = hashlib.sha256()
+        try:
+            if not _stream(fd, file, ranges[index], into, hasher, stop):
+                return None
+        except BaseException:
+            stop.set()
+            raise
+        if hasher.hexdigest() != digests[index]:
+            stop.set()
+            return False
+        return True
 
-        found = _in_parallel(digest, ranges)()
-    bad = [i for i, (got, want) in enumerate(zip(found, digests)) if got != want]
-    if bad:
-        raise CheckpointError(f"{file} does not match its sha256 in the manifest (part {bad[0] + 1} of {len(digests)}, "
-                              f"from byte {ranges[bad[0]][0]}; corrupt)")
+    found = _in_parallel(matches, range(len(ranges)))()  # every part done or stopped: the file can close
+    bad = found.index(False) if False in found else None
+    if bad is not None:
+        raise CheckpointError(f"{file} does not match its sha256 in the manifest (part {bad + 1} of {len(digests)}, "
+                              f"from byte {ranges[bad][0]}; corrupt)")
 
 
-def _in_parallel(fn: Callable[[Any], str], items: Sequence[Any]) -> Callable[[], list[str]]:
-    """Start ``fn`` on each item on the hashing threads; the returned function collects the
-    results in order. Runs in the caller's thread when the interpreter is exiting."""
+def _in_parallel(fn: Callable[[Any], T], items: Sequence[Any]) -> Callable[[], list[T]]:
+    """Start ``fn`` on each item on the hashing threads; the returned function waits for all of
+    them, then returns the results in order (or raises the first item's error, in order). Runs in
+    the caller's thread when the interpreter is exiting."""
     if len(items) <= 1:
         return lambda: [fn(item) for item in items]
     global _HASHERS
     try:
         with _HASHERS_LOCK:
             if _HASHERS is None:
-                _HASHERS = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="hetero-checkpoint-hash")
+                _HASHERS = ThreadPoolExecutor(_cores(), thread_name_prefix="hetero-checkpoint-hash")
             futures = [_HASHERS.submit(fn, item) for item in items]
     except RuntimeError:  # no new threads while the interpreter exits
         return lambda: [fn(item) for item in items]
-    return lambda: [future.result() for future in futures]
+
+    def collect() -> list[T]:
+        wait(futures)  # none still reading a buffer or a descriptor its caller is about to drop
+        return [future.result() for future in futures]
+
+    return collect
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity, which a container or ``taskset`` narrows)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 def fsync_dir(path: Path) -> None:

@@ -8,10 +8,15 @@ that every payload it names is listed with a size that fits its dtype and shape,
 tree is no deeper than :data:`MAX_DEPTH`. Both :func:`hetero.checkpoint.store.verify` (so
 ``latest_step``) and :func:`hetero.checkpoint.store.load` call it, so the two agree on which
 checkpoint is valid: a bad one is skipped like any corrupt checkpoint.
+
+Before that, :func:`read` reads the file only if it is a regular file of at most
+:data:`MAX_BYTES` (a FIFO in its place would block the read, ``/dev/zero`` never ends, a sparse
+file can claim a terabyte).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +25,13 @@ from typing import Any
 import numpy as np
 
 from hetero.checkpoint.codec import MAX_DEPTH, CheckpointError, numpy_dtype
+from hetero.core.files import NotARegularFileError, open_regular_file
+from hetero.core.sizes import format_size
+
+#: The largest manifest ``save`` writes and ``load`` reads: room for about a million arrays or
+#: several million plain values, far more than the state dicts of the largest models hold (keep
+#: long lists as NumPy arrays: one payload each, not one manifest entry per item).
+MAX_BYTES = 256 << 20
 KINDS = frozenset({"json", "dict", "list", "tuple", "numpy", "array", "torch", "bytes", "pickle"})
 _JSON_SCALARS = (type(None), bool, int, float, str)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -31,6 +43,25 @@ TORCH_ITEMSIZE = {
     "float8_e5m2fnuz": 1, "int16": 2, "uint16": 2, "float16": 2, "bfloat16": 2, "int32": 4, "uint32": 4,
     "float32": 4, "complex32": 4, "int64": 8, "uint64": 8, "float64": 8, "complex64": 8, "complex128": 16,
 }
+
+
+def read(file: Path) -> bytes:
+    """The bytes of the manifest ``file``; :class:`CheckpointError` unless it is a regular file of
+    at most :data:`MAX_BYTES` (OSError when it cannot be opened)."""
+    try:
+        src = open_regular_file(file)
+    except NotARegularFileError as exc:
+        raise CheckpointError(f"{exc}: a checkpoint's manifest is a regular file (damaged, or not written by "
+                              f"hetero)") from None
+    with src:
+        size = os.fstat(src.fileno()).st_size
+        if size > MAX_BYTES:
+            raise CheckpointError(f"{file} has {format_size(size)}, more than a hetero checkpoint manifest may "
+                                  f"({format_size(MAX_BYTES)}): corrupt")
+        data = src.read(MAX_BYTES + 1)  # at most: the file may have grown since
+    if len(data) > MAX_BYTES:
+        raise CheckpointError(f"{file} grew past {format_size(MAX_BYTES)} while being read (corrupt)")
+    return data
 
 
 def check_structure(body: Mapping[str, Any], file: Path) -> None:

@@ -22,7 +22,9 @@ the device ``load`` is given, of any kind (saved on ``oneapi:0``, resumed on ``c
 A save writes into a hidden temporary directory, fsyncs every file, then renames the
 whole directory into place, so a crash leaves either the new checkpoint or none; old
 checkpoints are pruned only after that. ``load`` verifies checksums and, when the newest
-checkpoint is corrupt, warns naming the bad file and falls back to the previous one. (Under
+checkpoint is corrupt (or holds a FIFO, a device, a payload the manifest sizes past this
+machine's memory, a manifest over 256 MiB), warns naming the bad file and falls back to the
+previous one, without blocking and without reading a bad payload whole first. (Under
 ``hetero-run`` a restarted worker reads the checkpoint the launcher has just verified without
 hashing it again, as long as its files are unchanged: see :data:`ENV_VERIFIED`.)
 """
@@ -52,8 +54,11 @@ from hetero.checkpoint.files import (
     payload_name, read_payloads, settled, settled_at, write_remedy,
 )
 from hetero.checkpoint.files import SETTLED_SECONDS  # noqa: F401 - part of this module's interface (check remembers only settled files)
+from hetero.checkpoint.manifest import MAX_BYTES as MAX_MANIFEST_BYTES
 from hetero.checkpoint.manifest import check_structure
+from hetero.checkpoint.manifest import read as read_manifest
 from hetero.core.errors import HeteroError
+from hetero.core.sizes import format_size
 from hetero.fault.protocol import ENV_CHECKPOINT_DIR, ENV_RESUME_STEP
 
 __all__ = ["CheckpointError", "CheckpointWarning", "ConcurrentSaveError", "PickleRefusedError", "check", "checkpoints",
@@ -230,6 +235,8 @@ def _load_one(path: Path, device: Any, map_location: Any, allow_pickle: bool) ->
         raise
     except _DAMAGE as exc:  # an unreadable file, or values that do not decode: name the checkpoint
         raise CheckpointError(f"{path}: {type(exc).__name__}: {exc}") from exc
+    except MemoryError:  # its payloads fit this machine's memory, not what is free of it now
+        raise CheckpointError(f"{path}: not enough free host memory to load it") from None
 
 
 #: Set by ``hetero-run`` for a restarted worker (see :func:`verified_token`): the checkpoint the
@@ -381,8 +388,14 @@ def _write(temp: Path, build: Callable[[PayloadWriter], dict[str, Any]], step: i
     body = {"format": FORMAT, "version": VERSION, "step": step, "time": time.time(), "host": socket.gethostname(),
             "pid": os.getpid(), "state": tree, "files": files}
     body["manifest_sha256"] = _digest(body)
+    text = json.dumps(body)  # ASCII: as many bytes as characters
+    if len(text) > MAX_MANIFEST_BYTES:
+        raise CheckpointError(f"hetero.checkpoint.store.save: the state of step {step} makes a manifest of "
+                              f"{format_size(len(text))}, more than load reads ({format_size(MAX_MANIFEST_BYTES)}): "
+                              f"it holds too many values; keep long lists of numbers as NumPy arrays (one payload "
+                              f"each); the previous checkpoints are intact")
     with open(os.open(temp / MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE), "w", encoding="utf-8") as out:
-        out.write(json.dumps(body))  # one write: json.dump would make one per token
+        out.write(text)  # one write: json.dump would make one per token
         out.flush()
         os.fsync(out.fileno())
     fsync_dir(temp)
@@ -429,7 +442,9 @@ def _digest(body: Mapping[str, Any]) -> str:
 def _manifest(path: Path) -> dict[str, Any]:
     file = path / MANIFEST
     try:
-        body = json.loads(file.read_text(encoding="utf-8"))
+        body = json.loads(read_manifest(file).decode("utf-8"))
+    except CheckpointError:
+        raise
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"{file} is missing or not valid JSON ({exc})") from exc
     except RecursionError:

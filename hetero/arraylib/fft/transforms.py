@@ -16,7 +16,9 @@ complex64 stays complex64 and complex128 complex128 (which needs fp64); ``rfft``
 ``ihfft`` take real floating input (float32 and float16 give complex64, float64 complex128);
 ``irfft``, ``irfftn`` and ``hfft`` give the real dtype of their complex input. The complex
 transforms also take real floating input, as its complex partner (as NumPy does). ``norm`` is
-``"backward"`` (default), ``"ortho"`` or ``"forward"``; anything else is a ValueError.
+``"backward"`` (default), ``"ortho"`` or ``"forward"``; anything else is a ValueError. ``n`` is
+None (the input's length) or at least 1: -1, 0 and below are a ValueError, as in NumPy; an entry
+of ``s`` is -1 (the input's size on that axis) or at least 1.
 """
 
 from __future__ import annotations
@@ -161,12 +163,25 @@ def _axis(function: str, x: Array, axis: Any) -> int:
 
 
 def _points(function: str, n: Any, default: int) -> int:
-    """The transform length: ``n``, or ``default`` (from the input's shape) when ``n`` is None or -1."""
-    if n is None or (not isinstance(n, bool) and isinstance(n, int) and n == -1):
+    """The transform length: ``n``, or ``default`` (from the input's shape) when ``n`` is None. Any
+    other ``n`` below 1, -1 included, is a ValueError, as in NumPy (the standard: None or >= 1)."""
+    if n is None:
         if default < 1:
             raise ArrayError(f"hetero.fft.{function}: the transform axis gives {default} points; pass n (at least 1)")
         return default
-    return _length(function, n)
+    return _count(function, n, "n", "None for the input's length along the axis")
+
+
+def _count(function: str, value: Any, name: str, default: str) -> int:
+    """``value``, a number of points given as ``name``, if it is an int of at least 1."""
+    try:
+        count = operator.index(value)
+    except TypeError:
+        raise ArrayError(f"hetero.fft.{function}: {name} must be an int, got {value!r}") from None
+    if count < 1:
+        raise ArrayError(f"hetero.fft.{function}: invalid number of FFT data points ({count}) specified: {name} must "
+                         f"be at least 1, or {default}")
+    return count
 
 
 def _axes_and_sizes(function: str, x: Array, s: Any, axes: Any) -> tuple[list[int], list[int | None]]:
@@ -188,8 +203,9 @@ def _axes_and_sizes(function: str, x: Array, s: Any, axes: Any) -> tuple[list[in
         raise ArrayError(f"hetero.fft.{function}: s and axes must have the same length, got s={s!r}, axes={axes!r}")
     sizes: list[int | None] = [None] * len(chosen)
     for i, value in enumerate(s or ()):
-        if not (not isinstance(value, bool) and isinstance(value, int) and value == -1):
-            sizes[i] = _length(function, value)
+        if not isinstance(value, bool) and isinstance(value, numbers.Integral) and value == -1:
+            continue  # the input's size on that axis, as NumPy has it (np.int64(-1) too)
+        sizes[i] = _count(function, value, f"s[{i}]", "-1 for the input's size on that axis")
     return chosen, sizes
 
 
