@@ -25,6 +25,7 @@ from hetero.core.device import FIND_DEVICE, Device
 from hetero.core.errors import BackendUnavailableError, ConfigError, DeviceNotFoundError, PluginError, did_you_mean
 from hetero.core.hooks import Hook
 from hetero.core.plugin import Backend, BackendRegistration, DeviceRuntime
+from hetero.core.torch_devices import hetero_spec, is_torch_device
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -232,6 +233,8 @@ class Registry:
             raise ValueError(f"policy and request arguments choose among devices; they go with 'auto', not {str(spec)!r}")
         if isinstance(spec, Device):
             return spec
+        if spec is not None and not isinstance(spec, str) and is_torch_device(spec):
+            spec = hetero_spec(spec, self._oneapi_devices)  # torch.device("cuda", 0) -> "cuda:0"
         if spec is None:
             current = CURRENT_DEVICE.get()
             if current is not None:
@@ -241,7 +244,7 @@ class Registry:
         if cached is not None:
             return cached
         if not isinstance(text, str):
-            raise TypeError(f"device spec must be a string or a hetero.Device, got {type(text).__name__}")
+            raise TypeError(f"device spec must be a string, a hetero.Device or a torch.device, got {type(text).__name__}")
         if text.strip().lower() == "auto":  # the scheduler places it, and remembers while still valid
             return AUTO_DEVICE.call(policy, **request)
         found = self._resolve(text.strip().lower())
@@ -271,6 +274,10 @@ class Registry:
                 return candidate
         raise DeviceNotFoundError(spec, [d.name for d in status.devices], f"backend {backend!r} has {len(status.devices)} device(s)")
 
+    def _oneapi_devices(self) -> tuple[Device, ...]:
+        """The oneapi backend's devices, where torch's xpu GPUs are (none where it is not installed)."""
+        return self.status("oneapi").devices if "oneapi" in self.names() else ()
+
     def _all_devices(self) -> list[Device]:
         return [d for name in self.names() for d in self.status(name).devices]
 
@@ -297,7 +304,8 @@ def devices() -> list[Device]:
 
 def device(spec: str | Device | None = None, policy: str | None = None, **request: Any) -> Device:
     """The device named by ``spec``: ``"auto"`` (the default: placed by the scheduler), a
-    backend (``"oneapi"``: its first device) or one device (``"cuda:1"``).
+    backend (``"oneapi"``: its first device) or one device (``"cuda:1"``), or a ``torch.device``
+    (``torch.device("cuda", 0)`` is ``cuda:0``; the rules: :mod:`hetero.core.torch_devices`).
     ``None`` takes ``HETERO_DEVICE`` / the config's ``device``.
 
     ``"auto"`` asks :func:`hetero.scheduler.place` with ``policy`` (default ``HETERO_POLICY`` /
