@@ -12,7 +12,7 @@ from conftest import run_python
 
 import hetero
 from hetero.core.errors import BackendUnavailableError, DeviceNotFoundError
-from hetero.core.torch_devices import hetero_spec
+from hetero.core.torch_names import hetero_spec
 
 torch = pytest.importorskip("torch")
 

@@ -25,7 +25,7 @@ from hetero.core.device import FIND_DEVICE, Device
 from hetero.core.errors import BackendUnavailableError, ConfigError, DeviceNotFoundError, PluginError, did_you_mean
 from hetero.core.hooks import Hook
 from hetero.core.plugin import Backend, BackendRegistration, DeviceRuntime
-from hetero.core.torch_devices import hetero_spec, is_torch_device
+from hetero.core.torch_names import hetero_spec, is_torch_device
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -305,7 +305,7 @@ def devices() -> list[Device]:
 def device(spec: str | Device | None = None, policy: str | None = None, **request: Any) -> Device:
     """The device named by ``spec``: ``"auto"`` (the default: placed by the scheduler), a
     backend (``"oneapi"``: its first device) or one device (``"cuda:1"``), or a ``torch.device``
-    (``torch.device("cuda", 0)`` is ``cuda:0``; the rules: :mod:`hetero.core.torch_devices`).
+    (``torch.device("cuda", 0)`` is ``cuda:0``; the rules: :mod:`hetero.core.torch_names`).
     ``None`` takes ``HETERO_DEVICE`` / the config's ``device``.
 
     ``"auto"`` asks :func:`hetero.scheduler.place` with ``policy`` (default ``HETERO_POLICY`` /

@@ -11,25 +11,20 @@ device is never a torch device at all. The rules, each checked against the torch
 - an Intel GPU of ``oneapi`` -> ``xpu:N`` where ``torch.xpu.is_available()``, else ``cpu``;
 - everything else (``cpu``, oneAPI's CPU devices, PoCL and other OpenCL devices) -> ``cpu``.
 
-The other way, :func:`hetero_spec`: a ``torch.device`` given where hetero takes a device
-(``hetero.device(torch.device("cuda", 0))``, ``device=`` of array creation, ``.to``) names the hetero
-device those rules pair with it: ``cpu`` -> ``cpu``; ``cuda:N`` -> ``cuda:N``, or ``rocm:N`` where this
-torch is a ROCm build; ``xpu:N`` -> the Intel GPU of ``oneapi`` that is torch's ``xpu:N``. A torch
-device without a hetero counterpart (``meta``, ``mps``) is a :class:`~hetero.DeviceNotFoundError`.
+The other way (a ``torch.device`` given where hetero takes a device) is
+:mod:`hetero.core.torch_names`, which never imports torch.
 
 On the ground floor, so the reports of every floor (the guard's, the heartbeat's, ``hetero-run``'s)
-can name both devices. torch is imported only to answer for a GPU, never by ``import hetero``, and
-never to read a ``torch.device`` (recognised by its type's module and name).
+can name both devices. torch is imported only to answer for a GPU, never by ``import hetero``.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from hetero.core.device import Device
-from hetero.core.errors import DeviceNotFoundError
+from hetero.core.torch_names import gpu_name, is_gpu, is_torch_device
 
 
 def torch_device(device: Device | str | None = None) -> str:
@@ -71,14 +66,6 @@ def _resolve(device: Device | str | None) -> Any:
     return device
 
 
-def is_gpu(device: Any) -> bool:
-    """Whether torch could run on ``device`` as a GPU: a GPU kind of a backend torch has (CUDA, ROCm,
-    oneAPI); then its torch device depends on this torch's build."""
-    # A CPU-kind device of any backend (cpu, oneAPI's CPU runtime, PoCL) uses host memory, and
-    # torch has no OpenCL backend: torch state for those is on the CPU whatever torch is built with.
-    return str(device.kind) != "cpu" and device.backend in ("cuda", "rocm", "oneapi")
-
-
 def _for_gpu(torch: Any, device: Any) -> str:
     version = getattr(torch, "version", None)
     if device.backend == "cuda":
@@ -88,39 +75,4 @@ def _for_gpu(torch: Any, device: Any) -> str:
     else:
         xpu = getattr(torch, "xpu", None)  # torch >= 2.4 builds with Intel GPU support
         usable = xpu is not None and xpu.is_available()
-    return _gpu_name(device) if usable else "cpu"
-
-
-def _gpu_name(device: Any) -> str:
-    """torch's name for a GPU of cuda, rocm or oneapi, where this torch has its backend."""
-    return f"{'xpu' if device.backend == 'oneapi' else 'cuda'}:{device.index}"
-
-
-def is_torch_device(spec: object) -> bool:
-    """Whether ``spec`` is a ``torch.device`` (told by its type, never importing torch)."""
-    kind = type(spec)
-    return kind.__module__ == "torch" and kind.__name__ == "device"
-
-
-def hetero_spec(spec: Any, oneapi_devices: Callable[[], Sequence[Any]]) -> str:
-    """The hetero device spec a ``torch.device`` names (the module docs give the rules).
-    ``oneapi_devices`` lists the ``oneapi`` backend's devices, where torch's ``xpu`` GPUs are
-    found (called for an ``xpu`` device only)."""
-    kind, index = str(spec.type), spec.index
-    if kind == "cpu":
-        return "cpu"
-    if kind == "cuda":  # a ROCm build of torch names AMD GPUs cuda (torch is loaded: the device came from it)
-        torch = sys.modules.get("torch")
-        backend = "rocm" if getattr(getattr(torch, "version", None), "hip", None) else "cuda"
-        return backend if index is None else f"{backend}:{index}"
-    if kind == "xpu":
-        gpus = [d for d in oneapi_devices() if is_gpu(d)]
-        wanted = gpus[:1] if index is None else [d for d in gpus if _gpu_name(d) == f"xpu:{index}"]
-        if not wanted:
-            named = "xpu" if index is None else f"xpu:{index}"
-            raise DeviceNotFoundError(named, [d.name for d in gpus], (
-                f"torch's {named} is an Intel GPU, which hetero lists as a oneapi GPU (torch's xpu:N is oneapi:N); "
-                + ("hetero sees none here" if not gpus else "that one is not among them")))
-        return str(wanted[0].name)
-    raise DeviceNotFoundError(str(spec), ["cpu", "cuda", "xpu"],
-                              f"torch device '{kind}' has no hetero counterpart; hetero takes torch's cpu, cuda and xpu")
+    return gpu_name(device) if usable else "cpu"
