@@ -8,9 +8,9 @@ element (a flat index counts in the array's C order, a view's included), downloa
 ``pickle.dumps(x)`` keeps the array's values (a view's own elements in C order, never its base's
 buffer), its dtype, shape and device *name*; ``pickle.loads`` uploads them to the device of that
 name in the loading process. Where no device of that name is present there (another machine,
-its backend not installed, excluded by ``HETERO_BACKENDS``, unavailable, or quarantined: see
-:func:`hetero.device`), the array comes back on the host, with a ``RuntimeWarning`` naming both
-devices. The host is hetero's ``cpu`` device (its arrays share memory with NumPy); in a process
+its backend not installed, excluded by ``HETERO_BACKENDS``, unavailable), or it is quarantined
+(as :func:`hetero.device` refuses it), the array comes back on the host, with a ``RuntimeWarning``
+naming both devices and why. The host is hetero's ``cpu`` device (its arrays share memory with NumPy); in a process
 without it (``HETERO_BACKENDS`` leaves it out), the default device, :func:`hetero.device`.
 ``copy.copy`` and ``copy.deepcopy`` give :meth:`hetero.Array.copy`: a new array on the same device.
 
@@ -31,8 +31,8 @@ import numpy as np
 
 from hetero.core import dtypes
 from hetero.core.device import Device
-from hetero.core.errors import BackendUnavailableError, DeviceNotFoundError, HeteroError
-from hetero.core.registry import device as find_device
+from hetero.core.errors import BackendUnavailableError, DeviceNotFoundError, DeviceQuarantinedError, HeteroError
+from hetero.core.named_device import device as find_device
 
 if TYPE_CHECKING:
     from hetero.array.ndarray import Array
@@ -111,10 +111,10 @@ def _target(name: str, kind: np.dtype[Any], shape: tuple[int, ...]) -> Device:
     """The device named ``name`` here, else the host (module docstring), with a warning saying why."""
     try:
         return find_device(name)
-    except (DeviceNotFoundError, BackendUnavailableError) as exc:
+    except (DeviceNotFoundError, BackendUnavailableError, DeviceQuarantinedError) as exc:
         why = exc
     host = find_device("cpu") if _usable("cpu") else find_device(None)
-    warnings.warn(f"hetero.Array pickled on {name}: that device is not present here ({why}); its "
+    warnings.warn(f"hetero.Array pickled on {name}: that device is not present here or not usable ({why}); its "
                   f"{kind}{list(shape)} values are loaded on {host.name} instead", RuntimeWarning, stacklevel=3)
     return host
 

@@ -55,7 +55,7 @@ from hetero.array.reduction_methods import ReductionMethods
 from hetero.core.device import Device
 from hetero.core.errors import ArrayError, HeteroError
 from hetero.core.launch_counts import wrote
-from hetero.core.registry import device as resolve_device
+from hetero.core.named_device import device as resolve_device
 from hetero.scheduler import context as _tasks
 from hetero.scheduler.usage import LEDGER
 from hetero.core.types import ArrayType, scalar_type

@@ -303,10 +303,11 @@ def devices() -> list[Device]:
 
 
 def device(spec: str | Device | None = None, policy: str | None = None, **request: Any) -> Device:
-    """The device named by ``spec``: ``"auto"`` (the default: placed by the scheduler), a
-    backend (``"oneapi"``: its first device) or one device (``"cuda:1"``), or a ``torch.device``
-    (``torch.device("cuda", 0)`` is ``cuda:0``; the rules: :mod:`hetero.core.torch_names`).
-    ``None`` takes ``HETERO_DEVICE`` / the config's ``device``.
+    """The registry's lookup: the device ``spec`` names, as :func:`hetero.device` describes it, but
+    a quarantined device named explicitly is found, not refused. For hetero's own floors that
+    choose among devices themselves and skip quarantined ones (``hetero-run --devices``, pools,
+    the guard's candidates); a user's name goes through :func:`hetero.device`
+    (:mod:`hetero.core.named_device`).
 
     ``"auto"`` asks :func:`hetero.scheduler.place` with ``policy`` (default ``HETERO_POLICY`` /
     the config's ``policy``, first-fit) and a request (``memory="2GiB"``, ``kinds=("gpu",)``,
@@ -318,7 +319,8 @@ def device(spec: str | Device | None = None, policy: str | None = None, **reques
 
 @contextlib.contextmanager
 def use_device(spec: str | Device) -> Iterator[Device]:
-    """Within the block (this thread/task), ``hetero.device()`` with no spec returns this device."""
+    """Within the block (this thread/task), ``hetero.device()`` with no spec returns this device
+    (found by the registry's lookup; :func:`hetero.use_device` also refuses a quarantined name)."""
     chosen = device(spec)
     token = CURRENT_DEVICE.set(chosen)
     try:

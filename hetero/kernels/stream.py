@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from hetero.core.device import Device
-from hetero.core.registry import device as resolve_device
+from hetero.core.named_device import device as resolve_device
 from hetero.core.registry import use_device
 from hetero.core.runtime_parts import StreamRuntime
 

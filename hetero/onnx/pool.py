@@ -118,7 +118,8 @@ class Pool:
         if devices != "all":
             if isinstance(devices, (str, Device)):
                 devices = [devices]
-            chosen = [d if isinstance(d, Device) else hetero.device(d) for d in devices]
+            # the pool's candidates: a quarantined one is benched by the pool, not refused here
+            chosen = [d if isinstance(d, Device) else hetero.device(d, allow_quarantined=True) for d in devices]
             if not chosen:
                 raise ValueError("a pool needs at least one device")
             return chosen
