@@ -26,8 +26,9 @@ hetero's own floors that choose among devices themselves (``hetero-run --devices
 guard's candidates, the split launcher) look names up in the registry
 (:func:`hetero.core.registry.device`), which finds quarantined devices too, and skip those.
 
-The check is made where a name is resolved, never by a launch: one ``stat`` of the quarantine
-store per resolution (the store is read again only when the file changed).
+The check is made where a name is resolved, never by a launch, and costs about a microsecond:
+the store is looked at (one ``stat``) at most every half second, and read again only when it
+changed; this process's own quarantines and releases are seen at once.
 """
 
 from __future__ import annotations
