@@ -20,6 +20,10 @@ directory, shared by the supervisor and its workers (:func:`drill_scope`, ``HETE
 Every query here (:func:`quarantined_ids`, :func:`entries`, :func:`entry`) and every release sees
 both layers, so device selection honours a drill's quarantine for as long as the drill lasts.
 
+A device the user names explicitly (``hetero.device("oneapi:0")``, ``device=...``) is refused while
+it is in the persistent store (:func:`refuse_named`, :mod:`hetero.core.named_device`); a drill's
+entries never refuse a name.
+
 A corrupt store (not UTF-8, not JSON, nested too deep, not hetero's format, or an entry whose
 times are not plausible epoch seconds) is moved aside to
 ``quarantine.json.corrupt-<time>`` with a warning naming both files, and an empty store
@@ -42,7 +46,8 @@ from typing import Any
 
 from hetero.core.config import get_config
 from hetero.core.device import Device, DeviceInfo, HealthState
-from hetero.core.errors import HeteroError
+from hetero.core.errors import DeviceQuarantinedError, HeteroError
+from hetero.core.named_device import REFUSE_QUARANTINED
 from hetero.fault import event_bus
 from hetero.fault.taxonomy import FaultClass, ttl_for
 from hetero.core.files import JsonStore, StoreCorrupt
@@ -468,4 +473,52 @@ def auto_release(devices: Iterable[Device]) -> list[Entry]:
     return gone
 
 
+#: Seconds a name's check trusts the store as last read (as the "auto" cache's QUARANTINE_RECHECK):
+#: this process's own changes are seen at once (they update the cache), other processes' within this.
+NAMED_RECHECK = 0.5
+_named_read: tuple[Any, Path, float] | None = None  # (the config, its store path, monotonic time of the last stat)
+
+
+def _named_snapshot() -> _Snapshot:
+    """The persistent store for a name's check: a dict lookup, a ``stat`` every NAMED_RECHECK seconds."""
+    global _named_read
+    config, now, last = get_config(), time.monotonic(), _named_read
+    if last is not None and last[0] is config and now - last[2] < NAMED_RECHECK:
+        cached = _cache.get(last[1])
+        if cached is not None:
+            return cached
+    path = Path(config.state_dir) / FILE_NAME
+    snapshot = _snapshot(path)
+    _named_read = (config, path, now)
+    return snapshot
+
+
+def refuse_named(device: Device) -> None:
+    """Raise :class:`~hetero.DeviceQuarantinedError` when ``device``, named explicitly by the user,
+    is in the persistent store (the drill's layer never refuses a name). An entry whose time is up
+    is released first when the device's health reads ``ok`` now. Cheap (well under a microsecond):
+    the store is looked at again every :data:`NAMED_RECHECK` seconds, and read only when it changed.
+    A store that cannot be read refuses nothing (logged at debug)."""
+    try:
+        found = _named_snapshot().entries.get(device.info.stable_id)
+    except QuarantineError as exc:
+        log.debug("the quarantine store cannot be read (%s); %s is not refused", exc, device.name)
+        return
+    if found is None:
+        return
+    health = ""
+    if found.expired():
+        if auto_release([device]):
+            return
+        try:
+            health = str(device.health())
+        except Exception as exc:  # noqa: BLE001 - a raising health source is not "ok"
+            health = f"its health query raised {type(exc).__name__}: {exc}"
+    # The remedy names what `hetero quarantine release` matches: the entry's name, else its stable id.
+    release = found.name if found.name == device.name else found.stable_id
+    raise DeviceQuarantinedError(device.name, found.stable_id, found.fault_class, found.reason, found.time,
+                                 found.expires, health, release=release)
+
+
 QUARANTINED_IDS.register(quarantined_ids)  # the scheduler's one quarantine query (see hetero.core.hooks)
+REFUSE_QUARANTINED.register(refuse_named)  # hetero.device(name) asks it (hetero.core.named_device)

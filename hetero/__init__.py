@@ -29,8 +29,8 @@ from hetero.core.dtypes import (
 from hetero.core.errors import (
     CompileError, ContextCorruptedError, DeviceDegradedError, DeviceLostError, KernelBuildError, QuotaExceeded,
     RecoveryFailedError, KernelLaunchError, ArrayError, BackendUnavailableError, BundleBuildError, BundleError,
-    ConfigError, DeviceError, DeviceNotFoundError, DeviceOutOfMemoryError, HeteroError, PluginError,
-    ToolchainNotFoundError, UnsupportedDtypeError,
+    ConfigError, DeviceError, DeviceNotFoundError, DeviceOutOfMemoryError, DeviceQuarantinedError, HeteroError,
+    PluginError, ToolchainNotFoundError, UnsupportedDtypeError,
 )
 from hetero.core.notices import HeteroWarning, PerformanceWarning
 from hetero import math
@@ -39,7 +39,9 @@ from hetero.language import (
     group_id, local_array, local_id, local_size, num_groups,
 )
 from hetero.core.types import ArrayType, ScalarType, c64, c128, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
-from hetero.core.registry import BackendStatus, backend_statuses, device, devices, opened_devices, register_backend, use_device
+from hetero.core.registry import BackendStatus, backend_statuses, devices, opened_devices, register_backend
+from hetero.core.named_device import REFUSE_QUARANTINED as _REFUSE_QUARANTINED
+from hetero.core.named_device import device, use_device
 from hetero.core.registry import APPLY_QUOTA as _APPLY_QUOTA
 from hetero.core.registry import AUTO_DEVICE as _AUTO_DEVICE
 from hetero.core.registry import CHECK_REQUEST as _CHECK_REQUEST
@@ -64,6 +66,7 @@ _CHECK_REQUEST.provided_by("hetero.scheduler.request")
 _APPLY_QUOTA.provided_by("hetero.scheduler.quota")
 _RUNTIMES_OPENED.provided_by("hetero.fault.injection")
 _QUARANTINED_IDS.provided_by("hetero.fault.quarantine")
+_REFUSE_QUARANTINED.provided_by("hetero.fault.quarantine")
 _SUBSCRIBE.provided_by("hetero.fault.event_bus")
 _SPLIT_KERNEL.provided_by("hetero.kernels.split.launch")
 for _hook in (_array_hooks.COPY_INTO, _array_hooks.ASSIGN, _array_hooks.VIEW_TO_NUMPY, _array_hooks.STAGED_LAUNCH):
@@ -194,8 +197,9 @@ __all__ = [
     "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "BundleBuildError", "BundleError", "Config",
     "ConfigError", "ContextCorruptedError", "DeviceDegradedError", "DeviceLostError", "QuotaExceeded",
     "RecoveryFailedError", "Stream", "checkpoint", "fault", "fusion", "onnx", "guard", "heartbeat", "resumable", "scheduler", "use_device", "xp",
-    "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "Health",
-    "HealthState", "HeteroError", "HeteroWarning", "PerformanceWarning", "Kind", "PluginError", "ToolchainNotFoundError", "UnsupportedDtypeError",
+    "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "DeviceQuarantinedError",
+    "Health", "HealthState", "HeteroError", "HeteroWarning", "PerformanceWarning", "Kind", "PluginError",
+    "ToolchainNotFoundError", "UnsupportedDtypeError",
     "__version__", "arange", "asarray", "broadcast_to", "expand_dims", "flip", "moveaxis", "permute_dims", "reshape",
     "squeeze", "ScalarOverflowError", "can_cast", "result_type", *ELEMENTWISE_FUNCTIONS, "sum", "prod", "min",
     "max", "mean", "std", "var", "any", "all", "argmax", "argmin", "cumulative_sum", "cumulative_prod",

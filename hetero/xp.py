@@ -108,7 +108,7 @@ def _from_hetero(x: Array, target: Device, copy: builtins.bool | None) -> Array:
 
 
 def _resolve(device: str | Device) -> Device:
-    from hetero.core.registry import device as find
+    from hetero.core.named_device import device as find
 
     return find(device)
 

@@ -11,6 +11,7 @@ call twice on one device gives the same bits.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Any
 
@@ -354,6 +355,32 @@ def test_a_device_without_fp64_refuses_float64_reductions() -> None:
     target = Target("opencl", "any", frozenset({"int64_atomics"}), "test")
     with pytest.raises(hetero.CompileError, match="fp64|double"):
         emitter_for("opencl").emit(_build(reduction.Reduction("sum", f64, f64, f64, 0, 1)), target)
+
+
+def test_float64_reductions_on_a_device_without_fp64_name_the_operation_and_the_device(
+        device: hetero.Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not the kernel's name (reduce_sum_f64_f64_f64_o0_i1_first) nor the target's stable id: the
+    user's operation, the device's name and the remedy elementwise operations give."""
+    from hetero.arraylib import reductions
+
+    target = device.runtime.kernel_target()
+    assert target is not None
+    lacking = dataclasses.replace(target, features=frozenset(target.features - {"fp64"}))
+    monkeypatch.setattr(device.runtime, "kernel_target", lambda: lacking)
+    monkeypatch.setattr(reductions, "_kernels", {})  # kernels built by earlier tests were built with fp64
+    x = hetero.asarray(np.arange(12.0).reshape(3, 4), device=device)
+    calls = [("sum", lambda: x.sum()), ("mean", lambda: x.mean(axis=0)), ("var", lambda: hetero.var(x)),
+             ("min", lambda: x.min()), ("argmax", lambda: x.argmax(axis=1)), ("any", lambda: x.any()),
+             ("cumulative_sum", lambda: hetero.cumulative_sum(x, axis=1)),
+             ("sum", lambda: hetero.sum(hetero.asarray(np.ones(3, np.complex128), device=device)))]
+    for what, call in calls:
+        with pytest.raises(hetero.UnsupportedDtypeError) as caught:
+            call()
+        text = str(caught.value)
+        assert text.startswith(f"hetero.{what} on float64 needs fp64, which {device.name} lacks; convert to "
+                               "float32 first"), text
+        assert "reduce_" not in text and "scan_" not in text and target.arch not in text
+    assert hetero.asarray(np.arange(12, dtype=np.float32), device=device).sum().item() == 66.0  # float32 runs there
 
 
 def test_bad_kernel_specs_are_refused() -> None:

@@ -69,7 +69,8 @@ def run_loop(state: dict[str, Any], steps: int, step_fn: Callable[[int], Any], *
 
 
 def fault_free(device: str, steps: int) -> dict[str, Any]:
-    state = new_state(device)
+    # the reference run names the device the faulty run's (non-injected) fault quarantined: allowed
+    state = new_state(hetero.device(device, allow_quarantined=True))
     run_loop(state, steps, lambda k: train_step(state, k), snapshot_every=5)
     return state
 
@@ -205,7 +206,9 @@ def test_lost_device_is_quarantined_and_the_recovery_published() -> None:
     with hetero.fault.events(kind="recovery", timeout=0) as sub:
         g = run_loop(state, 4, Faulty(state, {(2, a): "lost"}), devices=[a, b])
         published = sub.pending()
-    assert hetero.fault.quarantine.is_quarantined(hetero.device(a).stable_id)
+    assert hetero.fault.quarantine.is_quarantined(hetero.device(a, allow_quarantined=True).stable_id)
+    with pytest.raises(hetero.DeviceQuarantinedError, match=f"hetero quarantine release {a}"):
+        hetero.device(a)  # named again after a real fault, it is refused
     assert len(published) == 1 and published[0]["device"] == b and published[0]["failed_device"] == a
     for key in ("detected_at", "fault_class", "steps_replayed", "recovery_seconds"):
         assert key in published[0] and published[0][key] == g.recoveries[0][key]

@@ -49,12 +49,13 @@ from hetero.array.operators import OperatorMethods
 from hetero.core import dtypes
 from hetero.core import fusion_state as _fusion
 from hetero.array.hooks import ADVANCED_GET, ADVANCED_SET, ASSIGN, CAST, COPY_INTO, NAMESPACE, VIEW_TO_NUMPY
+from hetero.array.host_values import HostValueMethods
 from hetero.array.index import index_layout
 from hetero.array.reduction_methods import ReductionMethods
 from hetero.core.device import Device
 from hetero.core.errors import ArrayError
 from hetero.core.launch_counts import wrote
-from hetero.core.registry import device as resolve_device
+from hetero.core.named_device import device as resolve_device
 from hetero.scheduler import context as _tasks
 from hetero.scheduler.usage import LEDGER
 from hetero.core.types import ArrayType, scalar_type
@@ -72,7 +73,7 @@ def _advanced(key: Any) -> bool:
     return any(isinstance(part, (Array, np.ndarray, list, bool, np.bool_)) for part in parts)
 
 
-class Array(_views.ViewMethods, OperatorMethods, ReductionMethods):
+class Array(_views.ViewMethods, OperatorMethods, ReductionMethods, HostValueMethods):
     """An array on one device: C-contiguous when made with :func:`asarray`, :func:`empty`,
     :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange` or :func:`from_dlpack`; a strided
     view of such an array when made by indexing or a view manipulation (see the module docstring).

@@ -29,7 +29,7 @@ from hetero.arraylib.hooks import COMPLEX_CAST
 from hetero.compiler.array_kernels import elementwise
 from hetero.core.device import Device
 from hetero.core.errors import ArrayError, UnsupportedDtypeError
-from hetero.core.registry import device as resolve_device
+from hetero.core.named_device import device as resolve_device
 from hetero.core.types import scalar_type
 
 

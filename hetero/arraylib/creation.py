@@ -27,7 +27,7 @@ from hetero.array.views import broadcast_to, reshape
 from hetero.core.device import Device
 from hetero.core.errors import ArrayError
 from hetero.array.promotion import result_type
-from hetero.core.registry import device as resolve_device
+from hetero.core.named_device import device as resolve_device
 
 
 def _like(name: str, x: Any) -> Array:

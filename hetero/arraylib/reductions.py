@@ -43,15 +43,16 @@ from hetero.core import dtypes
 from hetero.array.ndarray import Array, empty, full
 from hetero.arraylib.copy import merged_axes
 from hetero.kernels.generated import GeneratedSpecialization
+from hetero.kernels.kernel import device_target
 from hetero.array.hooks import REDUCTION
 from hetero.arraylib.cast import astype
 from hetero.arraylib.hooks import COMPLEX_REDUCTION
 from hetero.array.views import normalize_axes, moveaxis, permute_dims
 from hetero.compiler.array_kernels import reduction, scan
 from hetero.core.device import Device
-from hetero.core.errors import ArrayError
+from hetero.core.errors import ArrayError, UnsupportedDtypeError
 from hetero.core.runtime_parts import runs_kernels
-from hetero.core.types import ScalarType, i64, scalar_type
+from hetero.core.types import ScalarType, f64, i64, scalar_type
 
 #: A segment is cut into parts (one work-group each) only when there are fewer outputs than this.
 FEW_OUTPUTS = 64
@@ -65,17 +66,29 @@ _lock = threading.RLock()
 _kernels: dict[tuple[Any, Device], GeneratedSpecialization] = {}
 
 
-def _kernel(spec: reduction.Reduction | scan.Scan, device: Device) -> GeneratedSpecialization:
+def _kernel(spec: reduction.Reduction | scan.Scan, device: Device, what: str) -> GeneratedSpecialization:
+    """The kernel of ``spec`` on ``device``, built the first time; ``what``: the user's operation
+    (``"sum"``, ``"var"``), which a refusal names."""
     key = (spec, device)
     entry = _kernels.get(key)
     if entry is None:
         with _lock:
             entry = _kernels.get(key)
             if entry is None:
+                _check_fp64(spec, device, what)
                 function = reduction.build(spec) if isinstance(spec, reduction.Reduction) else scan.build(spec)
                 entry = GeneratedSpecialization(function, device)
                 _kernels[key] = entry
     return entry
+
+
+def _check_fp64(spec: reduction.Reduction | scan.Scan, device: Device, what: str) -> None:
+    """Refuse a float64 kernel on a device without fp64 as elementwise operations do, naming the
+    user's operation and the device (the compiler would name the kernel and the target)."""
+    if f64 in (spec.source, spec.acc, spec.out) and "fp64" not in device_target(what, device).features:
+        raise UnsupportedDtypeError(
+            f"hetero.{what} on float64 needs fp64, which {device.name} lacks; convert to float32 "
+            "first (hetero.asarray(x, dtype='float32')) or use a device with fp64")
 
 
 def _checked(x: Any, what: str) -> Array:
@@ -143,8 +156,8 @@ def _by_columns(outer_strides: tuple[int, ...], inner_strides: tuple[int, ...], 
     return fastest <= 1 and builtins.min(builtins.abs(s) for s in inner_strides) > fastest
 
 
-def _fold(x: Array, op: str, axes: tuple[int, ...], out: np.dtype[Any], acc: ScalarType, *, finish: str = "",
-          divisor: float = 0.0, center: Array | None = None) -> Array:
+def _fold(x: Array, what: str, op: str, axes: tuple[int, ...], out: np.dtype[Any], acc: ScalarType, *,
+          finish: str = "", divisor: float = 0.0, center: Array | None = None) -> Array:
     """The 1-D array of ``x`` folded over ``axes`` by ``op``, one element per output (C order);
     for arg-reductions the int64 indices. The segments are non-empty."""
     outer_shape, outer_strides, inner_shape, inner_strides, outputs, segment = _layout(x, axes)
@@ -174,9 +187,9 @@ def _fold(x: Array, op: str, axes: tuple[int, ...], out: np.dtype[Any], acc: Sca
     args += [outputs, parts, segment, acc(scalar_divisor), *outer_shape, *inner_shape, x.offset,
              *outer_strides, *inner_strides]
     if columns:
-        _kernel(spec, device).run((-(-outputs * parts // W) * W,), args, (W,))
+        _kernel(spec, device, what).run((-(-outputs * parts // W) * W,), args, (W,))
     else:
-        _kernel(spec, device).run((outputs * parts * W,), args, (W,))
+        _kernel(spec, device, what).run((outputs * parts * W,), args, (W,))
     if final:
         return dst
     merge = reduction.Reduction(op, acc, acc, i64 if arg else scalar_type(out), 1, 1, merge=True,
@@ -188,7 +201,7 @@ def _fold(x: Array, op: str, axes: tuple[int, ...], out: np.dtype[Any], acc: Sca
     else:
         margs.append(dst)
     margs += [outputs, 1, parts, acc(divisor if finish else _zero(acc)), outputs, parts, 0, parts, 1]
-    _kernel(merge, device).run((outputs * W,), margs, (W,))
+    _kernel(merge, device, what).run((outputs * W,), margs, (W,))
     return merged
 
 
@@ -205,7 +218,7 @@ def _reduce(x: Array, what: str, op: str, axis: int | Sequence[int] | None, keep
             raise ArrayError(f"{what}() of an empty segment (reducing axes {axes} of shape {x.shape}) has no "
                              "identity; give a non-empty array, or reduce over non-empty axes")
         return full(shape, empty_value, dtype=out, device=x.device)
-    return _fold(x, op, axes, out, acc, **fold).reshape(shape)
+    return _fold(x, what, op, axes, out, acc, **fold).reshape(shape)
 
 
 # -- the array API functions ------------------------------------------------------------------
@@ -297,9 +310,9 @@ def _variance(x: Array, what: str, axis: int | Sequence[int] | None, correction:
     shape = _result_shape(x, axes, keepdims)
     if math.prod(shape) == 0 or count == 0:
         return _reduce(x, what, "sumsq", axes, keepdims, out, acc, np.nan)
-    center = _fold(x, "sum", axes, _np(acc), acc, finish="divide", divisor=float(count))
+    center = _fold(x, what, "sum", axes, _np(acc), acc, finish="divide", divisor=float(count))
     divisor = builtins.max(count - correction, 0.0)
-    return _fold(x, "sumsq", axes, out, acc, finish=finish, divisor=divisor, center=center).reshape(shape)
+    return _fold(x, what, "sumsq", axes, out, acc, finish=finish, divisor=divisor, center=center).reshape(shape)
 
 
 def var(x: Array, /, *, axis: int | Sequence[int] | None = None, correction: float = 0.0,
@@ -343,7 +356,7 @@ def _cumulative(x: Any, what: str, op: str, axis: int | None, dtype: Any, includ
         args = [_flat(result), _flat(x), rows, length, extra, *outer_shape, length, x.offset, *outer_strides,
                 moved.strides[-1]]
         W = reduction.GROUP
-        _kernel(spec, x.device).run((rows * W,), args, (W,))
+        _kernel(spec, x.device, what).run((rows * W,), args, (W,))
     if axis == x.ndim - 1:
         return result
     return moveaxis(result, -1, axis).copy()

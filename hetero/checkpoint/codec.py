@@ -229,7 +229,7 @@ class Decoder:
 
     def _array(self, node: Mapping[str, Any], where: str) -> Any:
         from hetero.array.ndarray import asarray  # the codec reads plain checkpoints without loading devices
-        from hetero.core.registry import device
+        from hetero.core.named_device import device  # a name the user gave load(): refused while quarantined
 
         if self._device is None:
             self._device = device(self._device_spec)

@@ -71,7 +71,7 @@ def cmd_release(args: argparse.Namespace) -> int:
         try:
             import hetero
 
-            released = quarantine.release(hetero.device(args.device).stable_id)
+            released = quarantine.release(hetero.device(args.device, allow_quarantined=True).stable_id)
         except (HeteroError, TypeError):
             pass
     if not released:
@@ -86,7 +86,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     import hetero
     from hetero.fault import quarantine
 
-    device = hetero.device(args.device)
+    device = hetero.device(args.device, allow_quarantined=True)  # the command names quarantined devices by design
     ttl = float("inf") if args.ttl is not None and args.ttl <= 0 else args.ttl
     entry = quarantine.add(device, args.reason, args.fault_class, ttl=ttl)
     print(f"{entry.name} ({entry.stable_id}) {entry.describe()}")

@@ -4,25 +4,26 @@ Where the file is: ``$HETERO_CONFIG``, else ``./hetero.yaml``, else
 ``$XDG_CONFIG_HOME/hetero/config.yaml`` (``~/.config/hetero/config.yaml``).
 Environment variables override the file:
 
-====================== =============== ==================================================
-variable               key             meaning
-====================== =============== ==================================================
-HETERO_DEVICE          device          default device spec (``auto``, ``cuda:0``, ``cpu``…)
-HETERO_BACKENDS        backends        comma-separated backends to load; others are ignored
-HETERO_CACHE_DIR       cache_dir       where compiled kernels and generated files go
-HETERO_STATE_DIR       state_dir       where persistent state (quarantine, costs) goes
-HETERO_LOG             log             log level of the ``hetero`` logger
-HETERO_FAULTS          faults          fault-injection rules, ``;``-separated (see ``hetero.fault.inject``)
-HETERO_FAULTS_PERSIST  faults_persist  ``1``: quarantines for injected faults go to the persistent store too
-HETERO_POLICY          policy          default placement policy of ``hetero.device("auto")``
-HETERO_HEALTH_INTERVAL health_interval seconds between health polls of the monitor
-HETERO_QUOTA           quota           memory quota of this process per device (see below)
-HETERO_COST_SAMPLING   cost_sampling   time every k-th kernel launch for the cost model (0: off)
-HETERO_BLAS            blas            ``off``: ``hetero.matmul`` runs hetero's own kernel, never a vendor BLAS
-HETERO_SUBGROUPS       subgroups       ``auto`` (default), ``off`` or ``all``: CUDA's warps on OpenCL sub-groups (below)
-HETERO_HOST_FALLBACK   host_fallback   ``warn`` (default), ``allow`` or ``error``: LAPACK/FFT on the host (below)
-HETERO_PROGRESS        progress        ``auto`` (default: on a terminal), ``on`` or ``off``: say so when kernel builds take long
-====================== =============== ==================================================
+======================== ================= ==================================================
+variable                 key               meaning
+======================== ================= ==================================================
+HETERO_DEVICE            device            default device spec (``auto``, ``cuda:0``, ``cpu``…)
+HETERO_BACKENDS          backends          comma-separated backends to load; others are ignored
+HETERO_CACHE_DIR         cache_dir         where compiled kernels and generated files go
+HETERO_STATE_DIR         state_dir         where persistent state (quarantine, costs) goes
+HETERO_LOG               log               log level of the ``hetero`` logger
+HETERO_FAULTS            faults            fault-injection rules, ``;``-separated (see ``hetero.fault.inject``)
+HETERO_FAULTS_PERSIST    faults_persist    ``1``: quarantines for injected faults go to the persistent store too
+HETERO_ALLOW_QUARANTINED allow_quarantined ``1``: a quarantined device named explicitly is used, not refused
+HETERO_POLICY            policy            default placement policy of ``hetero.device("auto")``
+HETERO_HEALTH_INTERVAL   health_interval   seconds between health polls of the monitor
+HETERO_QUOTA             quota             memory quota of this process per device (see below)
+HETERO_COST_SAMPLING     cost_sampling     time every k-th kernel launch for the cost model (0: off)
+HETERO_BLAS              blas              ``off``: ``hetero.matmul`` runs hetero's own kernel, never a vendor BLAS
+HETERO_SUBGROUPS         subgroups         ``auto`` (default), ``off`` or ``all``: CUDA's warps on OpenCL sub-groups (below)
+HETERO_HOST_FALLBACK     host_fallback     ``warn`` (default), ``allow`` or ``error``: LAPACK/FFT on the host (below)
+HETERO_PROGRESS          progress          ``auto`` (default: on a terminal), ``on`` or ``off``: say so when kernel builds take long
+======================== ================= ==================================================
 
 ``host_fallback`` says what happens when a ``linalg`` or ``fft`` function has no vendor library on
 the array's device (OpenCL devices have no LAPACK or FFT hetero binds) and would run on the host
@@ -150,6 +151,7 @@ class Config:
     faults: tuple[str, ...] = ()
     faults_persist: bool = False  # injected faults' quarantines go to the persistent store (default: the drill's)
     drill_quarantine: Path | None = None  # the run-scoped store of a drill's quarantines (hetero-run sets it)
+    allow_quarantined: bool = False  # a quarantined device named explicitly is used (default: DeviceQuarantinedError)
     policy: str = "first-fit"
     health_interval: float = 5.0
     quarantine_ttl: Mapping[str, float] = dataclasses.field(default_factory=dict)
@@ -184,6 +186,7 @@ _ENV = {
     "HETERO_FAULTS": "faults",
     "HETERO_FAULTS_PERSIST": "faults_persist",
     "HETERO_DRILL_QUARANTINE": "drill_quarantine",
+    "HETERO_ALLOW_QUARANTINED": "allow_quarantined",
     "HETERO_POLICY": "policy",
     "HETERO_HEALTH_INTERVAL": "health_interval",
     "HETERO_QUOTA": "quota",
@@ -292,7 +295,7 @@ def _parse(key: str, value: Any, origin: str) -> Any:
                     + did_you_mean(kind, DEVICE_KINDS)
                 )
         return kinds
-    if key in ("faults_persist", "blas"):
+    if key in ("faults_persist", "blas", "allow_quarantined"):
         flag = str(value).strip().lower()
         if flag not in _FLAGS:
             raise ConfigError(f"{origin}: {key!r} must be 1/true/yes/on or 0/false/no/off, got {value!r}")

@@ -89,6 +89,53 @@ class MissingDependencyError(HeteroError, ImportError):
         return (type(self), (self.module, self.extra, self.feature, self.package, self.cause))
 
 
+class DeviceQuarantinedError(HeteroError, RuntimeError):
+    """The user named a device that is quarantined (by a real fault, or ``hetero quarantine add``):
+    says the fault recorded, since when and for how long, and the remedies. Raised when the name
+    is resolved (``hetero.device("oneapi:0")``, ``device="oneapi:0"``), never by a launch; not a
+    :class:`DeviceError`, so ``hetero.guard`` does not take it for a fault to recover from.
+
+    ``expires``: epoch seconds, or None for "until released by hand"; ``health``: the device's
+    health now, when the entry's time is up but the device is not healthy (it stays quarantined
+    until it is); ``release``: what ``hetero quarantine release`` takes for it, when the entry was
+    recorded under another name (its stable id then)."""
+
+    def __init__(self, device: str, stable_id: str, fault_class: str, reason: str, since: float,
+                 expires: float | None, health: str = "", release: str = "") -> None:
+        import time  # when the error is raised, only
+
+        self.device, self.stable_id, self.fault_class, self.reason = device, stable_id, fault_class, reason
+        self.since, self.expires, self.health, self.release = since, expires, health, release
+        recorded = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since))
+        if expires is None:
+            left = "until released by hand"
+        elif health:
+            left = f"its time is up, but it stays quarantined until its health reads ok (now: {health})"
+        else:
+            minutes = max(expires - time.time(), 0.0) / 60
+            left = (f"{minutes:.0f} min left" if minutes >= 1 else "under a minute left") + \
+                f" (until {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(expires))})"
+        super().__init__(
+            f"{device} is quarantined: {fault_class} ({reason}), recorded {recorded}; {left}. hetero keeps work off "
+            f"it; to end the quarantine: hetero quarantine release {release or device}; to use it anyway: pass "
+            "allow_quarantined=True where you name it (hetero.device(..., allow_quarantined=True)), or set "
+            "HETERO_ALLOW_QUARANTINED=1 (config key allow_quarantined)")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_quarantined, (self.args[0], self.device, self.stable_id, self.fault_class, self.reason,
+                                       self.since, self.expires, self.health, self.release))
+
+
+def _rebuild_quarantined(text: str, device: str, stable_id: str, fault_class: str, reason: str, since: float,
+                         expires: float | None, health: str, release: str) -> DeviceQuarantinedError:
+    # the message as raised: its "min left" is the time left then
+    error = DeviceQuarantinedError.__new__(DeviceQuarantinedError)
+    Exception.__init__(error, text)
+    error.device, error.stable_id, error.fault_class, error.reason = device, stable_id, fault_class, reason
+    error.since, error.expires, error.health, error.release = since, expires, health, release
+    return error
+
+
 class DeviceError(HeteroError, RuntimeError):
     """A vendor runtime call failed on a device.
 

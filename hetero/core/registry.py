@@ -26,6 +26,7 @@ from hetero.core.errors import BackendUnavailableError, ConfigError, DeviceNotFo
 from hetero.core.hooks import Hook
 from hetero.core.notices import install_handlers
 from hetero.core.plugin import Backend, BackendRegistration, DeviceRuntime
+from hetero.core.torch_names import hetero_spec, is_torch_device
 
 if TYPE_CHECKING:
     from importlib import metadata
@@ -228,6 +229,8 @@ class Registry:
             raise ValueError(f"policy and request arguments choose among devices; they go with 'auto', not {str(spec)!r}")
         if isinstance(spec, Device):
             return spec
+        if spec is not None and not isinstance(spec, str) and is_torch_device(spec):
+            spec = hetero_spec(spec, self._oneapi_devices)  # torch.device("cuda", 0) -> "cuda:0"
         if spec is None:
             current = CURRENT_DEVICE.get()
             if current is not None:
@@ -237,7 +240,7 @@ class Registry:
         if cached is not None:
             return cached
         if not isinstance(text, str):
-            raise TypeError(f"device spec must be a string or a hetero.Device, got {type(text).__name__}")
+            raise TypeError(f"device spec must be a string, a hetero.Device or a torch.device, got {type(text).__name__}")
         if text.strip().lower() == "auto":  # the scheduler places it, and remembers while still valid
             return AUTO_DEVICE.call(policy, **request)
         found = self._resolve(text.strip().lower())
@@ -267,6 +270,10 @@ class Registry:
                 return candidate
         raise DeviceNotFoundError(spec, [d.name for d in status.devices], f"backend {backend!r} has {len(status.devices)} device(s)")
 
+    def _oneapi_devices(self) -> tuple[Device, ...]:
+        """The oneapi backend's devices, where torch's xpu GPUs are (none where it is not installed)."""
+        return self.status("oneapi").devices if "oneapi" in self.names() else ()
+
     def _all_devices(self) -> list[Device]:
         return [d for name in self.names() for d in self.status(name).devices]
 
@@ -292,9 +299,11 @@ def devices() -> list[Device]:
 
 
 def device(spec: str | Device | None = None, policy: str | None = None, **request: Any) -> Device:
-    """The device named by ``spec``: ``"auto"`` (the default: placed by the scheduler), a
-    backend (``"oneapi"``: its first device) or one device (``"cuda:1"``).
-    ``None`` takes ``HETERO_DEVICE`` / the config's ``device``.
+    """The registry's lookup: the device ``spec`` names, as :func:`hetero.device` describes it, but
+    a quarantined device named explicitly is found, not refused. For hetero's own floors that
+    choose among devices themselves and skip quarantined ones (``hetero-run --devices``, pools,
+    the guard's candidates); a user's name goes through :func:`hetero.device`
+    (:mod:`hetero.core.named_device`).
 
     ``"auto"`` asks :func:`hetero.scheduler.place` with ``policy`` (default ``HETERO_POLICY`` /
     the config's ``policy``, first-fit) and a request (``memory="2GiB"``, ``kinds=("gpu",)``,
@@ -306,7 +315,8 @@ def device(spec: str | Device | None = None, policy: str | None = None, **reques
 
 @contextlib.contextmanager
 def use_device(spec: str | Device) -> Iterator[Device]:
-    """Within the block (this thread/task), ``hetero.device()`` with no spec returns this device."""
+    """Within the block (this thread/task), ``hetero.device()`` with no spec returns this device
+    (found by the registry's lookup; :func:`hetero.use_device` also refuses a quarantined name)."""
     chosen = device(spec)
     token = CURRENT_DEVICE.set(chosen)
     try:

@@ -11,6 +11,9 @@ device is never a torch device at all. The rules, each checked against the torch
 - an Intel GPU of ``oneapi`` -> ``xpu:N`` where ``torch.xpu.is_available()``, else ``cpu``;
 - everything else (``cpu``, oneAPI's CPU devices, PoCL and other OpenCL devices) -> ``cpu``.
 
+The other way (a ``torch.device`` given where hetero takes a device) is
+:mod:`hetero.core.torch_names`, which never imports torch.
+
 On the ground floor, so the reports of every floor (the guard's, the heartbeat's, ``hetero-run``'s)
 can name both devices. torch is imported only to answer for a GPU, never by ``import hetero``.
 """
@@ -21,6 +24,7 @@ import sys
 from typing import Any
 
 from hetero.core.device import Device
+from hetero.core.torch_names import gpu_name, is_gpu, is_torch_device
 
 
 def torch_device(device: Device | str | None = None) -> str:
@@ -53,28 +57,20 @@ def loaded_torch_device(device: Any) -> str | None:
 
 
 def _resolve(device: Device | str | None) -> Any:
-    if device is None or isinstance(device, str):
+    if device is None or isinstance(device, str) or is_torch_device(device):
         from hetero.core.registry import device as find_device
 
         return find_device(device)
     return device
 
 
-def is_gpu(device: Any) -> bool:
-    """Whether torch could run on ``device`` as a GPU: a GPU kind of a backend torch has (CUDA, ROCm,
-    oneAPI); then its torch device depends on this torch's build."""
-    # A CPU-kind device of any backend (cpu, oneAPI's CPU runtime, PoCL) uses host memory, and
-    # torch has no OpenCL backend: torch state for those is on the CPU whatever torch is built with.
-    return str(device.kind) != "cpu" and device.backend in ("cuda", "rocm", "oneapi")
-
-
 def _for_gpu(torch: Any, device: Any) -> str:
     version = getattr(torch, "version", None)
     if device.backend == "cuda":
         usable = bool(getattr(version, "cuda", None)) and not getattr(version, "hip", None) and torch.cuda.is_available()
-        return f"cuda:{device.index}" if usable else "cpu"
-    if device.backend == "rocm":
+    elif device.backend == "rocm":
         usable = bool(getattr(version, "hip", None)) and torch.cuda.is_available()
-        return f"cuda:{device.index}" if usable else "cpu"
-    xpu = getattr(torch, "xpu", None)  # torch >= 2.4 builds with Intel GPU support
-    return f"xpu:{device.index}" if xpu is not None and xpu.is_available() else "cpu"
+    else:
+        xpu = getattr(torch, "xpu", None)  # torch >= 2.4 builds with Intel GPU support
+        usable = xpu is not None and xpu.is_available()
+    return gpu_name(device) if usable else "cpu"

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # typing.Self is 3.11+; hetero supports 3.10
     from typing_extensions import Self
 
 from hetero.core.device import Device
-from hetero.core.registry import device as resolve_device
+from hetero.core.named_device import device as resolve_device
 from hetero.core.registry import use_device
 from hetero.core.runtime_parts import StreamRuntime
 

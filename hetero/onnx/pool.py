@@ -124,7 +124,9 @@ class Pool:
 
         chosen: list[Device] = []
         for entry in parse_devices(devices):
-            found = self._with_providers() if entry == "all" else [hetero.device(entry)]
+            # the pool's candidates: a quarantined one is benched by the pool, not refused here
+            found = (self._with_providers() if entry == "all" else
+                     [entry if isinstance(entry, Device) else hetero.device(entry, allow_quarantined=True)])
             chosen += [d for d in found if all(d.name != c.name for c in chosen)]
         return chosen
 

@@ -154,6 +154,7 @@ from hetero.recovery import fingerprint, monitor as guard_monitor, snapshot, sna
 from hetero.fault.classify import classify as full_classify
 from hetero.recovery.torch_devices import torch_move, unusable_warning
 from hetero.core.registry import CURRENT_DEVICE
+from hetero.core.named_device import device as named_device
 from hetero.core.registry import device as find_device
 from hetero.core.registry import devices as all_devices
 from hetero.scheduler.failover import replacement
@@ -621,8 +622,8 @@ class Guard:
         ) from error
 
     def _starting_device(self, device: str | Device | None) -> Device:
-        if device is not None:
-            return find_device(device)
+        if device is not None:  # named by the user: refused while quarantined (hetero.device)
+            return named_device(device)
         for value in self.state.values():  # where the state already lives
             if isinstance(value, Array):
                 return value.device

@@ -42,7 +42,7 @@ from hetero.arraylib.linalg.lapack import call, check_float
 from hetero.arraylib.manipulation import roll
 from hetero.core.device import Device
 from hetero.core.errors import ArrayError, UnsupportedDtypeError
-from hetero.core.registry import device as resolve_device
+from hetero.core.named_device import device as resolve_device
 
 
 def _length(function: str, n: Any) -> int:
