@@ -30,7 +30,7 @@ from hetero.core.errors import (
     CompileError, ContextCorruptedError, DeviceDegradedError, DeviceLostError, KernelBuildError, QuotaExceeded,
     RecoveryFailedError, KernelLaunchError, ArrayError, BackendUnavailableError, BundleBuildError, BundleError,
     ConfigError, DeviceError, DeviceNotFoundError, DeviceOutOfMemoryError, DeviceQuarantinedError, HeteroError,
-    PluginError, ToolchainNotFoundError, UnsupportedDtypeError,
+    PluginError, ToolchainNotFoundError, UnsupportedDtypeError, DeviceSpecError, MissingDependencyError,
 )
 from hetero.core.notices import HeteroWarning, PerformanceWarning
 from hetero import math
@@ -199,7 +199,7 @@ __all__ = [
     "RecoveryFailedError", "Stream", "checkpoint", "fault", "fusion", "onnx", "guard", "heartbeat", "resumable", "scheduler", "use_device", "xp",
     "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "DeviceQuarantinedError",
     "Health", "HealthState", "HeteroError", "HeteroWarning", "PerformanceWarning", "Kind", "PluginError",
-    "ToolchainNotFoundError", "UnsupportedDtypeError",
+    "ToolchainNotFoundError", "UnsupportedDtypeError", "DeviceSpecError", "MissingDependencyError",
     "__version__", "arange", "asarray", "broadcast_to", "expand_dims", "flip", "moveaxis", "permute_dims", "reshape",
     "squeeze", "ScalarOverflowError", "can_cast", "result_type", *ELEMENTWISE_FUNCTIONS, "sum", "prod", "min",
     "max", "mean", "std", "var", "any", "all", "argmax", "argmin", "cumulative_sum", "cumulative_prod",
