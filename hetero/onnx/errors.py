@@ -21,6 +21,25 @@ class ModelError(HeteroError, ValueError):
         return (type(self), (self.source, self.reason))
 
 
+class ExternalDataError(ModelError):
+    """A tensor of the model keeps its data in a file hetero will not let ONNX Runtime read: outside
+    the model's folder (an absolute path, ``..``, a symlink that leaves it), not a regular file,
+    missing or too short; or the model came as bytes, which have no folder to read it from."""
+
+    def __init__(self, source: str, tensor: str, location: str, problem: str) -> None:
+        self.tensor = tensor
+        self.location = location
+        self.problem = problem
+        self.source = source
+        self.reason = f"tensor {tensor!r} keeps its data in {location!r}, {problem}"
+        # not ModelError's "is not an ONNX model" wording: the model may be fine, its reference is not
+        HeteroError.__init__(self, f"{source}: {self.reason}; hetero does not read it (external data must be a "
+                                   "regular file inside the model's folder)")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.source, self.tensor, self.location, self.problem))
+
+
 class ProviderUnavailableError(HeteroError, RuntimeError):
     """ONNX Runtime did not bind the execution provider a device needs (it would have run the model
     on the CPU without saying so)."""
@@ -78,4 +97,4 @@ class InferenceFailedError(HeteroError, RuntimeError):
         return (type(self), (self.message, self.history))
 
 
-__all__ = ["Attempt", "InferenceFailedError", "InputError", "ModelError", "ProviderUnavailableError"]
+__all__ = ["Attempt", "ExternalDataError", "InferenceFailedError", "InputError", "ModelError", "ProviderUnavailableError"]

@@ -37,10 +37,11 @@ from hetero.core.device_list import parse_devices
 from hetero.fault import event_bus, quarantine
 from hetero.fault.classify import Classification, classify
 from hetero.onnx import providers as _providers
-from hetero.onnx.errors import Attempt, InferenceFailedError, InputError, ModelError
+from hetero.onnx.errors import Attempt, InferenceFailedError, InputError
 from hetero.onnx.feeds import prepare
 from hetero.onnx.pool_stats import Latencies, PoolEvents
-from hetero.onnx.session import ModelSource, Session, describe, model_bytes, onnxruntime, probe_feeds
+from hetero.onnx.model_file import ModelSource, read_model
+from hetero.onnx.session import Session, onnxruntime, probe_feeds
 from hetero.onnx.spec import TensorSpec
 from hetero.scheduler.routing import DEFAULT_ROUTING, Router
 
@@ -88,20 +89,15 @@ class Pool:
                  name: str = "model") -> None:
         if replicas < 1 or retries < 0:
             raise ValueError(f"replicas must be >= 1 and retries >= 0, got replicas={replicas}, retries={retries}")
-        data = model_bytes(model)
+        model = read_model(model)  # read once: every member runs the same bytes
         self.name = name
         self.retries = retries
         self.timeout = timeout
         self.quarantine_ttl = quarantine_ttl
-        self._data, self._fallback, self._threads = data, fallback, threads
         self._members: dict[str, Member] = {}
         for device in self._targets(devices):
             for replica in range(replicas):
-                try:
-                    session = Session(data, device, fallback=fallback, threads=threads)
-                except ModelError as exc:  # named by the file it came from, not "the model's bytes"
-                    raise ModelError(describe(model), exc.reason) from None
-                member = Member(f"{device.name}#{replica}", session)
+                member = Member(f"{device.name}#{replica}", Session(model, device, fallback=fallback, threads=threads))
                 self._members[member.name] = member
         self._router = Router(list(self._members), policy)
         self._latencies = {name: Latencies() for name in self._members}

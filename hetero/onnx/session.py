@@ -19,11 +19,9 @@ so :func:`hetero.fault.classify`, the guard and :class:`hetero.onnx.Pool` treat 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,11 +33,11 @@ from hetero.fault import event_bus, injection_infer, ort_errors
 from hetero.onnx import feeds as _feeds
 from hetero.onnx import providers as _providers
 from hetero.onnx.errors import InputError, ModelError, ProviderUnavailableError
+from hetero.onnx.model_file import ModelFile, ModelSource, describe, model_bytes, read_model
 from hetero.onnx.spec import TensorSpec, from_node_arg
 
 log = logging.getLogger("hetero.onnx")
 
-ModelSource = str | os.PathLike[str] | bytes | Any  # a path, the serialized bytes, or an onnx.ModelProto
 
 
 def onnxruntime() -> Any:
@@ -47,30 +45,9 @@ def onnxruntime() -> Any:
     return require("onnxruntime", extra="onnx", feature="hetero.onnx")
 
 
-def model_bytes(model: ModelSource) -> bytes:
-    """The serialized model: read from a path, or a ModelProto serialized (nothing is executed)."""
-    if isinstance(model, (bytes, bytearray, memoryview)):
-        return bytes(model)
-    if hasattr(model, "SerializeToString"):
-        return bytes(model.SerializeToString())
-    if isinstance(model, (str, os.PathLike)):
-        path = Path(model)
-        if not path.is_file():
-            raise FileNotFoundError(f"no ONNX model at {str(path)!r}" + (" (it is a directory)" if path.is_dir() else ""))
-        return path.read_bytes()
-    raise TypeError(f"model must be a path, the model's bytes or an onnx.ModelProto, got {type(model).__name__}")
-
-
 #: ONNX Runtime's errors that, raised while a session is made, say the model itself is not loadable.
 _NOT_A_MODEL = ("InvalidProtobuf", "InvalidGraph", "NoModel", "InvalidArgument")
 _ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")
-
-
-def describe(model: ModelSource) -> str:
-    """How an error names ``model``: its path as given, else what it is."""
-    if isinstance(model, (str, os.PathLike)):
-        return str(model)
-    return "the model's bytes" if isinstance(model, (bytes, bytearray, memoryview)) else "the ModelProto"
 
 
 def open_session(ort: Any, data: bytes, source: str, **options: Any) -> Any:
@@ -103,7 +80,8 @@ def resolve_device(device: str | Device) -> Device:
 class Session:
     """An ONNX Runtime session on one hetero device.
 
-    ``model``: a path, the model's bytes or an ``onnx.ModelProto``. ``device``: a Device, a name
+    ``model``: a path, the model's bytes or an ``onnx.ModelProto`` (external data only from a path:
+    it is read from the model's folder, see :mod:`hetero.onnx.model_file`). ``device``: a Device, a name
     (``cuda:0``, ``oneapi:0``, ``cpu``) or ``"auto"``. ``fallback="cpu"``: run on the CPU when the
     device's provider cannot be bound (announced), instead of raising. ``threads``: ONNX Runtime's
     intra-op threads (None: its default). ``session_options``: an ``onnxruntime.SessionOptions``
@@ -116,15 +94,15 @@ class Session:
         if fallback not in (None, "cpu"):
             raise ValueError(f"fallback must be None or 'cpu', got {fallback!r}")
         ort = onnxruntime()
-        data = model_bytes(model)
-        self._source = describe(model)
+        self.model: ModelFile = read_model(model)
+        self._source = self.model.source
         self.requested: Device = resolve_device(device)
         self.device: Device = self.requested
         self.fell_back = False
         choice = _providers.choose(ort, self.requested)
         session = None
         if choice is not None:
-            session = self._create(ort, data, choice, threads, session_options, provider_options)
+            session = self._create(ort, choice, threads, session_options, provider_options)
             if choice.provider not in session.get_providers():
                 bound = session.get_providers()
                 session = None
@@ -138,7 +116,7 @@ class Session:
             assert problem is not None
             if fallback != "cpu":
                 raise problem
-            session = self._fall_back(ort, data, problem, threads, session_options)
+            session = self._fall_back(ort, problem, threads, session_options)
         # ONNX Runtime's Python wrapper has a second silent fallback: when run() meets an EPFail (and
         # at creation, for CUDA and TensorRT) it moves the session to its fallback providers (the CPU)
         # with a print() to stdout, and retries. Off: the error reaches hetero's classifier instead.
@@ -149,11 +127,18 @@ class Session:
         self.outputs: tuple[TensorSpec, ...] = tuple(from_node_arg(a) for a in session.get_outputs())
         self._output_names = [spec.name for spec in self.outputs]
 
-    def _create(self, ort: Any, data: bytes, choice: _providers.ProviderChoice, threads: int | None,
-                session_options: Any, provider_options: Mapping[str, str] | None) -> Any:
+    def _options(self, ort: Any, session_options: Any, threads: int | None) -> Any:
+        """The SessionOptions to open with: the caller's or new ones, the threads, the model's folder."""
         options = session_options if session_options is not None else ort.SessionOptions()
         if threads is not None:
             options.intra_op_num_threads = threads
+        self.model.configure(options)
+        return options
+
+    def _create(self, ort: Any, choice: _providers.ProviderChoice, threads: int | None,
+                session_options: Any, provider_options: Mapping[str, str] | None) -> Any:
+        data = self.model.data
+        options = self._options(ort, session_options, threads)
         if choice.ep_devices:  # a plugin EP: bound to its devices through the options
             options.add_provider_for_devices(choice.ep_devices, {**choice.ep_options, **(provider_options or {})})
             return open_session(ort, data, self._source, sess_options=options)
@@ -164,7 +149,7 @@ class Session:
             providers[0] = (providers[0], dict(provider_options))
         return open_session(ort, data, self._source, sess_options=options, providers=providers)
 
-    def _fall_back(self, ort: Any, data: bytes, problem: ProviderUnavailableError, threads: int | None,
+    def _fall_back(self, ort: Any, problem: ProviderUnavailableError, threads: int | None,
                    session_options: Any) -> Any:
         import hetero
 
@@ -173,10 +158,8 @@ class Session:
         notice(log, f"{problem}; running on the CPU instead (fallback='cpu')")
         event_bus.publish("provider-fallback", device=self.requested.name, provider=problem.provider,
                           bound=["CPUExecutionProvider"], to="cpu", reason=str(problem))
-        options = session_options if session_options is not None else ort.SessionOptions()
-        if threads is not None:
-            options.intra_op_num_threads = threads
-        return open_session(ort, data, self._source, sess_options=options, providers=[_providers.CPU])
+        options = self._options(ort, session_options, threads)
+        return open_session(ort, self.model.data, self._source, sess_options=options, providers=[_providers.CPU])
 
     @property
     def ort_session(self) -> Any:
