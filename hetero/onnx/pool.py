@@ -39,8 +39,8 @@ from hetero.fault.classify import Classification, classify
 from hetero.onnx import providers as _providers
 from hetero.onnx.errors import Attempt, InferenceFailedError, InputError
 from hetero.onnx.feeds import prepare
-from hetero.onnx.pool_stats import Latencies, PoolEvents
 from hetero.onnx.model_file import ModelSource, read_model
+from hetero.onnx.pool_stats import Latencies, PoolEvents
 from hetero.onnx.session import Session, onnxruntime, probe_feeds
 from hetero.onnx.spec import TensorSpec
 from hetero.scheduler.routing import DEFAULT_ROUTING, Router
