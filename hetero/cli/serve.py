@@ -114,8 +114,11 @@ def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
                         help="threads running requests (default: twice the CPU count, at most 32)")
     parser.add_argument("--name", default=None, help="model name in the URLs (default: the file name without .onnx)")
     parser.add_argument("--fallback-cpu", action="store_true",
-                        help="run on the CPU on purpose where a device's ONNX Runtime provider is missing "
-                             "(default: such a device is an error)")
+                        help="run on the CPU on purpose where a device's ONNX Runtime provider is missing or takes "
+                             "none of the model's nodes (default: such a device is an error)")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="run the model split where a device's provider takes only some of its nodes (default: "
+                             "an error naming the ops that went to the CPU)")
     return {"serve": cmd_serve}
 
 
@@ -124,7 +127,8 @@ def open_pool(args: argparse.Namespace) -> Any:
     from hetero.onnx import Pool
 
     return Pool(str(args.model), devices=args.devices, policy=args.policy, replicas=args.replicas,
-                fallback="cpu" if args.fallback_cpu else None, name=args.name or args.model.stem)
+                fallback="cpu" if args.fallback_cpu else None, partial="allow" if args.allow_partial else "refuse",
+                name=args.name or args.model.stem)
 
 
 def _log_to_stderr() -> None:

@@ -41,21 +41,43 @@ class ExternalDataError(ModelError):
 
 
 class ProviderUnavailableError(HeteroError, RuntimeError):
-    """ONNX Runtime did not bind the execution provider a device needs (it would have run the model
-    on the CPU without saying so)."""
+    """ONNX Runtime did not bind the execution provider a device needs, or bound it and gave some or
+    all of the model's nodes to another (it would have run them on the CPU without saying so).
+    ``ops``: op type -> nodes that went elsewhere (None: the provider was not bound at all);
+    ``placed``: the nodes the provider did take."""
 
-    def __init__(self, provider: str, device: str, bound: list[str], remedy: str) -> None:
+    def __init__(self, provider: str, device: str, bound: list[str], remedy: str, *,
+                 ops: dict[str, int] | None = None, placed: int = 0) -> None:
         self.provider = provider
         self.device = device
         self.bound = list(bound)
         self.remedy = remedy
+        self.ops = None if ops is None else dict(ops)
+        self.placed = placed
+        cpu = "run on the CPU on purpose with fallback='cpu' (hetero infer/serve --fallback-cpu)"
+        if ops is not None:
+            off = sum(ops.values())
+            listed = ", ".join(f"{op} x{count}" for op, count in sorted(ops.items()))
+            if placed == 0:
+                message = (f"ONNX Runtime bound {provider} for device {device!r} but gave it none of the model's {off} "
+                           f"nodes ({listed}: {provider} does not take them); {cpu}")
+            else:
+                message = (f"ONNX Runtime gave {off} of the model's {off + placed} nodes to another provider than "
+                           f"{provider} for device {device!r} ({listed}: {provider} does not take them); run the model "
+                           f"split on purpose with partial='allow' (hetero infer/serve --allow-partial), or {cpu}")
+            super().__init__(message)
+            return
         problem = (f"ONNX Runtime did not bind {provider} for device {device!r} (it bound {', '.join(bound)})" if bound
                    else f"this ONNX Runtime has no {provider} for device {device!r}")
-        super().__init__(f"{problem}; {remedy}; or run on the CPU on purpose with fallback='cpu' "
-                         "(hetero infer/serve --fallback-cpu)")
+        super().__init__(f"{problem}; {remedy}; or {cpu}")
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.provider, self.device, self.bound, self.remedy))
+        return (_rebuild_provider_error, (self.provider, self.device, self.bound, self.remedy, self.ops, self.placed))
+
+
+def _rebuild_provider_error(provider: str, device: str, bound: list[str], remedy: str, ops: dict[str, int] | None,
+                            placed: int) -> ProviderUnavailableError:
+    return ProviderUnavailableError(provider, device, bound, remedy, ops=ops, placed=placed)
 
 
 class InputError(HeteroError, ValueError):

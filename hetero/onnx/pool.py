@@ -79,14 +79,14 @@ class Pool:
     released), a comma-separated string (``"cpu,oneapi:0"``, as the command line takes) or a list of
     devices/names. ``replicas``: sessions per device. ``retries``: extra
     attempts per request. ``timeout``: seconds a request waits for a healthy member. ``fallback``,
-    ``threads``: as for :class:`Session`. ``quarantine_ttl``: seconds a faulty device stays out
+    ``partial``, ``threads``: as for :class:`Session`. ``quarantine_ttl``: seconds a faulty device stays out
     (None: its fault class's TTL). ``name``: the model's name (for servers and metrics).
     """
 
     def __init__(self, model: ModelSource, devices: str | Sequence[str | Device] = "all", *,
                  policy: str = DEFAULT_ROUTING, replicas: int = 1, retries: int = 3, timeout: float = 30.0,
-                 fallback: str | None = None, threads: int | None = None, quarantine_ttl: float | None = None,
-                 name: str = "model") -> None:
+                 fallback: str | None = None, partial: str = "refuse", threads: int | None = None,
+                 quarantine_ttl: float | None = None, name: str = "model") -> None:
         if replicas < 1 or retries < 0:
             raise ValueError(f"replicas must be >= 1 and retries >= 0, got replicas={replicas}, retries={retries}")
         model = read_model(model)  # read once: every member runs the same bytes
@@ -97,7 +97,8 @@ class Pool:
         self._members: dict[str, Member] = {}
         for device in self._targets(devices):
             for replica in range(replicas):
-                member = Member(f"{device.name}#{replica}", Session(model, device, fallback=fallback, threads=threads))
+                member = Member(f"{device.name}#{replica}", Session(model, device, fallback=fallback, partial=partial,
+                                                                         threads=threads))
                 self._members[member.name] = member
         self._router = Router(list(self._members), policy)
         self._latencies = {name: Latencies() for name in self._members}

@@ -11,7 +11,12 @@ stdout (the wrapper's ``_enable_fallback``, on for CUDA and TensorRT). Here the 
 off (``disable_fallback()``) and checks ``get_providers()`` once it exists; a missing provider raises
 :class:`ProviderUnavailableError` (naming the provider, the device and what to install), or with
 ``fallback="cpu"`` runs on the CPU *and says so*: a warning and a ``provider-fallback`` event on
-the fault bus. Every ``run`` counts as an inference for fault rules of the ``infer`` op, and an
+the fault bus. A bound provider can still be given none of the model's nodes, or some, while
+``get_providers()`` lists it first (OpenVINO ran no node of a scikit-learn model): the session
+reads where ONNX Runtime put each node (:mod:`hetero.onnx.placement`, :meth:`Session.placement`)
+and treats a provider given no node as missing, and one given part of the model as an error
+naming the ops that went elsewhere, unless ``partial="allow"`` (or ``fallback="cpu"``) accepts
+the split, announced with a ``provider-partial`` event. Every ``run`` counts as an inference for fault rules of the ``infer`` op, and an
 ONNX Runtime error that is a device error comes out as hetero's (:mod:`hetero.fault.ort_errors`),
 so :func:`hetero.fault.classify`, the guard and :class:`hetero.onnx.Pool` treat it as any other.
 """
@@ -31,6 +36,7 @@ from hetero.core.notices import notice
 from hetero.core.optional import require
 from hetero.fault import event_bus, injection_infer, ort_errors
 from hetero.onnx import feeds as _feeds
+from hetero.onnx import placement as _placement
 from hetero.onnx import providers as _providers
 from hetero.onnx.errors import InputError, ModelError, ProviderUnavailableError
 from hetero.onnx.model_file import ModelFile, ModelSource, describe, model_bytes, read_model
@@ -83,22 +89,29 @@ class Session:
     ``model``: a path, the model's bytes or an ``onnx.ModelProto`` (external data only from a path:
     it is read from the model's folder, see :mod:`hetero.onnx.model_file`). ``device``: a Device, a name
     (``cuda:0``, ``oneapi:0``, ``cpu``) or ``"auto"``. ``fallback="cpu"``: run on the CPU when the
-    device's provider cannot be bound (announced), instead of raising. ``threads``: ONNX Runtime's
+    device's provider cannot be bound or is given none of the model's nodes (announced), instead of
+    raising; it also lets part of the model run on the CPU. ``partial="allow"``: run the model split
+    when ONNX Runtime gives some of its nodes to the CPU (announced; :meth:`placement` says which),
+    instead of raising (the default, ``"refuse"``). ``threads``: ONNX Runtime's
     intra-op threads (None: its default). ``session_options``: an ``onnxruntime.SessionOptions``
     to start from. ``provider_options``: extra options for the device's provider.
     """
 
     def __init__(self, model: ModelSource, device: str | Device = "auto", *, fallback: str | None = None,
-                 threads: int | None = None, session_options: Any = None,
+                 partial: str = "refuse", threads: int | None = None, session_options: Any = None,
                  provider_options: Mapping[str, str] | None = None) -> None:
         if fallback not in (None, "cpu"):
             raise ValueError(f"fallback must be None or 'cpu', got {fallback!r}")
+        if partial not in ("refuse", "allow"):
+            raise ValueError(f"partial must be 'refuse' or 'allow', got {partial!r}")
         ort = onnxruntime()
         self.model: ModelFile = read_model(model)
         self._source = self.model.source
         self.requested: Device = resolve_device(device)
         self.device: Device = self.requested
         self.fell_back = False
+        self.partial = False  # some nodes run on another provider than the device's
+        self._placement: _placement.Placement | None = None
         choice = _providers.choose(ort, self.requested)
         session = None
         if choice is not None:
@@ -108,7 +121,9 @@ class Session:
                 session = None
                 problem = ProviderUnavailableError(choice.provider, self.requested.name, bound, choice.remedy)
             else:
-                problem = None
+                problem = self._check_placement(session, choice, partial, fallback)
+                if problem is not None:
+                    session = None
         else:
             wanted = _providers.wanted(self.requested) or "execution provider"
             problem = ProviderUnavailableError(wanted, self.requested.name, [], _providers.remedy(self.requested.backend))
@@ -128,12 +143,41 @@ class Session:
         self._output_names = [spec.name for spec in self.outputs]
 
     def _options(self, ort: Any, session_options: Any, threads: int | None) -> Any:
-        """The SessionOptions to open with: the caller's or new ones, the threads, the model's folder."""
+        """The SessionOptions to open with: the caller's or new ones, the threads, the model's folder,
+        the placement recorded."""
         options = session_options if session_options is not None else ort.SessionOptions()
         if threads is not None:
             options.intra_op_num_threads = threads
         self.model.configure(options)
+        _placement.record(ort, options)
         return options
+
+    def _check_placement(self, session: Any, choice: _providers.ProviderChoice, partial: str,
+                         fallback: str | None) -> ProviderUnavailableError | None:
+        """None when the device's provider runs the model: all of it, or part of it where that is
+        allowed (announced). The error when it runs none of it (the caller may fall back); raised
+        when it runs part and that is not allowed."""
+        found = self._placement = _placement.read(session)
+        if found is None or choice.provider == _providers.CPU:
+            return None
+        off = found.off(choice.provider)
+        if not off:
+            return None
+        placed = found.count(choice.provider)
+        problem = ProviderUnavailableError(choice.provider, self.requested.name, session.get_providers(), choice.remedy,
+                                           ops=off, placed=placed)
+        if placed == 0:
+            return problem
+        if partial != "allow" and fallback != "cpu":
+            raise problem
+        self.partial = True
+        others = found.elsewhere(choice.provider)
+        why = "partial='allow'" if partial == "allow" else "fallback='cpu'"
+        notice(log, f"{self.requested.name}: {choice.provider} runs {placed} of the model's nodes, {', '.join(others)} "
+                    f"the other {sum(off.values())} ({_placement.describe(off)}) ({why})")
+        event_bus.publish("provider-partial", device=self.requested.name, provider=choice.provider, to=others, ops=off,
+                          placed=placed)
+        return None
 
     def _create(self, ort: Any, choice: _providers.ProviderChoice, threads: int | None,
                 session_options: Any, provider_options: Mapping[str, str] | None) -> Any:
@@ -159,7 +203,14 @@ class Session:
         event_bus.publish("provider-fallback", device=self.requested.name, provider=problem.provider,
                           bound=["CPUExecutionProvider"], to="cpu", reason=str(problem))
         options = self._options(ort, session_options, threads)
-        return open_session(ort, self.model.data, self._source, sess_options=options, providers=[_providers.CPU])
+        session = open_session(ort, self.model.data, self._source, sess_options=options, providers=[_providers.CPU])
+        self._placement = _placement.read(session)
+        return session
+
+    def placement(self) -> dict[str, dict[str, int]] | None:
+        """Which provider runs what: op type -> provider -> nodes (after ONNX Runtime's graph rewrites,
+        so fused ops appear under their fused names). None when this ONNX Runtime cannot say (< 1.24)."""
+        return None if self._placement is None else self._placement.by_op()
 
     @property
     def ort_session(self) -> Any:
@@ -226,7 +277,7 @@ class Session:
         return time.perf_counter() - started
 
     def __repr__(self) -> str:
-        via = f" (fell back from {self.requested.name})" if self.fell_back else ""
+        via = f" (fell back from {self.requested.name})" if self.fell_back else " (split across providers: placement())" if self.partial else ""
         return f"<hetero.onnx.Session on {self.device.name} via {self.provider}{via}>"
 
 
