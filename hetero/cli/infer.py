@@ -82,12 +82,35 @@ def read_feeds(specs: list[str], input_names: list[str]) -> dict[str, np.ndarray
     return feeds
 
 
-def _write_npz(path: Path, outputs: dict[str, np.ndarray]) -> None:
+def _write_npz(path: Path, outputs: dict[str, Any]) -> None:
+    """The outputs as an .npz that loads without pickle: a sequence of maps (or any value that is not
+    an array) as an array of JSON strings, one per item, as hetero serve sends it."""
     from hetero.core.files import atomic_write
+    from hetero.onnx.values import as_strings
 
+    arrays = {name: value if isinstance(value, np.ndarray) and value.dtype.kind != "O" else as_strings(value)
+              for name, value in outputs.items()}
     buffer = io.BytesIO()
-    np.savez(buffer, **outputs)  # type: ignore[arg-type]
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
     atomic_write(path, buffer.getvalue())
+
+
+def _describe(value: Any, onnx_type: str | None) -> dict[str, Any]:
+    """An output for the report: shape and dtype of an array, else its ONNX type and item count."""
+    if onnx_type is None and isinstance(value, np.ndarray):
+        return {"shape": list(value.shape), "dtype": value.dtype.name}
+    return {"type": onnx_type or type(value).__name__, "items": len(value) if hasattr(value, "__len__") else 1}
+
+
+def _line(name: str, value: Any, onnx_type: str | None) -> str:
+    if onnx_type is None and isinstance(value, np.ndarray):
+        flat = value.reshape(-1)
+        return (f"  {name}: {value.dtype.name}{list(value.shape)}  {np.array2string(flat[:6], precision=5)}"
+                + (" ..." if flat.size > 6 else ""))
+    described = _describe(value, onnx_type)
+    first = value[0] if isinstance(value, list) and value else value
+    text = repr(first)
+    return f"  {name}: {described['type']}, {described['items']} items  {text[:80]}" + (" ..." if len(text) > 80 else "")
 
 
 def _benchmark(session: Any, feeds: dict[str, np.ndarray], count: int) -> dict[str, float]:
@@ -127,9 +150,10 @@ def cmd_infer(args: argparse.Namespace) -> int:
                       partial="allow" if args.allow_partial else "refuse")
     feeds = read_feeds(args.input, [spec.name for spec in session.inputs])
     outputs = session.run(feeds)
+    types = {spec.name: spec.onnx_type for spec in session.outputs}
     report: dict[str, Any] = {"device": session.device.name, "provider": session.provider, "fell_back": session.fell_back,
                               "partial": session.partial, "placement": session.placement(),
-                              "outputs": {k: {"shape": list(v.shape), "dtype": v.dtype.name} for k, v in outputs.items()}}
+                              "outputs": {k: _describe(v, types[k]) for k, v in outputs.items()}}
     if args.benchmark:
         report["benchmark"] = _benchmark(session, feeds, args.benchmark)
     if args.output is not None:
@@ -141,9 +165,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     print(f"{args.model.name} on {session.device.name} via {session.provider}"
           + (" (fell back to the CPU)" if session.fell_back else "") + _split(session))
     for name, value in outputs.items():
-        flat = value.reshape(-1)
-        print(f"  {name}: {value.dtype.name}{list(value.shape)}  {np.array2string(flat[:6], precision=5)}"
-              + (" ..." if flat.size > 6 else ""))
+        print(_line(name, value, types[name]))
     if args.benchmark:
         b = report["benchmark"]
         print(f"  {b['count']} inferences: {b['per_second']:.1f}/s, p50 {b['p50_ms']:.3f} ms, p90 {b['p90_ms']:.3f} ms, "

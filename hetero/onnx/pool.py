@@ -140,7 +140,7 @@ class Pool:
 
     # -- serving ------------------------------------------------------------------------------
     def run(self, feeds: Mapping[str, Any], outputs: Sequence[str] | None = None, *,
-            timeout: float | None = None) -> dict[str, np.ndarray]:
+            timeout: float | None = None) -> dict[str, Any]:
         """Answer one request on a healthy member (see the module docstring). Thread-safe."""
         if self._closed:
             raise RuntimeError(f"pool {self.name!r} is closed")
@@ -169,7 +169,7 @@ class Pool:
         return self._retry(ready, outputs, timeout, [], set())
 
     def _retry(self, ready: Any, outputs: Sequence[str] | None, timeout: float | None, history: list[Attempt],
-               tried: set[str]) -> dict[str, np.ndarray]:
+               tried: set[str]) -> dict[str, Any]:
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while True:
             name = self._router.acquire(exclude=tried) or self._router.acquire()

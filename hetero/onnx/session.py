@@ -139,7 +139,7 @@ class Session:
         self._session = session
         self.provider: str = session.get_providers()[0]
         self.inputs: tuple[TensorSpec, ...] = tuple(from_node_arg(a) for a in session.get_inputs())
-        self.outputs: tuple[TensorSpec, ...] = tuple(from_node_arg(a) for a in session.get_outputs())
+        self.outputs: tuple[TensorSpec, ...] = tuple(from_node_arg(a, output=True) for a in session.get_outputs())
         self._output_names = [spec.name for spec in self.outputs]
 
     def _options(self, ort: Any, session_options: Any, threads: int | None) -> Any:
@@ -217,12 +217,14 @@ class Session:
         """The ``onnxruntime.InferenceSession`` underneath."""
         return self._session
 
-    def run(self, feeds: Mapping[str, Any], outputs: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-        """Run the model on ``feeds`` (input name -> array); the outputs by name (all, or ``outputs``)."""
+    def run(self, feeds: Mapping[str, Any], outputs: Sequence[str] | None = None) -> dict[str, Any]:
+        """Run the model on ``feeds`` (input name -> array); the outputs by name (all, or ``outputs``):
+        arrays, and for an output that is not a numeric tensor what ONNX Runtime gives (a sequence of
+        maps, skl2onnx's ZipMap, is a list of dicts)."""
         ready = _feeds.prepare(feeds, self.inputs)
         return self.run_prepared(ready, outputs)
 
-    def run_prepared(self, ready: _feeds.Feeds, outputs: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    def run_prepared(self, ready: _feeds.Feeds, outputs: Sequence[str] | None = None) -> dict[str, Any]:
         """``run`` for feeds :func:`hetero.onnx.feeds.prepare` has checked (a pool checks once per request)."""
         names = self._output_names if outputs is None else self._check_outputs(outputs)
         injection_infer.check(self.device)

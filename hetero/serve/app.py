@@ -16,6 +16,7 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 from aiohttp import web
@@ -26,6 +27,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from hetero._version import __version__
 from hetero.onnx.errors import InferenceFailedError, InputError
+from hetero.onnx.spec import TensorSpec
 from hetero.serve.limits import DEFAULT_MAX_BODY_BYTES, BodyBudget, ServeError, ServeLimits, read_body
 from hetero.serve.metrics import ServeMetrics
 from hetero.serve.protocol import (
@@ -191,7 +193,14 @@ def answer(model: Servable, body: bytes, header_length: str | None, max_batch: i
     missing = [output.name for output in wanted if output.name not in results]
     if missing:
         raise RuntimeError(f"model {model.name!r} returned no {', '.join(missing)} (it returned {', '.join(results) or 'nothing'})")
-    return encode_response(model.name, [(o.name, np.asarray(results[o.name]), o.binary) for o in wanted], request.id)
+    specs = {spec.name: spec for spec in model.outputs}
+    return encode_response(model.name, [(o.name, _value(results[o.name], specs.get(o.name)), o.binary) for o in wanted],
+                           request.id)
+
+
+def _value(result: Any, spec: TensorSpec | None) -> Any:
+    """A numeric tensor output as an array; any other (a list of dicts) as it is."""
+    return result if spec is not None and not spec.is_tensor else np.asarray(result)
 
 
 async def infer(request: web.Request) -> web.Response:

@@ -5,6 +5,12 @@ JSON, raw little-endian tensor bytes follow in input order) are both read and wr
 
 Anything malformed raises :class:`ProtocolError`, which the server answers with HTTP 400 and
 ``{"error": message}``.
+
+An output that is not a numeric tensor (a sequence of maps from skl2onnx's ``ZipMap``, a map, a
+string tensor) goes out as the protocol's BYTES datatype: one element per row (a map, or a string),
+each a JSON text (``{"0": 0.93, "1": 0.04}``: JSON object keys are strings), in JSON as a list of
+strings, in binary as each element's 4-byte little-endian length and bytes, as Triton sends BYTES.
+BYTES inputs are still refused.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import numpy as np
 
 from hetero.core.errors import HeteroError
 from hetero.onnx.spec import TensorSpec
+from hetero.onnx.values import json_elements
 
 #: KServe v2 datatype names -> the NumPy dtype of their wire form (little-endian).
 DATATYPES: dict[str, np.dtype] = {name: np.dtype(code) for name, code in (
@@ -276,21 +283,35 @@ def _decode_outputs(request: dict[str, Any], default: bool) -> tuple[RequestedOu
     return tuple(outputs)
 
 
-def encode_response(model: str, results: Sequence[tuple[str, np.ndarray, bool]], request_id: str | None = None,
+def _is_numeric(value: Any) -> bool:
+    """An array that goes as numbers (a complex one too, which :func:`datatype_of` refuses by name)."""
+    return isinstance(value, np.ndarray) and value.dtype.kind not in "OSU"
+
+
+def encode_response(model: str, results: Sequence[tuple[str, Any, bool]], request_id: str | None = None,
                     version: str = "1") -> tuple[bytes, int | None]:
-    """The body of an inference response for ``(name, array, binary)`` results, and the length of its
-    JSON part when raw tensor bytes follow (the ``Inference-Header-Content-Length``), else None."""
+    """The body of an inference response for ``(name, value, binary)`` results, and the length of its
+    JSON part when raw tensor bytes follow (the ``Inference-Header-Content-Length``), else None. A
+    value that is not a numeric array goes as BYTES (:func:`hetero.onnx.values.json_elements`)."""
     outputs: list[dict[str, Any]] = []
     chunks: list[bytes] = []
-    for name, array, binary in results:
-        datatype = datatype_of(array.dtype)
-        entry: dict[str, Any] = {"name": name, "datatype": datatype, "shape": list(array.shape)}
+    for name, value, binary in results:
+        if _is_numeric(value):
+            datatype, shape = datatype_of(value.dtype), list(value.shape)
+        else:
+            elements, shape = json_elements(value)
+            datatype = "BYTES"
+        entry: dict[str, Any] = {"name": name, "datatype": datatype, "shape": shape}
         if binary:
-            raw = np.ascontiguousarray(array, dtype=DATATYPES[datatype]).tobytes()
+            if datatype == "BYTES":
+                raw = b"".join(len(e).to_bytes(4, "little") + e for e in elements)
+            else:
+                raw = np.ascontiguousarray(value, dtype=DATATYPES[datatype]).tobytes()
             entry["parameters"] = {"binary_data_size": len(raw)}
             chunks.append(raw)
         else:
-            entry["data"] = array.ravel().tolist()
+            entry["data"] = ([e.decode("utf-8", "backslashreplace") for e in elements] if datatype == "BYTES"
+                             else value.ravel().tolist())
         outputs.append(entry)
     response: dict[str, Any] = {"model_name": model, "model_version": version, "outputs": outputs}
     if request_id is not None:
@@ -307,7 +328,10 @@ def encode_error(message: str) -> bytes:
 
 
 def tensor_metadata(spec: TensorSpec) -> dict[str, Any]:
-    """A model metadata tensor entry; free dimensions are -1."""
+    """A model metadata tensor entry; free dimensions are -1. An output that is not a numeric tensor
+    is BYTES of unknown length (``[-1]``)."""
+    if not spec.is_tensor:
+        return {"name": spec.name, "datatype": "BYTES", "shape": [-1]}
     return {"name": spec.name, "datatype": datatype_of(spec.dtype), "shape": [-1 if d is None else d for d in spec.shape]}
 
 
