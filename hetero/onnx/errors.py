@@ -80,6 +80,35 @@ def _rebuild_provider_error(provider: str, device: str, bound: list[str], remedy
     return ProviderUnavailableError(provider, device, bound, remedy, ops=ops, placed=placed)
 
 
+class ProviderFailedError(ProviderUnavailableError):
+    """The device's execution provider is there, but could not build this model: ONNX Runtime raised
+    (``EPFail``: OpenVINO on a KNN or a PCA + SVC model) while the session was made with it."""
+
+    def __init__(self, provider: str, device: str, source: str, reason: str) -> None:
+        self.source = source
+        self.reason = reason
+        self.provider, self.device, self.bound, self.remedy = provider, device, [provider], ""
+        self.ops, self.placed = None, 0
+        HeteroError.__init__(self, f"ONNX Runtime's {provider} could not build {source} for device {device!r}: {reason}; "
+                                   "run it on the CPU on purpose with fallback='cpu' (hetero infer/serve --fallback-cpu)")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.provider, self.device, self.source, self.reason))
+
+
+class NoMemberError(HeteroError, RuntimeError):
+    """No device of a pool could run the model: ``failures`` maps each device to why."""
+
+    def __init__(self, model: str, failures: dict[str, str]) -> None:
+        self.model = model
+        self.failures = dict(failures)
+        listed = "; ".join(f"{device}: {why}" for device, why in self.failures.items()) or "no device was found"
+        super().__init__(f"no device can run model {model!r}: {listed}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.model, self.failures))
+
+
 class InputError(HeteroError, ValueError):
     """A feed does not fit the model: unknown or missing input name, wrong dtype or shape. Nothing ran."""
 
@@ -119,4 +148,5 @@ class InferenceFailedError(HeteroError, RuntimeError):
         return (type(self), (self.message, self.history))
 
 
-__all__ = ["Attempt", "ExternalDataError", "InferenceFailedError", "InputError", "ModelError", "ProviderUnavailableError"]
+__all__ = ["Attempt", "ExternalDataError", "InferenceFailedError", "InputError", "ModelError", "NoMemberError",
+           "ProviderFailedError", "ProviderUnavailableError"]

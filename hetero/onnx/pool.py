@@ -30,14 +30,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from hetero.core.device import Device, HealthState
 from hetero.core.device_list import parse_devices
-from hetero.fault import event_bus, quarantine
+from hetero.core.errors import HeteroError
+from hetero.fault import event_bus, ort_errors, quarantine
 from hetero.fault.classify import Classification, classify
 from hetero.onnx import providers as _providers
-from hetero.onnx.errors import Attempt, InferenceFailedError, InputError
+from hetero.onnx.errors import Attempt, InferenceFailedError, InputError, ModelError, NoMemberError
 from hetero.onnx.feeds import prepare
 from hetero.onnx.model_file import ModelSource, read_model
 from hetero.onnx.pool_stats import Latencies, PoolEvents
@@ -95,11 +94,23 @@ class Pool:
         self.timeout = timeout
         self.quarantine_ttl = quarantine_ttl
         self._members: dict[str, Member] = {}
-        for device in self._targets(devices):
-            for replica in range(replicas):
-                member = Member(f"{device.name}#{replica}", Session(model, device, fallback=fallback, partial=partial,
-                                                                         threads=threads))
-                self._members[member.name] = member
+        #: devices ``all`` found but whose provider could not run the model: device name -> why
+        self.left_out: dict[str, str] = {}
+        for device, found in self._targets(devices):
+            try:
+                sessions = [Session(model, device, fallback=fallback, partial=partial, threads=threads)
+                            for _ in range(replicas)]
+            except ModelError:
+                raise  # the model itself: every device would refuse it
+            except Exception as error:
+                if not found or not (isinstance(error, HeteroError) or ort_errors.is_ort_error(error)):
+                    raise  # a device named on purpose is strict; a bug is not a device's problem
+                self._leave_out(device, error)
+                continue
+            for replica, session in enumerate(sessions):
+                self._members[f"{device.name}#{replica}"] = Member(f"{device.name}#{replica}", session)
+        if not self._members:
+            raise NoMemberError(name, self.left_out)
         self._router = Router(list(self._members), policy)
         self._latencies = {name: Latencies() for name in self._members}
         self._events = PoolEvents()
@@ -114,16 +125,24 @@ class Pool:
         self._check_external(force=True)
 
     # -- building -----------------------------------------------------------------------------
-    def _targets(self, devices: str | Sequence[str | Device]) -> list[Device]:
+    def _targets(self, devices: str | Sequence[str | Device]) -> list[tuple[Device, bool]]:
         """The devices ``devices`` names (:func:`hetero.core.device_list.parse_devices`: ``"cpu,oneapi:0"``
-        or a list; ``all``: every device with an installed provider)."""
+        or a list; ``all``: every device with an installed provider), each with whether ``all`` found
+        it (then a provider that cannot run the model leaves it out; a device named on purpose must work)."""
         import hetero
 
-        chosen: list[Device] = []
+        chosen: list[tuple[Device, bool]] = []
         for entry in parse_devices(devices):
             found = self._with_providers() if entry == "all" else [hetero.device(entry)]
-            chosen += [d for d in found if all(d.name != c.name for c in chosen)]
+            chosen += [(d, entry == "all") for d in found if all(d.name != c.name for c, _ in chosen)]
         return chosen
+
+    def _leave_out(self, device: Device, error: BaseException) -> None:
+        """Keep a device ``all`` found out of the pool: its provider cannot run the model (said once, here)."""
+        why = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+        self.left_out[device.name] = why
+        log.warning("pool %r: %s left out: %s", self.name, device.name, why)
+        event_bus.publish("pool-member-out", pool=self.name, device=device.name, reason=why, members=[])
 
     def _with_providers(self) -> list[Device]:
         """Every device with an installed ONNX Runtime provider (the CPU when none has one)."""

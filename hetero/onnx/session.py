@@ -38,7 +38,7 @@ from hetero.fault import event_bus, injection_infer, ort_errors
 from hetero.onnx import feeds as _feeds
 from hetero.onnx import placement as _placement
 from hetero.onnx import providers as _providers
-from hetero.onnx.errors import InputError, ModelError, ProviderUnavailableError
+from hetero.onnx.errors import InputError, ModelError, ProviderFailedError, ProviderUnavailableError
 from hetero.onnx.model_file import ModelFile, ModelSource, describe, model_bytes, read_model
 from hetero.onnx.spec import TensorSpec, from_node_arg
 
@@ -115,15 +115,7 @@ class Session:
         choice = _providers.choose(ort, self.requested)
         session = None
         if choice is not None:
-            session = self._create(ort, choice, threads, session_options, provider_options)
-            if choice.provider not in session.get_providers():
-                bound = session.get_providers()
-                session = None
-                problem = ProviderUnavailableError(choice.provider, self.requested.name, bound, choice.remedy)
-            else:
-                problem = self._check_placement(session, choice, partial, fallback)
-                if problem is not None:
-                    session = None
+            session, problem = self._open(ort, choice, partial, fallback, threads, session_options, provider_options)
         else:
             wanted = _providers.wanted(self.requested) or "execution provider"
             problem = ProviderUnavailableError(wanted, self.requested.name, [], _providers.remedy(self.requested.backend))
@@ -178,6 +170,27 @@ class Session:
         event_bus.publish("provider-partial", device=self.requested.name, provider=choice.provider, to=others, ops=off,
                           placed=placed)
         return None
+
+    def _open(self, ort: Any, choice: _providers.ProviderChoice, partial: str, fallback: str | None, threads: int | None,
+              session_options: Any, provider_options: Mapping[str, str] | None) -> tuple[Any, ProviderUnavailableError | None]:
+        """A session on the device's provider; or None and why not, for the caller to raise or fall
+        back on: the provider was not bound, was given no node, or could not build the model (an
+        ONNX Runtime error other than a bad model, such as OpenVINO's EPFail on a KNN)."""
+        try:
+            session = self._create(ort, choice, threads, session_options, provider_options)
+        except ModelError:
+            raise
+        except Exception as error:
+            if choice.provider == _providers.CPU or not ort_errors.is_ort_error(error):
+                raise
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            failed = ProviderFailedError(choice.provider, self.requested.name, self._source, _ORT_PREFIX.sub("", first))
+            failed.__cause__ = error
+            return None, failed
+        if choice.provider not in session.get_providers():
+            return None, ProviderUnavailableError(choice.provider, self.requested.name, session.get_providers(), choice.remedy)
+        problem = self._check_placement(session, choice, partial, fallback)
+        return (None, problem) if problem is not None else (session, None)
 
     def _create(self, ort: Any, choice: _providers.ProviderChoice, threads: int | None,
                 session_options: Any, provider_options: Mapping[str, str] | None) -> Any:
