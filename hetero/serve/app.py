@@ -102,6 +102,8 @@ def error_response(request: web.Request, exc: Exception) -> web.Response:
         status, message, headers = exc.status, exc.message, exc.headers
     elif isinstance(exc, (RequestPayloadError, HttpProcessingError)):  # a broken chunked or compressed body
         status, message = 400, f"the request body could not be read: {exc}"
+    elif isinstance(exc, ConnectionError):  # the client left mid-body: no one reads this answer, no bug to log
+        status, message = 400, f"the client closed the connection before its request body arrived ({exc})"
     elif isinstance(exc, (ProtocolError, InputError)):
         status, message = 400, str(exc)
     elif isinstance(exc, InferenceFailedError):
