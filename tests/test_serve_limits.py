@@ -279,3 +279,19 @@ def test_sigterm_stops_within_the_drain_timeout_while_clients_sit_silent(tmp_pat
         if process.poll() is None:
             process.kill()
             process.wait(timeout=10)
+
+
+def test_a_client_leaving_mid_body_is_not_logged_as_a_server_bug(server: ServerThread, model: NumpyServable,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("ERROR", logger="hetero.serve"):
+        with _connect(server) as sock:
+            sock.sendall(_head(1000) + b'{"inputs": [')
+            deadline = time.monotonic() + 5
+            while server.app[STATE].inflight < 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        deadline = time.monotonic() + 5
+        while server.app[STATE].inflight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.app[STATE].inflight == 0
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], [r.getMessage() for r in caplog.records]
+    _serves(server, model)
