@@ -40,6 +40,8 @@ def test_infer_benchmark_json_and_npz_inputs(files, tmp_path: Path, capsys: pyte
     report = json.loads(capsys.readouterr().out)
     assert report["benchmark"]["count"] == 20 and report["benchmark"]["p99_ms"] >= report["benchmark"]["p50_ms"]
     assert report["outputs"]["y"] == {"shape": [3, 4], "dtype": "float32"}
+    assert report["partial"] is False
+    assert report["placement"] in (None, {"Gemm": {"CPUExecutionProvider": 2}, "Relu": {"CPUExecutionProvider": 1}})
 
 
 def test_infer_errors_name_the_problem(files, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -322,18 +322,28 @@ def test_serve_command_builds_the_pool_and_serves_it(tmp_path: Path, monkeypatch
     parser, handlers = serve_parser()
     args = parser.parse_args(["serve", str(model_file), "--devices", "cpu,oneapi:0", "--port", "9001", "--host", "0.0.0.0",
                               "--max-batch", "32", "--max-body-mb", "2", "--replicas", "2", "--policy", "round-robin",
-                              "--fallback-cpu"])
+                              "--fallback-cpu", "--allow-partial"])
     assert handlers["serve"](args) == 0
     assert made == {"path": str(model_file), "devices": ["cpu", "oneapi:0"], "policy": "round-robin", "replicas": 2,
-                    "fallback": "cpu", "name": "resnet"}
+                    "fallback": "cpu", "partial": "allow", "name": "resnet"}
     assert served["pool"].name == "resnet"
-    assert {k: v for k, v in served.items() if k != "pool"} == {"host": "0.0.0.0", "port": 9001, "max_batch": 32,
-                                                                "max_body_bytes": 2 * 2**20, "workers": None}
+    assert {k: v for k, v in served.items() if k != "pool"} == {
+        "host": "0.0.0.0", "port": 9001, "max_batch": 32, "max_body_bytes": 2 * 2**20, "workers": None,
+        "max_json_bytes": None, "max_inflight_bytes": None, "max_concurrent": 64, "header_timeout": 10.0,
+        "body_timeout": 30.0, "shutdown_timeout": 5.0}
     made.clear()
     assert handlers["serve"](parser.parse_args(["serve", str(model_file), "--name", "clf"])) == 0
-    assert made["devices"] == "all" and made["fallback"] is None and made["name"] == "clf"
+    assert made["devices"] == "all" and made["fallback"] is None and made["name"] == "clf" and made["partial"] == "refuse"
     assert made["policy"] == "least-outstanding" and made["replicas"] == 1
     assert served["port"] == 8000 and served["host"] == "127.0.0.1" and served["max_body_bytes"] == 64 * 2**20
+    made.clear()
+    limits = ["--max-json-mb", "1", "--max-inflight-mb", "100", "--max-concurrent", "3", "--header-timeout", "2",
+              "--body-timeout", "4", "--drain-timeout", "0"]
+    assert handlers["serve"](parser.parse_args(["serve", str(model_file), *limits])) == 0
+    assert {k: served[k] for k in ("max_json_bytes", "max_inflight_bytes", "max_concurrent", "header_timeout",
+                                   "body_timeout", "shutdown_timeout")} == {
+        "max_json_bytes": 2**20, "max_inflight_bytes": 100 * 2**20, "max_concurrent": 3, "header_timeout": 2.0,
+        "body_timeout": 4.0, "shutdown_timeout": 0.0}
 
 
 def test_serve_command_refuses_a_missing_model_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -247,6 +247,15 @@ def test_metadata_shapes_mark_free_dimensions_with_minus_one() -> None:
 
 
 def test_unsendable_output_dtypes_and_error_bodies() -> None:
-    with pytest.raises(TypeError, match="NumPy dtype object has no KServe v2 datatype"):
-        encode_response("m", [("s", np.array(["a"], dtype=object), False)])
+    with pytest.raises(TypeError, match="NumPy dtype complex64 has no KServe v2 datatype"):
+        encode_response("m", [("c", np.zeros(2, np.complex64), False)])
+    # string tensors and sequences of maps (skl2onnx's ZipMap) go as BYTES: JSON strings, or length-prefixed
+    body, length = encode_response("m", [("s", np.array(["a", "bc"], dtype=object), False),
+                                         ("p", [{0: 0.5, 1: 0.5}], False)])
+    assert length is None and json.loads(body)["outputs"] == [
+        {"name": "s", "datatype": "BYTES", "shape": [2], "data": ["a", "bc"]},
+        {"name": "p", "datatype": "BYTES", "shape": [1], "data": ['{"0": 0.5, "1": 0.5}']}]
+    body, length = encode_response("m", [("s", np.array(["a", "bc"], dtype=object), True)])
+    assert json.loads(body[:length])["outputs"][0]["parameters"] == {"binary_data_size": 11}
+    assert body[length:] == b"\x01\x00\x00\x00a\x02\x00\x00\x00bc"
     assert json.loads(encode_error('bad "x"')) == {"error": 'bad "x"'}

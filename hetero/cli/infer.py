@@ -41,6 +41,9 @@ def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
                         help="an .npy file (NAME= for models with several inputs) or an .npz of all inputs; repeat")
     parser.add_argument("--device", default="auto", help="device (cpu, cuda:0, oneapi:0 ...; default auto)")
     parser.add_argument("--fallback-cpu", action="store_true", help="run on the CPU if the device's provider is missing")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="run the model split when the device's provider takes only some of its nodes (default: "
+                             "an error naming the ops that went to the CPU)")
     parser.add_argument("--benchmark", type=int, default=0, metavar="N", help="time N inferences after a warm-up")
     parser.add_argument("--output", type=Path, default=None, metavar="OUT.npz", help="write the outputs here")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -79,12 +82,35 @@ def read_feeds(specs: list[str], input_names: list[str]) -> dict[str, np.ndarray
     return feeds
 
 
-def _write_npz(path: Path, outputs: dict[str, np.ndarray]) -> None:
+def _write_npz(path: Path, outputs: dict[str, Any]) -> None:
+    """The outputs as an .npz that loads without pickle: a sequence of maps (or any value that is not
+    an array) as an array of JSON strings, one per item, as hetero serve sends it."""
     from hetero.core.files import atomic_write
+    from hetero.onnx.values import as_strings
 
+    arrays = {name: value if isinstance(value, np.ndarray) and value.dtype.kind != "O" else as_strings(value)
+              for name, value in outputs.items()}
     buffer = io.BytesIO()
-    np.savez(buffer, **outputs)  # type: ignore[arg-type]
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
     atomic_write(path, buffer.getvalue())
+
+
+def _describe(value: Any, onnx_type: str | None) -> dict[str, Any]:
+    """An output for the report: shape and dtype of an array, else its ONNX type and item count."""
+    if onnx_type is None and isinstance(value, np.ndarray):
+        return {"shape": list(value.shape), "dtype": value.dtype.name}
+    return {"type": onnx_type or type(value).__name__, "items": len(value) if hasattr(value, "__len__") else 1}
+
+
+def _line(name: str, value: Any, onnx_type: str | None) -> str:
+    if onnx_type is None and isinstance(value, np.ndarray):
+        flat = value.reshape(-1)
+        return (f"  {name}: {value.dtype.name}{list(value.shape)}  {np.array2string(flat[:6], precision=5)}"
+                + (" ..." if flat.size > 6 else ""))
+    described = _describe(value, onnx_type)
+    first = value[0] if isinstance(value, list) and value else value
+    text = repr(first)
+    return f"  {name}: {described['type']}, {described['items']} items  {text[:80]}" + (" ..." if len(text) > 80 else "")
 
 
 def _benchmark(session: Any, feeds: dict[str, np.ndarray], count: int) -> dict[str, float]:
@@ -103,6 +129,16 @@ def _benchmark(session: Any, feeds: dict[str, np.ndarray], count: int) -> dict[s
     return {"count": count, "seconds": total, "per_second": count / total, "p50_ms": p50, "p90_ms": p90, "p99_ms": p99}
 
 
+def _split(session: Any) -> str:
+    """`` (split: Cast x2 on CPUExecutionProvider)`` for a session that runs part of the model elsewhere."""
+    placement = session.placement()
+    if not session.partial or placement is None:
+        return ""
+    off = {f"{op} x{n} on {provider}" for op, where in placement.items() for provider, n in where.items()
+           if provider != session.provider}
+    return f" (split: {', '.join(sorted(off))})"
+
+
 def cmd_infer(args: argparse.Namespace) -> int:
     require("onnxruntime", extra="onnx", feature="hetero infer")
     from hetero.onnx import Session
@@ -110,11 +146,14 @@ def cmd_infer(args: argparse.Namespace) -> int:
     existing_file(args.model, "model file", "pass the path of an .onnx file")
     if args.benchmark < 0:
         raise UsageError("--benchmark N needs N >= 1")
-    session = Session(args.model, args.device, fallback="cpu" if args.fallback_cpu else None)
+    session = Session(args.model, args.device, fallback="cpu" if args.fallback_cpu else None,
+                      partial="allow" if args.allow_partial else "refuse")
     feeds = read_feeds(args.input, [spec.name for spec in session.inputs])
     outputs = session.run(feeds)
+    types = {spec.name: spec.onnx_type for spec in session.outputs}
     report: dict[str, Any] = {"device": session.device.name, "provider": session.provider, "fell_back": session.fell_back,
-                              "outputs": {k: {"shape": list(v.shape), "dtype": v.dtype.name} for k, v in outputs.items()}}
+                              "partial": session.partial, "placement": session.placement(),
+                              "outputs": {k: _describe(v, types[k]) for k, v in outputs.items()}}
     if args.benchmark:
         report["benchmark"] = _benchmark(session, feeds, args.benchmark)
     if args.output is not None:
@@ -124,11 +163,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
         return 0
     print(f"{args.model.name} on {session.device.name} via {session.provider}"
-          + (" (fell back to the CPU)" if session.fell_back else ""))
+          + (" (fell back to the CPU)" if session.fell_back else "") + _split(session))
     for name, value in outputs.items():
-        flat = value.reshape(-1)
-        print(f"  {name}: {value.dtype.name}{list(value.shape)}  {np.array2string(flat[:6], precision=5)}"
-              + (" ..." if flat.size > 6 else ""))
+        print(_line(name, value, types[name]))
     if args.benchmark:
         b = report["benchmark"]
         print(f"  {b['count']} inferences: {b['per_second']:.1f}/s, p50 {b['p50_ms']:.3f} ms, p90 {b['p90_ms']:.3f} ms, "

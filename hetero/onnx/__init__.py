@@ -17,7 +17,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hetero.onnx.errors import Attempt, InferenceFailedError, InputError, ModelError, ProviderUnavailableError
+from hetero.onnx.errors import (
+    Attempt,
+    ExternalDataError,
+    InferenceFailedError,
+    InputError,
+    ModelError,
+    NoMemberError,
+    ProviderFailedError,
+    ProviderUnavailableError,
+)
 from hetero.onnx.spec import TensorSpec
 
 if TYPE_CHECKING:
@@ -37,4 +46,5 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'hetero.onnx' has no attribute {name!r}")
 
 
-__all__ = ["Attempt", "InferenceFailedError", "InputError", "ModelError", "Pool", "ProviderUnavailableError", "Session", "TensorSpec"]
+__all__ = ["Attempt", "ExternalDataError", "InferenceFailedError", "InputError", "ModelError", "NoMemberError", "Pool",
+           "ProviderFailedError", "ProviderUnavailableError", "Session", "TensorSpec"]

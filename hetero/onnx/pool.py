@@ -30,17 +30,17 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from hetero.core.device import Device, HealthState
 from hetero.core.device_list import parse_devices
-from hetero.fault import event_bus, quarantine
+from hetero.core.errors import HeteroError
+from hetero.fault import event_bus, ort_errors, quarantine
 from hetero.fault.classify import Classification, classify
 from hetero.onnx import providers as _providers
-from hetero.onnx.errors import Attempt, InferenceFailedError, InputError, ModelError
+from hetero.onnx.errors import Attempt, InferenceFailedError, InputError, ModelError, NoMemberError
 from hetero.onnx.feeds import prepare
+from hetero.onnx.model_file import ModelSource, read_model
 from hetero.onnx.pool_stats import Latencies, PoolEvents
-from hetero.onnx.session import ModelSource, Session, describe, model_bytes, onnxruntime, probe_feeds
+from hetero.onnx.session import Session, onnxruntime, probe_feeds
 from hetero.onnx.spec import TensorSpec
 from hetero.scheduler.routing import DEFAULT_ROUTING, Router
 
@@ -78,31 +78,39 @@ class Pool:
     released), a comma-separated string (``"cpu,oneapi:0"``, as the command line takes) or a list of
     devices/names. ``replicas``: sessions per device. ``retries``: extra
     attempts per request. ``timeout``: seconds a request waits for a healthy member. ``fallback``,
-    ``threads``: as for :class:`Session`. ``quarantine_ttl``: seconds a faulty device stays out
+    ``partial``, ``threads``: as for :class:`Session`. ``quarantine_ttl``: seconds a faulty device stays out
     (None: its fault class's TTL). ``name``: the model's name (for servers and metrics).
     """
 
     def __init__(self, model: ModelSource, devices: str | Sequence[str | Device] = "all", *,
                  policy: str = DEFAULT_ROUTING, replicas: int = 1, retries: int = 3, timeout: float = 30.0,
-                 fallback: str | None = None, threads: int | None = None, quarantine_ttl: float | None = None,
-                 name: str = "model") -> None:
+                 fallback: str | None = None, partial: str = "refuse", threads: int | None = None,
+                 quarantine_ttl: float | None = None, name: str = "model") -> None:
         if replicas < 1 or retries < 0:
             raise ValueError(f"replicas must be >= 1 and retries >= 0, got replicas={replicas}, retries={retries}")
-        data = model_bytes(model)
+        model = read_model(model)  # read once: every member runs the same bytes
         self.name = name
         self.retries = retries
         self.timeout = timeout
         self.quarantine_ttl = quarantine_ttl
-        self._data, self._fallback, self._threads = data, fallback, threads
         self._members: dict[str, Member] = {}
-        for device in self._targets(devices):
-            for replica in range(replicas):
-                try:
-                    session = Session(data, device, fallback=fallback, threads=threads)
-                except ModelError as exc:  # named by the file it came from, not "the model's bytes"
-                    raise ModelError(describe(model), exc.reason) from None
-                member = Member(f"{device.name}#{replica}", session)
-                self._members[member.name] = member
+        #: devices ``all`` found but whose provider could not run the model: device name -> why
+        self.left_out: dict[str, str] = {}
+        for device, found in self._targets(devices):
+            try:
+                sessions = [Session(model, device, fallback=fallback, partial=partial, threads=threads)
+                            for _ in range(replicas)]
+            except ModelError:
+                raise  # the model itself: every device would refuse it
+            except Exception as error:
+                if not found or not (isinstance(error, HeteroError) or ort_errors.is_ort_error(error)):
+                    raise  # a device named on purpose is strict; a bug is not a device's problem
+                self._leave_out(device, error)
+                continue
+            for replica, session in enumerate(sessions):
+                self._members[f"{device.name}#{replica}"] = Member(f"{device.name}#{replica}", session)
+        if not self._members:
+            raise NoMemberError(name, self.left_out)
         self._router = Router(list(self._members), policy)
         self._latencies = {name: Latencies() for name in self._members}
         self._events = PoolEvents()
@@ -117,18 +125,26 @@ class Pool:
         self._check_external(force=True)
 
     # -- building -----------------------------------------------------------------------------
-    def _targets(self, devices: str | Sequence[str | Device]) -> list[Device]:
+    def _targets(self, devices: str | Sequence[str | Device]) -> list[tuple[Device, bool]]:
         """The devices ``devices`` names (:func:`hetero.core.device_list.parse_devices`: ``"cpu,oneapi:0"``
-        or a list; ``all``: every device with an installed provider)."""
+        or a list; ``all``: every device with an installed provider), each with whether ``all`` found
+        it (then a provider that cannot run the model leaves it out; a device named on purpose must work)."""
         import hetero
 
-        chosen: list[Device] = []
+        chosen: list[tuple[Device, bool]] = []
         for entry in parse_devices(devices):
             # the pool's candidates: a quarantined one is benched by the pool, not refused here
             found = (self._with_providers() if entry == "all" else
                      [entry if isinstance(entry, Device) else hetero.device(entry, allow_quarantined=True)])
-            chosen += [d for d in found if all(d.name != c.name for c in chosen)]
+            chosen += [(d, entry == "all") for d in found if all(d.name != c.name for c, _ in chosen)]
         return chosen
+
+    def _leave_out(self, device: Device, error: BaseException) -> None:
+        """Keep a device ``all`` found out of the pool: its provider cannot run the model (said once, here)."""
+        why = f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+        self.left_out[device.name] = why
+        log.warning("pool %r: %s left out: %s", self.name, device.name, why)
+        event_bus.publish("pool-member-out", pool=self.name, device=device.name, reason=why, members=[])
 
     def _with_providers(self) -> list[Device]:
         """Every device with an installed ONNX Runtime provider (the CPU when none has one)."""
@@ -145,7 +161,7 @@ class Pool:
 
     # -- serving ------------------------------------------------------------------------------
     def run(self, feeds: Mapping[str, Any], outputs: Sequence[str] | None = None, *,
-            timeout: float | None = None) -> dict[str, np.ndarray]:
+            timeout: float | None = None) -> dict[str, Any]:
         """Answer one request on a healthy member (see the module docstring). Thread-safe."""
         if self._closed:
             raise RuntimeError(f"pool {self.name!r} is closed")
@@ -174,7 +190,7 @@ class Pool:
         return self._retry(ready, outputs, timeout, [], set())
 
     def _retry(self, ready: Any, outputs: Sequence[str] | None, timeout: float | None, history: list[Attempt],
-               tried: set[str]) -> dict[str, np.ndarray]:
+               tried: set[str]) -> dict[str, Any]:
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while True:
             name = self._router.acquire(exclude=tried) or self._router.acquire()

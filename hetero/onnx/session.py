@@ -11,7 +11,12 @@ stdout (the wrapper's ``_enable_fallback``, on for CUDA and TensorRT). Here the 
 off (``disable_fallback()``) and checks ``get_providers()`` once it exists; a missing provider raises
 :class:`ProviderUnavailableError` (naming the provider, the device and what to install), or with
 ``fallback="cpu"`` runs on the CPU *and says so*: a warning and a ``provider-fallback`` event on
-the fault bus. Every ``run`` counts as an inference for fault rules of the ``infer`` op, and an
+the fault bus. A bound provider can still be given none of the model's nodes, or some, while
+``get_providers()`` lists it first (OpenVINO ran no node of a scikit-learn model): the session
+reads where ONNX Runtime put each node (:mod:`hetero.onnx.placement`, :meth:`Session.placement`)
+and treats a provider given no node as missing, and one given part of the model as an error
+naming the ops that went elsewhere, unless ``partial="allow"`` (or ``fallback="cpu"``) accepts
+the split, announced with a ``provider-partial`` event. Every ``run`` counts as an inference for fault rules of the ``infer`` op, and an
 ONNX Runtime error that is a device error comes out as hetero's (:mod:`hetero.fault.ort_errors`),
 so :func:`hetero.fault.classify`, the guard and :class:`hetero.onnx.Pool` treat it as any other.
 """
@@ -19,11 +24,9 @@ so :func:`hetero.fault.classify`, the guard and :class:`hetero.onnx.Pool` treat 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,13 +36,14 @@ from hetero.core.notices import notice
 from hetero.core.optional import require
 from hetero.fault import event_bus, injection_infer, ort_errors
 from hetero.onnx import feeds as _feeds
+from hetero.onnx import placement as _placement
 from hetero.onnx import providers as _providers
-from hetero.onnx.errors import InputError, ModelError, ProviderUnavailableError
+from hetero.onnx.errors import InputError, ModelError, ProviderFailedError, ProviderUnavailableError
+from hetero.onnx.model_file import ModelFile, ModelSource, describe, model_bytes, read_model
 from hetero.onnx.spec import TensorSpec, from_node_arg
 
 log = logging.getLogger("hetero.onnx")
 
-ModelSource = str | os.PathLike[str] | bytes | Any  # a path, the serialized bytes, or an onnx.ModelProto
 
 
 def onnxruntime() -> Any:
@@ -47,30 +51,9 @@ def onnxruntime() -> Any:
     return require("onnxruntime", extra="onnx", feature="hetero.onnx")
 
 
-def model_bytes(model: ModelSource) -> bytes:
-    """The serialized model: read from a path, or a ModelProto serialized (nothing is executed)."""
-    if isinstance(model, (bytes, bytearray, memoryview)):
-        return bytes(model)
-    if hasattr(model, "SerializeToString"):
-        return bytes(model.SerializeToString())
-    if isinstance(model, (str, os.PathLike)):
-        path = Path(model)
-        if not path.is_file():
-            raise FileNotFoundError(f"no ONNX model at {str(path)!r}" + (" (it is a directory)" if path.is_dir() else ""))
-        return path.read_bytes()
-    raise TypeError(f"model must be a path, the model's bytes or an onnx.ModelProto, got {type(model).__name__}")
-
-
 #: ONNX Runtime's errors that, raised while a session is made, say the model itself is not loadable.
 _NOT_A_MODEL = ("InvalidProtobuf", "InvalidGraph", "NoModel", "InvalidArgument")
 _ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")
-
-
-def describe(model: ModelSource) -> str:
-    """How an error names ``model``: its path as given, else what it is."""
-    if isinstance(model, (str, os.PathLike)):
-        return str(model)
-    return "the model's bytes" if isinstance(model, (bytes, bytearray, memoryview)) else "the ModelProto"
 
 
 def open_session(ort: Any, data: bytes, source: str, **options: Any) -> Any:
@@ -103,34 +86,36 @@ def resolve_device(device: str | Device) -> Device:
 class Session:
     """An ONNX Runtime session on one hetero device.
 
-    ``model``: a path, the model's bytes or an ``onnx.ModelProto``. ``device``: a Device, a name
+    ``model``: a path, the model's bytes or an ``onnx.ModelProto`` (external data only from a path:
+    it is read from the model's folder, see :mod:`hetero.onnx.model_file`). ``device``: a Device, a name
     (``cuda:0``, ``oneapi:0``, ``cpu``) or ``"auto"``. ``fallback="cpu"``: run on the CPU when the
-    device's provider cannot be bound (announced), instead of raising. ``threads``: ONNX Runtime's
+    device's provider cannot be bound or is given none of the model's nodes (announced), instead of
+    raising; it also lets part of the model run on the CPU. ``partial="allow"``: run the model split
+    when ONNX Runtime gives some of its nodes to the CPU (announced; :meth:`placement` says which),
+    instead of raising (the default, ``"refuse"``). ``threads``: ONNX Runtime's
     intra-op threads (None: its default). ``session_options``: an ``onnxruntime.SessionOptions``
     to start from. ``provider_options``: extra options for the device's provider.
     """
 
     def __init__(self, model: ModelSource, device: str | Device = "auto", *, fallback: str | None = None,
-                 threads: int | None = None, session_options: Any = None,
+                 partial: str = "refuse", threads: int | None = None, session_options: Any = None,
                  provider_options: Mapping[str, str] | None = None) -> None:
         if fallback not in (None, "cpu"):
             raise ValueError(f"fallback must be None or 'cpu', got {fallback!r}")
+        if partial not in ("refuse", "allow"):
+            raise ValueError(f"partial must be 'refuse' or 'allow', got {partial!r}")
         ort = onnxruntime()
-        data = model_bytes(model)
-        self._source = describe(model)
+        self.model: ModelFile = read_model(model)
+        self._source = self.model.source
         self.requested: Device = resolve_device(device)
         self.device: Device = self.requested
         self.fell_back = False
+        self.partial = False  # some nodes run on another provider than the device's
+        self._placement: _placement.Placement | None = None
         choice = _providers.choose(ort, self.requested)
         session = None
         if choice is not None:
-            session = self._create(ort, data, choice, threads, session_options, provider_options)
-            if choice.provider not in session.get_providers():
-                bound = session.get_providers()
-                session = None
-                problem = ProviderUnavailableError(choice.provider, self.requested.name, bound, choice.remedy)
-            else:
-                problem = None
+            session, problem = self._open(ort, choice, partial, fallback, threads, session_options, provider_options)
         else:
             wanted = _providers.wanted(self.requested) or "execution provider"
             problem = ProviderUnavailableError(wanted, self.requested.name, [], _providers.remedy(self.requested.backend))
@@ -138,7 +123,7 @@ class Session:
             assert problem is not None
             if fallback != "cpu":
                 raise problem
-            session = self._fall_back(ort, data, problem, threads, session_options)
+            session = self._fall_back(ort, problem, threads, session_options)
         # ONNX Runtime's Python wrapper has a second silent fallback: when run() meets an EPFail (and
         # at creation, for CUDA and TensorRT) it moves the session to its fallback providers (the CPU)
         # with a print() to stdout, and retries. Off: the error reaches hetero's classifier instead.
@@ -146,14 +131,71 @@ class Session:
         self._session = session
         self.provider: str = session.get_providers()[0]
         self.inputs: tuple[TensorSpec, ...] = tuple(from_node_arg(a) for a in session.get_inputs())
-        self.outputs: tuple[TensorSpec, ...] = tuple(from_node_arg(a) for a in session.get_outputs())
+        self.outputs: tuple[TensorSpec, ...] = tuple(from_node_arg(a, output=True) for a in session.get_outputs())
         self._output_names = [spec.name for spec in self.outputs]
 
-    def _create(self, ort: Any, data: bytes, choice: _providers.ProviderChoice, threads: int | None,
-                session_options: Any, provider_options: Mapping[str, str] | None) -> Any:
+    def _options(self, ort: Any, session_options: Any, threads: int | None) -> Any:
+        """The SessionOptions to open with: the caller's or new ones, the threads, the model's folder,
+        the placement recorded."""
         options = session_options if session_options is not None else ort.SessionOptions()
         if threads is not None:
             options.intra_op_num_threads = threads
+        self.model.configure(options)
+        _placement.record(ort, options)
+        return options
+
+    def _check_placement(self, session: Any, choice: _providers.ProviderChoice, partial: str,
+                         fallback: str | None) -> ProviderUnavailableError | None:
+        """None when the device's provider runs the model: all of it, or part of it where that is
+        allowed (announced). The error when it runs none of it (the caller may fall back); raised
+        when it runs part and that is not allowed."""
+        found = self._placement = _placement.read(session)
+        if found is None or choice.provider == _providers.CPU:
+            return None
+        off = found.off(choice.provider)
+        if not off:
+            return None
+        placed = found.count(choice.provider)
+        problem = ProviderUnavailableError(choice.provider, self.requested.name, session.get_providers(), choice.remedy,
+                                           ops=off, placed=placed)
+        if placed == 0:
+            return problem
+        if partial != "allow" and fallback != "cpu":
+            raise problem
+        self.partial = True
+        others = found.elsewhere(choice.provider)
+        why = "partial='allow'" if partial == "allow" else "fallback='cpu'"
+        notice(log, f"{self.requested.name}: {choice.provider} runs {placed} of the model's nodes, {', '.join(others)} "
+                    f"the other {sum(off.values())} ({_placement.describe(off)}) ({why})")
+        event_bus.publish("provider-partial", device=self.requested.name, provider=choice.provider, to=others, ops=off,
+                          placed=placed)
+        return None
+
+    def _open(self, ort: Any, choice: _providers.ProviderChoice, partial: str, fallback: str | None, threads: int | None,
+              session_options: Any, provider_options: Mapping[str, str] | None) -> tuple[Any, ProviderUnavailableError | None]:
+        """A session on the device's provider; or None and why not, for the caller to raise or fall
+        back on: the provider was not bound, was given no node, or could not build the model (an
+        ONNX Runtime error other than a bad model, such as OpenVINO's EPFail on a KNN)."""
+        try:
+            session = self._create(ort, choice, threads, session_options, provider_options)
+        except ModelError:
+            raise
+        except Exception as error:
+            if choice.provider == _providers.CPU or not ort_errors.is_ort_error(error):
+                raise
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            failed = ProviderFailedError(choice.provider, self.requested.name, self._source, _ORT_PREFIX.sub("", first))
+            failed.__cause__ = error
+            return None, failed
+        if choice.provider not in session.get_providers():
+            return None, ProviderUnavailableError(choice.provider, self.requested.name, session.get_providers(), choice.remedy)
+        problem = self._check_placement(session, choice, partial, fallback)
+        return (None, problem) if problem is not None else (session, None)
+
+    def _create(self, ort: Any, choice: _providers.ProviderChoice, threads: int | None,
+                session_options: Any, provider_options: Mapping[str, str] | None) -> Any:
+        data = self.model.data
+        options = self._options(ort, session_options, threads)
         if choice.ep_devices:  # a plugin EP: bound to its devices through the options
             options.add_provider_for_devices(choice.ep_devices, {**choice.ep_options, **(provider_options or {})})
             return open_session(ort, data, self._source, sess_options=options)
@@ -164,7 +206,7 @@ class Session:
             providers[0] = (providers[0], dict(provider_options))
         return open_session(ort, data, self._source, sess_options=options, providers=providers)
 
-    def _fall_back(self, ort: Any, data: bytes, problem: ProviderUnavailableError, threads: int | None,
+    def _fall_back(self, ort: Any, problem: ProviderUnavailableError, threads: int | None,
                    session_options: Any) -> Any:
         import hetero
 
@@ -173,22 +215,29 @@ class Session:
         notice(log, f"{problem}; running on the CPU instead (fallback='cpu')")
         event_bus.publish("provider-fallback", device=self.requested.name, provider=problem.provider,
                           bound=["CPUExecutionProvider"], to="cpu", reason=str(problem))
-        options = session_options if session_options is not None else ort.SessionOptions()
-        if threads is not None:
-            options.intra_op_num_threads = threads
-        return open_session(ort, data, self._source, sess_options=options, providers=[_providers.CPU])
+        options = self._options(ort, session_options, threads)
+        session = open_session(ort, self.model.data, self._source, sess_options=options, providers=[_providers.CPU])
+        self._placement = _placement.read(session)
+        return session
+
+    def placement(self) -> dict[str, dict[str, int]] | None:
+        """Which provider runs what: op type -> provider -> nodes (after ONNX Runtime's graph rewrites,
+        so fused ops appear under their fused names). None when this ONNX Runtime cannot say (< 1.24)."""
+        return None if self._placement is None else self._placement.by_op()
 
     @property
     def ort_session(self) -> Any:
         """The ``onnxruntime.InferenceSession`` underneath."""
         return self._session
 
-    def run(self, feeds: Mapping[str, Any], outputs: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-        """Run the model on ``feeds`` (input name -> array); the outputs by name (all, or ``outputs``)."""
+    def run(self, feeds: Mapping[str, Any], outputs: Sequence[str] | None = None) -> dict[str, Any]:
+        """Run the model on ``feeds`` (input name -> array); the outputs by name (all, or ``outputs``):
+        arrays, and for an output that is not a numeric tensor what ONNX Runtime gives (a sequence of
+        maps, skl2onnx's ZipMap, is a list of dicts)."""
         ready = _feeds.prepare(feeds, self.inputs)
         return self.run_prepared(ready, outputs)
 
-    def run_prepared(self, ready: _feeds.Feeds, outputs: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    def run_prepared(self, ready: _feeds.Feeds, outputs: Sequence[str] | None = None) -> dict[str, Any]:
         """``run`` for feeds :func:`hetero.onnx.feeds.prepare` has checked (a pool checks once per request)."""
         names = self._output_names if outputs is None else self._check_outputs(outputs)
         injection_infer.check(self.device)
@@ -243,7 +292,7 @@ class Session:
         return time.perf_counter() - started
 
     def __repr__(self) -> str:
-        via = f" (fell back from {self.requested.name})" if self.fell_back else ""
+        via = f" (fell back from {self.requested.name})" if self.fell_back else " (split across providers: placement())" if self.partial else ""
         return f"<hetero.onnx.Session on {self.device.name} via {self.provider}{via}>"
 
 

@@ -5,6 +5,8 @@ Inference Server speaks, so ``tritonclient.http`` and KServe clients work unchan
   binary tensor extension, pure NumPy;
 - :mod:`hetero.serve.app`: :func:`make_app`, the aiohttp application (health, metadata, infer,
   ``/metrics``) over a :class:`~hetero.serve.servable.Servable` such as :class:`hetero.onnx.Pool`;
+- :mod:`hetero.serve.limits`: what a client may take: timeouts for a request's head and body,
+  body and JSON caps, requests and body bytes at once, the drain on shutdown;
 - :mod:`hetero.serve.metrics`: the Prometheus metrics, request counts and the pool's members;
 - :mod:`hetero.serve.runner`: :func:`serve` (blocking, SIGINT/SIGTERM shut down gracefully) and
   :class:`~hetero.serve.runner.ServerThread` (a background server for tests and benchmarks).

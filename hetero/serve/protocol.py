@@ -5,6 +5,12 @@ JSON, raw little-endian tensor bytes follow in input order) are both read and wr
 
 Anything malformed raises :class:`ProtocolError`, which the server answers with HTTP 400 and
 ``{"error": message}``.
+
+An output that is not a numeric tensor (a sequence of maps from skl2onnx's ``ZipMap``, a map, a
+string tensor) goes out as the protocol's BYTES datatype: one element per row (a map, or a string),
+each a JSON text (``{"0": 0.93, "1": 0.04}``: JSON object keys are strings), in JSON as a list of
+strings, in binary as each element's 4-byte little-endian length and bytes, as Triton sends BYTES.
+BYTES inputs are still refused.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import numpy as np
 
 from hetero.core.errors import HeteroError
 from hetero.onnx.spec import TensorSpec
+from hetero.onnx.values import json_elements
 
 #: KServe v2 datatype names -> the NumPy dtype of their wire form (little-endian).
 DATATYPES: dict[str, np.dtype] = {name: np.dtype(code) for name, code in (
@@ -106,27 +113,62 @@ def _shape(value: list[Any], where: str) -> tuple[int, ...]:
     return tuple(value)
 
 
+def _check_size(shape: tuple[int, ...], dtype: np.dtype, datatype: str, where: str, limit: int | None) -> int:
+    """The bytes a tensor of ``shape`` takes, refused over ``limit`` before anything is made. A zero
+    dimension makes the tensor empty, but NumPy still multiplies out the others (``[0, 2**62]``
+    raises), so they are held to the limit on their own."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    others = math.prod(d for d in shape if d) * dtype.itemsize
+    if limit is not None and max(nbytes, others) > limit:
+        what = (f"needs {nbytes} bytes" if nbytes else
+                f"is empty, but its other dimensions alone need {others} bytes")
+        raise ProtocolError(f"{where}: {datatype} {list(shape)} {what}, over the limit of {limit} bytes a request's tensors "
+                            "may take (hetero serve --max-body-mb)")
+    return nbytes
+
+
+def _sample(values: np.ndarray, fits: Any) -> str:
+    """A value of ``values`` that ``fits`` refuses (else the first), as JSON, for an error message."""
+    flat = values.ravel()
+    value = next((v for v in flat if not fits(v)), flat[0])
+    value = value.item() if isinstance(value, np.generic) else value
+    return json.dumps(value, default=repr)[:40]
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+_WHAT = {"b": "true or false", "i": "integers", "u": "integers", "f": "numbers"}
+
+
 def _from_json(data: Any, shape: tuple[int, ...], datatype: str, dtype: np.dtype, where: str) -> np.ndarray:
     """The array of a JSON ``data`` field, flat or nested (row-major), checked against datatype and shape."""
+    if not isinstance(data, list):
+        raise ProtocolError(f"{where}: 'data' must be a list of {_WHAT[dtype.kind]} (flat or nested), got "
+                            f"{json.dumps(data)[:40]}")
     try:
         array = np.asarray(data)
-    except (ValueError, TypeError) as exc:  # ragged nesting
+    except (ValueError, TypeError, RecursionError) as exc:  # ragged nesting
         raise ProtocolError(f"{where}: 'data' must be a list of numbers, flat or evenly nested ({exc})") from exc
     if dtype.kind in "iu" and array.dtype.kind in "fO":
         # NumPy makes float64 of [0, 2**64 - 1] and objects of ints past 64 bits: look at the values themselves.
         values = np.asarray(data, dtype=object).ravel()
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        if all(_is_integer(v) for v in values):
             array = values
     want = math.prod(shape)
     if array.size != want:
         raise ProtocolError(f"{where}: shape {list(shape)} needs {want} elements, 'data' has {array.size}")
     if array.size == 0:
         return np.empty(shape, dtype=dtype.newbyteorder("="))
-    kinds = {"b": "b", "i": "iuO", "u": "iuO", "f": "iuf"}[dtype.kind]
-    if array.dtype.kind not in kinds:
-        what = {"b": "true or false", "i": "integers", "u": "integers", "f": "numbers"}[dtype.kind]
-        raise ProtocolError(f"{where}: 'data' must hold {what} for datatype {datatype}, got values such as "
-                            f"{json.dumps(array.ravel()[0].item(), default=repr)[:40]}")
+    kinds = {"b": "b", "i": "iu", "u": "iu", "f": "iuf"}[dtype.kind]
+    if array.dtype.kind == "O" and dtype.kind in "iu" and all(_is_integer(v) for v in array.ravel()):
+        pass  # integers past 64 bits: the range check below names them
+    elif array.dtype.kind not in kinds:
+        fits = {"b": lambda v: isinstance(v, (bool, np.bool_)), "i": _is_integer, "u": _is_integer,
+                "f": lambda v: isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))}
+        raise ProtocolError(f"{where}: 'data' must hold {_WHAT[dtype.kind]} for datatype {datatype}, got values such as "
+                            f"{_sample(array, fits[dtype.kind])}")
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         low, high = array.min(), array.max()
@@ -138,9 +180,10 @@ def _from_json(data: Any, shape: tuple[int, ...], datatype: str, dtype: np.dtype
     return array.astype(dtype.newbyteorder("=")).reshape(shape)
 
 
-def decode_request(body: bytes, header_length: str | int | None = None) -> InferRequest:
+def decode_request(body: bytes, header_length: str | int | None = None, max_tensor_bytes: int | None = None) -> InferRequest:
     """Decode an inference request body; ``header_length`` is the ``Inference-Header-Content-Length``
-    header (None: the whole body is JSON)."""
+    header (None: the whole body is JSON); ``max_tensor_bytes``: the most the request's input
+    tensors may take together, checked from each shape and datatype before the tensor is made."""
     binary = b""
     if header_length is not None:
         try:
@@ -168,8 +211,11 @@ def decode_request(body: bytes, header_length: str | int | None = None) -> Infer
         raise ProtocolError("request: 'inputs' is empty; send one entry per model input")
     feeds: dict[str, np.ndarray] = {}
     offset = 0
+    budget = max_tensor_bytes
     for i, entry in enumerate(inputs):
-        array, used = _decode_input(entry, i, binary, offset, has_header=header_length is not None)
+        array, used = _decode_input(entry, i, binary, offset, header_length is not None, budget)
+        if budget is not None:
+            budget -= array.nbytes
         name = entry["name"]
         if name in feeds:
             raise ProtocolError(f"request: input {name!r} appears twice in 'inputs'")
@@ -181,8 +227,10 @@ def decode_request(body: bytes, header_length: str | int | None = None) -> Infer
     return InferRequest(feeds, _decode_outputs(request, binary_output), binary_output, request_id, parameters)
 
 
-def _decode_input(entry: Any, index: int, binary: bytes, offset: int, has_header: bool) -> tuple[np.ndarray, int]:
-    """One ``inputs`` entry as an array, and how many bytes of ``binary`` (from ``offset``) it took."""
+def _decode_input(entry: Any, index: int, binary: bytes, offset: int, has_header: bool,
+                  limit: int | None) -> tuple[np.ndarray, int]:
+    """One ``inputs`` entry as an array, and how many bytes of ``binary`` (from ``offset``) it took;
+    ``limit``: the bytes it may take."""
     if not isinstance(entry, dict):
         raise ProtocolError(f"request: inputs[{index}] must be an object with name, shape, datatype and data")
     where = f"inputs[{index}]"
@@ -191,6 +239,7 @@ def _decode_input(entry: Any, index: int, binary: bytes, offset: int, has_header
     shape = _shape(_get(entry, "shape", list, where), where)
     datatype = _get(entry, "datatype", str, where)
     dtype = _dtype(datatype, where)
+    _check_size(shape, dtype, datatype, where, limit)
     parameters = _parameters(entry, where)
     size = parameters.get("binary_data_size")
     if size is None:
@@ -234,21 +283,35 @@ def _decode_outputs(request: dict[str, Any], default: bool) -> tuple[RequestedOu
     return tuple(outputs)
 
 
-def encode_response(model: str, results: Sequence[tuple[str, np.ndarray, bool]], request_id: str | None = None,
+def _is_numeric(value: Any) -> bool:
+    """An array that goes as numbers (a complex one too, which :func:`datatype_of` refuses by name)."""
+    return isinstance(value, np.ndarray) and value.dtype.kind not in "OSU"
+
+
+def encode_response(model: str, results: Sequence[tuple[str, Any, bool]], request_id: str | None = None,
                     version: str = "1") -> tuple[bytes, int | None]:
-    """The body of an inference response for ``(name, array, binary)`` results, and the length of its
-    JSON part when raw tensor bytes follow (the ``Inference-Header-Content-Length``), else None."""
+    """The body of an inference response for ``(name, value, binary)`` results, and the length of its
+    JSON part when raw tensor bytes follow (the ``Inference-Header-Content-Length``), else None. A
+    value that is not a numeric array goes as BYTES (:func:`hetero.onnx.values.json_elements`)."""
     outputs: list[dict[str, Any]] = []
     chunks: list[bytes] = []
-    for name, array, binary in results:
-        datatype = datatype_of(array.dtype)
-        entry: dict[str, Any] = {"name": name, "datatype": datatype, "shape": list(array.shape)}
+    for name, value, binary in results:
+        if _is_numeric(value):
+            datatype, shape = datatype_of(value.dtype), list(value.shape)
+        else:
+            elements, shape = json_elements(value)
+            datatype = "BYTES"
+        entry: dict[str, Any] = {"name": name, "datatype": datatype, "shape": shape}
         if binary:
-            raw = np.ascontiguousarray(array, dtype=DATATYPES[datatype]).tobytes()
+            if datatype == "BYTES":
+                raw = b"".join(len(e).to_bytes(4, "little") + e for e in elements)
+            else:
+                raw = np.ascontiguousarray(value, dtype=DATATYPES[datatype]).tobytes()
             entry["parameters"] = {"binary_data_size": len(raw)}
             chunks.append(raw)
         else:
-            entry["data"] = array.ravel().tolist()
+            entry["data"] = ([e.decode("utf-8", "backslashreplace") for e in elements] if datatype == "BYTES"
+                             else value.ravel().tolist())
         outputs.append(entry)
     response: dict[str, Any] = {"model_name": model, "model_version": version, "outputs": outputs}
     if request_id is not None:
@@ -265,7 +328,10 @@ def encode_error(message: str) -> bytes:
 
 
 def tensor_metadata(spec: TensorSpec) -> dict[str, Any]:
-    """A model metadata tensor entry; free dimensions are -1."""
+    """A model metadata tensor entry; free dimensions are -1. An output that is not a numeric tensor
+    is BYTES of unknown length (``[-1]``)."""
+    if not spec.is_tensor:
+        return {"name": spec.name, "datatype": "BYTES", "shape": [-1]}
     return {"name": spec.name, "datatype": datatype_of(spec.dtype), "shape": [-1 if d is None else d for d in spec.shape]}
 
 

@@ -18,12 +18,24 @@ from hetero.serve.servable import Servable
 
 log = logging.getLogger(__name__)
 
+#: Seconds aiohttp's shutdown waits for handlers after the app's drain, before it cancels them.
+SHUTDOWN_GRACE = 0.5
+#: Seconds the rest of a refused body is read and dropped (aiohttp's default, 10 s, held slow clients).
+LINGER = 1.0
+
 
 async def start(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
     """Start serving ``app`` on ``host:port`` (0: any free port); returns the runner and the bound port.
     Raises ``OSError`` naming the address when it cannot be bound."""
     # No access log: a line per request costs more than a small inference; /metrics counts them.
-    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=app[STATE].shutdown_timeout, access_log=None)
+    # keepalive_timeout: aiohttp closes a connection that has not sent a whole request head within it
+    # (from its opening or its last answer); the app's drain has already waited for the requests
+    # being run when aiohttp's own shutdown wait starts, so that one is only a short grace.
+    # lingering_time: after an answer sent before the body was read (408, 413, 503), aiohttp reads and
+    # drops the rest for this long, so a client still sending gets the answer rather than a reset.
+    limits = app[STATE].limits
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=min(SHUTDOWN_GRACE, limits.drain_timeout),
+                           keepalive_timeout=limits.header_timeout, lingering_time=LINGER, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
@@ -67,7 +79,8 @@ async def _serve(model: Servable, host: str, port: int, app_options: dict[str, A
 def serve(model: Servable, host: str = "127.0.0.1", port: int = 8000, **app_options: Any) -> None:
     """Serve ``model`` over the KServe v2 HTTP protocol on ``host:port`` until SIGINT or SIGTERM; then
     answer the requests in flight, stop, and close the model. ``app_options`` go to
-    :func:`hetero.serve.app.make_app` (max_batch, max_body_bytes, workers, shutdown_timeout)."""
+    :func:`hetero.serve.app.make_app` (max_batch, max_body_bytes, workers, shutdown_timeout and the
+    other limits)."""
     try:
         asyncio.run(_serve(model, host, port, app_options))
     except asyncio.CancelledError:  # a second signal

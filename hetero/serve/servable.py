@@ -29,8 +29,9 @@ class Servable(Protocol):
     def outputs(self) -> tuple[TensorSpec, ...]:
         ...
 
-    def run(self, feeds: dict[str, np.ndarray], outputs: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    def run(self, feeds: dict[str, np.ndarray], outputs: Sequence[str] | None = None) -> dict[str, Any]:
         """Compute ``outputs`` (None: every output) from ``feeds``; blocking, safe to call from many threads.
+        An output whose spec is not a numeric tensor may be any JSON-able value (a list of dicts).
         Raises :class:`hetero.onnx.errors.InputError` for a feed that does not fit and
         :class:`hetero.onnx.errors.InferenceFailedError` when no device could answer."""
         ...
