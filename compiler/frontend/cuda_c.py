@@ -37,7 +37,8 @@ from hetero.core.errors import CompileError
 from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from hetero.compiler.ir import nodes as ir, passes
-from hetero.compiler.frontend.cuda_c_cursors import TreeTooDeep, check_depth, children, recursion_room, walk
+from hetero.compiler.frontend import cuda_c_bounds
+from hetero.compiler.frontend.cuda_c_cursors import TreeTooDeep, check_depth, children, declarations, recursion_room, walk
 from hetero.compiler.frontend.cuda_c_limits import check_nesting
 from hetero.compiler.frontend.cuda_c_memory import VECTOR_PRELUDE, MemoryAccess, Pointer, vector_type
 from hetero.compiler.ir.queries import own_expressions
@@ -219,7 +220,9 @@ class Source:
                 *(f"-I{d}" for d in self.folders), f"-I{os.path.join(work, 'stand-ins')}",
                 *(f"-D{d}" for d in self.defines), "-Wno-everything",
                 "-ferror-limit=0"]  # host code a kernel file also holds may fail: clang must read on to the end
-        return cindex.Index.create().parse(self.path, args=args, unsaved_files=[(self.path, code)])
+        files = [(self.path, code)]
+        cuda_c_bounds.check_parse(self.path, args, files)  # time, memory and size, in a child process first
+        return cindex.Index.create().parse(self.path, args=args, unsaved_files=files)
 
     def kernel(self, name: str, shared_bytes: int = 0) -> ir.Function:
         """The kernel ``name`` (``"vectorAdd"``, or a template by name: ``"MatrixMulCUDA<32>"``) as IR,
@@ -244,7 +247,7 @@ class Source:
         a Python kernel calls (:func:`hetero.compat.cuda.declare_device`)."""
         cindex = _clang()
         self.shared_bytes = 0
-        for cursor in walk(self._tu.cursor):
+        for cursor in declarations(self._tu):
             if cursor.kind == cindex.CursorKind.FUNCTION_DECL and cursor.spelling == name and cursor.is_definition() \
                     and any(c.kind == cindex.CursorKind.CUDADEVICE_ATTR for c in children(cursor)):
                 self._check(cursor)
@@ -277,7 +280,7 @@ class Source:
 
     def _find(self, name: str) -> Any:
         cindex = _clang()
-        for cursor in walk(self._tu.cursor):
+        for cursor in declarations(self._tu):
             if cursor.kind in (cindex.CursorKind.FUNCTION_DECL, cindex.CursorKind.FUNCTION_TEMPLATE) \
                     and cursor.spelling == name and cursor.is_definition() \
                     and any(c.kind == cindex.CursorKind.CUDAGLOBAL_ATTR for c in children(cursor)):
@@ -326,7 +329,7 @@ class Source:
         unit.code = text
         unit.depths = {}
         unit._tu = unit._parse(text)
-        for cursor in walk(unit._tu.cursor):
+        for cursor in declarations(unit._tu):
             if cursor.kind == cindex.CursorKind.NAMESPACE and cursor.spelling == instance:
                 for inner in children(cursor):
                     if inner.kind == cindex.CursorKind.FUNCTION_DECL and inner.spelling == base:

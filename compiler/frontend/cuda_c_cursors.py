@@ -76,6 +76,22 @@ def walk(cursor: Any) -> Iterator[Any]:
         stack.extend(reversed(children(node)))
 
 
+_SCOPES = frozenset({"TRANSLATION_UNIT", "NAMESPACE", "LINKAGE_SPEC", "UNEXPOSED_DECL"})
+
+
+def declarations(unit: Any) -> Iterator[Any]:
+    """The declarations at namespace scope of translation unit ``unit`` (inside namespaces and
+    ``extern "C"`` blocks too), in order, without entering functions or initializers: where
+    kernels and device functions are declared, found without walking a large host code's body."""
+    stack = [unit.cursor]
+    while stack:
+        node = stack.pop()
+        if node.kind.name in _SCOPES:
+            stack.extend(reversed(children(node)))
+        if node is not unit.cursor:
+            yield node
+
+
 def tree_depth(cursor: Any) -> tuple[int, Any]:
     """How many cursors deep the tree under ``cursor`` goes, and its deepest cursor."""
     deepest, deepest_at = 0, cursor

@@ -1,5 +1,6 @@
 """How large and how deep CUDA C source may be for hetero's CUDA C front end, and the cheap scan
-that checks the depth before libclang parses it.
+that checks the depth before libclang parses it. The parse's limits are checked where libclang
+parses (:mod:`.cuda_c_bounds`).
 
 libclang and the front end both recurse on the syntax tree: an expression of ~15,000 terms
 overflows libclang's stack (SIGSEGV, the process dies), a few hundred exhaust Python's recursion
@@ -29,6 +30,13 @@ MAX_OPERATORS = 256
 #: Cursors nested in one another in the parsed tree of a function (after macros): what the
 #: front end recurses through. Each level of source nesting is one or two cursors.
 MAX_TREE_DEPTH = 640
+#: Tokens of a translation unit once preprocessed (macros expanded, headers included), as clang
+#: counts them: tens of MiB of text.
+MAX_PREPROCESSED_TOKENS = 4_000_000
+#: Seconds libclang may take to preprocess and parse one translation unit.
+MAX_PARSE_SECONDS = 60.0
+#: Bytes of memory libclang may hold while it preprocesses and parses one translation unit.
+MAX_PARSE_MEMORY = 2 << 30
 
 _LEXEMES = re.compile(r"""
     (?P<skip>//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
