@@ -1,6 +1,9 @@
-"""What the CUDA C front end reads: a parse bounded in time, memory and preprocessed size that
-says which limit it passed (macro bombs ran for minutes and took 2.4 GB). Each case runs in a
-child process with a timeout, so that a runaway parse fails the test instead of holding CI."""
+"""What the CUDA C front end reads and writes: only regular files (a FIFO never ended its open,
+``/dev/zero`` grew to gigabytes), a parse bounded in time, memory and preprocessed size that
+says which limit it passed (macro bombs ran for minutes and took 2.4 GB), and stand-ins for
+missing headers only in a private folder (``#include "/abs/dir/x.h"`` and ``"../../x.h"``
+created files where they pointed). Each case runs in a child process with a timeout, so that a
+hang or a runaway parse fails the test instead of holding CI."""
 
 from __future__ import annotations
 
@@ -83,6 +86,47 @@ def _bomb(doublings: int, seed: str = "1,") -> str:
     return "\n".join([f"#define A0 {seed}", *(f"#define A{i} A{i - 1} A{i - 1}" for i in range(1, doublings + 1))])
 
 
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "pipe.cu"
+    os.mkfifo(path)
+    return path
+
+
+def test_an_include_of_a_fifo_is_refused_naming_it(tmp_path: Path, fifo: Path) -> None:
+    source = tmp_path / "k.cu"
+    report, elapsed = _build({"build": "kernel", "path": str(source), "code": f'#include "{fifo}"\n{KERNEL}'}, tmp_path)
+    assert report["outcome"] == "CompileError", report
+    assert f"{fifo} is not a regular file (a FIFO)" in str(report["message"]) or f"{fifo}, a FIFO" in str(report["message"])
+    assert (report["file"], report["line"]) == (str(source), 1)
+    assert elapsed < 60
+
+
+def test_a_module_or_a_linked_file_that_is_a_fifo_is_refused(tmp_path: Path, fifo: Path) -> None:
+    for build in ("module", "declare_device"):
+        report, elapsed = _build({"build": build, "path": str(fifo)}, tmp_path)
+        assert report["outcome"] == "CompileError", (build, report)
+        assert f"{fifo} is not a regular file (a FIFO)" in str(report["message"]), (build, report)
+        assert elapsed < 60
+
+
+def test_an_include_of_dev_zero_is_refused_not_read(tmp_path: Path) -> None:
+    report, elapsed = _build({"build": "kernel", "path": str(tmp_path / "k.cu"), "code": f'#include "/dev/zero"\n{KERNEL}'}, tmp_path)
+    assert report["outcome"] == "CompileError", report
+    assert "/dev/zero, a device" in str(report["message"]), report
+    assert report["line"] == 1 and elapsed < 60
+
+
+def test_a_header_past_the_source_size_limit_is_refused(tmp_path: Path) -> None:
+    header = tmp_path / "big.h"
+    with open(header, "wb") as out:
+        out.truncate(2 << 20)  # sparse: 2 MiB of zeros, past the 1 MiB limit set below
+    report, _ = _build({"build": "kernel", "path": str(tmp_path / "k.cu"), "code": f'#include "big.h"\n{KERNEL}',
+                        "limits": {"MAX_SOURCE_BYTES": 1 << 20}}, tmp_path)
+    assert report["outcome"] == "CompileError", report
+    assert str(header) in str(report["message"]) and "MAX_SOURCE_BYTES" in str(report["message"]), report
+
+
 def test_a_macro_bomb_past_the_token_limit_says_so(tmp_path: Path) -> None:
     """2**20 tokens from twenty doublings; the limit set to 100,000."""
     code = f"{_bomb(20)}\nint sink[] = {{ A20 0 }};\n{KERNEL}"
@@ -113,3 +157,33 @@ def test_preprocessing_past_the_time_limit_says_so(tmp_path: Path) -> None:
     assert report["outcome"] == "CompileError", report
     assert "took longer than 1 s" in str(report["message"]) and "MAX_PARSE_SECONDS" in str(report["message"])
     assert elapsed < 60
+
+
+def _files_under(folder: Path) -> set[Path]:
+    return {p for p in folder.rglob("*")}
+
+
+def test_stand_ins_for_missing_headers_stay_in_a_private_folder(tmp_path: Path) -> None:
+    """``#include`` of missing headers by an absolute path, by ``../../``, and by enough ``../`` to
+    climb to the root and back down into this test's folder: nothing appears outside the private
+    temp folder, which is gone when the process ends."""
+    work = tmp_path / "cwd" / "a" / "b"
+    work.mkdir(parents=True)
+    private = tmp_path / "tmp"
+    private.mkdir()
+    source = work / "k.cu"
+    source.write_text(KERNEL)
+    evil = tmp_path / "evil" / "dir" / "x.h"
+    climb = "../" * 40 + str(tmp_path / "climbed" / "y.h").lstrip("/")
+    code = f'#include "{evil}"\n#include "../../x.h"\n#include <{climb}>\n#include "{climb}"\n{KERNEL}'
+    env = {**os.environ, "TMPDIR": str(private)}
+    case = json.dumps({"build": "kernel", "path": str(source), "code": code})
+    script = _child(private)
+    before = _files_under(tmp_path)
+    done = subprocess.run([sys.executable, script, case], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["outcome"] == "compiled", done.stdout
+    assert not evil.exists() and not (tmp_path / "climbed").exists()
+    assert not (tmp_path / "cwd" / "x.h").exists()  # "../../x.h" from the source's folder
+    assert _files_under(tmp_path) - before == set(), "files left behind outside the private folder, or in it"

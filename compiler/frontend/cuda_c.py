@@ -37,7 +37,7 @@ from hetero.core.errors import CompileError
 from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from hetero.compiler.ir import nodes as ir, passes
-from hetero.compiler.frontend import cuda_c_bounds
+from hetero.compiler.frontend import cuda_c_bounds, cuda_c_files
 from hetero.compiler.frontend.cuda_c_cursors import TreeTooDeep, check_depth, children, declarations, recursion_room, walk
 from hetero.compiler.frontend.cuda_c_limits import check_nesting
 from hetero.compiler.frontend.cuda_c_memory import VECTOR_PRELUDE, MemoryAccess, Pointer, vector_type
@@ -166,32 +166,14 @@ def _clang() -> Any:
 
 
 def _work_dir() -> str:
-    """A folder for the prelude and the stand-in headers, made once per process."""
+    """A private folder for the prelude, made once per process."""
     global _HEADERS_DIR
     if _HEADERS_DIR is None:
         _HEADERS_DIR = tempfile.mkdtemp(prefix="hetero-cuda-c-")
         atexit.register(shutil.rmtree, _HEADERS_DIR, True)
         with open(os.path.join(_HEADERS_DIR, "hetero_prelude.h"), "w") as out:
             out.write(PRELUDE + VECTOR_PRELUDE + "\n")
-        os.makedirs(os.path.join(_HEADERS_DIR, "stand-ins"), exist_ok=True)
     return _HEADERS_DIR
-
-
-def _stand_ins(code: str, folders: Sequence[str]) -> list[str]:
-    """Empty headers for every ``#include`` that none of ``folders`` holds; their names, but for
-    those with known content (:data:`KNOWN_HEADERS`)."""
-    base = os.path.join(_work_dir(), "stand-ins")
-    empty: list[str] = []
-    for name in re.findall(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', code, re.M):
-        if not any(os.path.exists(os.path.join(folder, name)) for folder in folders):
-            if name not in KNOWN_HEADERS:
-                empty.append(name)
-            path = os.path.join(base, name)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            if not os.path.exists(path):
-                with open(path, "w") as out:
-                    out.write(KNOWN_HEADERS.get(name, ""))
-    return empty
 
 
 class Source:
@@ -209,18 +191,18 @@ class Source:
         self.line_shift: tuple[int, int] | None = None  # (line in the parsed text, line in the user's)
         self.depths: dict[int, int] = {}  # a function's cursor hash -> its tree's depth
         check_nesting(code, path)  # before libclang, which a deep enough expression crashes
+        self.inputs = cuda_c_files.gather(code, self.path, self.folders, KNOWN_HEADERS, self)
+        self.missing_includes = self.inputs.missing
         self._tu = self._parse(code)
 
     def _parse(self, code: str) -> Any:
         cindex = _clang()
-        self.missing_includes = _stand_ins(code, self.folders)
-        work = _work_dir()
         args = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", "-nostdinc", "-std=c++17",
-                "--cuda-gpu-arch=sm_70", "-include", os.path.join(work, "hetero_prelude.h"),
-                *(f"-I{d}" for d in self.folders), f"-I{os.path.join(work, 'stand-ins')}",
+                "--cuda-gpu-arch=sm_70", "-include", os.path.join(_work_dir(), "hetero_prelude.h"),
+                *(f"-I{d}" for d in self.folders), f"-I{self.inputs.stand_ins}",
                 *(f"-D{d}" for d in self.defines), "-Wno-everything",
                 "-ferror-limit=0"]  # host code a kernel file also holds may fail: clang must read on to the end
-        files = [(self.path, code)]
+        files = [(self.path, code), *self.inputs.files]  # libclang reads no header from disk
         cuda_c_bounds.check_parse(self.path, args, files)  # time, memory and size, in a child process first
         return cindex.Index.create().parse(self.path, args=args, unsaved_files=files)
 

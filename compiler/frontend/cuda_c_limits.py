@@ -1,6 +1,6 @@
 """How large and how deep CUDA C source may be for hetero's CUDA C front end, and the cheap scan
-that checks the depth before libclang parses it. The parse's limits are checked where libclang
-parses (:mod:`.cuda_c_bounds`).
+that checks the depth before libclang parses it. The size limits are checked where the files are
+read (:mod:`.cuda_c_files`) and where libclang parses (:mod:`.cuda_c_bounds`).
 
 libclang and the front end both recurse on the syntax tree: an expression of ~15,000 terms
 overflows libclang's stack (SIGSEGV, the process dies), a few hundred exhaust Python's recursion
@@ -30,6 +30,8 @@ MAX_OPERATORS = 256
 #: Cursors nested in one another in the parsed tree of a function (after macros): what the
 #: front end recurses through. Each level of source nesting is one or two cursors.
 MAX_TREE_DEPTH = 640
+#: Bytes of source read for one translation unit: the file and every header it includes.
+MAX_SOURCE_BYTES = 32 << 20
 #: Tokens of a translation unit once preprocessed (macros expanded, headers included), as clang
 #: counts them: tens of MiB of text.
 MAX_PREPROCESSED_TOKENS = 4_000_000
