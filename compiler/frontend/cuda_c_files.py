@@ -76,7 +76,7 @@ def gather(code: str, path: str, folders: Sequence[str], known: Mapping[str, str
                            "CUDA C front end reads (its limit hetero.compiler.frontend.cuda_c_limits.MAX_SOURCE_BYTES)",
                            path, 0)
     files: list[tuple[str, str]] = []
-    absent: dict[str, str] = {}  # name -> the path clang asks for, for the absolute ones
+    absent: dict[str, None] = {}  # the names found nowhere, in order
     seen: set[str] = set()
     pending = [(path, code)]
     while pending:
@@ -86,7 +86,7 @@ def gather(code: str, path: str, folders: Sequence[str], known: Mapping[str, str
             line = text.count("\n", 0, match.start()) + 1
             found = _find(name, quote == '"', includer, folders, (includer, line))
             if found is None:
-                absent.setdefault(name, name)
+                absent[name] = None
                 continue
             key = os.path.realpath(found)
             if key in seen:
