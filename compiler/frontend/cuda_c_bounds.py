@@ -9,7 +9,8 @@ by macros) overflows its stack, which kills the process. A child process can be 
 die: :func:`check_parse` says which limit was hit, or that libclang crashed, as a
 :class:`CompileError` naming the file. The child gets the same arguments and the same file
 texts (:mod:`.cuda_c_files`), so the parse that follows in this process does what it did.
-The cost is a Python start-up (~0.1 s) and a second parse.
+The cost is a Python start-up and a second parse: cuda-samples' ``vectorAdd`` went from 11 to
+~50 ms of front end.
 """
 
 from __future__ import annotations
