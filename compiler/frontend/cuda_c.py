@@ -8,7 +8,8 @@ empty stand-in, so that the host code of a sample file parses far enough to be s
 come from clang: every implicit conversion C++ makes is an explicit cast in the IR, so the
 kernel computes in the types nvcc would. Only ``__global__`` functions and the ``__device__``
 functions they call are lowered; anything else inside them is a :class:`CompileError` naming
-the file, line and construct.
+the file, line and construct. Source nested deeper than libclang or this front end can follow
+is refused first, with the file, the line and the limit (:mod:`.cuda_c_limits`).
 
 A template kernel is instantiated by name (``"MatrixMulCUDA<32>"``): its text is compiled again
 as a plain function in a namespace that defines each template parameter (``constexpr int
@@ -22,12 +23,14 @@ contiguous array, indexed flat.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import os
 import re
 import shutil
+import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from hetero.core.errors import CompileError, MissingDependencyError
@@ -35,7 +38,11 @@ from hetero.core.optional import require
 from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from hetero.compiler.ir import nodes as ir, passes
+from hetero.compiler.frontend import cuda_c_bounds, cuda_c_files
+from hetero.compiler.frontend.cuda_c_cursors import TreeTooDeep, check_depth, children, declarations, recursion_room, walk
+from hetero.compiler.frontend.cuda_c_limits import check_nesting
 from hetero.compiler.frontend.cuda_c_memory import VECTOR_PRELUDE, MemoryAccess, Pointer, vector_type
+from hetero.compiler.ir.queries import own_expressions
 from hetero.compiler.ir.warp_emulation import linear_id, warp_lane
 
 PRELUDE = r"""
@@ -111,6 +118,8 @@ _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomi
             "atomicCAS": "cas"}
 _BUILTIN_DIMS = {"threadIdx": "local_id", "blockIdx": "group_id", "blockDim": "local_size", "gridDim": "num_groups"}
 _HEADERS_DIR: str | None = None
+#: Expressions are split into statements past this depth (see :meth:`_Lowering.expr`).
+SPLIT_DEPTH = 32
 #: Stand-ins with content: what kernels use of these headers, declared for the front end to lower.
 KNOWN_HEADERS = {
     "cooperative_groups.h": """
@@ -158,32 +167,14 @@ def _clang() -> Any:
 
 
 def _work_dir() -> str:
-    """A folder for the prelude and the stand-in headers, made once per process."""
+    """A private folder for the prelude, made once per process."""
     global _HEADERS_DIR
     if _HEADERS_DIR is None:
         _HEADERS_DIR = tempfile.mkdtemp(prefix="hetero-cuda-c-")
         atexit.register(shutil.rmtree, _HEADERS_DIR, True)
         with open(os.path.join(_HEADERS_DIR, "hetero_prelude.h"), "w") as out:
             out.write(PRELUDE + VECTOR_PRELUDE + "\n")
-        os.makedirs(os.path.join(_HEADERS_DIR, "stand-ins"), exist_ok=True)
     return _HEADERS_DIR
-
-
-def _stand_ins(code: str, folders: Sequence[str]) -> list[str]:
-    """Empty headers for every ``#include`` that none of ``folders`` holds; their names, but for
-    those with known content (:data:`KNOWN_HEADERS`)."""
-    base = os.path.join(_work_dir(), "stand-ins")
-    empty: list[str] = []
-    for name in re.findall(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', code, re.M):
-        if not any(os.path.exists(os.path.join(folder, name)) for folder in folders):
-            if name not in KNOWN_HEADERS:
-                empty.append(name)
-            path = os.path.join(base, name)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            if not os.path.exists(path):
-                with open(path, "w") as out:
-                    out.write(KNOWN_HEADERS.get(name, ""))
-    return empty
 
 
 class Source:
@@ -199,18 +190,22 @@ class Source:
         self.defines = list(defines)
         self.instances: list[str] = []
         self.line_shift: tuple[int, int] | None = None  # (line in the parsed text, line in the user's)
+        self.depths: dict[int, int] = {}  # a function's cursor hash -> its tree's depth
+        check_nesting(code, path)  # before libclang, which a deep enough expression crashes
+        self.inputs = cuda_c_files.gather(code, self.path, self.folders, KNOWN_HEADERS, self)
+        self.missing_includes = self.inputs.missing
         self._tu = self._parse(code)
 
     def _parse(self, code: str) -> Any:
         cindex = _clang()
-        self.missing_includes = _stand_ins(code, self.folders)
-        work = _work_dir()
         args = ["-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", "-nostdinc", "-std=c++17",
-                "--cuda-gpu-arch=sm_70", "-include", os.path.join(work, "hetero_prelude.h"),
-                *(f"-I{d}" for d in self.folders), f"-I{os.path.join(work, 'stand-ins')}",
+                "--cuda-gpu-arch=sm_70", "-include", os.path.join(_work_dir(), "hetero_prelude.h"),
+                *(f"-I{d}" for d in self.folders), f"-I{self.inputs.stand_ins}",
                 *(f"-D{d}" for d in self.defines), "-Wno-everything",
                 "-ferror-limit=0"]  # host code a kernel file also holds may fail: clang must read on to the end
-        return cindex.Index.create().parse(self.path, args=args, unsaved_files=[(self.path, code)])
+        files = [(self.path, code), *self.inputs.files]  # libclang reads no header from disk
+        cuda_c_bounds.check_parse(self.path, args, files)  # time, memory and size, in a child process first
+        return cindex.Index.create().parse(self.path, args=args, unsaved_files=files)
 
     def kernel(self, name: str, shared_bytes: int = 0) -> ir.Function:
         """The kernel ``name`` (``"vectorAdd"``, or a template by name: ``"MatrixMulCUDA<32>"``) as IR,
@@ -224,33 +219,54 @@ class Source:
         if decl.kind == cindex.CursorKind.FUNCTION_TEMPLATE:
             if not template_args:
                 raise CompileError(f"{self.path}: {base} is a template: name an instance, e.g. {base}<32>")
-            return passes.optimize(self._instantiate(decl, base, template_args.rstrip(">").strip()))
+            return self._instantiate(decl, base, template_args.rstrip(">").strip())
         if template_args:
             raise CompileError(f"{self.path}: {base} is not a template")
         self._check(decl)
-        # folded and without dead code, as Python kernels are: an inlined helper's unused parameter goes
-        return passes.optimize(_Lowering(self, decl, base).function())
+        return self._lower(decl, base)
 
     def device_function(self, name: str) -> ir.Function:
         """The ``__device__`` function ``name`` (with the functions it calls) as IR: a foreign function
         a Python kernel calls (:func:`hetero.compat.cuda.declare_device`)."""
         cindex = _clang()
         self.shared_bytes = 0
-        for cursor in self._tu.cursor.walk_preorder():
+        for cursor in declarations(self._tu):
             if cursor.kind == cindex.CursorKind.FUNCTION_DECL and cursor.spelling == name and cursor.is_definition() \
-                    and any(c.kind == cindex.CursorKind.CUDADEVICE_ATTR for c in cursor.get_children()):
+                    and any(c.kind == cindex.CursorKind.CUDADEVICE_ATTR for c in children(cursor)):
                 self._check(cursor)
-                lowering = _Lowering(self, cursor, name)
-                fn = lowering.function()
-                return passes.optimize(dataclasses.replace(fn, callees=tuple(lowering.program.values())))
+                return self._lower(cursor, name, with_callees=True)
         raise CompileError(f"{self.path}: no __device__ function named {name!r} is defined here")
+
+    def _lower(self, decl: Any, name: str, with_callees: bool = False) -> ir.Function:
+        """Function ``decl`` as IR, folded and without dead code, as Python kernels are (an inlined
+        helper's unused parameter goes); ``with_callees``: with the functions it calls (a kernel
+        has them already). Python's stack is given room for the tree's depth, and running out of
+        it anyway is a CompileError that says where."""
+        lowering = _Lowering(self, decl, name)
+        try:
+            with recursion_room(self.depth_of(decl, lowering.where)):
+                fn = lowering.function()
+                if with_callees:
+                    fn = dataclasses.replace(fn, callees=tuple(lowering.program.values()))
+                return passes.optimize(fn)
+        except RecursionError as exc:
+            at = exc.cursor if isinstance(exc, TreeTooDeep) else decl
+            raise CompileError(f"{name} nests too deep for Python's stack, which hetero's CUDA C front end recurses "
+                               f"on (sys.getrecursionlimit() is {sys.getrecursionlimit()}): split its expressions "
+                               "or flatten its statements", *lowering.where(at)) from None
+
+    def depth_of(self, decl: Any, where: Callable[[Any], tuple[str, int, int]]) -> int:
+        """How deep function ``decl``'s tree goes (a CompileError past the limit), measured once."""
+        if decl.hash not in self.depths:
+            self.depths[decl.hash] = check_depth(decl, where)
+        return self.depths[decl.hash]
 
     def _find(self, name: str) -> Any:
         cindex = _clang()
-        for cursor in self._tu.cursor.walk_preorder():
+        for cursor in declarations(self._tu):
             if cursor.kind in (cindex.CursorKind.FUNCTION_DECL, cindex.CursorKind.FUNCTION_TEMPLATE) \
                     and cursor.spelling == name and cursor.is_definition() \
-                    and any(c.kind == cindex.CursorKind.CUDAGLOBAL_ATTR for c in cursor.get_children()):
+                    and any(c.kind == cindex.CursorKind.CUDAGLOBAL_ATTR for c in children(cursor)):
                 return cursor
         return None
 
@@ -269,7 +285,7 @@ class Source:
 
     def _instantiate(self, decl: Any, base: str, arguments: str) -> ir.Function:
         cindex = _clang()
-        params = [c for c in decl.get_children() if c.kind in (cindex.CursorKind.TEMPLATE_NON_TYPE_PARAMETER,
+        params = [c for c in children(decl) if c.kind in (cindex.CursorKind.TEMPLATE_NON_TYPE_PARAMETER,
                                                                  cindex.CursorKind.TEMPLATE_TYPE_PARAMETER)]
         values = [v.strip() for v in _split_arguments(arguments)]
         if len(values) != len(params):
@@ -294,13 +310,14 @@ class Source:
         unit.__dict__.update(self.__dict__)
         unit.line_shift = (head.count("\n") + 1, decl.extent.start.line)  # errors point into the template's text
         unit.code = text
+        unit.depths = {}
         unit._tu = unit._parse(text)
-        for cursor in unit._tu.cursor.walk_preorder():
+        for cursor in declarations(unit._tu):
             if cursor.kind == cindex.CursorKind.NAMESPACE and cursor.spelling == instance:
-                for inner in cursor.get_children():
+                for inner in children(cursor):
                     if inner.kind == cindex.CursorKind.FUNCTION_DECL and inner.spelling == base:
                         unit._check(inner)
-                        return _Lowering(unit, inner, _c_name(name_of_instance)).function()
+                        return unit._lower(inner, _c_name(name_of_instance))
         raise CompileError(f"{self.path}: could not instantiate {base}<{arguments}>")
 
 
@@ -421,7 +438,7 @@ class _Lowering(MemoryAccess):
         self.decl = decl
         self.name = name
         self.program: dict[str, ir.Function] = {} if program is None else program
-        self.is_kernel = any(c.kind == self.cindex.CursorKind.CUDAGLOBAL_ATTR for c in decl.get_children())
+        self.is_kernel = any(c.kind == self.cindex.CursorKind.CUDAGLOBAL_ATTR for c in children(decl))
         self.names: dict[Any, str] = {}  # a declaration's cursor hash -> its IR name
         self.taken: set[str] = set()
         self.locals: dict[str, ScalarType] = {}
@@ -436,8 +453,11 @@ class _Lowering(MemoryAccess):
         self.pointers: dict[Any, tuple[str, str, ScalarType, int]] = {}
         self.vectors: dict[Any, tuple[str, ...]] = {}
         self.lanes: dict[str, int] = {}
-        #: Statements an expression needs run before the statement holding it (an inlined call's body).
+        #: Statements an expression needs run before the statement holding it (an inlined call's body,
+        #: the deep part of a split expression).
         self.prelude: list[ir.Stmt] = []
+        self.unsplittable = 0  # inside expressions that must stay whole (:meth:`in_place`)
+        self.expr_depths: dict[int, tuple[ir.Expr, int]] = {}  # id -> (the expression, its depth)
 
     # -- helpers -------------------------------------------------------------------------
     def where(self, cursor: Any) -> tuple[str, int, int]:
@@ -467,7 +487,7 @@ class _Lowering(MemoryAccess):
         return name
 
     def kids(self, cursor: Any) -> list[Any]:
-        return list(cursor.get_children())
+        return children(cursor)
 
     def scalar(self, cursor: Any, ctype: Any = None) -> ScalarType:
         return scalar_of(cursor.type if ctype is None else ctype, self.where(cursor))
@@ -475,7 +495,7 @@ class _Lowering(MemoryAccess):
     # -- the function ----------------------------------------------------------------------
     def function(self) -> ir.Function:
         K = self.cindex.CursorKind  # noqa: N806
-        for param in self.decl.get_children():
+        for param in children(self.decl):
             if param.kind != K.PARM_DECL:
                 continue
             name = self.declare(param)
@@ -493,7 +513,7 @@ class _Lowering(MemoryAccess):
             else:
                 t = self.scalar(param)
                 self.params.append(ir.Param(name, t))
-        body_cursor = next((c for c in self.decl.get_children() if c.kind == K.COMPOUND_STMT), None)
+        body_cursor = next((c for c in children(self.decl) if c.kind == K.COMPOUND_STMT), None)
         if body_cursor is None:
             raise self.fail(self.decl, f"{self.decl.spelling} has no body here")
         start: list[ir.Stmt] = []
@@ -554,7 +574,8 @@ class _Lowering(MemoryAccess):
             return [ir.If(loc, cond, then, orelse)]
         if kind == K.WHILE_STMT:
             cond_c, body_c = self.kids(c)
-            cond = self.truth(cond_c)
+            with self.in_place():
+                cond = self.truth(cond_c)
             self.no_prelude(cond_c, "a while condition")
             return [ir.While(loc, cond, tuple(self.stmt(body_c)))]
         if kind == K.FOR_STMT:
@@ -568,7 +589,8 @@ class _Lowering(MemoryAccess):
             init, cond_c, inc = clauses
             body_c = kids[0]
             start = self.stmt(init) if init is not None else []
-            cond = self.truth(cond_c) if cond_c is not None else ir.Const(bool_t, True)
+            with self.in_place():
+                cond = self.truth(cond_c) if cond_c is not None else ir.Const(bool_t, True)
             self.no_prelude(c, "a for loop's condition")
             step = tuple(self.stmt(inc)) if inc is not None else ()
             body = tuple(_continue_runs(tuple(self.stmt(body_c)), step))
@@ -577,7 +599,8 @@ class _Lowering(MemoryAccess):
             body_c, cond_c = self.kids(c)
             first = self.fresh("_first")
             self.locals[first] = bool_t
-            go = ir.Logical(bool_t, "or", ir.Var(bool_t, first), self.truth(cond_c))
+            with self.in_place():
+                go = ir.Logical(bool_t, "or", ir.Var(bool_t, first), self.truth(cond_c))
             self.no_prelude(cond_c, "a do-while condition")
             return [ir.Assign(loc, first, ir.Const(bool_t, True)),
                     ir.While(loc, go, (ir.Assign(loc, first, ir.Const(bool_t, False)), *self.stmt(body_c)))]
@@ -594,13 +617,13 @@ class _Lowering(MemoryAccess):
         K = self.cindex.CursorKind  # noqa: N806
         if var.kind != K.VAR_DECL:
             raise self.fail(var, f"{var.kind.name.lower()} declarations are not supported in kernels")
-        shared = any(k.kind == K.CUDASHARED_ATTR for k in var.get_children())
+        shared = any(k.kind == K.CUDASHARED_ATTR for k in children(var))
         canonical = var.type.get_canonical()
         if canonical.kind.name == "INCOMPLETEARRAY":  # extern __shared__ T name[]: the launch's dynamic memory
             self.names[var.hash] = self.dynamic_shared(var, self.scalar(var, canonical.get_array_element_type()))
             return []
         if canonical.kind.name == "POINTER":
-            inits = [k for k in var.get_children() if k.kind.is_expression()]
+            inits = [k for k in children(var) if k.kind.is_expression()]
             moved = self.pointer_var(var, inits[-1] if inits else None, self.loc(var))
             if moved is not None:
                 return moved
@@ -615,7 +638,7 @@ class _Lowering(MemoryAccess):
             return []
         vector = vector_type(canonical)
         if vector is not None:
-            inits = [k for k in var.get_children() if k.kind.is_expression()]
+            inits = [k for k in children(var) if k.kind.is_expression()]
             return self.vector_var(var, vector, inits[-1] if inits else None, self.loc(var))
         if canonical.kind.name == "CONSTANTARRAY":
             shape: list[int] = []
@@ -650,7 +673,7 @@ class _Lowering(MemoryAccess):
         t = self.scalar(var)
         name = self.declare(var)
         self.locals[name] = t
-        inits = [k for k in var.get_children() if k.kind.is_expression()]
+        inits = [k for k in children(var) if k.kind.is_expression()]
         if not inits:
             return []
         return [ir.Assign(self.loc(var), name, self.cast(self.expr(inits[-1]), t))]
@@ -659,7 +682,7 @@ class _Lowering(MemoryAccess):
         """The pointer parameters the body moves (``p += k``, ``p -= k``, ``p++``), in order."""
         K = self.cindex.CursorKind  # noqa: N806
         found: list[str] = []
-        for node in body.walk_preorder():
+        for node in walk(body):
             if node.kind == K.COMPOUND_ASSIGNMENT_OPERATOR or (node.kind == K.UNARY_OPERATOR and self.operator(node) in ("++", "--")):
                 target = self.kids(node)[0]
                 while target.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR) and self.kids(target):
@@ -700,7 +723,7 @@ class _Lowering(MemoryAccess):
         if node.kind == K.DECL_REF_EXPR:
             name = self.names.get(node.referenced.hash)
             return name if name in self.arrays and isinstance(self.arrays[name], ir.LocalArray) else None
-        for part in c.walk_preorder():
+        for part in walk(c):
             record = part.type.get_declaration() if part.type.kind.name in ("RECORD", "ELABORATED", "UNEXPOSED") else None
             if record is None or record.kind.name == "NO_DECL_FOUND":
                 continue
@@ -712,12 +735,12 @@ class _Lowering(MemoryAccess):
         """Whether the struct (or struct template) ``record`` has a conversion operator returning an
         ``extern __shared__`` array: cuda-samples' ``SharedMemory<T>`` idiom."""
         K = self.cindex.CursorKind  # noqa: N806
-        for decl in self.unit._tu.cursor.walk_preorder():
+        for decl in walk(self.unit._tu.cursor):
             if decl.kind in (K.STRUCT_DECL, K.CLASS_TEMPLATE, K.CLASS_DECL) and decl.spelling == record:
-                for method in decl.get_children():
+                for method in children(decl):
                     if method.kind == K.CONVERSION_FUNCTION and any(
                             inner.kind == K.VAR_DECL and inner.type.get_canonical().kind.name == "INCOMPLETEARRAY"
-                            for inner in method.walk_preorder()):
+                            for inner in walk(method)):
                         return True
         return False
 
@@ -822,7 +845,7 @@ class _Lowering(MemoryAccess):
         references, shared memory or pointers into an array (not a kernel's plain pointer
         parameter), a cooperative group or vectors, returns a vector, or holds a barrier."""
         K = self.cindex.CursorKind  # noqa: N806
-        params = [p for p in callee.get_children() if p.kind == K.PARM_DECL]
+        params = [p for p in children(callee) if p.kind == K.PARM_DECL]
         if vector_type(callee.result_type) is not None:
             return True
         for param, arg in zip(params, list(c.get_arguments()), strict=False):
@@ -837,9 +860,9 @@ class _Lowering(MemoryAccess):
                 if name is None or not isinstance(self.arrays.get(name), ArrayType) or name in self.offsets \
                         or name in self.lanes:
                     return True
-        body = next((k for k in callee.get_children() if k.kind == K.COMPOUND_STMT), None)
+        body = next((k for k in children(callee) if k.kind == K.COMPOUND_STMT), None)
         return body is not None and any(
-            n.kind == K.CALL_EXPR and n.spelling in ("__syncthreads", "sync", "__syncwarp") for n in body.walk_preorder())
+            n.kind == K.CALL_EXPR and n.spelling in ("__syncthreads", "sync", "__syncwarp") for n in walk(body))
 
     def inline(self, c: Any, callee: Any) -> tuple[list[ir.Stmt], ir.Expr | list[ir.Expr] | None]:
         """A call of a device function lowered into its caller: the statements, and the result (a
@@ -847,12 +870,16 @@ class _Lowering(MemoryAccess):
         (its indices computed once) or local; a pointer parameter points where the argument does;
         a group parameter is the caller's group; other parameters are fresh locals. Only a
         ``return`` at the function's end is supported."""
-        K = self.cindex.CursorKind  # noqa: N806
         if callee.hash in self.inlining:
             raise self.fail(c, f"{callee.spelling} calls itself; recursion is not supported")
+        with recursion_room(self.unit.depth_of(callee, self.where)):
+            return self._inline(c, callee)
+
+    def _inline(self, c: Any, callee: Any) -> tuple[list[ir.Stmt], ir.Expr | list[ir.Expr] | None]:
+        K = self.cindex.CursorKind  # noqa: N806
         loc = self.loc(c)
         out: list[ir.Stmt] = []
-        params = [p for p in callee.get_children() if p.kind == K.PARM_DECL]
+        params = [p for p in children(callee) if p.kind == K.PARM_DECL]
         for param, arg in zip(params, list(c.get_arguments()), strict=True):
             canonical = param.type.get_canonical()
             if canonical.kind.name == "LVALUEREFERENCE":
@@ -893,7 +920,7 @@ class _Lowering(MemoryAccess):
                 t = self.scalar(param)
                 self.locals[name] = t
                 out.append(ir.Assign(loc, name, self.cast(self.expr(arg), t)))
-        body = next((k for k in callee.get_children() if k.kind == K.COMPOUND_STMT), None)
+        body = next((k for k in children(callee) if k.kind == K.COMPOUND_STMT), None)
         if body is None:
             raise self.fail(c, f"{callee.spelling} has no body here")
         statements = self.kids(body)
@@ -947,7 +974,7 @@ class _Lowering(MemoryAccess):
             if definition is None:
                 raise self.fail(c, f"calling {c.spelling} is not supported in kernels (no device definition here)")
             callee = definition
-        if not any(k.kind == self.cindex.CursorKind.CUDADEVICE_ATTR for k in callee.get_children()):
+        if not any(k.kind == self.cindex.CursorKind.CUDADEVICE_ATTR for k in children(callee)):
             raise self.fail(c, f"{c.spelling} is not a __device__ function")
         return callee
 
@@ -1042,7 +1069,37 @@ class _Lowering(MemoryAccess):
             return ir.BinOp(t, op, left, right)
         raise self.fail(c, f"operator {op} is not supported in kernels")
 
-    def expr(self, c: Any) -> ir.Expr:  # noqa: C901 (one case per expression kind)
+    def expr(self, c: Any) -> ir.Expr:
+        """Expression ``c`` as IR, at most :data:`SPLIT_DEPTH` deep where that is safe: a deeper
+        one is computed into a temporary first (C leaves the order of an expression's operands
+        open), so that no backend meets an expression nested deeper than its own limits (the
+        CPU backend's Python parser takes 200 nested brackets)."""
+        e = self.expression(c)
+        if self.unsplittable or e.type == ir.VOID or self.ir_depth(e) <= SPLIT_DEPTH:
+            return e
+        name = self.fresh("_part")
+        self.locals[name] = e.type
+        self.prelude.append(ir.Assign(self.loc(c), name, e))
+        return ir.Var(e.type, name)
+
+    def ir_depth(self, e: ir.Expr) -> int:
+        known = self.expr_depths.get(id(e))
+        if known is None or known[0] is not e:
+            known = (e, 1 + max((self.ir_depth(inner) for inner in own_expressions(e)), default=0))
+            self.expr_depths[id(e)] = known
+        return known[1]
+
+    @contextlib.contextmanager
+    def in_place(self) -> Iterator[None]:
+        """The block lowers an expression that may not run first (the right of ``&&``, a branch of
+        ``?:``) or cannot have statements before it (a loop's condition): it is not split."""
+        self.unsplittable += 1
+        try:
+            yield
+        finally:
+            self.unsplittable -= 1
+
+    def expression(self, c: Any) -> ir.Expr:  # noqa: C901 (one case per expression kind)
         K = self.cindex.CursorKind  # noqa: N806
         kind = c.kind
         if kind == K.UNEXPOSED_EXPR or kind == K.PAREN_EXPR:
@@ -1112,7 +1169,9 @@ class _Lowering(MemoryAccess):
             op = self.operator(c)
             left_c, right_c = self.kids(c)
             if op in ("&&", "||"):
-                return ir.Logical(bool_t, "and" if op == "&&" else "or", self.truth(left_c), self.truth(right_c))
+                left_truth = self.truth(left_c)
+                with self.in_place():
+                    return ir.Logical(bool_t, "and" if op == "&&" else "or", left_truth, self.truth(right_c))
             left, right = self.expr(left_c), self.expr(right_c)
             if op in ("<", "<=", ">", ">=", "==", "!="):
                 return ir.Compare(bool_t, op, left, self.cast(right, left.type))
@@ -1122,7 +1181,9 @@ class _Lowering(MemoryAccess):
         if kind == K.CONDITIONAL_OPERATOR:
             cond_c, yes_c, no_c = self.kids(c)
             t = self.scalar(c)
-            return ir.Select(t, self.truth(cond_c), self.cast(self.expr(yes_c), t), self.cast(self.expr(no_c), t))
+            cond = self.truth(cond_c)
+            with self.in_place():
+                return ir.Select(t, cond, self.cast(self.expr(yes_c), t), self.cast(self.expr(no_c), t))
         if kind == K.CALL_EXPR:
             return self.call(c)
         raise self.fail(c, f"{kind.name.lower().replace('_', ' ')} is not supported in kernels")
@@ -1134,7 +1195,7 @@ class _Lowering(MemoryAccess):
         if ref.kind == K.ENUM_CONSTANT_DECL:
             return ir.Const(self.scalar(c), ref.enum_value)
         if ref.kind == K.VAR_DECL and ref.type.is_const_qualified():
-            inits = [k for k in ref.get_children() if k.kind.is_expression()]
+            inits = [k for k in children(ref) if k.kind.is_expression()]
             if inits:
                 value = _Lowering(self.unit, self.decl, self.name, self.program).expr(inits[-1])
                 if isinstance(value, (ir.Const, ir.Cast)):
@@ -1287,7 +1348,8 @@ class _Lowering(MemoryAccess):
         key = f"{name}_{callee.hash}"
         if key not in self.program:
             inner = _Lowering(self.unit, callee, self.fresh_function(name), self.program)
-            self.program[key] = inner.function()
+            with recursion_room(self.unit.depth_of(callee, self.where)):
+                self.program[key] = inner.function()
         function = self.program[key]
         lowered: list[ir.Expr] = []
         for param, arg in zip(function.params, args, strict=True):

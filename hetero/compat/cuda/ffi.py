@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hetero.compat.cuda import types as nbtypes
-from hetero.compiler.frontend import cuda_c
+from hetero.compiler.frontend import cuda_c, cuda_c_files
 from hetero.compiler.ir import nodes as ir
 from hetero.core.errors import CompileError
 from hetero.core.types import ArrayType, ScalarType, i64
@@ -79,8 +79,7 @@ class ForeignFunction:
         for path in self.link:
             if not os.path.exists(path):
                 raise CompileError(f"{self.name}: the linked file {path} does not exist")
-            with open(path) as source:
-                code = source.read()
+            code = cuda_c_files.read_source(path)  # a regular file, within the front end's size limit
             unit = cuda_c.Source(code, path, includes)  # the file's own folder first, as NVRTC searches
             try:
                 return unit.device_function(self.name)

@@ -31,7 +31,7 @@ from hetero.array.ndarray import Array
 from hetero.kernels.generated import GeneratedSpecialization
 from hetero.compat.cuda.arrays import DeviceNDArray
 from hetero.compat.cuda.dispatcher import launch_dims as _dims
-from hetero.compiler.frontend import cuda_c
+from hetero.compiler.frontend import cuda_c, cuda_c_files
 from hetero.compiler.ir import nodes as ir
 from hetero.core.device import Device
 from hetero.core.errors import CompileError, KernelLaunchError
@@ -61,8 +61,7 @@ class RawModule:
         if code is None and path is None:
             raise TypeError("RawModule takes code= (CUDA C source; path= then names it in errors) or path= (a .cu file)")
         if code is None and path is not None:
-            with open(path) as source:
-                code = source.read()
+            code = cuda_c_files.read_source(path)  # a regular file (not a FIFO), within the size limit
         assert code is not None
         defines, includes = _options(options)
         self._source = cuda_c.Source(code, path or "<RawModule>.cu", [*include_dirs, *includes], defines)
