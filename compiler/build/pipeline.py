@@ -40,7 +40,8 @@ from hetero.compiler.build import bundle_registry
 from hetero.compiler.frontend import python as frontend
 from hetero.compiler.ir import nodes as ir, json_form as ir_json, passes
 from hetero.compiler.build.cache import Cache, CacheKey, default_cache
-from hetero.compiler.emit.base import EmittedSource, source_from_json, source_to_json
+from hetero.compiler.build.limits import check_work_group_memory
+from hetero.compiler.emit.base import EmittedSource, source_from_json, source_to_json, work_group_arrays
 from hetero.compiler.emit.registry import emitter_for
 from hetero.compiler.frontend.signature import format_signature
 from hetero.compiler.frontend.source import Fingerprint
@@ -165,7 +166,8 @@ def compile_for_device(py_func: Callable[..., Any], types: tuple[ParamType, ...]
         source, key_digest = recorded
     else:
         if prebuilt is not None and prebuilt.source is not None:
-            source = prebuilt.source
+            # a bundle keeps no sizes of work-group arrays: its IR has them (less hetero's own)
+            source = dataclasses.replace(prebuilt.source, local_arrays=work_group_arrays(prebuilt.function))
         else:
             source = emit(lowered() if prebuilt is None else prebuilt.function, target, restrict=restrict)
             stats.add("emitted")
@@ -220,8 +222,10 @@ def compile_function(function: ir.Function, runtime: DeviceRuntime, target: Targ
 
 def _build(runtime: DeviceRuntime, source: EmittedSource, artifact: bytes | None, cache: Cache, key_digest: str,
            signature: str) -> tuple[Any, bytes | None]:
-    """The runtime's build of ``source``; without a cached artifact it is a compile, which the user is
-    told of when it takes long (:mod:`hetero.core.build_progress`)."""
+    """The runtime's build of ``source``, once its work-group memory is known to fit the device;
+    without a cached artifact it is a compile, which the user is told of when it takes long
+    (:mod:`hetero.core.build_progress`)."""
+    check_work_group_memory(source, runtime.info, signature)
     path = cache.path_for(key_digest, ".bin")
     if artifact is not None:
         return runtime.build_kernel(source, artifact, path)
