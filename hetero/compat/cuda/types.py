@@ -148,7 +148,7 @@ _NUMBA_NAMES: dict[NumbaType, tuple[str, ...]] = {
 }
 
 
-def Array(dtype: NumbaType, ndim: int, layout: str = "A") -> ArrayT:  # noqa: N802 - Numba's name
+def Array(dtype: NumbaType, ndim: int, layout: str = "A") -> ArrayT:  # Numba's name
     """``types.Array(float32, 2, "C")``: an array type (any layout, as :class:`ArrayT`)."""
     if not isinstance(dtype, NumbaType) or dtype.hetero_type is None or not isinstance(ndim, int) or ndim < 1:
         raise TypeError(f"Array(dtype, ndim, layout) takes a scalar type and a number of dimensions, got {dtype}, {ndim}")
@@ -170,7 +170,7 @@ def parse(signature: str | Signature | Sequence[Any], name: str) -> Signature:
     if isinstance(signature, str):
         try:
             value = eval(signature.strip(), {"__builtins__": {}}, dict(BY_NAME))  # names of types only, no builtins
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure of the text is the user's to fix
             raise CompileError(f"{name}: cannot read the signature {signature!r}: {exc}; write it as Numba does, "
                                "e.g. 'void(float32[:], int32)'") from None
         if isinstance(value, (NumbaType, ArrayT, CPointerT)) and not (isinstance(value, NumbaType)
