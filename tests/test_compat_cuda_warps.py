@@ -308,3 +308,43 @@ def match_float(x, out):
 def test_match_of_floats_is_refused_naming_bit_patterns(on: hetero.Device) -> None:
     with pytest.raises(CompileError, match="bit patterns"):
         match_float[1, 32](np.zeros(32, np.float32), np.zeros(32, np.uint32))
+
+
+# -- a block of 10 threads: lanes 10-31 do not exist, and take part in nothing -------------------
+@cuda.jit
+def partial_warp(x, any_out, all_mask, all_pred, ballot, anyv, allv, active, down):
+    i = cuda.grid(1)
+    v = x[i]
+    any_out[i] = cuda.match_any_sync(FULL, v)
+    m, p = cuda.match_all_sync(FULL, v // 100)
+    all_mask[i] = m
+    all_pred[i] = p
+    ballot[i] = cuda.ballot_sync(FULL, v >= 0)
+    anyv[i] = cuda.any_sync(FULL, v > 100)
+    allv[i] = cuda.all_sync(FULL, v >= 0)
+    active[i] = cuda.activemask()
+    down[i] = cuda.shfl_down_sync(FULL, v, 4)
+
+
+def test_votes_and_matches_in_a_partial_warp_follow_cuda(on: hetero.Device) -> None:
+    """numba-cuda's own test_match_any_sync / test_match_all_sync (a block of 10 threads): the
+    lanes past the block's end are not reported as matching, voting or active."""
+    n = 10
+    x = (np.arange(n) % 2).astype(np.int32)
+    any_out, all_mask, ballot, active = (np.zeros(n, np.uint32) for _ in range(4))
+    all_pred, anyv, allv = (np.zeros(n, np.bool_) for _ in range(3))
+    down = np.zeros(n, np.int32)
+    partial_warp[1, n](x, any_out, all_mask, all_pred, ballot, anyv, allv, active, down)
+    np.testing.assert_array_equal(any_out, np.tile([0b0101010101, 0b1010101010], 5), err_msg="match_any_sync")
+    np.testing.assert_array_equal(all_mask, 0b1111111111, err_msg="match_all_sync's mask")
+    assert all_pred.all(), "match_all_sync's predicate"
+    np.testing.assert_array_equal(ballot, 0b1111111111, err_msg="ballot_sync")
+    assert not anyv.any(), "any_sync"
+    assert allv.all(), "all_sync"
+    np.testing.assert_array_equal(active, 0b1111111111, err_msg="activemask")
+    np.testing.assert_array_equal(down, np.where(np.arange(n) + 4 < n, x[np.minimum(np.arange(n) + 4, n - 1)], x))
+    x[1] = 400  # match_all_sync: one lane differs, so no lane matches all
+    partial_warp[1, n](x, any_out, all_mask, all_pred, ballot, anyv, allv, active, down)
+    np.testing.assert_array_equal(all_mask, 0)
+    assert not all_pred.any()
+    assert anyv.all()

@@ -30,6 +30,10 @@ from hetero.backends import host
 
 # Work-group size the CPU kernel emitter runs per group; a limit of hetero's, not of the hardware.
 MAX_WORK_GROUP_SIZE = 1024
+#: Work-group (shared) memory one group may hold, in bytes: hetero's limit too (each worker thread
+#: allocates its groups' arrays in NumPy). 1 MiB, as PoCL gives its CPU device here: above any GPU's
+#: 48-228 KiB, so kernels written for GPUs fit, and far below a size that fails to allocate.
+LOCAL_MEMORY = 1 << 20
 
 PAGE = 4096
 #: Buffers of this many bytes or more start on a page (see ``CPURuntime.allocate``): one page more
@@ -181,6 +185,7 @@ class CPUBackend(Backend):
             fp64=True,
             driver_version=_versions(),
             stable_id="cpu-" + hashlib.sha1(_host_id().encode()).hexdigest()[:16],
+            local_memory=LOCAL_MEMORY,
         )
         self._devices = [CPURuntime(info)]
 

@@ -212,4 +212,5 @@ def device_info(backend: str, index: int, props: Mapping[str, Any], versions: Ma
         driver_version=versions.get("driver", ""),
         stable_id=stable_id(backend, props),
         extra={k: v for k, v in extra.items() if v != ""},
+        local_memory=int(props.get("sharedMemPerBlock", 0)),  # static shared memory: what a variant declares
     )

@@ -474,6 +474,7 @@ def _info(cl: ModuleType, backend: str, index: int, platform: Any, device: Any) 
         stable_id=f"{backend}-" + hashlib.sha1(identity.encode()).hexdigest()[:16],
         extra={"platform": platform.name.strip(), "platform_version": platform.version.strip(),
                "opencl_version": device.version.strip()},
+        local_memory=int(device.local_mem_size),
     )
 
 

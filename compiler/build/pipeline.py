@@ -40,7 +40,8 @@ from hetero.compiler.build import bundle_registry
 from hetero.compiler.frontend import python as frontend
 from hetero.compiler.ir import nodes as ir, json_form as ir_json, passes
 from hetero.compiler.build.cache import Cache, CacheKey, default_cache
-from hetero.compiler.emit.base import EmittedSource, source_from_json, source_to_json
+from hetero.compiler.build.limits import check_work_group_memory
+from hetero.compiler.emit.base import EmittedSource, source_from_json, source_to_json, work_group_arrays
 from hetero.compiler.emit.registry import emitter_for
 from hetero.compiler.frontend.signature import format_signature
 from hetero.compiler.frontend.source import Fingerprint
@@ -62,17 +63,20 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 def compile_key(stage: str, made_from: str, *, dialect: str, arch: str, toolchain: str,
                 options: Sequence[str] = (), signature: str = "", features: Iterable[str] = (),
-                restrict: bool = True, tool: str = RUNTIME_TOOL, kind: str = "") -> CacheKey:
+                restrict: bool = True, tool: str = RUNTIME_TOOL, kind: str = "", checks: str = "") -> CacheKey:
     """The cache key of one compile product: a ``record`` (``made_from`` is the kernel's source
     fingerprint digest; ``signature`` is required) or an ``artifact`` (``made_from`` is the
     emitted source text, hashed here). ``restrict=False`` is the variant whose array
-    parameters may alias; ``tool`` and ``kind`` name who built the artifact and what it is."""
+    parameters may alias; ``tool`` and ``kind`` name who built the artifact and what it is;
+    ``checks="bounds"`` is the checked variant (:mod:`hetero.compiler.ir.bounds`), a part only then."""
     if stage not in _STAGES:
         raise ValueError(f"compile_key: stage must be one of {_STAGES}, got {stage!r}")
     if stage == RECORD and not signature:
         raise ValueError("compile_key: a record key needs the kernel signature it was emitted for")
     parts = {"stage": stage, "signature": signature, "features": ",".join(sorted(features)),
              "aliasing": "restrict" if restrict else "may-alias", "tool": tool, "kind": kind}
+    if checks:
+        parts["checks"] = checks
     if stage == RECORD:  # the source emitted for it depends on the code generator too
         parts["codegen"] = codegen_digest()
         return CacheKey(made_from, dialect, arch, toolchain, tuple(options), extra=tuple(parts.items()))
@@ -144,14 +148,15 @@ class Compiled:
 
 def compile_for_device(py_func: Callable[..., Any], types: tuple[ParamType, ...], runtime: DeviceRuntime,
                        target: Target, *, fingerprint: Fingerprint, lowered: Callable[[], ir.Function],
-                       restrict: bool = True, cache: Cache | None = None) -> Compiled:
+                       restrict: bool = True, cache: Cache | None = None, checks: str = "") -> Compiled:
     """Build kernel ``py_func`` for ``types`` on the device of ``runtime`` (whose kernel target is
     ``target``): from a loaded bundle where one holds it, else from a cache record, else by
     lowering (``lowered()``, which the kernel memoizes) and emitting; the runtime then builds the
-    source, its artifact coming from the cache when there is one."""
+    source, its artifact coming from the cache when there is one. ``checks="bounds"``: ``lowered()``
+    gives the checked IR, keyed apart (a bundle holds unchecked code only)."""
     cache = default_cache() if cache is None else cache
     signature = format_signature(py_func.__name__, types)
-    prebuilt = bundle_registry.lookup(py_func, types, target)
+    prebuilt = None if checks else bundle_registry.lookup(py_func, types, target)
     if prebuilt is not None and not restrict:  # a bundle's source and binary assume no aliasing
         prebuilt = dataclasses.replace(prebuilt, source=None, binary=None, entry=None)
     # A record of this specialization skips the frontend and the emitter. It is keyed by the
@@ -159,19 +164,20 @@ def compile_for_device(py_func: Callable[..., Any], types: tuple[ParamType, ...]
     use_record = prebuilt is None and fingerprint.keyed
     record_key = compile_key(RECORD, fingerprint.digest, dialect=target.dialect, arch=target.arch,
                              toolchain=target.toolchain, signature=signature, features=target.features,
-                             restrict=restrict)
+                             restrict=restrict, checks=checks)
     recorded = _read_record(cache, record_key) if use_record else None
     if recorded is not None:
         source, key_digest = recorded
     else:
         if prebuilt is not None and prebuilt.source is not None:
-            source = prebuilt.source
+            # a bundle keeps no sizes of work-group arrays: its IR has them (less hetero's own)
+            source = dataclasses.replace(prebuilt.source, local_arrays=work_group_arrays(prebuilt.function))
         else:
             source = emit(lowered() if prebuilt is None else prebuilt.function, target, restrict=restrict)
             stats.add("emitted")
         key_digest = compile_key(ARTIFACT, source.text, dialect=target.dialect, arch=target.arch,
                                  toolchain=target.toolchain, options=source.options, signature=signature,
-                                 features=target.features, restrict=restrict).digest
+                                 features=target.features, restrict=restrict, checks=checks).digest
         if use_record:
             cache.put(record_key, json.dumps({"source": source_to_json(source), "key": key_digest}).encode())
     from_bundle = prebuilt is not None and prebuilt.entry is not None
@@ -220,8 +226,10 @@ def compile_function(function: ir.Function, runtime: DeviceRuntime, target: Targ
 
 def _build(runtime: DeviceRuntime, source: EmittedSource, artifact: bytes | None, cache: Cache, key_digest: str,
            signature: str) -> tuple[Any, bytes | None]:
-    """The runtime's build of ``source``; without a cached artifact it is a compile, which the user is
-    told of when it takes long (:mod:`hetero.core.build_progress`)."""
+    """The runtime's build of ``source``, once its work-group memory is known to fit the device;
+    without a cached artifact it is a compile, which the user is told of when it takes long
+    (:mod:`hetero.core.build_progress`)."""
+    check_work_group_memory(source, runtime.info, signature)
     path = cache.path_for(key_digest, ".bin")
     if artifact is not None:
         return runtime.build_kernel(source, artifact, path)

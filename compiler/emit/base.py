@@ -38,7 +38,10 @@ class EmittedSource:
 
     ``entry`` is the kernel's symbol (a C function name or a Python function name),
     ``options`` the compiler options the source needs, ``abi`` the argument layout;
-    ``max_group`` the most work-items a work-group may hold (0: the device's own limit).
+    ``max_group`` the most work-items a work-group may hold (0: the device's own limit);
+    ``local_arrays`` the name and bytes of each work-group (shared) memory array one work-group
+    holds, hetero's own (warp exchanges) included (:func:`work_group_arrays`), which a device's
+    limit is checked against before the source is built.
     """
 
     dialect: str
@@ -47,6 +50,12 @@ class EmittedSource:
     abi: tuple[AbiArg, ...]
     options: tuple[str, ...] = ()
     max_group: int = 0
+    local_arrays: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def local_bytes(self) -> int:
+        """The work-group (shared) memory one work-group of this kernel holds, in bytes."""
+        return sum(size for _, size in self.local_arrays)
 
 
 class Emitter(abc.ABC):
@@ -81,6 +90,23 @@ def default_abi(fn: ir.Function, with_shapes: bool) -> tuple[AbiArg, ...]:
     return tuple(layout)
 
 
+def work_group_arrays(fn: ir.Function) -> tuple[tuple[str, int], ...]:
+    """``(name, bytes)`` of each work-group memory array of kernel ``fn`` and its device functions
+    (per-work-item arrays, ``cuda.local.array``, are not work-group memory)."""
+    found: dict[str, int] = {}
+    todo = [fn]
+    while todo:
+        f = todo.pop()
+        for array in f.local_arrays:
+            if not array.private:
+                size = array.dtype.dtype.itemsize
+                for extent in array.shape:
+                    size *= extent
+                found.setdefault(array.name, size)
+        todo.extend(f.callees)
+    return tuple(found.items())
+
+
 def entry_name(fn: ir.Function) -> str:
     return f"hetero_{fn.name}"
 
@@ -90,6 +116,7 @@ def source_to_json(source: EmittedSource) -> dict[str, object]:
     return {
         "dialect": source.dialect, "entry": source.entry, "text": source.text, "options": list(source.options),
         "abi": [[arg.kind, arg.param, arg.dtype.name, arg.axis] for arg in source.abi], "max_group": source.max_group,
+        "local_arrays": [[name, size] for name, size in source.local_arrays],
     }
 
 
@@ -101,6 +128,7 @@ def source_from_json(data: dict[str, object]) -> EmittedSource:
                 for kind, param, dtype, axis in data["abi"])  # type: ignore[attr-defined]
     if any(arg.kind not in ("scalar", "array", "shape") for arg in abi):
         raise ValueError("unknown argument kind in a cached kernel record")
+    arrays = tuple((str(name), int(size)) for name, size in data.get("local_arrays", []))  # type: ignore[attr-defined]
     return EmittedSource(str(data["dialect"]), str(data["entry"]), str(data["text"]), abi,
                          tuple(str(o) for o in data["options"]),  # type: ignore[attr-defined]
-                         int(data.get("max_group", 0)))  # type: ignore[call-overload]
+                         int(data.get("max_group", 0)), arrays)  # type: ignore[call-overload]

@@ -21,7 +21,7 @@ from hetero.core.types import ArrayType, ScalarType, f16
 from hetero.compiler.ir import nodes as ir, warp_emulation
 from hetero.compiler.emit.c_dialect import ATOMIC_TYPES, ArrayInfo, CDialect, ascii_name, top
 from hetero.compiler.emit.cpu_regions import check_barriers
-from hetero.compiler.emit.base import EmittedSource, Emitter, default_abi, entry_name
+from hetero.compiler.emit.base import EmittedSource, Emitter, default_abi, entry_name, work_group_arrays
 from hetero.compiler.ir.queries import all_expressions, direct_loop_vars, subexpressions
 from hetero.core.target import Target
 
@@ -53,7 +53,7 @@ class CEmitter(Emitter):
             fn = warp_emulation.emulate(fn, subgroups, "subgroup_shuffles32" in target.features)
         check_barriers(fn)  # IR from a bundle skips the frontend, which checks this first
         source = Program(fn, target, self.language, restrict=restrict).source()
-        return dataclasses.replace(source, max_group=limit) if limit else source
+        return dataclasses.replace(source, max_group=limit, local_arrays=work_group_arrays(fn))
 
 
 class Program:

@@ -1,5 +1,5 @@
 """How OpenCL C 1.2 spells what hetero's IR says: ``__kernel``, ``__global``/``__local``,
-``get_global_id``, f16 through ``vload_half``/``vstore_half`` (no cl_khr_fp16 needed for
+the work-item built-ins (the global id and size made in 64 bits from the group's), f16 through ``vload_half``/``vstore_half`` (no cl_khr_fp16 needed for
 arrays), atomics on floats and 64-bit min/max built from compare-and-swap.
 """
 
@@ -90,6 +90,14 @@ class OpenCLDialect(CDialect):
         return f"((double){text})" if double else text
 
     def work_item(self, name: str, axis: int) -> str:
+        # A launch may hold more than 2**32 work-items (global_id is i64), but Intel's CPU runtime
+        # computes get_global_id (and get_global_size) in 32 bits in kernels with a barrier: the last
+        # work-item of 22121216 x 256 got 1368063999, not 5663031295. Group ids and sizes fit in 32
+        # bits, so both are made in 64 bits from them, as CUDA's are (hetero launches at offset 0).
+        if name == "global_id":
+            return f"((long)get_group_id({axis}) * (long)get_local_size({axis}) + (long)get_local_id({axis}))"
+        if name == "global_size":
+            return f"((long)get_num_groups({axis}) * (long)get_local_size({axis}))"
         return f"(long){_WORK_ITEMS[name]}({axis})"
 
     def integer_abs(self, t: ScalarType, operand: str) -> str:

@@ -40,7 +40,7 @@ from hetero.compiler.emit.cpu_regions import (
     GroupFor, GroupWhile, Node, Plan, Run, error, plan_kernel, stmt_exprs, subexprs, vars_assigned, vars_read,
     vars_referenced,
 )
-from hetero.compiler.emit.base import EmittedSource, Emitter, default_abi, entry_name
+from hetero.compiler.emit.base import EmittedSource, Emitter, default_abi, entry_name, work_group_arrays
 from hetero.compiler.ir.queries import all_expressions
 from hetero.core.target import Target
 
@@ -314,13 +314,15 @@ class CPUEmitter(Emitter):
             raise CompileError(f"'{fn.name}' is a device function; the CPU emitter compiles kernels", fn.loc.file, fn.loc.line)
         if target.dialect != self.dialect:
             raise CompileError(f"the CPU emitter cannot emit for target {target}", fn.loc.file, fn.loc.line)
-        text = _Module(warp_emulation.emulate(fn)).render()
+        emulated = warp_emulation.emulate(fn)
+        text = _Module(emulated).render()
         # Numba has no float16 scalars: an f16 scalar is passed as float32 (the entry rounds it)
         abi = tuple(
             dataclasses.replace(arg, dtype=f32) if arg.kind == "scalar" and arg.dtype == f16 else arg
             for arg in default_abi(fn, with_shapes=False)
         )
-        return EmittedSource(self.dialect, entry_name(fn), text, abi, max_group=warp_emulation.group_limit(fn))
+        return EmittedSource(self.dialect, entry_name(fn), text, abi, max_group=warp_emulation.group_limit(fn),
+                             local_arrays=work_group_arrays(emulated))
 
 
 EMITTER = CPUEmitter()

@@ -556,22 +556,22 @@ class ExpressionLowering(ComplexExpressions):
             t = {"all": bool_t, "any": bool_t, "sync": ir.VOID}.get(op, u32)
         return Value(ir.Warp(t, op, tuple(args)))
 
-    def call_match(self, node: ast.Call) -> Value:
-        """``cuda.match_any_sync(mask, value)``: a call of :func:`hetero.language.warp_match.match_any`."""
+    def call_match(self, node: ast.Call, which: str = "match_any") -> Value:
+        """``cuda.match_any_sync(mask, value)``: a call of :func:`hetero.language.warp_match.match_any`
+        (``which="match_all"``: of ``match_all``, the mask part of ``cuda.match_all_sync``)."""
         mask, value = self.args(node, 2)
         own = self.rules.literal_type(value.expr.value) if value.weak else value.type  # type: ignore[attr-defined]
         if not (own.is_int or own == bool_t):
             raise self.src.error(node, f"match_*_sync takes an integer value here, got {own}: CUDA compares bit "
                                        "patterns, so pass the bits, e.g. a view of the array as int32/int64")
-        function = self.program.function(language_warp_match.match_any, [u32, own], self.src, node)
+        function = self.program.function(getattr(language_warp_match, which), [u32, own], self.src, node)
         return Value(ir.Call(u32, function.name, (cast(mask, u32), cast(value, own))))
 
     def match_all(self, node: ast.Call) -> list[Value]:
-        """``m, pred = cuda.match_all_sync(mask, value)``: ``(mask, True)`` when every lane of ``mask``
-        matches, else ``(0, False)``."""
-        mask = cast(self.args(node, 2)[0], u32)
-        every = ir.Compare(bool_t, "==", self.call_match(node).expr, mask)
-        return [Value(ir.Select(u32, every, mask, ir.Const(u32, 0))), Value(every)]
+        """``m, pred = cuda.match_all_sync(mask, value)``: ``(the lanes of mask taking part, True)``
+        when they all match, else ``(0, False)``."""
+        found = self.call_match(node, "match_all").expr
+        return [Value(found), Value(ir.Compare(bool_t, "!=", found, ir.Const(u32, 0)))]
 
     def call_bits(self, op: str, node: ast.Call) -> Value:
         """``cuda.popc/clz/ffs/brev(x)`` in Numba's types: the first two give x's type, ``ffs`` u32,

@@ -50,6 +50,7 @@ from hetero.compiler.emit.cpu_regions import UNIFORM_PREFIX, divergent_expr_test
 from hetero.compiler.ir.inline import inline_calls
 from hetero.compiler.ir.queries import map_children
 
+_BOUNDS_FAIL = "_hetero_bounds_fail"  # hetero.compiler.ir.bounds.FAIL (that module imports this one's neighbours)
 #: The most work-items a work-group of a kernel with warp operations may have here (CUDA's own
 #: limit per block), and so the slots of each exchange array.
 MAX_GROUP = 1024
@@ -87,7 +88,9 @@ def _has_jump(body: tuple[ir.Stmt, ...]) -> bool:
 
 
 def _effects(e: ir.Expr) -> bool:
-    return any(isinstance(x, (ir.Atomic, ir.Call)) for x in subexprs(e))
+    # a checked access's failure record (hetero.compiler.ir.bounds) is no effect of the program's:
+    # a uniform value that reads an array stays computed everywhere, in checked mode too
+    return any(isinstance(x, ir.Atomic) or (isinstance(x, ir.Call) and x.func != _BOUNDS_FAIL) for x in subexprs(e))
 
 
 def _and(a: ir.Expr | None, b: ir.Expr) -> ir.Expr:

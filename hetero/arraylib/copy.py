@@ -256,7 +256,7 @@ class StagedSpecialization:
 def staged(kernel: Any, inner: Specialization, args: Sequence[Any]) -> StagedSpecialization:
     """The staged launch of ``kernel`` (a :class:`hetero.kernels.kernel.Kernel`) for ``args``, some of them views."""
     views = tuple(i for i, a in enumerate(args) if isinstance(a, Array) and a._layout < 0)
-    written = written_arrays(kernel._lowered(inner.types))
+    written = written_arrays(kernel._lowered(inner.declared_types or inner.types))  # the kernel's own parameters
     names = kernel.param_names()
     back = tuple(i for i in views if written is None or names[i] in written)
     return StagedSpecialization(inner, views, back)

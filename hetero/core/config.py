@@ -23,6 +23,7 @@ HETERO_BLAS              blas              ``off``: ``hetero.matmul`` runs heter
 HETERO_SUBGROUPS         subgroups         ``auto`` (default), ``off`` or ``all``: CUDA's warps on OpenCL sub-groups (below)
 HETERO_HOST_FALLBACK     host_fallback     ``warn`` (default), ``allow`` or ``error``: LAPACK/FFT on the host (below)
 HETERO_PROGRESS          progress          ``auto`` (default: on a terminal), ``on`` or ``off``: say so when kernel builds take long
+HETERO_BOUNDS_CHECK      bounds_check      ``1``: every kernel checks each array index (below); default ``0``
 ======================== ================= ==================================================
 
 ``host_fallback`` says what happens when a ``linalg`` or ``fft`` function has no vendor library on
@@ -31,6 +32,14 @@ through NumPy, its operands downloaded and its results uploaded (:mod:`hetero.ar
 ``warn`` runs it and logs one WARNING per function and device (logger ``hetero.array.ndarray``),
 ``allow`` runs it without the warning, ``error`` refuses with :class:`hetero.ArrayError`. Every
 fallback is counted either way (``hetero.arraylib.host_fallback.counts()``).
+
+``bounds_check`` compiles every kernel specialised from then on in checked mode (as
+``@hetero.kernel(debug=True)`` and ``cuda.jit(debug=True)`` do one kernel): each array access
+tests its index, and an access out of bounds is not made and raises
+:class:`hetero.core.errors.KernelIndexError` (an ``IndexError``) after the launch, naming the
+kernel, the array, the index and the line (:mod:`hetero.compiler.ir.bounds`). Checked kernels are
+cached apart and run slower (each launch waits for its flags). Off, a kernel's indices are
+trusted, as CUDA trusts them: an index out of bounds reads or writes whatever memory is there.
 
 ``subgroups`` says where CUDA's warp operations use 32-wide OpenCL sub-groups (Intel's runtimes;
 :mod:`hetero.compiler.ir.warp_emulation`): ``auto`` uses them for votes on every such device and for
@@ -161,6 +170,7 @@ class Config:
     subgroups: str = "auto"  # CUDA's warps on 32-wide OpenCL sub-groups: "auto", "off" or "all"
     host_fallback: str = "warn"  # linalg/fft with no vendor library on the device: "warn", "allow" or "error"
     progress: str = "auto"  # kernel builds longer than a second said on stderr: "auto" (a terminal), "on", "off"
+    bounds_check: bool = False  # every kernel checks its array indices (hetero.compiler.ir.bounds)
     cache_max_size: int = CACHE_MAX_SIZE  # bytes of the disk cache
     cache_max_entries: int = CACHE_MAX_ENTRIES
     cache_memory_max_size: int = CACHE_MEMORY_MAX_SIZE  # bytes of the in-process layer
@@ -195,6 +205,7 @@ _ENV = {
     "HETERO_SUBGROUPS": "subgroups",
     "HETERO_HOST_FALLBACK": "host_fallback",
     "HETERO_PROGRESS": "progress",
+    "HETERO_BOUNDS_CHECK": "bounds_check",
     "HETERO_CACHE_MAX_SIZE": "cache_max_size",
     "HETERO_CACHE_MAX_ENTRIES": "cache_max_entries",
     "HETERO_CACHE_MEMORY_MAX_SIZE": "cache_memory_max_size",
@@ -295,7 +306,7 @@ def _parse(key: str, value: Any, origin: str) -> Any:
                     + did_you_mean(kind, DEVICE_KINDS)
                 )
         return kinds
-    if key in ("faults_persist", "blas", "allow_quarantined"):
+    if key in ("faults_persist", "blas", "allow_quarantined", "bounds_check"):
         flag = str(value).strip().lower()
         if flag not in _FLAGS:
             raise ConfigError(f"{origin}: {key!r} must be 1/true/yes/on or 0/false/no/off, got {value!r}")

@@ -58,6 +58,9 @@ class DeviceInfo:
 
     ``memory`` is in bytes. ``stable_id`` survives reboots and renumbering: the
     vendor's UUID where it gives one, else a hash of identifying properties.
+    ``local_memory``: the bytes of work-group (shared) memory one work-group may hold
+    (OpenCL's ``CL_DEVICE_LOCAL_MEM_SIZE``, CUDA's ``sharedMemPerBlock``); 0 when the backend
+    does not say, and then a kernel's is not checked against it.
     """
 
     name: str
@@ -73,6 +76,7 @@ class DeviceInfo:
     driver_version: str
     stable_id: str
     extra: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    local_memory: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)

@@ -343,6 +343,12 @@ class KernelLaunchError(HeteroError, ValueError):
     """A kernel was launched with arguments or sizes it cannot take (names the parameter)."""
 
 
+class KernelIndexError(KernelLaunchError, IndexError):
+    """A kernel in checked mode (``HETERO_BOUNDS_CHECK=1``, ``debug=True``) indexed an array out of
+    its bounds: names the kernel, the array, the index, the axis's extent and the source line.
+    Also an ``IndexError``, as Python's own out-of-range index is."""
+
+
 class ArgumentError(HeteroError, TypeError):
     """A hetero function was called with a keyword it does not take (a ``TypeError``, as Python's own)."""
 

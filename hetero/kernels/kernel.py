@@ -59,7 +59,7 @@ from hetero.core import fusion_state as _fusion
 from hetero.array.ndarray import Array, asarray, empty, zeros
 from hetero.array.components import components
 from hetero.compiler.frontend import python as frontend
-from hetero.compiler.ir import grid_sync, nodes as ir
+from hetero.compiler.ir import bounds, grid_sync, nodes as ir
 from hetero.compiler.build import pipeline
 from hetero.compiler.ir.queries import written_arrays
 from hetero.compiler.ir.text import format_function
@@ -70,13 +70,14 @@ from hetero.core.device import Device
 from hetero.core.errors import CompileError, KernelLaunchError
 from hetero.core.launch_counts import counter as launch_counter
 from hetero.core.launch_counts import launch_counts  # re-exported: read from here too
+from hetero.kernels.bounds_check import BoundsFlags
 from hetero.kernels.launch_values import key_builder, matcher_builder, values_builder
 from hetero.array.hooks import STAGED_LAUNCH
 from hetero.kernels.hooks import SPLIT_KERNEL
 from hetero.kernels.launch_args import arg_type, check_sizes, keyword_error, scalar_converter, shares_memory, size_tuple
 from hetero.core.registry import device as resolve_device
 from hetero.scheduler import cost_model
-from hetero.core.types import ArrayType, ScalarType, i64, scalar_type
+from hetero.core.types import ArrayType, ScalarType, i64, scalar_type, u32
 
 if TYPE_CHECKING:
     from hetero.kernels.split.launch import SplitKernel
@@ -119,18 +120,24 @@ class Specialization:
     #: The arrays from outside the kernel its body reads, passed after the declared arguments.
     captured: tuple[Array, ...] = ()
     declared_count = 0
-    #: Whether a launch needs no more than the plan's values (no captured, complex or grid-sync parts).
+    declared_types: tuple[ParamType, ...] = ()
+    #: Whether a launch needs no more than the plan's values (no captured, complex, grid-sync or checked parts).
     direct = False
     grid_params: tuple[tuple[str, ParamType], ...] = ()
+    #: A checked kernel's flag array (hetero.kernels.bounds_check), passed last and read after each launch.
+    bounds: BoundsFlags | None = None
 
     def __init__(self, kernel: Kernel, types: tuple[ParamType, ...], device: Device, restrict: bool = True) -> None:
         self.kernel = kernel
         target = device_target(kernel.name, device)
+        checks = "bounds" if kernel.checked() else ""
         compiled = pipeline.compile_for_device(kernel.py_func, types, device.runtime, target,
                                                fingerprint=kernel.source_fingerprint(),
-                                               lowered=functools.partial(kernel._lowered, types), restrict=restrict)
+                                               lowered=functools.partial(kernel._lowered, types, bool(checks)),
+                                               restrict=restrict, checks=checks)
         params = kernel.param_names()
-        extra = [a.param for a in compiled.source.abi if a.param not in params and _complex_part(a.param, params) is None]
+        extra = [a.param for a in compiled.source.abi if a.param not in params and a.param != bounds.FLAGS
+                 and _complex_part(a.param, params) is None]
         grid = list(dict.fromkeys(p for p in extra if p.startswith("_grid_")))
         captured = captured_arguments(kernel, [p for p in extra if not p.startswith("_grid_")], device)
         if captured and restrict and pipeline.declares_restrict(target.dialect):
@@ -138,20 +145,25 @@ class Specialization:
             restrict = False
             compiled = pipeline.compile_for_device(kernel.py_func, types, device.runtime, target,
                                                    fingerprint=kernel.source_fingerprint(),
-                                                   lowered=functools.partial(kernel._lowered, types), restrict=False)
+                                                   lowered=functools.partial(kernel._lowered, types, bool(checks)),
+                                                   restrict=False, checks=checks)
         self.captured = tuple(captured.values())
         self.declared_count = len(params)
+        self.declared_types = types  # the kernel's own parameters' (self.types adds what hetero passes)
         grid_types = tuple(_grid_param_type(name) for name in grid)
-        self._setup(kernel.name, [*params, *captured, *grid], (*types, *(ArrayType(scalar_type(a.dtype), a.ndim)
-                                                                            for a in captured.values()), *grid_types),
-                    device, compiled, target, restrict)
+        flags = (bounds.FLAGS,) if checks else ()
+        self._setup(kernel.name, [*params, *captured, *grid, *flags],
+                    (*types, *(ArrayType(scalar_type(a.dtype), a.ndim) for a in captured.values()), *grid_types,
+                     *(ArrayType(u32, 1) for _ in flags)), device, compiled, target, restrict)
+        if checks:  # after the declared, captured and grid-sync arguments, each launch passes the flags
+            self.bounds = BoundsFlags(kernel.name, device, functools.partial(kernel.bounds_sites, types))
         # the arrays a grid-sync launch adds are its own: only the caller's may share memory
         self.alias_positions: tuple[int, ...] = tuple(i for i in self.alias_positions if i < len(params))
         if grid:  # a kernel with grid syncs: launched phase after phase (hetero.compiler.ir.grid_sync)
             self.grid_params = tuple(zip(grid, grid_types, strict=True))
             self.launch = self._launch_phases  # type: ignore[method-assign]
         # a launch is the runtime's call on the arguments' values, nothing more (Launcher's fast path)
-        self.direct = not grid and not self.captured and not self.complex_arrays
+        self.direct = not grid and not self.captured and not self.complex_arrays and self.bounds is None
 
     def _setup(self, name: str, params: Sequence[str], types: tuple[ParamType, ...], device: Device,
                compiled: pipeline.Compiled, target: Any, restrict: bool) -> None:
@@ -229,11 +241,11 @@ class Specialization:
         if self._unaliased is None:
             with self.kernel._lock:
                 if self._unaliased is None:
-                    self._unaliased = Specialization(self.kernel, self.types, self.device, restrict=False)
+                    self._unaliased = Specialization(self.kernel, self.declared_types, self.device, restrict=False)
         return self._unaliased
 
     def _ir(self) -> ir.Function:
-        return cast(ir.Function, self.kernel._lowered(self.types))
+        return cast(ir.Function, self.kernel._lowered(self.declared_types))
 
     def written_positions(self) -> tuple[int, ...]:
         """Positions of the array parameters this kernel may write (a store or an atomic in its IR;
@@ -302,7 +314,11 @@ class Specialization:
                 args[position] = components(args[position])
         if _fusion.PENDING:  # recorded elementwise work reading what this launch writes runs first
             _fusion.before_write([args[i] for i in self.written_positions()])
-        self.runtime.launch(self.loaded, global_size, local_size, self._values(args))
+        if self.bounds is None:
+            self.runtime.launch(self.loaded, global_size, local_size, self._values(args))
+            return
+        self.runtime.launch(self.loaded, global_size, local_size, self._values((*args, self.bounds.array)))
+        self.bounds.check()
 
 
 def _complex_part(abi_param: str, params: Sequence[str]) -> tuple[str, str] | None:
@@ -453,9 +469,11 @@ class Kernel:
     """A ``@hetero.kernel`` function. Launch with ``kernel[global_size](…)`` or
     ``kernel[global_size, local_size](…)``; inspect with :meth:`ir` and :meth:`source`."""
 
-    def __init__(self, py_func: Callable[..., Any]) -> None:
+    def __init__(self, py_func: Callable[..., Any], debug: bool = False) -> None:
         self.py_func = py_func
         self.name = py_func.__name__
+        #: Checked mode for this kernel (hetero.compiler.ir.bounds); HETERO_BOUNDS_CHECK=1 checks every kernel.
+        self.debug = debug
         functools.update_wrapper(self, py_func)  # type: ignore[arg-type]
         self._declared: list[ParamType | None] | None = None
         self._fingerprint: Fingerprint | None = None
@@ -463,7 +481,7 @@ class Kernel:
         self._dispatch: dict[tuple[Any, ...], Specialization] = {}
         code = getattr(py_func, "__code__", None)  # the launch's dispatch key, written out for the arity
         self._key_of = key_builder(code.co_argcount if code is not None else 0, Array)
-        self._ir: dict[tuple[ParamType, ...], Any] = {}
+        self._ir: dict[tuple[ParamType, ...] | tuple[tuple[ParamType, ...], str], Any] = {}
         self._launchers: dict[Any, Launcher] = {}
         self._lock = threading.RLock()
 
@@ -537,11 +555,25 @@ class Kernel:
             self._declared = frontend.declared_types(self.py_func)
         return self._declared
 
-    def _lowered(self, types: tuple[ParamType, ...]) -> Any:
+    def checked(self) -> bool:
+        """Whether this kernel's specializations check every array index (``debug=True`` or
+        ``HETERO_BOUNDS_CHECK=1`` when the specialization is made)."""
+        return self.debug or get_config().bounds_check
+
+    def _lowered(self, types: tuple[ParamType, ...], checked: bool = False) -> Any:
         with self._lock:
             if types not in self._ir:
                 self._ir[types] = pipeline.lower(self.py_func, types)
-            return self._ir[types]
+            if not checked:
+                return self._ir[types]
+            key = (types, "bounds")
+            if key not in self._ir:
+                self._ir[key] = bounds.instrument(self._ir[types])[0]
+            return self._ir[key]
+
+    def bounds_sites(self, types: tuple[ParamType, ...]) -> tuple[bounds.Site, ...]:
+        """The checked accesses of this kernel for ``types``, numbered as its checked IR numbers them."""
+        return bounds.instrument(self._lowered(types))[1]
 
     def _parse(self, signature: str | Sequence[ParamType]) -> tuple[ParamType, ...]:
         if isinstance(signature, str):
@@ -567,7 +599,7 @@ class Kernel:
         target = target_device.runtime.kernel_target()
         if target is None:
             raise KernelLaunchError(f"{target_device.name} cannot run hetero kernels")
-        return pipeline.emit(self._lowered(self._parse(signature)), target).text
+        return pipeline.emit(self._lowered(self._parse(signature), self.checked()), target).text
 
     def signature(self, types: Sequence[ParamType]) -> str:
         return format_signature(self.name, tuple(types))
@@ -606,7 +638,7 @@ class Kernel:
         the work from ``on`` to ``device`` would build at its first launches); returns how many
         were built. Used by the guard's standby, in the background."""
         with self._lock:
-            wanted = [(key, entry.types) for key, entry in self._dispatch.items()
+            wanted = [(key, entry.declared_types) for key, entry in self._dispatch.items()
                       if isinstance(entry, Specialization) and entry.device is on and _plain_key(key)]
         built = 0
         for key, types in wanted:
@@ -664,9 +696,14 @@ def specialized_kernels() -> list[Kernel]:
     return list(_SPECIALIZED)
 
 
-def kernel(py_func: Callable[..., Any]) -> Kernel:
-    """Make ``py_func`` a hetero kernel (see the module docstring)."""
-    return Kernel(py_func)
+def kernel(py_func: Callable[..., Any] | None = None, *, debug: bool = False) -> Any:
+    """Make ``py_func`` a hetero kernel (see the module docstring): ``@hetero.kernel``, or
+    ``@hetero.kernel(debug=True)`` for a kernel that checks every array index and raises
+    :class:`~hetero.core.errors.KernelIndexError` for one out of bounds (as ``HETERO_BOUNDS_CHECK=1``
+    does for every kernel)."""
+    if py_func is None:
+        return functools.partial(Kernel, debug=debug)
+    return Kernel(py_func, debug=debug)
 
 
 cost_model.add_sampling_listener(_on_sampling_change)

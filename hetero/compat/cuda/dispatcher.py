@@ -42,12 +42,16 @@ from hetero.core.types import ArrayType, ScalarType
 #: Threads per block ``forall`` launches with (Numba asks the driver for an occupancy-based
 #: size; hetero uses one size every device takes).
 FORALL_BLOCK = 128
-_IGNORED_OPTIONS = {"inline", "fastmath", "debug", "lineinfo", "cache", "opt", "max_registers", "lto", "boundscheck",
+_IGNORED_OPTIONS = {"inline", "fastmath", "lineinfo", "cache", "opt", "max_registers", "lto", "boundscheck",
                     "forceinline"}
 
 
-def jit(func_or_sig: Any = None, device: bool = False, link: Sequence[str] = (), **options: Any) -> Any:
-    """Numba's ``cuda.jit``: ``@cuda.jit``, ``@cuda.jit("void(float32[:])")``, ``@cuda.jit(device=True)``."""
+def jit(func_or_sig: Any = None, device: bool = False, link: Sequence[str] = (), debug: bool = False,
+        **options: Any) -> Any:
+    """Numba's ``cuda.jit``: ``@cuda.jit``, ``@cuda.jit("void(float32[:])")``, ``@cuda.jit(device=True)``.
+    ``debug=True`` checks every array index of the kernel, as Numba's does: an index out of bounds
+    raises :class:`~hetero.core.errors.KernelIndexError` (an ``IndexError``) after the launch, naming
+    the kernel, the array, the index and the line (a device function is checked in its kernel)."""
     unknown = set(options) - _IGNORED_OPTIONS
     if unknown:
         raise TypeError(f"cuda.jit() got unsupported option(s) {', '.join(sorted(unknown))}")
@@ -58,7 +62,7 @@ def jit(func_or_sig: Any = None, device: bool = False, link: Sequence[str] = (),
     def wrap(py_func: Callable[..., Any], signature: Any = None) -> Any:
         if device:
             return DeviceFunction(py_func, typing="numba")
-        return Dispatcher(py_func, signature)
+        return Dispatcher(py_func, signature, debug=debug)
 
     if callable(func_or_sig) and not isinstance(func_or_sig, (str, nbtypes.NumbaType, nbtypes.Signature)):
         return wrap(func_or_sig)
@@ -68,10 +72,11 @@ def jit(func_or_sig: Any = None, device: bool = False, link: Sequence[str] = (),
 class Dispatcher:
     """A ``@cuda.jit`` kernel: launch with ``kernel[blocks, threads](…)`` or ``kernel.forall(n)(…)``."""
 
-    def __init__(self, py_func: Callable[..., Any], signature: Any = None) -> None:
+    def __init__(self, py_func: Callable[..., Any], signature: Any = None, debug: bool = False) -> None:
         set_typing(py_func, "numba")
         self.py_func = py_func
-        self.kernel = Kernel(py_func)
+        self.debug = debug
+        self.kernel = Kernel(py_func, debug=debug)
         functools.update_wrapper(self, py_func)  # type: ignore[arg-type]
         self.signature = nbtypes.parse(signature, py_func.__name__) if signature is not None else None
         self._declared = self.signature.hetero_types(py_func.__name__) if self.signature is not None else None
@@ -104,7 +109,7 @@ class Dispatcher:
             copy.__dict__.update(f.__dict__)
             copy.__qualname__ = f.__qualname__
             set_dynamic_shared(copy, shared_mem)
-            variant = self._variants.setdefault(shared_mem, Kernel(copy))
+            variant = self._variants.setdefault(shared_mem, Kernel(copy, debug=self.debug))
         return variant
 
     def __getitem__(self, config: Any) -> LaunchConfig:

@@ -119,6 +119,8 @@ def declare_device(name: str, sig: Any, link: str | Sequence[str] | None = None)
     """Numba's ``cuda.declare_device``: the CUDA C ``__device__`` function ``name`` of signature ``sig``
     (``"float32(float32, float32)"``), defined in the ``link`` file(s), callable from kernels."""
     signature = nbtypes.parse(sig, name)
+    if not signature.written:  # as Numba: a kernel returns nothing, a C function must say what it returns
+        raise CompileError(f"declare_device({name!r}, {sig!r}): give the return type too, e.g. 'float32(float32, float32)'")
     files = (link,) if isinstance(link, str) else tuple(link or ())
     return ForeignFunction(name, signature, files)
 

@@ -81,10 +81,12 @@ def CPointer(element: NumbaType) -> CPointerT:
 
 @dataclasses.dataclass(frozen=True)
 class Signature:
-    """``void(float32[:], int32)``: a return type and argument types."""
+    """``void(float32[:], int32)``: a return type and argument types (``written=False``: the
+    argument types alone, as ``"(float32[:], int32)"`` gives them; a kernel returns nothing)."""
 
     return_type: NumbaType
     args: tuple[Any, ...]
+    written: bool = True
 
     def hetero_types(self, name: str) -> tuple[ht.ScalarType | ht.ArrayType | None, ...]:
         out: list[ht.ScalarType | ht.ArrayType | None] = []
@@ -112,34 +114,70 @@ uint64 = _scalar("uint64", "u64")
 float16 = _scalar("float16", "f16")
 float32 = _scalar("float32", "f32")
 float64 = _scalar("float64", "f64")
+complex64 = _scalar("complex64", "c64")
+complex128 = _scalar("complex128", "c128")
 intp, uintp = int64, uint64
 f2, f4, f8 = float16, float32, float64
 i1, i2, i4, i8 = int8, int16, int32, int64
 u1, u2, u4, u8 = uint8, uint16, uint32, uint64
+c8, c16 = complex64, complex128
+double = float64
 void = none = NumbaType("void", None)
 
-BY_NAME: dict[str, NumbaType] = {t.name: t for t in (boolean, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                                                     float16, float32, float64, void)}
-BY_NAME.update({"intp": intp, "uintp": uintp, "b1": boolean, "f4": float32, "f8": float64, "i4": int32, "i8": int64,
-                "u4": uint32, "u8": uint64, "CPointer": CPointer})  # type: ignore[dict-item]
+#: Every name ``numba.core.types`` gives a number or a bool (Numba 0.68 on a 64-bit Linux or macOS,
+#: where a C ``long`` has 64 bits), so a signature string Numba reads reads the same here;
+#: ``tests/test_compat_cuda_signatures.py`` compares each with Numba's own parser.
+_NUMBA_NAMES: dict[NumbaType, tuple[str, ...]] = {
+    boolean: ("b1", "bool", "bool_", "boolean", "c_bool", "np_bool_", "py_bool"),
+    int8: ("c_int8", "char", "i1", "int8", "np_char", "np_int8"),
+    int16: ("c_int16", "i2", "int16", "np_int16", "np_short", "short"),
+    int32: ("c_int32", "i4", "int32", "intc", "np_int32", "np_intc"),
+    int64: ("c_int64", "c_intp", "i8", "int64", "int_", "intp", "long_", "longlong", "np_int64", "np_int_",
+            "np_intp", "np_long", "np_longlong", "py_int", "ssize_t"),
+    uint8: ("byte", "c_uint8", "np_uchar", "np_uint8", "u1", "uchar", "uint8"),
+    uint16: ("c_uint16", "np_uint16", "np_ushort", "u2", "uint16", "ushort"),
+    uint32: ("c_uint32", "np_uint32", "np_uintc", "u4", "uint32", "uintc"),
+    uint64: ("c_uint64", "c_uintp", "np_uint", "np_uint64", "np_uintp", "np_ulong", "np_ulonglong", "size_t", "u8",
+             "uint", "uint64", "uintp", "ulong", "ulonglong"),
+    float16: ("c_float16", "f2", "float16", "np_float16"),
+    float32: ("c_float32", "f4", "float32", "np_float32", "np_float_"),
+    float64: ("c_float64", "double", "f8", "float64", "np_double", "np_float64", "py_float"),
+    complex64: ("c8", "complex64", "np_complex64"),
+    complex128: ("c16", "complex128", "np_complex128", "py_complex"),
+    void: ("none", "void"),
+}
+
+
+def Array(dtype: NumbaType, ndim: int, layout: str = "A") -> ArrayT:  # Numba's name
+    """``types.Array(float32, 2, "C")``: an array type (any layout, as :class:`ArrayT`)."""
+    if not isinstance(dtype, NumbaType) or dtype.hetero_type is None or not isinstance(ndim, int) or ndim < 1:
+        raise TypeError(f"Array(dtype, ndim, layout) takes a scalar type and a number of dimensions, got {dtype}, {ndim}")
+    return ArrayT(dtype, ndim)
+
+
+BY_NAME: dict[str, Any] = {name: t for t, names in _NUMBA_NAMES.items() for name in names}
+BY_NAME.update({"CPointer": CPointer, "Array": Array})
 
 
 def parse(signature: str | Signature | Sequence[Any], name: str) -> Signature:
-    """A signature from Numba's spellings: ``"void(float32[:], int32)"``, ``void(float32[:])`` or a
-    tuple of argument types ``(int32[:, ::1],)``."""
+    """A signature from Numba's spellings: ``"void(float32[:], int32)"``, ``void(float32[:])``, the
+    argument types alone (``"(float32[::1], intp)"``, ``"float32[:], int32"``, a tuple
+    ``(int32[:, ::1],)``: a kernel returns nothing), with any type name Numba's signatures take."""
     if isinstance(signature, Signature):
         return signature
     if isinstance(signature, (tuple, list)):
-        return Signature(void, tuple(signature))
+        return Signature(void, tuple(signature), written=False)
     if isinstance(signature, str):
-        text = signature.strip()
-        if "(" not in text:
-            text = f"void({text})"
         try:
-            value = eval(text, {"__builtins__": {}}, dict(BY_NAME))  # names of types only, no builtins
-        except Exception as exc:
+            value = eval(signature.strip(), {"__builtins__": {}}, dict(BY_NAME))  # names of types only, no builtins
+        except Exception as exc:  # noqa: BLE001 - any failure of the text is the user's to fix
             raise CompileError(f"{name}: cannot read the signature {signature!r}: {exc}; write it as Numba does, "
                                "e.g. 'void(float32[:], int32)'") from None
+        if isinstance(value, (NumbaType, ArrayT, CPointerT)) and not (isinstance(value, NumbaType)
+                                                                      and value.hetero_type is None):
+            value = (value,)  # "float32[:]": one argument
+        if isinstance(value, tuple) and all(isinstance(v, (NumbaType, ArrayT, CPointerT)) for v in value):
+            return Signature(void, value, written=False)
         if isinstance(value, Signature):
             return value
     raise CompileError(f"{name}: {signature!r} is not a signature; write it as Numba does, e.g. 'void(float32[:], int32)'")
