@@ -34,7 +34,7 @@ class _FakeCL:
 
 def _device(name: str, vendor: str, vendor_id: int, kind: int) -> Any:
     return SimpleNamespace(name=name, vendor=vendor, vendor_id=vendor_id, type=kind, driver_version="3.1",
-                           global_mem_size=1 << 30, max_compute_units=4, max_work_group_size=1024,
+                           global_mem_size=1 << 30, local_mem_size=64 << 10, max_compute_units=4, max_work_group_size=1024,
                            double_fp_config=1, version="OpenCL 3.0 PoCL")
 
 

@@ -96,7 +96,7 @@ def test_opencl_devices_are_never_torch_gpus(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_a_gpu_without_torch_installed_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
-    with pytest.raises(ImportError, match=r"cuda:0.*torch is not installed; pip install"):
+    with pytest.raises(ImportError, match=r"cuda:0.*needs torch: pip install 'hetero\[torch\]'"):
         hetero.torch_device(Fake("cuda", "gpu", 0))  # type: ignore[arg-type]
     assert hetero.torch_device("cpu") == "cpu"  # no torch needed to know that
 

@@ -10,9 +10,10 @@ hetero's own (``CPU_OUT_OF_MEMORY``, ``CPU_DEVICE_LOST``, ...), see :data:`FAULT
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import importlib.machinery
 import os
 import platform
+import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -162,13 +163,21 @@ def _versions() -> str:
     return ", ".join(parts)
 
 
+def _numba_missing() -> bool:
+    """Whether Numba cannot be imported here, found without importing it and without asking the
+    import hooks (a process that launches only cached kernels never imports Numba at all)."""
+    if "numba" in sys.modules:
+        return sys.modules["numba"] is None  # imported already, or blocked (sys.modules["numba"] = None)
+    return importlib.machinery.PathFinder.find_spec("numba") is None
+
+
 class CPUBackend(Backend):
     name = "cpu"
 
     def __init__(self) -> None:
         # Numba is a base dependency; without it (--no-deps, a broken environment) the device is listed
         # as unavailable with the remedy, not as `ok` with kernels that fail at the first operation.
-        if importlib.util.find_spec("numba") is None:
+        if _numba_missing():
             raise BackendUnavailableError("cpu", "Numba is not installed (the cpu device compiles its kernels with it)",
                                           "pip install numba  (a dependency of hetero: pip install --force-reinstall hetero)")
         vendor, model = host.cpu_vendor_and_model()

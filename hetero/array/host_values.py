@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import operator
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -87,12 +88,21 @@ class HostValueMethods:
         return cast("Array", self).copy()
 
 
+#: ``hetero.array.ndarray.from_host``, put here by that module when it is imported: it imports this
+#: module for :class:`HostValueMethods`, so this one may not import it back.
+_FROM_HOST: list[Callable[..., Array]] = []
+
+
+def provide_from_host(function: Callable[..., Array]) -> None:
+    """Called once by :mod:`hetero.array.ndarray` with its ``from_host``."""
+    _FROM_HOST[:] = [function]
+
+
 def rebuild(data: bytes, dtype: str, shape: tuple[int, ...], device: str) -> Array:
     """The array a pickle holds: ``data`` (C order) as ``dtype`` (a name, ``"float32"``) of
     ``shape`` on the device named ``device``, else on the host with a warning. Takes nothing
     but these plain values, and refuses them when they do not agree."""
-    from hetero.array.ndarray import from_host  # the Array type's module imports this one
-
+    from_host = _FROM_HOST[0]  # set by hetero.array.ndarray, which imports this module (not the other way)
     if not isinstance(data, bytes) or not isinstance(dtype, str) or not isinstance(device, str) \
             or not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
         raise TypeError("a pickled hetero.Array holds bytes, a dtype name, a tuple of sizes and a device name; "

@@ -49,7 +49,7 @@ from hetero.array.operators import OperatorMethods
 from hetero.core import dtypes
 from hetero.core import fusion_state as _fusion
 from hetero.array.hooks import ADVANCED_GET, ADVANCED_SET, ASSIGN, CAST, COPY_INTO, NAMESPACE, VIEW_TO_NUMPY
-from hetero.array.host_values import HostValueMethods
+from hetero.array.host_values import HostValueMethods, provide_from_host
 from hetero.array.index import index_layout
 from hetero.array.reduction_methods import ReductionMethods
 from hetero.core.device import Device
@@ -605,6 +605,9 @@ def from_host(host: np.ndarray, target: Device, copy: bool | None) -> Array:
     if out.nbytes:
         runtime.upload(out.buffer, np.ascontiguousarray(host))
     return out
+
+
+provide_from_host(from_host)  # hetero.array.host_values rebuilds pickled arrays with it
 
 
 def from_dlpack_object(obj: Any, target: Device, kind: np.dtype[Any] | None, copy: bool | None) -> Array:

@@ -24,7 +24,10 @@ _FILES = frozenset({"model", "file", "command", "input", "output", "events"})
 _FOLDERS = frozenset({"run_dir", "checkpoint_dir"})
 
 
-def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
+def add_commands(sub: Any, hetero_parser: Callable[[], argparse.ArgumentParser]) -> dict[
+        str, Callable[[argparse.Namespace], int]]:
+    """The ``completion`` command; ``hetero_parser`` builds the ``hetero`` command's parser (the
+    module that defines it imports this one, so it is passed in, not imported back)."""
     parser = sub.add_parser("completion", help="print a shell completion script (bash, zsh, tcsh)",
                             description="Print the completion script of hetero (or, with --for hetero-run, of "
                                         "hetero-run) for SHELL. Example: hetero completion bash > "
@@ -32,18 +35,19 @@ def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
     parser.add_argument("shell", choices=SHELLS, help="the shell the script is for")
     parser.add_argument("--for", dest="prog", choices=COMMANDS, default="hetero",
                         help="the command to complete (default: hetero)")
-    return {"completion": cmd_completion}
+    return {"completion": lambda args: cmd_completion(args, hetero_parser)}
 
 
-def script(prog: str, shell: str) -> str:
+def script(prog: str, shell: str, hetero_parser: Callable[[], argparse.ArgumentParser]) -> str:
     """The completion script of ``prog`` (``hetero`` or ``hetero-run``) for ``shell``."""
     import shtab
 
     if prog == "hetero-run":
         from hetero.launcher.cli import build_parser
+
+        parser = build_parser()
     else:
-        from hetero.cli.main import build_parser
-    parser = build_parser()
+        parser = hetero_parser()
     _mark_paths(parser, shtab)
     return str(shtab.complete(parser, shell=shell))
 
@@ -59,8 +63,8 @@ def _mark_paths(parser: argparse.ArgumentParser, shtab: Any) -> None:
             action.complete = shtab.DIRECTORY  # type: ignore[attr-defined]
 
 
-def cmd_completion(args: argparse.Namespace) -> int:
-    print(script(args.prog, args.shell))
+def cmd_completion(args: argparse.Namespace, hetero_parser: Callable[[], argparse.ArgumentParser]) -> int:
+    print(script(args.prog, args.shell, hetero_parser))
     return 0
 
 

@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     COMMANDS.update(add_compile_commands(sub))
     for module in _OPTIONAL_COMMANDS:  # command groups of the fault and scheduler layers
         COMMANDS.update(importlib.import_module(module).add_commands(sub))
-    COMMANDS.update(add_completion_commands(sub))
+    COMMANDS.update(add_completion_commands(sub, build_parser))
     _accept_debug_anywhere(parser)
     return parser
 

@@ -331,7 +331,10 @@ class BundleBuildError(HeteroError, RuntimeError):
     def __init__(self, failures: list[tuple[str, str]], total: int) -> None:
         self.failures = list(failures)
         self.total = total
-        lines = [f"{len(self.failures)} of {total} builds failed (--keep-going writes the bundle without them):"]
+        named = "; ".join(what for what, _ in self.failures[:3]) + ("; ..." if len(self.failures) > 3 else "")
+        # the first line names what failed: the CLI shows only it without --debug
+        lines = [f"{len(self.failures)} of {total} builds failed ({named}); --keep-going writes the bundle "
+                 "without them; the logs:"]
         lines += [f"--- {what}\n{error}" for what, error in self.failures]
         super().__init__("\n".join(lines))
 

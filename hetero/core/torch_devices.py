@@ -39,7 +39,7 @@ def torch_device(device: Device | str | None = None) -> str:
         return "cpu"
     from hetero.core.optional import require
 
-    torch = require("torch", extra="torch", feature=f"hetero.torch_device({found.name!r})")
+    torch = require("torch", extra="torch", feature=f"hetero.torch_device({getattr(found, 'name', str(found))!r})")
     return _for_gpu(torch, found)
 
 

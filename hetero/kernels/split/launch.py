@@ -60,6 +60,7 @@ from hetero.kernels.split import in_place as split_in_place
 from hetero.kernels.split.check import COMBINE_OPS, Layout, NotSplittableError, analyse, with_offset
 from hetero.kernels.split.moves import Staging, bytes_moved, copy_law, identity, merge
 from hetero.core.types import i64
+from hetero.compiler.ir import bounds
 
 from hetero.kernels.hooks import SPLIT_KERNEL
 from hetero.kernels.kernel import Kernel
@@ -193,11 +194,16 @@ def _offset_kernel(kernel: Kernel, axis: int) -> Kernel:
         def declared(self) -> list[Any]:
             return [*kernel.declared(), i64, i64]
 
-        def _lowered(self, types: tuple[Any, ...]) -> Any:
+        def _lowered(self, types: tuple[Any, ...], checked: bool = False) -> Any:
             with self._lock:
                 if types not in self._ir:
                     self._ir[types] = with_offset(kernel._lowered(types[:-2]), axis)
-                return self._ir[types]
+                if not checked:
+                    return self._ir[types]
+                key = (types, "bounds")  # the checked mode (HETERO_BOUNDS_CHECK), as Kernel._lowered keys it
+                if key not in self._ir:
+                    self._ir[key] = bounds.instrument(self._ir[types])[0]
+                return self._ir[key]
 
         def cost_key(self) -> str:
             return kernel.cost_key()
