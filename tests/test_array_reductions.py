@@ -338,6 +338,8 @@ KERNELS: list[reduction.Reduction | scan.Scan] = [
     reduction.Reduction("argmax", f32, f32, i64, 1, 1, merge=True, contiguous=True, lanes=True),
     reduction.Reduction("sumsq", f16, f32, f16, 1, 2, finish="sqrt", lanes=True),
     reduction.Reduction("any", bool_t, i32, bool_t, 0, 1, contiguous=True, lanes=True),
+    reduction.Reduction("argmin", f32, f32, i64, 1, 2, columns=True, contiguous=True, lanes=True),
+    reduction.Reduction("sumsq", f16, f32, f16, 1, 1, finish="sqrt", columns=True, contiguous=True, lanes=True),
     scan.Scan("sum", i32, i64, i64, 1), scan.Scan("prod", f16, f32, f16, 0), scan.Scan("sum", f64, f64, f64, 2),
 ]
 
@@ -398,6 +400,8 @@ def test_bad_kernel_specs_are_refused() -> None:
         reduction.build(reduction.Reduction("sum", f32, f32, f32, 1, 2, contiguous=True))
     with pytest.raises(ValueError, match="no kernel"):
         reduction.build(reduction.Reduction("sum", f32, f32, f32, 1, 1, columns=True, lanes=True))
+    with pytest.raises(ValueError, match="no kernel"):
+        reduction.build(reduction.Reduction("sum", f32, f32, f32, 2, 1, columns=True, contiguous=True, lanes=True))
 
 
 def test_every_kernel_compiles_to_sm90_through_nvrtc() -> None:
@@ -466,15 +470,21 @@ def test_float_sums_follow_the_documented_order_bit_for_bit(device: hetero.Devic
 def test_both_forms_of_the_segment_stage_give_the_same_bits(device: hetero.Device,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """One work-item per lane (the OpenCL/GPU form) and one work-item per part (the CPU's) fold
-    in one order, so they agree bit for bit, arg-reductions and NaN included."""
+    in one order, so they agree bit for bit, arg-reductions and NaN included; so do the two
+    forms of the ``columns`` stage (a work-item per output, or per 512 neighbouring outputs)."""
     from hetero.arraylib import reductions
 
     host = _values((3, 70_001), "float32", 14)
     host[1, 50_000] = np.nan
     host[2, 123] = host[2].max()  # a tie: the first index wins
     x = hetero.asarray(host, device=device)
+    tall = _values((3001, 700), "float32", 15)  # the columns stage: 12 chunks, 2 blocks of outputs on the CPU
+    tall[2000, 5] = np.nan
+    m = hetero.asarray(tall, device=device)
     calls = [lambda: hetero.sum(x), lambda: hetero.sum(x, axis=1), lambda: hetero.max(x, axis=1),
-             lambda: hetero.argmax(x, axis=1), lambda: hetero.argmin(x), lambda: hetero.var(x, axis=1)]
+             lambda: hetero.argmax(x, axis=1), lambda: hetero.argmin(x), lambda: hetero.var(x, axis=1),
+             lambda: hetero.sum(m, axis=0), lambda: hetero.max(m, axis=0), lambda: hetero.argmin(m, axis=0),
+             lambda: hetero.std(m, axis=0)]
     results = {}
     for lanes in (False, True):
         monkeypatch.setattr(reductions, "lanes_form", lambda device, lanes=lanes: lanes)

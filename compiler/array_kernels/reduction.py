@@ -55,6 +55,8 @@ from hetero.compiler.ir import nodes as ir
 
 #: Work-items per group of every reduction and scan (a power of two that fits every device).
 GROUP = 128
+#: Outputs one work-item of the CPU's ``columns`` stage folds at once (its inner loop).
+COLUMN_LANES = 512
 #: The operations; ``sumsq`` is the sum of squared deviations from ``center[m]`` (variance's second pass).
 OPS = ("sum", "prod", "min", "max", "any", "all", "argmin", "argmax", "sumsq")
 #: What the last stage does to the folded value before it is stored: nothing, divide by
@@ -78,10 +80,12 @@ class Reduction:
     merge: bool = False
     finish: str = ""
     columns: bool = False
-    #: The segment is one axis of stride 1 (``inner == 1``; the stride parameter is not read):
-    #: element ``j`` of segment ``m`` sits at ``base + j``, which the compilers vectorize.
+    #: The axis the lanes run along is one axis of stride 1 (its stride parameter is not read):
+    #: the segment's (``inner == 1``: element ``j`` of segment ``m`` at ``base + j``) or, in
+    #: ``columns``, the outputs' (``outer == 1``); the compilers vectorize such reads.
     contiguous: bool = False
-    #: The one-work-item-per-part form of the segment stage (the CPU's); same order, same bits.
+    #: The one-work-item form (the CPU's) of the segment stage or of ``columns`` (there only
+    #: with ``contiguous``); the same order, so the same bits.
     lanes: bool = False
 
     @property
@@ -162,19 +166,18 @@ def better(spec: Reduction, a: ir.Expr, b: ir.Expr, a_index: ir.Expr, b_index: i
 
 
 def combine(spec: Reduction, a: ir.Expr, b: ir.Expr) -> ir.Expr:
-    """``a`` folded with ``b`` (not for arg-reductions); min and max return NaN if either is NaN."""
+    """``a`` folded with ``b`` (not for arg-reductions); min and max return NaN if either is NaN
+    (float ``max`` is ``b`` where ``b > a`` or ``b`` is NaN, else ``a``: one compare, one select,
+    which vectorizes where C's ``fmax`` and a NaN test on each side do not)."""
     op = spec.op
     if op in ("sum", "sumsq"):
         return _bin("+", a, b)
     if op == "prod":
         return _bin("*", a, b)
-    if op in ("any", "max"):
-        folded = _bin("max", a, b)
-    else:  # all, min
-        folded = _bin("min", a, b)
     if spec.acc.kind == "f":
-        folded = ir.Select(spec.acc, _isnan(a), a, ir.Select(spec.acc, _isnan(b), b, folded))
-    return folded
+        beyond = ir.Compare(bool_t, ">" if op == "max" else "<", b, a)
+        return ir.Select(spec.acc, ir.Logical(bool_t, "or", beyond, _isnan(b)), b, a)
+    return _bin("max" if op in ("any", "max") else "min", a, b)
 
 
 def read(spec: Reduction, position: ir.Expr) -> ir.Expr:
@@ -228,10 +231,11 @@ def _params(spec: Reduction) -> tuple[ir.Param, ...]:
 def build(spec: Reduction) -> ir.Function:
     """The kernel of ``spec`` (see the module docstring)."""
     if spec.op not in OPS or spec.finish not in FINISHES or spec.outer < 0 or spec.inner < 0 \
-            or (spec.columns and (spec.merge or spec.lanes)) or (spec.contiguous and spec.inner != 1):
+            or (spec.columns and (spec.merge or spec.lanes != spec.contiguous)) \
+            or (spec.contiguous and (spec.outer if spec.columns else spec.inner) != 1):
         raise ValueError(f"reduction: no kernel for {spec}")
     if spec.columns:
-        return _build_columns(spec)
+        return _build_column_lanes(spec) if spec.lanes else _build_columns(spec)
     return _build_lanes(spec) if spec.lanes else _build_items(spec)
 
 
@@ -371,9 +375,9 @@ def _build_lanes(spec: Reduction) -> ir.Function:
                        _LOC)
 
 
-def _lane_arrays(spec: Reduction, name: str) -> tuple[ir.LocalArray, ...]:
-    arrays = (ir.LocalArray(name, spec.acc, (GROUP,)),)
-    return arrays + ((ir.LocalArray(f"{name}_index", i64, (GROUP,)),) if spec.is_arg else ())
+def _lane_arrays(spec: Reduction, name: str, lanes: int = GROUP) -> tuple[ir.LocalArray, ...]:
+    arrays = (ir.LocalArray(name, spec.acc, (lanes,)),)
+    return arrays + ((ir.LocalArray(f"{name}_index", i64, (lanes,)),) if spec.is_arg else ())
 
 
 def _fold_lanes(spec: Reduction, name: str, into: ir.Expr, other: ir.Expr) -> tuple[ir.Stmt, ...]:
@@ -426,6 +430,70 @@ def _build_columns(spec: Reduction) -> ir.Function:
         )),
     ]
     return ir.Function(spec.name, _params(spec), ir.VOID, locals_, (), tuple(body), True, _LOC)
+
+
+def _build_column_lanes(spec: Reduction) -> ir.Function:
+    """The ``columns`` stage on the CPU (``lanes``, ``contiguous``: the one outer axis has stride
+    1): work-item ``gid`` folds chunk ``c = gid // blocks`` of :data:`COLUMN_LANES` neighbouring
+    outputs ``m0 = (gid % blocks) * COLUMN_LANES ..`` at once, row by row, the outputs an inner
+    loop over neighbouring elements (it vectorizes). Each output still folds its chunk's
+    elements in increasing order: the same order, so the same bits, as :func:`_build_columns`."""
+    rank = spec.outer + spec.inner
+    acc, B = spec.acc, COLUMN_LANES
+    locals_: dict[str, ScalarType] = {"gid": i64, "blocks": i64, "m": i64, "m0": i64, "count": i64, "c": i64, "start": i64,
+                                      "stop": i64, "row": i64, "j": i64, "k": i64, "p": i64, "b": acc, "take": bool_t,
+                                      "b_idx": i64, **offset_locals("q", range(spec.outer, rank))}
+    gid, k, j, c = _i64("gid"), _i64("k"), _i64("j"), _i64("c")
+    n_out, groups, chunk = _i64("n_out"), _i64("groups"), _i64("chunk")
+    zero, one, lanes = _const(i64, 0), _const(i64, 1), _const(i64, B)
+    m = _bin("+", _i64("m0"), k)
+    lane = ir.Load(acc, "tree", (k,))
+    here = [ir.Assign(_LOC, "m", m), ir.Assign(_LOC, "p", _bin("+", _i64("row"), k))]  # the row's offset + the output's
+
+    def first() -> tuple[ir.Stmt, ...]:
+        stmts: list[ir.Stmt] = [*here, ir.Store(_LOC, "tree", (k,), read(spec, _i64("p")))]
+        return tuple(stmts + ([ir.Store(_LOC, "tree_index", (k,), j)] if spec.is_arg else []))
+
+    def fold() -> tuple[ir.Stmt, ...]:
+        stmts: list[ir.Stmt] = [*here, ir.Assign(_LOC, "b", read(spec, _i64("p")))]
+        if not spec.is_arg:
+            return (*stmts, ir.Store(_LOC, "tree", (k,), combine(spec, lane, _var(acc, "b"))))
+        mine = ir.Load(i64, "tree_index", (k,))
+        return (*stmts, ir.Assign(_LOC, "take", better(spec, lane, _var(acc, "b"), mine, j)),
+                ir.Store(_LOC, "tree", (k,), ir.Select(acc, ir.Var(bool_t, "take"), _var(acc, "b"), lane)),
+                ir.Store(_LOC, "tree_index", (k,), ir.Select(i64, ir.Var(bool_t, "take"), j, mine)))
+
+    def row_of(at: ir.Expr) -> list[ir.Stmt]:  # ``row`` = the buffer offset of row ``at``, output 0
+        return [ir.Assign(_LOC, "row", _bin("+", _i64("src_offset"), _i64("m0"))),
+                *offset_code("q", at, range(spec.outer, rank), "row")]
+
+    slot = _bin("+", _bin("*", m, groups), c)
+    total = ir.Load(acc, "tree", (k,))
+    if spec.is_arg:
+        write: tuple[ir.Stmt, ...] = (ir.Store(_LOC, "dst_value", (slot,), total),
+                                      ir.Store(_LOC, "dst", (slot,), ir.Load(i64, "tree_index", (k,))))
+    else:
+        write = (ir.Store(_LOC, "dst", (slot,), finish(spec, total)),)
+    body: list[ir.Stmt] = [
+        ir.Assign(_LOC, "gid", ir.WorkItem(i64, "global_id", 0)),
+        ir.Assign(_LOC, "blocks", _bin("//", _bin("+", n_out, _const(i64, B - 1)), lanes)),
+        ir.Assign(_LOC, "m0", _bin("*", _bin("%", gid, _i64("blocks")), lanes)),
+        ir.Assign(_LOC, "c", _bin("//", gid, _i64("blocks"))),
+        ir.Assign(_LOC, "count", _bin("min", lanes, _bin("-", n_out, _i64("m0")))),
+        ir.Assign(_LOC, "start", _bin("*", c, chunk)),
+        ir.Assign(_LOC, "stop", _bin("min", _bin("+", _i64("start"), chunk), _i64("seg_len"))),
+        ir.If(_LOC, ir.Logical(bool_t, "and", ir.Compare(bool_t, "<", c, groups),
+                               ir.Compare(bool_t, "<", _i64("start"), _i64("stop"))), (
+            ir.Assign(_LOC, "j", _i64("start")),
+            *row_of(j),
+            ir.For(_LOC, "k", zero, _i64("count"), one, first()),
+            ir.For(_LOC, "j", _bin("+", _i64("start"), one), _i64("stop"), one, (
+                *row_of(j), ir.For(_LOC, "k", zero, _i64("count"), one, fold()))),
+            ir.For(_LOC, "k", zero, _i64("count"), one, write),
+        )),
+    ]
+    return ir.Function(spec.name, _params(spec), ir.VOID, locals_, _lane_arrays(spec, "tree", B), tuple(body), True,
+                       _LOC)
 
 
 def accumulator_of_any() -> ScalarType:

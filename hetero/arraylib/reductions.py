@@ -179,13 +179,14 @@ def _fold(x: Array, what: str, op: str, axes: tuple[int, ...], out: np.dtype[Any
     device = x.device
     W = reduction.GROUP
     columns = _by_columns(outer_strides, inner_strides, outputs)
+    on_cpu = lanes_form(device)
     if columns:
         parts = builtins.max(1, builtins.min(COLUMN_PARTS, segment // COLUMN_CHUNK))
         chunk = -(-segment // parts)
+        contiguous = lanes = on_cpu and outer_strides == (1,)
     else:
         parts, chunk = parts_of(segment)
-    lanes = not columns and lanes_form(device)
-    contiguous = not columns and inner_strides == (1,)
+        lanes, contiguous = on_cpu, inner_strides == (1,)
     arg = op in ("argmin", "argmax")
     final = parts == 1
     stored = i64 if arg else scalar_type(out) if final else acc
@@ -203,11 +204,11 @@ def _fold(x: Array, what: str, op: str, axes: tuple[int, ...], out: np.dtype[Any
     scalar_divisor = divisor if final and finish else _zero(acc)
     args += [outputs, parts, segment, chunk, acc(scalar_divisor), *outer_shape, *inner_shape, x.offset,
              *outer_strides, *inner_strides]
-    _run(_kernel(spec, device, what), outputs * parts, args, columns=columns, lanes=lanes)
+    _run(_kernel(spec, device, what), outputs, parts, args, columns=columns, lanes=lanes)
     if final:
         return dst
     merge = reduction.Reduction(op, acc, acc, i64 if arg else scalar_type(out), 1, 1, merge=True,
-                                finish="" if arg else finish, contiguous=True, lanes=lanes)
+                                finish="" if arg else finish, contiguous=True, lanes=on_cpu)
     merged = empty((outputs,), dtypes.int64 if arg else out, device=device)
     margs: list[Any] = [merged]
     if values is not None:
@@ -216,21 +217,24 @@ def _fold(x: Array, what: str, op: str, axes: tuple[int, ...], out: np.dtype[Any
         margs.append(dst)
     margs += [outputs, 1, parts, -(-parts // W) * W, acc(divisor if finish else _zero(acc)), outputs, parts, 0,
               parts, 1]
-    _run(_kernel(merge, device, what), outputs, margs, lanes=lanes)
+    _run(_kernel(merge, device, what), outputs, 1, margs, lanes=on_cpu)
     return merged
 
 
-def _run(kernel: GeneratedSpecialization, work: int, args: list[Any], *, columns: bool = False,
+def _run(kernel: GeneratedSpecialization, outputs: int, parts: int, args: list[Any], *, columns: bool = False,
          lanes: bool = False) -> None:
-    """Launch ``kernel`` over ``work`` parts (``columns``: work-items): a work-group of
-    :data:`GROUP` items each, or (``lanes``) one work-item each."""
+    """Launch ``kernel`` over ``parts`` parts of each of ``outputs`` outputs: a work-group of
+    :data:`GROUP` items per part, or (``lanes``) one work-item per part; ``columns``: a
+    work-item per (output, chunk), or (``lanes``) per (COLUMN_LANES outputs, chunk)."""
     W = reduction.GROUP
-    if columns:
-        kernel.run((-(-work // W) * W,), args, (W,))
+    if columns and lanes:
+        kernel.run((-(-outputs // reduction.COLUMN_LANES) * parts,), args, (1,))
+    elif columns:
+        kernel.run((-(-outputs * parts // W) * W,), args, (W,))
     elif lanes:
-        kernel.run((work,), args, (1,))
+        kernel.run((outputs * parts,), args, (1,))
     else:
-        kernel.run((work * W,), args, (W,))
+        kernel.run((outputs * parts * W,), args, (W,))
 
 
 def _reduce(x: Array, what: str, op: str, axis: int | Sequence[int] | None, keepdims: bool, out: np.dtype[Any],
