@@ -165,6 +165,16 @@ def better(spec: Reduction, a: ir.Expr, b: ir.Expr, a_index: ir.Expr, b_index: i
     return ir.Logical(bool_t, "or", ir.Logical(bool_t, "or", b_first_nan, nan_tie), ir.Logical(bool_t, "and", neither, plain))
 
 
+def later_better(spec: Reduction, a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    """:func:`better` where ``b``'s index is known to be the larger (a lane folds its elements in
+    increasing index order, and partials in the order of their parts): ``b`` wins only by being
+    strictly beyond ``a``, or NaN where ``a`` is not. No index compares, so the lane loop vectorizes."""
+    beyond: ir.Expr = ir.Compare(bool_t, ">" if spec.op == "argmax" else "<", b, a)
+    if spec.acc.kind != "f":
+        return beyond
+    return ir.Logical(bool_t, "or", beyond, ir.Logical(bool_t, "and", _isnan(b), ir.UnaryOp(bool_t, "not", _isnan(a))))
+
+
 def combine(spec: Reduction, a: ir.Expr, b: ir.Expr) -> ir.Expr:
     """``a`` folded with ``b`` (not for arg-reductions); min and max return NaN if either is NaN
     (float ``max`` is ``b`` where ``b > a`` or ``b`` is NaN, else ``a``: one compare, one select,
@@ -216,7 +226,7 @@ def _take(spec: Reduction, index: ir.Expr) -> list[ir.Stmt]:
     if not spec.is_arg:
         return [ir.Assign(_LOC, "acc", combine(spec, _var(acc, "acc"), value))]
     return [ir.Assign(_LOC, "b", value), ir.Assign(_LOC, "b_idx", index),
-            ir.If(_LOC, better(spec, _var(acc, "acc"), _var(acc, "b"), _i64("idx"), _i64("b_idx")),
+            ir.If(_LOC, later_better(spec, _var(acc, "acc"), _var(acc, "b")),
                   (ir.Assign(_LOC, "acc", _var(acc, "b")), ir.Assign(_LOC, "idx", _i64("b_idx"))))]
 
 
@@ -345,7 +355,7 @@ def _build_lanes(spec: Reduction) -> ir.Function:
         mine = ir.Load(i64, "tree_index", (t,))
         return stmts + [
             ir.Assign(_LOC, "b_idx", parts.index_of(at)),
-            ir.Assign(_LOC, "take", better(spec, lane, _var(acc, "b"), mine, _i64("b_idx"))),
+            ir.Assign(_LOC, "take", later_better(spec, lane, _var(acc, "b"))),
             ir.Store(_LOC, "tree", (t,), ir.Select(acc, ir.Var(bool_t, "take"), _var(acc, "b"), lane)),
             ir.Store(_LOC, "tree_index", (t,), ir.Select(i64, ir.Var(bool_t, "take"), _i64("b_idx"), mine))]
 
@@ -459,7 +469,7 @@ def _build_column_lanes(spec: Reduction) -> ir.Function:
         if not spec.is_arg:
             return (*stmts, ir.Store(_LOC, "tree", (k,), combine(spec, lane, _var(acc, "b"))))
         mine = ir.Load(i64, "tree_index", (k,))
-        return (*stmts, ir.Assign(_LOC, "take", better(spec, lane, _var(acc, "b"), mine, j)),
+        return (*stmts, ir.Assign(_LOC, "take", later_better(spec, lane, _var(acc, "b"))),
                 ir.Store(_LOC, "tree", (k,), ir.Select(acc, ir.Var(bool_t, "take"), _var(acc, "b"), lane)),
                 ir.Store(_LOC, "tree_index", (k,), ir.Select(i64, ir.Var(bool_t, "take"), j, mine)))
 
