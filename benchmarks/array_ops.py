@@ -1,6 +1,8 @@
 """Array operations against their references, side by side in one run: the elementwise
 sections of :mod:`benchmarks.array_elementwise` (fused ``a*b + c*d``, ``x + y``, ``x.sum()``,
-per-operation overhead), then ``matmul``: ``hetero.matmul`` of n x n float32 matrices on each
+per-operation overhead), the reductions of :mod:`benchmarks.array_reductions` (``sum``,
+``mean``, ``max``, ``argmax`` and axis reductions of 64 Mi float32 against NumPy,
+``pyopencl.array`` and the device's read bandwidth), then ``matmul``: ``hetero.matmul`` of n x n float32 matrices on each
 device's BLAS and on hetero's tiled kernel.
 
     python -m benchmarks.array_ops [--quick] [--size N] [--elements N] [--devices cpu oneapi:0 opencl:0] [--repeats N]
@@ -26,7 +28,7 @@ from typing import Any
 import numpy as np
 
 import hetero
-from benchmarks import array_elementwise
+from benchmarks import array_elementwise, array_reductions
 from benchmarks.harness import Progress, command_line, compare, format_seconds, write_results
 from benchmarks.kernel_bench import DEFAULT_DEVICES, choose_devices, describe, load_average, print_footer, same
 
@@ -128,9 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     warmup = 1
     devices, missing = choose_devices(args.devices)
     load_before = load_average()
-    progress = Progress(2 * len(devices))
+    progress = Progress(3 * len(devices))
     elements = args.elements or (array_elementwise.QUICK_ELEMENTS if args.quick else array_elementwise.FULL_ELEMENTS)
     elementwise = array_elementwise.run(devices, elements, 7 if args.quick else 11, progress)
+    reductions = array_reductions.run(devices, elements, 5 if args.quick else 11, progress)
     rows = []
     for device in devices:
         progress.step(f"matmul on {device.name}, n = {n}")
@@ -147,9 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "devices": [describe(d) for d in devices],
         "missing_devices": missing,
         "elementwise": {"elements": elements, **elementwise},
+        "reductions": {"elements": elements, **reductions},
         "matmul": {"summary": summary, "rows": rows},
     }, command_line("benchmarks.array_ops", sys.argv[1:] if argv is None else argv))
     array_elementwise.print_rows(elementwise["rows"], elementwise["summary"])
+    array_reductions.print_rows(reductions["rows"], reductions["summary"])
     print_table(rows)
     for goal in summary:
         if goal["status"] != "information":

@@ -334,6 +334,12 @@ KERNELS: list[reduction.Reduction | scan.Scan] = [
     reduction.Reduction("sum", f32, f32, f32, 1, 1, columns=True),
     reduction.Reduction("argmin", f64, f64, i64, 2, 2, columns=True),
     reduction.Reduction("sumsq", f16, f32, f16, 1, 1, finish="divide", columns=True),
+    reduction.Reduction("sum", f32, f32, f32, 0, 1, contiguous=True), reduction.Reduction("sum", f32, f32, f32, 0, 1, contiguous=True, lanes=True),
+    reduction.Reduction("argmax", f32, f32, i64, 1, 1, merge=True, contiguous=True, lanes=True),
+    reduction.Reduction("sumsq", f16, f32, f16, 1, 2, finish="sqrt", lanes=True),
+    reduction.Reduction("any", bool_t, i32, bool_t, 0, 1, contiguous=True, lanes=True),
+    reduction.Reduction("argmin", f32, f32, i64, 1, 2, columns=True, contiguous=True, lanes=True),
+    reduction.Reduction("sumsq", f16, f32, f16, 1, 1, finish="sqrt", columns=True, contiguous=True, lanes=True),
     scan.Scan("sum", i32, i64, i64, 1), scan.Scan("prod", f16, f32, f16, 0), scan.Scan("sum", f64, f64, f64, 2),
 ]
 
@@ -390,6 +396,12 @@ def test_bad_kernel_specs_are_refused() -> None:
         scan.build(scan.Scan("max", f32, f32, f32, 0))
     with pytest.raises(ValueError, match="no kernel"):
         reduction.build(reduction.Reduction("sum", f32, f32, f32, 1, 1, merge=True, columns=True))
+    with pytest.raises(ValueError, match="no kernel"):
+        reduction.build(reduction.Reduction("sum", f32, f32, f32, 1, 2, contiguous=True))
+    with pytest.raises(ValueError, match="no kernel"):
+        reduction.build(reduction.Reduction("sum", f32, f32, f32, 1, 1, columns=True, lanes=True))
+    with pytest.raises(ValueError, match="no kernel"):
+        reduction.build(reduction.Reduction("sum", f32, f32, f32, 2, 1, columns=True, contiguous=True, lanes=True))
 
 
 def test_every_kernel_compiles_to_sm90_through_nvrtc() -> None:
@@ -408,50 +420,86 @@ def test_every_kernel_compiles_to_sm90_through_nvrtc() -> None:
         assert kind == "cubin" and source.entry.encode() in cubin, spec.name  # type: ignore[attr-defined]
 
 
-def _one_stage(data: np.ndarray, parts: int) -> np.ndarray:
-    """One documented reduction stage over 1-D float32 ``data`` cut into ``parts`` work-groups:
-    each work-item folds its strided elements in order, then the group's tree over local memory."""
+def _one_part(values: np.ndarray) -> np.float32:
+    """One part folded as hetero.compiler.array_kernels.reduction documents, in float32: lane
+    ``t`` folds elements ``t, t + W, t + 2W ...`` in order, then the tree over the lanes (step
+    W/2 down to 1: lane ``t`` takes in lane ``t + step`` where that lane holds an element)."""
     W = reduction.GROUP
-    out = np.empty(parts, np.float32)
-    for c in range(parts):
-        lanes: list[np.float32 | None] = []
-        for t in range(W):
-            acc = None
-            for j in range(c * W + t, data.size, parts * W):
-                acc = data[j] if acc is None else np.float32(acc + data[j])
-            lanes.append(acc)
-        step = W // 2
-        while step:
-            for t in range(step):
-                if lanes[t + step] is not None:
-                    lanes[t] = np.float32(lanes[t] + lanes[t + step])  # type: ignore[operator]
-            step //= 2
-        out[c] = lanes[0]
-    return out
+    values = np.asarray(values, np.float32)
+    rows = values.size // W
+    lanes = values[:W].copy()
+    for r in range(1, rows):
+        lanes = lanes + values[r * W:(r + 1) * W]  # float32 + float32: one rounding per lane, as the kernel
+    tail = values[rows * W:] if rows else values[:0]
+    lanes[:tail.size] = lanes[:tail.size] + tail
+    active = min(values.size, W)
+    step = W // 2
+    while step:
+        takers = max(0, min(step, active - step))
+        lanes[:takers] = lanes[:takers] + lanes[step:step + takers]
+        step //= 2
+    return np.float32(lanes[0])
 
 
 def _documented_sum(values: np.ndarray) -> np.float32:
-    """The float32 sum of 1-D ``values`` folded in the order hetero.compiler.array_kernels.reduction documents."""
-    from hetero.arraylib.reductions import _parts
+    """The float32 sum of 1-D ``values`` in the documented order: parts of ``chunk`` elements
+    (hetero.arraylib.reductions.parts_of), each folded by :func:`_one_part`, then the partials
+    folded by :func:`_one_part` again (the merge stage)."""
+    from hetero.arraylib.reductions import parts_of
 
-    parts = _parts(1, values.size)
-    partials = _one_stage(values, parts)
-    return _one_stage(partials, 1)[0] if parts > 1 else partials[0]
+    parts, chunk = parts_of(values.size)
+    partials = np.array([_one_part(values[c * chunk:(c + 1) * chunk]) for c in range(parts)], np.float32)
+    return _one_part(partials) if parts > 1 else partials[0]
 
 
-def test_float_sums_follow_the_documented_order_bit_for_bit(device: hetero.Device) -> None:
-    host = _values((30_001,), "float32", 11)
-    assert hetero.sum(hetero.asarray(host, device=device)).numpy().tobytes() == _documented_sum(host).tobytes()
+@pytest.mark.parametrize("n", [1, 100, 128, 129, 30_001, 16_384 * 3 + 5, 1 << 20])
+def test_float_sums_follow_the_documented_order_bit_for_bit(device: hetero.Device, n: int) -> None:
+    """The documented order, computed in NumPy with float32 arithmetic, gives the kernel's bits;
+    so does a second run; and a row of a matrix sums as the same row alone."""
+    host = _values((n,), "float32", 11)
+    x = hetero.asarray(host, device=device)
+    first = hetero.sum(x).numpy()
+    assert first.tobytes() == _documented_sum(host).tobytes()
+    assert hetero.sum(x).numpy().tobytes() == first.tobytes()
+    assert hetero.mean(x).numpy().tobytes() == np.float32(_documented_sum(host) / np.float32(n)).tobytes()
+    rows = hetero.asarray(np.stack([host, host[::-1]]), device=device)
+    assert hetero.sum(rows, axis=1).numpy().tobytes() == np.array(
+        [_documented_sum(host), _documented_sum(host[::-1].copy())], np.float32).tobytes()
+
+
+def test_both_forms_of_the_segment_stage_give_the_same_bits(device: hetero.Device,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """One work-item per lane (the OpenCL/GPU form) and one work-item per part (the CPU's) fold
+    in one order, so they agree bit for bit, arg-reductions and NaN included; so do the two
+    forms of the ``columns`` stage (a work-item per output, or per 512 neighbouring outputs)."""
+    from hetero.arraylib import reductions
+
+    host = _values((3, 70_001), "float32", 14)
+    host[1, 50_000] = np.nan
+    host[2, 123] = host[2].max()  # a tie: the first index wins
+    x = hetero.asarray(host, device=device)
+    tall = _values((3001, 700), "float32", 15)  # the columns stage: 12 chunks, 2 blocks of outputs on the CPU
+    tall[2000, 5] = np.nan
+    m = hetero.asarray(tall, device=device)
+    calls = [lambda: hetero.sum(x), lambda: hetero.sum(x, axis=1), lambda: hetero.max(x, axis=1),
+             lambda: hetero.argmax(x, axis=1), lambda: hetero.argmin(x), lambda: hetero.var(x, axis=1),
+             lambda: hetero.sum(m, axis=0), lambda: hetero.max(m, axis=0), lambda: hetero.argmin(m, axis=0),
+             lambda: hetero.std(m, axis=0)]
+    results = {}
+    for lanes in (False, True):
+        monkeypatch.setattr(reductions, "lanes_form", lambda device, lanes=lanes: lanes)
+        results[lanes] = [call().numpy().tobytes() for call in calls]
+    assert results[False] == results[True]
 
 
 # -- the ``columns`` stage: sum(axis=0) of a C-ordered matrix and its kin -------------------------
 def _documented_column_sums(matrix: np.ndarray) -> np.ndarray:
     """float32 ``matrix.sum(axis=0)`` folded as the ``columns`` stage documents: chunks of rows
     in order per column, then the merge stage's tree over each column's partials."""
-    from hetero.arraylib.reductions import COLUMN_CHUNK, MAX_PARTS
+    from hetero.arraylib.reductions import COLUMN_CHUNK, COLUMN_PARTS
 
     rows, cols = matrix.shape
-    parts = max(1, min(MAX_PARTS, rows // COLUMN_CHUNK))
+    parts = max(1, min(COLUMN_PARTS, rows // COLUMN_CHUNK))
     chunk = -(-rows // parts)
     out = np.empty(cols, np.float32)
     for m in range(cols):
@@ -463,7 +511,7 @@ def _documented_column_sums(matrix: np.ndarray) -> np.ndarray:
                 for v in values[1:]:
                     acc = np.float32(acc + v)
                 partials.append(acc)
-        out[m] = _one_stage(np.array(partials, np.float32), 1)[0]  # the merge stage
+        out[m] = _one_part(np.array(partials, np.float32))  # the merge stage
     return out
 
 

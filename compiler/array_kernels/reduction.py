@@ -1,4 +1,5 @@
-"""Reduction kernels, built directly as IR: one work-group tree per output element's segment.
+"""Reduction kernels, built directly as IR: each output element's segment cut into parts of
+neighbouring elements, each part folded in :data:`GROUP` lanes, then a fixed tree.
 
 One definition serves every dialect (OpenCL C, CUDA C, HIP, the CPU emitter, whose
 work-group loops run the barriers). The input is the whole buffer under a strided view, as a
@@ -6,27 +7,38 @@ work-group loops run the barriers). The input is the whole buffer under a stride
 result; inner axes last: those reduced), so one compiled kernel per :class:`Reduction`
 serves every shape, stride and offset::
 
-    reduce_{op}_{source}_{acc}_{out}_o{outer}_i{inner}_{stage}(dst, [dst_index,] src, [src_index,] [center,]
-        n_out, groups, seg_len, divisor, shape_0.., src_offset, src_stride_0..)
+    reduce_{op}_{source}_{acc}_{out}_o{outer}_i{inner}_{stage}[_lanes][_c](dst, [dst_index,] src, [src_index,]
+        [center,] n_out, groups, seg_len, chunk, divisor, shape_0.., src_offset, src_stride_0..)
 
-Work-group ``g`` reduces part ``c = g % groups`` of segment ``m = g // groups`` (the
-``seg_len`` elements of output element ``m``, numbered in C order over the inner axes).
-The order is fixed: work-item ``t`` of the group folds, in increasing order, the segment
-elements ``c*W + t, c*W + t + groups*W, ...`` (``W`` = :data:`GROUP` work-items), then the
-group combines its work-items' values by a binary tree over local memory (step ``W/2``, then
-``W/4`` ... 1: item ``t`` takes in item ``t + step``). With ``groups > 1`` the kernel writes one
-partial per group and a ``merge`` stage (the same kernel over the partials, ``groups = 1``)
-combines them. So the same input on the same device gives the same bits every time; devices
-differ only by the rounding of their arithmetic. No atomics are used.
+**The order** (the same bits every run on a device; no atomics). Part ``g`` of the launch
+folds part ``c = g % groups`` of segment ``m = g // groups`` (the ``seg_len`` elements of
+output element ``m``, numbered in C order over the inner axes): its elements
+``start = c*chunk`` to ``stop = min(start + chunk, seg_len) - 1``, a contiguous range
+(``chunk``, a multiple of ``W`` = :data:`GROUP`, and ``groups`` follow from ``seg_len`` alone:
+:func:`hetero.arraylib.reductions.parts_of`). Lane ``t`` (``0 <= t < W``) folds, in increasing
+order, the elements ``start + t, start + t + W, start + t + 2W, ...`` below ``stop``: row
+``r`` of the part is the ``W`` neighbouring elements ``start + rW ..``, one per lane, so one row
+is one wide load. Then the lanes combine by a binary tree: step ``W/2``, then ``W/4`` ... 1,
+lane ``t < step`` taking in lane ``t + step`` when that lane holds an element
+(``t + step < stop - start``; no identity value is needed, so min/max need no infinities). With
+``groups > 1`` each part writes a partial and a ``merge`` stage folds each segment's partials
+the same way as one part (``groups = 1``, ``chunk >= seg_len``). Devices differ only by the
+rounding of their arithmetic (and not at all where it is IEEE's and no contraction applies).
 
-Only work-items that hold at least one element take part in the tree (no identity value is
-needed, so min/max need no infinities); the host never launches an empty segment.
+The segment stage has two forms that keep this order, so they give the same bits: ``items``
+(a work-group of ``W`` work-items per part, item ``t`` folding lane ``t``, the tree over
+local memory with barriers: coalesced on GPUs, one vector load per row across the items on
+OpenCL CPU runtimes) and ``lanes`` (one work-item per part, the lanes a loop over a local
+array inside the loop over rows: the CPU target's, whose work-group loops would otherwise
+run each item's lane to its end before the next one starts, reading every ``W``-th element).
+A ``contiguous`` kernel (one inner axis of stride 1) reads ``src[base + j]``, which the
+compilers vectorize; others compute each position from the shape and strides.
 
 The ``columns`` stage serves the layout where neighbouring outputs are neighbours in memory
 and the reduced axes step over them (``x.sum(axis=0)`` of a C-ordered matrix): there a
 work-group per output reads one element per row of a long stride, and every output reads
 every cache line again. In ``columns``, work-item ``gid`` folds, in increasing order, the
-elements ``c*chunk .. (c+1)*chunk - 1`` (``chunk = ceil(seg_len / groups)``) of segment
+elements ``c*chunk .. (c+1)*chunk - 1`` (``chunk = ceil(seg_len / groups)``, passed by the host) of segment
 ``m = gid % n_out`` (``c = gid // n_out``): neighbouring items read neighbouring elements of
 the same rows (coalesced on GPUs; on CPUs the rows a group reads stay in cache for its
 items). It writes partial ``m*groups + c`` (or, with ``groups == 1``, the final value of
@@ -43,6 +55,8 @@ from hetero.compiler.ir import nodes as ir
 
 #: Work-items per group of every reduction and scan (a power of two that fits every device).
 GROUP = 128
+#: Outputs one work-item of the CPU's ``columns`` stage folds at once (its inner loop).
+COLUMN_LANES = 512
 #: The operations; ``sumsq`` is the sum of squared deviations from ``center[m]`` (variance's second pass).
 OPS = ("sum", "prod", "min", "max", "any", "all", "argmin", "argmax", "sumsq")
 #: What the last stage does to the folded value before it is stored: nothing, divide by
@@ -66,6 +80,13 @@ class Reduction:
     merge: bool = False
     finish: str = ""
     columns: bool = False
+    #: The axis the lanes run along is one axis of stride 1 (its stride parameter is not read):
+    #: the segment's (``inner == 1``: element ``j`` of segment ``m`` at ``base + j``) or, in
+    #: ``columns``, the outputs' (``outer == 1``); the compilers vectorize such reads.
+    contiguous: bool = False
+    #: The one-work-item form (the CPU's) of the segment stage or of ``columns`` (there only
+    #: with ``contiguous``); the same order, so the same bits.
+    lanes: bool = False
 
     @property
     def is_arg(self) -> bool:
@@ -74,7 +95,7 @@ class Reduction:
     @property
     def name(self) -> str:
         stage = "merge" if self.merge else ("cols" if self.columns else "first")
-        tail = f"_{self.finish}" if self.finish else ""
+        tail = ("_lanes" if self.lanes else "") + ("_c" if self.contiguous else "") + (f"_{self.finish}" if self.finish else "")
         return (f"reduce_{self.op}_{self.source.name}_{self.acc.name}_{self.out.name}"
                 f"_o{self.outer}_i{self.inner}_{stage}{tail}")
 
@@ -84,7 +105,7 @@ class Reduction:
         names = ["dst"] + (["dst_value"] if self.is_arg else []) + ["src"]
         names += ["src_index"] if self.is_arg and self.merge else []
         names += ["center"] if self.op == "sumsq" and not self.merge else []
-        return (names + ["n_out", "groups", "seg_len", "divisor"] + [f"shape_{k}" for k in range(rank)]
+        return (names + ["n_out", "groups", "seg_len", "chunk", "divisor"] + [f"shape_{k}" for k in range(rank)]
                 + ["src_offset"] + [f"src_stride_{k}" for k in range(rank)])
 
 
@@ -144,20 +165,29 @@ def better(spec: Reduction, a: ir.Expr, b: ir.Expr, a_index: ir.Expr, b_index: i
     return ir.Logical(bool_t, "or", ir.Logical(bool_t, "or", b_first_nan, nan_tie), ir.Logical(bool_t, "and", neither, plain))
 
 
+def later_better(spec: Reduction, a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    """:func:`better` where ``b``'s index is known to be the larger (a lane folds its elements in
+    increasing index order, and partials in the order of their parts): ``b`` wins only by being
+    strictly beyond ``a``, or NaN where ``a`` is not. No index compares, so the lane loop vectorizes."""
+    beyond: ir.Expr = ir.Compare(bool_t, ">" if spec.op == "argmax" else "<", b, a)
+    if spec.acc.kind != "f":
+        return beyond
+    return ir.Logical(bool_t, "or", beyond, ir.Logical(bool_t, "and", _isnan(b), ir.UnaryOp(bool_t, "not", _isnan(a))))
+
+
 def combine(spec: Reduction, a: ir.Expr, b: ir.Expr) -> ir.Expr:
-    """``a`` folded with ``b`` (not for arg-reductions); min and max return NaN if either is NaN."""
+    """``a`` folded with ``b`` (not for arg-reductions); min and max return NaN if either is NaN
+    (float ``max`` is ``b`` where ``b > a`` or ``b`` is NaN, else ``a``: one compare, one select,
+    which vectorizes where C's ``fmax`` and a NaN test on each side do not)."""
     op = spec.op
     if op in ("sum", "sumsq"):
         return _bin("+", a, b)
     if op == "prod":
         return _bin("*", a, b)
-    if op in ("any", "max"):
-        folded = _bin("max", a, b)
-    else:  # all, min
-        folded = _bin("min", a, b)
     if spec.acc.kind == "f":
-        folded = ir.Select(spec.acc, _isnan(a), a, ir.Select(spec.acc, _isnan(b), b, folded))
-    return folded
+        beyond = ir.Compare(bool_t, ">" if op == "max" else "<", b, a)
+        return ir.Select(spec.acc, ir.Logical(bool_t, "or", beyond, _isnan(b)), b, a)
+    return _bin("max" if op in ("any", "max") else "min", a, b)
 
 
 def read(spec: Reduction, position: ir.Expr) -> ir.Expr:
@@ -196,7 +226,7 @@ def _take(spec: Reduction, index: ir.Expr) -> list[ir.Stmt]:
     if not spec.is_arg:
         return [ir.Assign(_LOC, "acc", combine(spec, _var(acc, "acc"), value))]
     return [ir.Assign(_LOC, "b", value), ir.Assign(_LOC, "b_idx", index),
-            ir.If(_LOC, better(spec, _var(acc, "acc"), _var(acc, "b"), _i64("idx"), _i64("b_idx")),
+            ir.If(_LOC, later_better(spec, _var(acc, "acc"), _var(acc, "b")),
                   (ir.Assign(_LOC, "acc", _var(acc, "b")), ir.Assign(_LOC, "idx", _i64("b_idx"))))]
 
 
@@ -211,81 +241,170 @@ def _params(spec: Reduction) -> tuple[ir.Param, ...]:
 def build(spec: Reduction) -> ir.Function:
     """The kernel of ``spec`` (see the module docstring)."""
     if spec.op not in OPS or spec.finish not in FINISHES or spec.outer < 0 or spec.inner < 0 \
-            or (spec.columns and spec.merge):
+            or (spec.columns and (spec.merge or spec.lanes != spec.contiguous)) \
+            or (spec.contiguous and (spec.outer if spec.columns else spec.inner) != 1):
         raise ValueError(f"reduction: no kernel for {spec}")
     if spec.columns:
-        return _build_columns(spec)
-    rank = spec.outer + spec.inner
-    params = _params(spec)
+        return _build_column_lanes(spec) if spec.lanes else _build_columns(spec)
+    return _build_lanes(spec) if spec.lanes else _build_items(spec)
+
+
+class _Parts:
+    """What both forms of the segment stage share: locals, positions, the part's bounds."""
+
+    def __init__(self, spec: Reduction) -> None:
+        self.spec = spec
+        rank = spec.outer + spec.inner
+        self.locals: dict[str, ScalarType] = {
+            "g": i64, "m": i64, "c": i64, "t": i64, "base": i64, "start": i64, "stop": i64, "j": i64, "p": i64,
+            "acc": spec.acc, "b": spec.acc, "take": bool_t,
+            **offset_locals("o", range(spec.outer)), **offset_locals("q", range(spec.outer, rank))}
+        if spec.is_arg:
+            self.locals.update({"idx": i64, "b_idx": i64})
+
+    def position(self, at: ir.Expr) -> list[ir.Stmt]:
+        """``p`` = the buffer position of segment element ``at``."""
+        spec = self.spec
+        if spec.contiguous:
+            return [ir.Assign(_LOC, "p", _bin("+", _i64("base"), at))]
+        return [ir.Assign(_LOC, "p", _i64("base")), *offset_code("q", at, range(spec.outer, spec.outer + spec.inner), "p")]
+
+    def index_of(self, at: ir.Expr) -> ir.Expr:
+        """The segment index an element stands for: its own, or (merge) the one its partial holds."""
+        return ir.Load(i64, "src_index", (_i64("p"),)) if self.spec.merge else at
+
+    def bounds(self, part: ir.Expr) -> list[ir.Stmt]:
+        """``m``, ``c``, ``base``, ``start`` and ``stop`` of the part ``part`` (``g`` of the launch)."""
+        groups, chunk = _i64("groups"), _i64("chunk")
+        start = _bin("*", _i64("c"), chunk)
+        return [ir.Assign(_LOC, "m", _bin("//", part, groups)),
+                ir.Assign(_LOC, "c", _bin("%", part, groups)),
+                ir.Assign(_LOC, "base", _i64("src_offset")),
+                *offset_code("o", _i64("m"), range(self.spec.outer), "base"),
+                ir.Assign(_LOC, "start", start),
+                ir.Assign(_LOC, "stop", _bin("min", _bin("+", start, chunk), _i64("seg_len")))]
+
+    def write(self, value: ir.Expr, index: ir.Expr) -> tuple[ir.Stmt, ...]:
+        """Store part ``g``'s folded ``value`` (and, for arg-reductions, its ``index``)."""
+        g = _i64("g")
+        if self.spec.is_arg:
+            return (ir.Store(_LOC, "dst_value", (g,), value), ir.Store(_LOC, "dst", (g,), index))
+        return (ir.Store(_LOC, "dst", (g,), finish(self.spec, value)),)
+
+
+def _build_items(spec: Reduction) -> ir.Function:
+    """The segment stage with one work-item per lane: item ``t`` of group ``g`` folds lane ``t``
+    of part ``g``, then the group's tree over local memory (barriers between its steps)."""
     acc, W = spec.acc, GROUP
-    locals_: dict[str, ScalarType] = {"g": i64, "m": i64, "c": i64, "t": i64, "base": i64, "j": i64, "p": i64,
-                                      "acc": acc, "b": acc, **offset_locals("o", range(spec.outer)),
-                                      **offset_locals("q", range(spec.outer, rank))}
-    if spec.is_arg:
-        locals_.update({"idx": i64, "b_idx": i64})
-    g, m, c, t, j, p = (_i64(n) for n in ("g", "m", "c", "t", "j", "p"))
-    span = _bin("*", _i64("groups"), _const(i64, W))
-
-    def position(at: ir.Expr) -> list[ir.Stmt]:  # p = the buffer position of segment element ``at``
-        return [ir.Assign(_LOC, "p", _i64("base")), *offset_code("q", at, range(spec.outer, rank), "p")]
-
-    def index_of(at: ir.Expr) -> ir.Expr:
-        return ir.Load(i64, "src_index", (p,)) if spec.merge else at
-
-    first_j = _bin("+", _bin("*", c, _const(i64, W)), t)
+    parts = _Parts(spec)
+    t, j = _i64("t"), _i64("j")
     body: list[ir.Stmt] = [
         ir.Assign(_LOC, "g", ir.WorkItem(i64, "group_id", 0)),
         ir.Assign(_LOC, "t", ir.WorkItem(i64, "local_id", 0)),
-        ir.Assign(_LOC, "m", _bin("//", g, _i64("groups"))),
-        ir.Assign(_LOC, "c", _bin("%", g, _i64("groups"))),
-        ir.Assign(_LOC, "base", _i64("src_offset")),
-        *offset_code("o", m, range(spec.outer), "base"),
+        *parts.bounds(_i64("g")),
         ir.Assign(_LOC, "acc", _const(acc, 0)),
         *([ir.Assign(_LOC, "idx", _const(i64, 0))] if spec.is_arg else []),
-        ir.Assign(_LOC, "j", first_j),
-        ir.If(_LOC, ir.Compare(bool_t, "<", j, _i64("seg_len")), (
-            *position(j),
-            ir.Assign(_LOC, "acc", read(spec, p)),
-            *([ir.Assign(_LOC, "idx", index_of(j))] if spec.is_arg else []),
-            ir.For(_LOC, "j", _bin("+", j, span), _i64("seg_len"), span, (*position(j), *_take(spec, index_of(j)))),
+        ir.Assign(_LOC, "j", _bin("+", _i64("start"), t)),
+        ir.If(_LOC, ir.Compare(bool_t, "<", j, _i64("stop")), (
+            *parts.position(j),
+            ir.Assign(_LOC, "acc", read(spec, _i64("p"))),
+            *([ir.Assign(_LOC, "idx", parts.index_of(j))] if spec.is_arg else []),
+            ir.For(_LOC, "j", _bin("+", j, _const(i64, W)), _i64("stop"), _const(i64, W),
+                   (*parts.position(j), *_take(spec, parts.index_of(j)))),
         )),
         ir.Store(_LOC, "tree", (t,), _var(acc, "acc")),
         *([ir.Store(_LOC, "tree_index", (t,), _i64("idx"))] if spec.is_arg else []),
         ir.Barrier(_LOC),
     ]
+    length = _bin("-", _i64("stop"), _i64("start"))
     step = W // 2
     while step:
         other = _bin("+", t, _const(i64, step))
         takes_part = ir.Logical(bool_t, "and", ir.Compare(bool_t, "<", t, _const(i64, step)),
-                                ir.Compare(bool_t, "<", _bin("+", first_j, _const(i64, step)), _i64("seg_len")))
-        mine = ir.Load(acc, "tree", (t,))
-        theirs = ir.Load(acc, "tree", (other,))
-        if spec.is_arg:
-            fold: tuple[ir.Stmt, ...] = (
-                ir.If(_LOC, better(spec, mine, theirs, ir.Load(i64, "tree_index", (t,)), ir.Load(i64, "tree_index", (other,))),
-                      (ir.Store(_LOC, "tree", (t,), theirs),
-                       ir.Store(_LOC, "tree_index", (t,), ir.Load(i64, "tree_index", (other,))))),)
-        else:
-            fold = (ir.Store(_LOC, "tree", (t,), combine(spec, mine, theirs)),)
-        body += [ir.If(_LOC, takes_part, fold), ir.Barrier(_LOC)]
+                                ir.Compare(bool_t, "<", other, length))
+        body += [ir.If(_LOC, takes_part, _fold_lanes(spec, "tree", t, other)), ir.Barrier(_LOC)]
         step //= 2
-    total = ir.Load(acc, "tree", (_const(i64, 0),))
-    if spec.is_arg:
-        write: tuple[ir.Stmt, ...] = (ir.Store(_LOC, "dst_value", (g,), total),
-                                      ir.Store(_LOC, "dst", (g,), ir.Load(i64, "tree_index", (_const(i64, 0),))))
-    else:
-        write = (ir.Store(_LOC, "dst", (g,), finish(spec, total)),)
-    body.append(ir.If(_LOC, ir.Compare(bool_t, "==", t, _const(i64, 0)), write))
-    local_arrays = (ir.LocalArray("tree", acc, (W,)),) + ((ir.LocalArray("tree_index", i64, (W,)),) if spec.is_arg else ())
-    return ir.Function(spec.name, params, ir.VOID, locals_, local_arrays, tuple(body), True, _LOC,
-                       features=frozenset({"barrier"}))
+    zero = _const(i64, 0)
+    total = ir.Load(acc, "tree", (zero,))
+    index = ir.Load(i64, "tree_index", (zero,)) if spec.is_arg else zero
+    body.append(ir.If(_LOC, ir.Compare(bool_t, "==", t, zero), parts.write(total, index)))
+    return ir.Function(spec.name, _params(spec), ir.VOID, parts.locals, _lane_arrays(spec, "tree"), tuple(body), True,
+                       _LOC, features=frozenset({"barrier"}))
+
+
+def _build_lanes(spec: Reduction) -> ir.Function:
+    """The segment stage with one work-item per part, its ``W`` lanes an inner loop over a local
+    array (the CPU's form: the loop over lanes reads neighbouring elements, so it vectorizes).
+    The same lanes, the same order and the same tree as :func:`_build_items`, so the same bits."""
+    acc, W = spec.acc, GROUP
+    parts = _Parts(spec)
+    t, j, start, stop = _i64("t"), _i64("j"), _i64("start"), _i64("stop")
+    zero, lanes = _const(i64, 0), _const(i64, W)
+    lane = ir.Load(acc, "tree", (t,))
+
+    def first(at: ir.Expr) -> list[ir.Stmt]:  # lane t starts at element ``at``
+        stmts: list[ir.Stmt] = [*parts.position(at), ir.Store(_LOC, "tree", (t,), read(spec, _i64("p")))]
+        if spec.is_arg:
+            stmts.append(ir.Store(_LOC, "tree_index", (t,), parts.index_of(at)))
+        return stmts
+
+    def fold(at: ir.Expr) -> list[ir.Stmt]:  # lane t folds element ``at``; selects, no branches
+        stmts: list[ir.Stmt] = [*parts.position(at), ir.Assign(_LOC, "b", read(spec, _i64("p")))]
+        if not spec.is_arg:
+            return stmts + [ir.Store(_LOC, "tree", (t,), combine(spec, lane, _var(acc, "b")))]
+        mine = ir.Load(i64, "tree_index", (t,))
+        return stmts + [
+            ir.Assign(_LOC, "b_idx", parts.index_of(at)),
+            ir.Assign(_LOC, "take", later_better(spec, lane, _var(acc, "b"))),
+            ir.Store(_LOC, "tree", (t,), ir.Select(acc, ir.Var(bool_t, "take"), _var(acc, "b"), lane)),
+            ir.Store(_LOC, "tree_index", (t,), ir.Select(i64, ir.Var(bool_t, "take"), _i64("b_idx"), mine))]
+
+    length = _bin("-", stop, start)
+    full = _bin("+", start, _bin("*", _bin("//", length, lanes), lanes))  # the end of the whole rows
+    row_t = _bin("+", j, t)
+    body: list[ir.Stmt] = [
+        ir.Assign(_LOC, "g", ir.WorkItem(i64, "global_id", 0)),
+        *parts.bounds(_i64("g")),
+        ir.For(_LOC, "t", zero, _bin("min", length, lanes), _const(i64, 1), tuple(first(_bin("+", start, t)))),
+        ir.For(_LOC, "j", _bin("+", start, lanes), full, lanes, (
+            ir.For(_LOC, "t", zero, lanes, _const(i64, 1), tuple(fold(row_t))),)),
+        ir.If(_LOC, ir.Compare(bool_t, ">", full, start), (
+            ir.Assign(_LOC, "j", full),
+            ir.For(_LOC, "t", zero, _bin("-", stop, full), _const(i64, 1), tuple(fold(row_t))),)),
+    ]
+    step = W // 2
+    while step:
+        other = _bin("+", t, _const(i64, step))
+        body.append(ir.For(_LOC, "t", zero, _const(i64, step), _const(i64, 1), (
+            ir.If(_LOC, ir.Compare(bool_t, "<", other, length), _fold_lanes(spec, "tree", t, other)),)))
+        step //= 2
+    total = ir.Load(acc, "tree", (zero,))
+    index = ir.Load(i64, "tree_index", (zero,)) if spec.is_arg else zero
+    body += parts.write(total, index)
+    return ir.Function(spec.name, _params(spec), ir.VOID, parts.locals, _lane_arrays(spec, "tree"), tuple(body), True,
+                       _LOC)
+
+
+def _lane_arrays(spec: Reduction, name: str, lanes: int = GROUP) -> tuple[ir.LocalArray, ...]:
+    arrays = (ir.LocalArray(name, spec.acc, (lanes,)),)
+    return arrays + ((ir.LocalArray(f"{name}_index", i64, (lanes,)),) if spec.is_arg else ())
+
+
+def _fold_lanes(spec: Reduction, name: str, into: ir.Expr, other: ir.Expr) -> tuple[ir.Stmt, ...]:
+    """Lane ``into`` takes in lane ``other`` (one step of the tree)."""
+    mine, theirs = ir.Load(spec.acc, name, (into,)), ir.Load(spec.acc, name, (other,))
+    if not spec.is_arg:
+        return (ir.Store(_LOC, name, (into,), combine(spec, mine, theirs)),)
+    index, their_index = ir.Load(i64, f"{name}_index", (into,)), ir.Load(i64, f"{name}_index", (other,))
+    return (ir.If(_LOC, better(spec, mine, theirs, index, their_index),
+                  (ir.Store(_LOC, name, (into,), theirs), ir.Store(_LOC, f"{name}_index", (into,), their_index))),)
 
 
 def _build_columns(spec: Reduction) -> ir.Function:
     """The ``columns`` stage (see the module docstring): one work-item per (output, chunk)."""
     rank = spec.outer + spec.inner
     acc = spec.acc
-    locals_: dict[str, ScalarType] = {"gid": i64, "m": i64, "c": i64, "chunk": i64, "start": i64, "stop": i64,
+    locals_: dict[str, ScalarType] = {"gid": i64, "m": i64, "c": i64, "start": i64, "stop": i64,
                                       "base": i64, "j": i64, "p": i64, "acc": acc, "b": acc,
                                       **offset_locals("o", range(spec.outer)), **offset_locals("q", range(spec.outer, rank))}
     if spec.is_arg:
@@ -307,7 +426,6 @@ def _build_columns(spec: Reduction) -> ir.Function:
         ir.Assign(_LOC, "gid", ir.WorkItem(i64, "global_id", 0)),
         ir.Assign(_LOC, "m", _bin("%", gid, n_out)),
         ir.Assign(_LOC, "c", _bin("//", gid, n_out)),
-        ir.Assign(_LOC, "chunk", _bin("//", _bin("-", _bin("+", seg_len, groups), one), groups)),
         ir.Assign(_LOC, "start", _bin("*", c, _i64("chunk"))),
         ir.Assign(_LOC, "stop", _bin("min", _bin("+", _i64("start"), _i64("chunk")), seg_len)),
         ir.If(_LOC, ir.Logical(bool_t, "and", ir.Compare(bool_t, "<", c, groups),
@@ -322,6 +440,70 @@ def _build_columns(spec: Reduction) -> ir.Function:
         )),
     ]
     return ir.Function(spec.name, _params(spec), ir.VOID, locals_, (), tuple(body), True, _LOC)
+
+
+def _build_column_lanes(spec: Reduction) -> ir.Function:
+    """The ``columns`` stage on the CPU (``lanes``, ``contiguous``: the one outer axis has stride
+    1): work-item ``gid`` folds chunk ``c = gid // blocks`` of :data:`COLUMN_LANES` neighbouring
+    outputs ``m0 = (gid % blocks) * COLUMN_LANES ..`` at once, row by row, the outputs an inner
+    loop over neighbouring elements (it vectorizes). Each output still folds its chunk's
+    elements in increasing order: the same order, so the same bits, as :func:`_build_columns`."""
+    rank = spec.outer + spec.inner
+    acc, B = spec.acc, COLUMN_LANES
+    locals_: dict[str, ScalarType] = {"gid": i64, "blocks": i64, "m": i64, "m0": i64, "count": i64, "c": i64, "start": i64,
+                                      "stop": i64, "row": i64, "j": i64, "k": i64, "p": i64, "b": acc, "take": bool_t,
+                                      "b_idx": i64, **offset_locals("q", range(spec.outer, rank))}
+    gid, k, j, c = _i64("gid"), _i64("k"), _i64("j"), _i64("c")
+    n_out, groups, chunk = _i64("n_out"), _i64("groups"), _i64("chunk")
+    zero, one, lanes = _const(i64, 0), _const(i64, 1), _const(i64, B)
+    m = _bin("+", _i64("m0"), k)
+    lane = ir.Load(acc, "tree", (k,))
+    here = [ir.Assign(_LOC, "m", m), ir.Assign(_LOC, "p", _bin("+", _i64("row"), k))]  # the row's offset + the output's
+
+    def first() -> tuple[ir.Stmt, ...]:
+        stmts: list[ir.Stmt] = [*here, ir.Store(_LOC, "tree", (k,), read(spec, _i64("p")))]
+        return tuple(stmts + ([ir.Store(_LOC, "tree_index", (k,), j)] if spec.is_arg else []))
+
+    def fold() -> tuple[ir.Stmt, ...]:
+        stmts: list[ir.Stmt] = [*here, ir.Assign(_LOC, "b", read(spec, _i64("p")))]
+        if not spec.is_arg:
+            return (*stmts, ir.Store(_LOC, "tree", (k,), combine(spec, lane, _var(acc, "b"))))
+        mine = ir.Load(i64, "tree_index", (k,))
+        return (*stmts, ir.Assign(_LOC, "take", later_better(spec, lane, _var(acc, "b"))),
+                ir.Store(_LOC, "tree", (k,), ir.Select(acc, ir.Var(bool_t, "take"), _var(acc, "b"), lane)),
+                ir.Store(_LOC, "tree_index", (k,), ir.Select(i64, ir.Var(bool_t, "take"), j, mine)))
+
+    def row_of(at: ir.Expr) -> list[ir.Stmt]:  # ``row`` = the buffer offset of row ``at``, output 0
+        return [ir.Assign(_LOC, "row", _bin("+", _i64("src_offset"), _i64("m0"))),
+                *offset_code("q", at, range(spec.outer, rank), "row")]
+
+    slot = _bin("+", _bin("*", m, groups), c)
+    total = ir.Load(acc, "tree", (k,))
+    if spec.is_arg:
+        write: tuple[ir.Stmt, ...] = (ir.Store(_LOC, "dst_value", (slot,), total),
+                                      ir.Store(_LOC, "dst", (slot,), ir.Load(i64, "tree_index", (k,))))
+    else:
+        write = (ir.Store(_LOC, "dst", (slot,), finish(spec, total)),)
+    body: list[ir.Stmt] = [
+        ir.Assign(_LOC, "gid", ir.WorkItem(i64, "global_id", 0)),
+        ir.Assign(_LOC, "blocks", _bin("//", _bin("+", n_out, _const(i64, B - 1)), lanes)),
+        ir.Assign(_LOC, "m0", _bin("*", _bin("%", gid, _i64("blocks")), lanes)),
+        ir.Assign(_LOC, "c", _bin("//", gid, _i64("blocks"))),
+        ir.Assign(_LOC, "count", _bin("min", lanes, _bin("-", n_out, _i64("m0")))),
+        ir.Assign(_LOC, "start", _bin("*", c, chunk)),
+        ir.Assign(_LOC, "stop", _bin("min", _bin("+", _i64("start"), chunk), _i64("seg_len"))),
+        ir.If(_LOC, ir.Logical(bool_t, "and", ir.Compare(bool_t, "<", c, groups),
+                               ir.Compare(bool_t, "<", _i64("start"), _i64("stop"))), (
+            ir.Assign(_LOC, "j", _i64("start")),
+            *row_of(j),
+            ir.For(_LOC, "k", zero, _i64("count"), one, first()),
+            ir.For(_LOC, "j", _bin("+", _i64("start"), one), _i64("stop"), one, (
+                *row_of(j), ir.For(_LOC, "k", zero, _i64("count"), one, fold()))),
+            ir.For(_LOC, "k", zero, _i64("count"), one, write),
+        )),
+    ]
+    return ir.Function(spec.name, _params(spec), ir.VOID, locals_, _lane_arrays(spec, "tree", B), tuple(body), True,
+                       _LOC)
 
 
 def accumulator_of_any() -> ScalarType:

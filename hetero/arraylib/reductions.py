@@ -8,16 +8,21 @@ strides. One kernel is compiled per (operation, dtypes, ranks, device) and launc
 ``@hetero.kernel`` (:class:`hetero.arraylib.copy.GeneratedSpecialization`), so launch counters,
 quotas and fault injection see it.
 
-Order and reproducibility: every output element is folded by work-groups of
-:data:`~hetero.compiler.array_kernels.reduction.GROUP` work-items in a fixed tree (see
-:mod:`hetero.compiler.array_kernels.reduction`); a long segment with few outputs is cut into at most
-:data:`MAX_PARTS` parts (one work-group each, their number fixed by the segment length), whose
-partials a second launch folds in order. Where neighbouring outputs are neighbours in memory
-(``sum(axis=0)`` of a C-ordered matrix) a work-item folds a chunk of one output's segment in
-order instead (the ``columns`` stage), up to MAX_PARTS chunks of about :data:`COLUMN_CHUNK`
-elements, and the same second launch folds the chunks' partials. No atomics: the same input on the same device gives
-the same bits every time. The order differs from NumPy's pairwise sum, so float results
-differ from NumPy's (and across devices) by rounding only.
+Order and reproducibility: each output element's segment is cut into parts of
+:data:`PART` elements or so (at most :data:`MAX_PARTS`; :func:`parts_of`: the cut follows from
+the segment's length alone, so ``x.sum(axis=1)[i]`` gives the bits of ``x[i].sum()``); each
+part is a contiguous range folded in :data:`~hetero.compiler.array_kernels.reduction.GROUP`
+lanes (lane ``t`` takes elements ``t, t + 128, t + 256 ...`` of the part in order), the lanes
+combined by a fixed tree (step 64, 32 ... 1), and the parts' partials folded by a second
+launch in the same way (the exact statement: :mod:`hetero.compiler.array_kernels.reduction`).
+The CPU target runs each part as one work-item whose inner loop is the 128 lanes (a vector
+loop); other devices run a work-group of 128 items per part; both forms keep the order. Where
+neighbouring outputs are neighbours in memory (``sum(axis=0)`` of a C-ordered matrix) a
+work-item folds a chunk of one output's segment in order instead (the ``columns`` stage), up
+to :data:`COLUMN_PARTS` chunks of about :data:`COLUMN_CHUNK` elements, and the same second
+launch folds the chunks' partials. No atomics: the same input on the same device gives the
+same bits every time. The order differs from NumPy's pairwise sum, so float results differ
+from NumPy's by rounding only.
 
 ``var``/``std`` take two passes: the mean of each segment, then the sum of squared
 deviations from it, divided by ``max(N - correction, 0)`` (NumPy's rule: 0 gives inf or NaN).
@@ -54,13 +59,13 @@ from hetero.core.errors import ArrayError, UnsupportedDtypeError
 from hetero.core.runtime_parts import runs_kernels
 from hetero.core.types import ScalarType, f64, i64, scalar_type
 
-#: A segment is cut into parts (one work-group each) only when there are fewer outputs than this.
-FEW_OUTPUTS = 64
-#: Elements per work-item a part aims at, and the most parts one segment is cut into.
-PER_ITEM = 16
-MAX_PARTS = 256
-#: Elements per work-item a chunk of the ``columns`` stage aims at (its parts: at most MAX_PARTS).
+#: Elements a part of a segment aims at (one work-group folds a part), and the most parts one
+#: segment is cut into: the parts of a segment follow from its length alone.
+PART = 16384
+MAX_PARTS = 4096
+#: Elements per work-item a chunk of the ``columns`` stage aims at (its parts: at most COLUMN_PARTS).
 COLUMN_CHUNK = 256
+COLUMN_PARTS = 256
 
 _lock = threading.RLock()
 _kernels: dict[tuple[Any, Device], GeneratedSpecialization] = {}
@@ -140,11 +145,21 @@ def _zero(t: ScalarType) -> int | float:
     return 0.0 if t.kind == "f" else 0
 
 
-def _parts(outputs: int, segment: int) -> int:
-    """How many work-groups fold one segment (fixed by the sizes alone, so the order is too)."""
-    if outputs >= FEW_OUTPUTS:
-        return 1
-    return builtins.max(1, builtins.min(MAX_PARTS, -(-segment // (reduction.GROUP * PER_ITEM))))
+def parts_of(segment: int) -> tuple[int, int]:
+    """``(parts, chunk)``: how many parts one segment of ``segment`` elements is cut into, and
+    their length (a multiple of the work-group size; the last part shorter). Every part holds
+    at least one element; the numbers follow from the length alone, so the order does too."""
+    W = reduction.GROUP
+    wanted = builtins.max(1, builtins.min(MAX_PARTS, -(-segment // PART)))
+    chunk = -(-segment // wanted)
+    chunk = -(-chunk // W) * W
+    return -(-segment // chunk), chunk
+
+
+def lanes_form(device: Device) -> bool:
+    """Whether ``device`` runs the segment stage in the one-work-item form (the CPU target's
+    work-group loops would otherwise visit the lanes one after another, never as a vector)."""
+    return device.runtime.kernel_target().dialect == "cpu"  # type: ignore[union-attr]
 
 
 def _by_columns(outer_strides: tuple[int, ...], inner_strides: tuple[int, ...], outputs: int) -> bool:
@@ -164,17 +179,20 @@ def _fold(x: Array, what: str, op: str, axes: tuple[int, ...], out: np.dtype[Any
     device = x.device
     W = reduction.GROUP
     columns = _by_columns(outer_strides, inner_strides, outputs)
+    on_cpu = lanes_form(device)
     if columns:
-        parts = builtins.max(1, builtins.min(MAX_PARTS, segment // COLUMN_CHUNK))
+        parts = builtins.max(1, builtins.min(COLUMN_PARTS, segment // COLUMN_CHUNK))
+        chunk = -(-segment // parts)
+        contiguous = lanes = on_cpu and outer_strides == (1,)
     else:
-        parts = _parts(outputs, segment)
+        parts, chunk = parts_of(segment)
+        lanes, contiguous = on_cpu, inner_strides == (1,)
     arg = op in ("argmin", "argmax")
     final = parts == 1
-    spec = reduction.Reduction(op, scalar_type(x.dtype), acc, scalar_type(out) if final else acc,
-                               len(outer_shape), len(inner_shape), finish=finish if final else "", columns=columns)
-    if arg:
-        spec = reduction.Reduction(op, scalar_type(x.dtype), acc, i64, len(outer_shape), len(inner_shape),
-                                   columns=columns)
+    stored = i64 if arg else scalar_type(out) if final else acc
+    spec = reduction.Reduction(op, scalar_type(x.dtype), acc, stored, len(outer_shape), len(inner_shape),
+                               finish=finish if final and not arg else "", columns=columns, contiguous=contiguous,
+                               lanes=lanes)
     dst = empty((outputs * parts,), dtypes.int64 if arg else _np(spec.out), device=device)
     args: list[Any] = [dst]
     values = empty((outputs * parts,), _np(acc), device=device) if arg else None
@@ -184,25 +202,39 @@ def _fold(x: Array, what: str, op: str, axes: tuple[int, ...], out: np.dtype[Any
     if center is not None:
         args.append(center)
     scalar_divisor = divisor if final and finish else _zero(acc)
-    args += [outputs, parts, segment, acc(scalar_divisor), *outer_shape, *inner_shape, x.offset,
+    args += [outputs, parts, segment, chunk, acc(scalar_divisor), *outer_shape, *inner_shape, x.offset,
              *outer_strides, *inner_strides]
-    if columns:
-        _kernel(spec, device, what).run((-(-outputs * parts // W) * W,), args, (W,))
-    else:
-        _kernel(spec, device, what).run((outputs * parts * W,), args, (W,))
+    _run(_kernel(spec, device, what), outputs, parts, args, columns=columns, lanes=lanes)
     if final:
         return dst
     merge = reduction.Reduction(op, acc, acc, i64 if arg else scalar_type(out), 1, 1, merge=True,
-                                finish="" if arg else finish)
+                                finish="" if arg else finish, contiguous=True, lanes=on_cpu)
     merged = empty((outputs,), dtypes.int64 if arg else out, device=device)
     margs: list[Any] = [merged]
     if values is not None:
         margs += [empty((outputs,), _np(acc), device=device), values, dst]
     else:
         margs.append(dst)
-    margs += [outputs, 1, parts, acc(divisor if finish else _zero(acc)), outputs, parts, 0, parts, 1]
-    _kernel(merge, device, what).run((outputs * W,), margs, (W,))
+    margs += [outputs, 1, parts, -(-parts // W) * W, acc(divisor if finish else _zero(acc)), outputs, parts, 0,
+              parts, 1]
+    _run(_kernel(merge, device, what), outputs, 1, margs, lanes=on_cpu)
     return merged
+
+
+def _run(kernel: GeneratedSpecialization, outputs: int, parts: int, args: list[Any], *, columns: bool = False,
+         lanes: bool = False) -> None:
+    """Launch ``kernel`` over ``parts`` parts of each of ``outputs`` outputs: a work-group of
+    :data:`GROUP` items per part, or (``lanes``) one work-item per part; ``columns``: a
+    work-item per (output, chunk), or (``lanes``) per (COLUMN_LANES outputs, chunk)."""
+    W = reduction.GROUP
+    if columns and lanes:
+        kernel.run((-(-outputs // reduction.COLUMN_LANES) * parts,), args, (1,))
+    elif columns:
+        kernel.run((-(-outputs * parts // W) * W,), args, (W,))
+    elif lanes:
+        kernel.run((outputs * parts,), args, (1,))
+    else:
+        kernel.run((outputs * parts * W,), args, (W,))
 
 
 def _reduce(x: Array, what: str, op: str, axis: int | Sequence[int] | None, keepdims: bool, out: np.dtype[Any],
