@@ -1,7 +1,8 @@
 """Elementwise operations on hetero arrays: promotion, broadcasting, one generated kernel.
 
 Every operator of :class:`hetero.Array` and every elementwise function of the ``hetero``
-namespace comes here. An operation becomes an expression tree
+namespace comes here, through the cached fast path of :mod:`hetero.arraylib.eager` (which
+answers the operators' hook and runs a repeated operation without this module's work). An operation becomes an expression tree
 (:mod:`hetero.compiler.array_kernels.elementwise`: leaves are the array and scalar operands, nodes the
 operations), which is built into one kernel as IR per (operation, operand dtypes, rank,
 device), compiled through :func:`hetero.compiler.build.pipeline.compile_function` and launched as
@@ -36,7 +37,6 @@ from hetero.core import fusion_state as _fusion
 from hetero.array.ndarray import Array, empty
 from hetero.arraylib.copy import check_writeable, merged_axes
 from hetero.kernels.generated import GeneratedSpecialization
-from hetero.array.hooks import ELEMENTWISE
 from hetero.arraylib.hooks import COMPLEX_ELEMENTWISE, FUSE
 from hetero.compiler.array_kernels import elementwise, elementwise_ops
 from hetero.core.device import Device
@@ -476,8 +476,6 @@ def clip(x: Array, lower: Any = None, upper: Any = None) -> Array:
 
     return evaluate("clip_" + "_".join(ops), (x, *bounds), build)
 
-
-ELEMENTWISE.register(apply)
 
 __all__ = ["OPS", "Plan", "apply", "check_fp64", "clip", "evaluate", "grid", "launch", "launch_args", "plan_dtypes",
            "same_device", "scalar_value", "whole"]
