@@ -63,8 +63,12 @@ def test_x_minus_its_mean_is_one_rows_launch(device: hetero.Device) -> None:
 def test_which_layouts_launch_by_rows(device: hetero.Device) -> None:
     assert elementwise.grid((1024,), device) is None  # rank 1: flat
     assert elementwise.grid((4096, elementwise.ROWS_MIN_LAST - 1), device) is None  # a short last axis: flat
-    assert elementwise.grid((300, 64), device) == (64, 300)
-    assert elementwise.grid((6, 9, 40), device) == (40, 54)
+    (last, rows), local_size = elementwise.grid((300, 64), device)  # type: ignore[misc]
+    assert (last, rows) == (64, 300) and local_size is not None and local_size[0] == 64
+    assert 300 % local_size[1] == 0 and 64 * local_size[1] <= min(elementwise.ROWS_GROUP_ITEMS, device.max_work_group_size)
+    assert elementwise.grid((6, 9, 40), device)[0] == (40, 54)  # type: ignore[index]
+    global_size, local_size = elementwise.grid((7, 48), device)  # type: ignore[misc]
+    assert global_size == (48, 7) and local_size is not None and 7 % local_size[1] == 0  # whole rows that divide
 
 
 def test_a_rows_kernel_needs_two_axes() -> None:

@@ -104,13 +104,13 @@ def param_names(inputs: int, scalars: int, rank: int) -> list[str]:
 def build(tree: Node, out: ScalarType, rank: int, name: str, unit: bool = False, rows: bool = False) -> ir.Function:
     """The kernel computing ``tree`` into an ``out`` array, for views of ``rank`` dimensions.
     Array leaves must have slots 0..k-1 and scalar leaves 0..m-1. ``unit``: every array steps
-    by one element (rank 1; the stride parameters stay, unread), so loads and stores are
-    unit-stride and a vendor compiler vectorises them. ``rows``: launched over
-    ``(shape_last, rows)`` (see the module docstring), not ``(n,)``."""
+    by one element along the last axis (rank 1, or a rows kernel; those stride parameters stay,
+    unread), so loads and stores are unit-stride and a vendor compiler vectorises them.
+    ``rows``: launched over ``(shape_last, rows)`` (see the module docstring), not ``(n,)``."""
     if rank < 0:
         raise ValueError(f"elementwise kernel: rank must be >= 0, got {rank}")
-    if unit and rank != 1:
-        raise ValueError(f"elementwise kernel: a unit-stride kernel has rank 1, got {rank}")
+    if unit and rank != 1 and not rows:
+        raise ValueError(f"elementwise kernel: a unit-stride kernel has rank 1 or is a rows kernel, got rank {rank}")
     if rows and rank < 2:
         raise ValueError(f"elementwise kernel: a rows kernel has rank 2 or more, got {rank}")
     inputs, scalars = leaves(tree)
@@ -143,7 +143,8 @@ def build(tree: Node, out: ScalarType, rank: int, name: str, unit: bool = False,
         else:
             body.append(ir.Assign(_LOC, index, var("rest")))
         for array in arrays:
-            step = var(index) if unit else ir.BinOp(i64, "*", var(index), var(f"{array}_stride_{k}"))
+            unit_step = unit and k == rank - 1  # unit: the last axis steps by one element in every array
+            step = var(index) if unit_step else ir.BinOp(i64, "*", var(index), var(f"{array}_stride_{k}"))
             body.append(ir.Assign(_LOC, f"at_{array}", ir.BinOp(i64, "+", var(f"at_{array}"), step)))
     value = _lower(tree)
     if isinstance(tree, Apply) and tree.dtype == f16 and out != f16:  # a cast of an f16 result: rounded first,

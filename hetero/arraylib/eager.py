@@ -53,16 +53,17 @@ Converter = Callable[[Any], Any]
 class Recipe:
     """One described operation, ready to run: see the module docstring."""
 
-    __slots__ = ("arrays", "converters", "device", "dtype", "global_size", "kernel", "layout", "plan", "shape",
-                 "unaliased", "values", "wholes")
+    __slots__ = ("addressed", "arrays", "converters", "device", "dtype", "global_size", "kernel", "layout",
+                 "local_size", "plan", "shape", "unaliased", "values", "wholes")
 
     def __init__(self, plan: elementwise.Plan, operands: tuple[Any, ...], shape: tuple[int, ...], device: Device) -> None:
         arrays = [x for x in operands if type(x) is Array]
         scalars = [elementwise.scalar_value(x, kind) for x, kind in zip(operands, plan.scalars, strict=True)
                    if kind is not None]
         probe = Array(None, device, shape, plan.result)  # stands for the result: its layout, no buffer
-        kernel, global_size, args = elementwise.launch_args(plan, arrays, scalars, shape, probe)
+        kernel, global_size, local_size, args = elementwise.launch_args(plan, arrays, scalars, shape, probe)
         self.plan, self.shape, self.device, self.dtype = plan, shape, device, plan.result
+        self.local_size = local_size
         self.kernel, self.global_size = kernel, global_size
         self.arrays = len(arrays)
         #: per operand: None for an array, else the converter of a Python scalar to the kernel's value
@@ -75,6 +76,9 @@ class Recipe:
         self.layout = [None] * len(fixed)  # the layout's places in a launch's arguments (self.values fills them)
         self.values = values_builder(kernel.plan, kernel.host, fixed)
         self.unaliased = bool(kernel.alias_positions) and len(arrays) > 1
+        #: whether buffers carry device addresses that may overlap though the objects differ (CuPy's
+        #: ``ptr``, as DLPack imports give): then shares_memory decides, else buffer identity does
+        self.addressed = type(getattr(arrays[0]._buf, "ptr", None)) is int
 
     @staticmethod
     def usable(kernel: GeneratedSpecialization) -> bool:
@@ -119,9 +123,10 @@ class Recipe:
                 args.append(part)
         args.extend(self.layout)
         entry = self.kernel
-        if self.unaliased and shares_memory(arrays, tuple(range(len(arrays)))):
+        if self.unaliased and (shares_memory(arrays, tuple(range(len(arrays)))) if self.addressed
+                               else len({id(array._buf) for array in arrays}) < len(arrays)):
             entry = entry.unaliased()
-        entry.runtime.launch(entry.loaded, self.global_size, None, self.values(args))
+        entry.runtime.launch(entry.loaded, self.global_size, self.local_size, self.values(args))
         next(entry.launches)
 
 

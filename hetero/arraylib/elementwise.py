@@ -238,7 +238,7 @@ def _kernel(plan: Plan, rank: int, device: Device, unit: bool = False, rows: boo
             kernel = plan.kernels.get(key)
             if kernel is None:
                 check_fp64(plan, device)
-                variant = "u" if unit else "g" if rows else ""
+                variant = ("g" if rows else "") + ("u" if unit else "")
                 function = elementwise.build(plan.tree, scalar_type(plan.result), rank,
                                              f"{plan.label}_r{rank}{variant}", unit, rows)
                 kernel = plan.kernels[key] = GeneratedSpecialization(function, device)
@@ -248,22 +248,32 @@ def _kernel(plan: Plan, rank: int, device: Device, unit: bool = False, rows: boo
 #: The shortest last axis launched as rows (:func:`grid`): below it a work-group of one row holds
 #: too few work-items, and the flat launch's divisions cost less than its empty lanes.
 ROWS_MIN_LAST = 16
+#: Work-items a rows launch's work-group aims at (whole rows of it): the runtimes' own choice
+#: for a two-dimensional launch can be far worse (PoCL: 3x slower than any whole-row group).
+ROWS_GROUP_ITEMS = 256
 #: CUDA and HIP grids hold at most this many blocks along y (the rows of a rows launch).
 _GRID_Y_BLOCKS = 65535
 
 
-def grid(shape: tuple[int, ...], device: Device) -> tuple[int, ...] | None:
-    """The global size of a *rows* launch over merged ``shape`` (``(last extent, rows)``, see
-    :mod:`hetero.compiler.array_kernels.elementwise`), or None where the flat launch ``(n,)`` is
+def grid(shape: tuple[int, ...], device: Device) -> tuple[tuple[int, int], tuple[int, int] | None] | None:
+    """The global and local sizes of a *rows* launch over merged ``shape`` (``(last extent, rows)``,
+    see :mod:`hetero.compiler.array_kernels.elementwise`; work-groups of whole rows, as many as
+    divide the rows and fit :data:`ROWS_GROUP_ITEMS`), or None where the flat launch ``(n,)`` is
     taken: rank 1, a short last axis, or more rows than a CUDA/HIP grid holds."""
     if len(shape) < 2 or shape[-1] < ROWS_MIN_LAST:
         return None
+    last = shape[-1]
     rows = 1
     for extent in shape[:-1]:
         rows *= extent
     if rows > _GRID_Y_BLOCKS and device.backend in ("cuda", "rocm"):  # one-row blocks at worst
         return None
-    return (shape[-1], rows)
+    if last > device.max_work_group_size:  # a row is more than a work-group: the runtime chooses
+        return (last, rows), None
+    group = max(1, min(ROWS_GROUP_ITEMS, device.max_work_group_size) // last)
+    while rows % group:
+        group -= 1
+    return (last, rows), (last, group)
 
 
 def _broadcast_strides(x: Array, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -331,13 +341,13 @@ def launch(plan: Plan, arrays: list[Array], scalars: list[Any], shape: tuple[int
         arrays = [x.copy() if _overlaps(x, out, shape) else x for x in arrays]
     if out.size == 0:
         return
-    kernel, size, args = launch_args(plan, arrays, scalars, shape, out)
-    kernel.run(size, args)
+    kernel, size, local, args = launch_args(plan, arrays, scalars, shape, out)
+    kernel.run(size, args, local)
 
 
-def launch_args(plan: Plan, arrays: list[Array], scalars: list[Any], shape: tuple[int, ...],
-                out: Array) -> tuple[GeneratedSpecialization, tuple[int, ...], list[Any]]:
-    """The kernel, global size and arguments of :func:`launch` (``out`` not empty, nothing
+def launch_args(plan: Plan, arrays: list[Array], scalars: list[Any], shape: tuple[int, ...], out: Array
+                ) -> tuple[GeneratedSpecialization, tuple[int, ...], tuple[int, ...] | None, list[Any]]:
+    """The kernel, global and local sizes and arguments of :func:`launch` (``out`` not empty, nothing
     overlapping it). The arguments are the whole buffers (:func:`_whole`) of ``out`` and
     ``arrays``, ``scalars``, then the layout: the element count, the merged shape, and each
     array's offset and merged strides."""
@@ -348,14 +358,17 @@ def launch_args(plan: Plan, arrays: list[Array], scalars: list[Any], shape: tupl
     else:
         layouts = [out.strides] + [_broadcast_strides(x, shape) for x in arrays]
         merged_shape, merged = merged_axes(shape, *layouts)
-    unit = len(merged_shape) == 1 and all(strides == (1,) for strides in merged)  # the common case: unit-stride
     rows = grid(merged_shape, out.device)
+    # the common case: unit-stride along the last axis (rank 1, or a rows launch of a broadcast row)
+    unit = (len(merged_shape) == 1 or rows is not None) and all(strides[-1] == 1 for strides in merged)
     kernel = _kernel(plan, len(merged_shape), out.device, unit, rows is not None)
+    if rows is not None:
+        kernel.check_sizes(*rows)
     args: list[Any] = [whole(out)] + [whole(x) for x in arrays] + scalars + [out.size, *merged_shape]
     for x, strides in zip([out, *arrays], merged, strict=True):
         args.append(x.offset)
         args.extend(strides)
-    return kernel, rows or (out.size,), args
+    return (kernel, *(rows or ((out.size,), None)), args)
 
 
 def scalar_value(x: Any, kind: np.dtype[Any]) -> Any:
