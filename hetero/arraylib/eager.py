@@ -54,7 +54,7 @@ class Recipe:
     """One described operation, ready to run: see the module docstring."""
 
     __slots__ = ("addressed", "arrays", "converters", "device", "dtype", "global_size", "kernel", "layout",
-                 "local_size", "plan", "shape", "unaliased", "values", "wholes")
+                 "local_size", "plan", "scalars", "shape", "unaliased", "values", "wholes")
 
     def __init__(self, plan: elementwise.Plan, operands: tuple[Any, ...], shape: tuple[int, ...], device: Device) -> None:
         arrays = [x for x in operands if type(x) is Array]
@@ -69,6 +69,7 @@ class Recipe:
         #: per operand: None for an array, else the converter of a Python scalar to the kernel's value
         self.converters: tuple[Converter | None, ...] = tuple(
             None if kind is None else _converter(kind) for kind in plan.scalars)
+        self.scalars = len(scalars)
         #: per array operand: whether the kernel takes it as it is (a 1-D array owning its buffer)
         self.wholes = tuple(elementwise.whole(x) is x for x in arrays)
         first_layout = 1 + len(arrays) + len(scalars)
@@ -165,12 +166,19 @@ def apply(op: str, *operands: Any, out: Array | None = None) -> Array:
     """:func:`hetero.arraylib.elementwise.apply`, through a recipe when one is kept for this description."""
     if out is not None or not operands:
         return elementwise.apply(op, *operands, out=out)
-    key: tuple[Any, ...] = (op, *[_describe(x) for x in operands])
-    if None in key:
-        return elementwise.apply(op, *operands)
+    described: list[Any] = [op]
+    for x in operands:  # each as _describe says, written out: this runs before every operation
+        kind = type(x)
+        if kind is Array and x._pending is None:
+            described.append((x.dtype, x.shape, x._strides, x.offset, x._device))
+        elif kind is float or kind is int or kind is bool:
+            described.append(kind)
+        else:
+            return elementwise.apply(op, *operands)
+    key = tuple(described)
     recipe = _recipes.get(key)
     if recipe is not None:
-        parts = recipe.parts(operands)
+        parts = recipe.parts(operands) if recipe.scalars else operands
         if parts is not None:
             return _run(recipe, operands, parts)
     elif key not in _recipes:
@@ -201,7 +209,7 @@ def _remember(key: tuple[Any, ...], op: str, operands: tuple[Any, ...]) -> None:
     _recipes[key] = recipe
 
 
-def _run(recipe: Recipe, operands: tuple[Any, ...], parts: list[Any]) -> Array:
+def _run(recipe: Recipe, operands: Sequence[Any], parts: Sequence[Any]) -> Array:
     """Record the operation (fusion on) or compute it now into a new array."""
     escaped = False
     reads: set[int] = set()
