@@ -1,6 +1,6 @@
 """Array operations against their references, side by side in one run: the elementwise
 sections of :mod:`benchmarks.array_elementwise` (fused ``a*b + c*d``, ``x + y``, ``x.sum()``,
-per-operation overhead), then ``matmul``: ``hetero.matmul`` of n x n float32 matrices on each
+per-operation overhead, ``x - x.mean(axis=0)`` against the contiguous ``x - y``), then ``matmul``: ``hetero.matmul`` of n x n float32 matrices on each
 device's BLAS and on hetero's tiled kernel.
 
     python -m benchmarks.array_ops [--quick] [--size N] [--elements N] [--devices cpu oneapi:0 opencl:0] [--repeats N]
@@ -130,7 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_before = load_average()
     progress = Progress(2 * len(devices))
     elements = args.elements or (array_elementwise.QUICK_ELEMENTS if args.quick else array_elementwise.FULL_ELEMENTS)
-    elementwise = array_elementwise.run(devices, elements, 7 if args.quick else 11, progress)
+    elementwise = array_elementwise.run(devices, elements, 7 if args.quick else 11, progress,
+                                        array_elementwise.QUICK_BROADCAST_ROWS if args.quick
+                                        else array_elementwise.BROADCAST_ROWS)
     rows = []
     for device in devices:
         progress.step(f"matmul on {device.name}, n = {n}")
