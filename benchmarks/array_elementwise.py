@@ -1,7 +1,8 @@
 """Array operations against their peers, side by side in one run: the fused ``a*b + c*d``
 (against NumPy's three passes and the device's copy bandwidth), ``x + y`` and ``x.sum()``
 (against NumPy on ``cpu`` and ``pyopencl.array`` on OpenCL devices), and the per-operation
-overhead on 1 Ki elements (against NumPy and ``pyopencl.array``).
+overhead on 1 Ki elements (against NumPy and ``pyopencl.array``), and ``x - x.mean(axis=0)`` on
+200k x 64 (a broadcast row) against the contiguous ``x - y`` of that shape.
 
     python -m benchmarks.array_elementwise [--quick] [--devices cpu oneapi:0 opencl:0] [--elements N]
 
@@ -9,7 +10,7 @@ Part of ``python -m benchmarks.array_ops`` (which adds matmul); alone it writes
 ``benchmarks/results/array_elementwise.json``. Goals (reported, never enforced): fused triad
 >= 2x NumPy on cpu and >= 0.9x the device's copy bandwidth everywhere; ``x + y`` and
 ``x.sum()`` >= 0.9x the peer; per-operation overhead <= ``pyopencl.array``'s on OpenCL and
-<= 5 us on cpu. Arrays are made with ``copy=True`` so hetero owns them (fusion applies).
+<= 5 us on cpu; the broadcast ``x - m`` within 1.1x of the contiguous ``x - y``. Arrays are made with ``copy=True`` so hetero owns them (fusion applies).
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ from benchmarks.kernel_bench import DEFAULT_DEVICES, choose_devices, describe, i
 MI = 1 << 20
 FULL_ELEMENTS, QUICK_ELEMENTS = 64 * MI, 4 * MI
 SMALL = 1024
-GOALS = {"fused_vs_numpy_cpu": 2.0, "fused_vs_copy": 0.9, "vs_peer": 0.9, "overhead_cpu_s": 5e-6}
+GOALS = {"fused_vs_numpy_cpu": 2.0, "fused_vs_copy": 0.9, "vs_peer": 0.9, "overhead_cpu_s": 5e-6,
+         "broadcast_vs_contiguous": 1 / 1.1}
+#: ``x - x.mean(axis=0)``: rows x 64 float32 (PCA's 200k x 64; --quick a tenth).
+BROADCAST_ROWS, QUICK_BROADCAST_ROWS, BROADCAST_COLUMNS = 200_000, 20_000, 64
 
 
 def _rate(timing: Timing, nbytes: int) -> dict[str, Any]:
@@ -181,6 +185,53 @@ def overhead(device: hetero.Device, repeats: int) -> dict[str, Any]:
     return row
 
 
+def broadcast(device: hetero.Device, rows: int, repeats: int) -> dict[str, Any]:
+    """``x - m`` (m a broadcast row, ``x.mean(axis=0)``'s shape) against the contiguous ``x - y``
+    of the same shape, on ``rows`` x 64 float32; NumPy's two beside them on host-memory devices,
+    ``pyopencl.array``'s contiguous ``x - y`` on OpenCL devices (it does not broadcast)."""
+    rng = np.random.default_rng(2)
+    hx = rng.standard_normal((rows, BROADCAST_COLUMNS), dtype=np.float32)
+    hy = rng.standard_normal((rows, BROADCAST_COLUMNS), dtype=np.float32)
+    hm = hx.mean(axis=0)
+    x, y, m = (hetero.asarray(h, device=device, copy=True) for h in (hx, hy, hm))
+
+    def run(a: hetero.Array, b: hetero.Array) -> Callable[[], object]:
+        def call() -> None:
+            (a - b)._buffer  # noqa: B018
+            device.synchronize()
+        return call
+
+    candidates: dict[str, Callable[[], object]] = {"hetero broadcast": run(x, m), "hetero contiguous": run(x, y)}
+    methods = {"hetero broadcast": "(x - m)._buffer; device.synchronize(), m of shape (64,)",
+               "hetero contiguous": "(x - y)._buffer; device.synchronize(), y of x's shape"}
+    queue = None
+    if device.runtime.host_memory:
+        candidates["numpy broadcast"] = lambda: hx - hm
+        candidates["numpy contiguous"] = lambda: hx - hy
+        methods["numpy broadcast"], methods["numpy contiguous"] = "hx - hm", "hx - hy"
+    elif is_opencl(device):
+        import pyopencl.array as cl_array
+
+        _, _, queue = opencl(device)
+        px, py = cl_array.to_device(queue, hx), cl_array.to_device(queue, hy)
+        candidates["pyopencl.array contiguous"] = lambda: (px - py).finish()
+        methods["pyopencl.array contiguous"] = "(px - py).finish() (pyopencl.array does not broadcast)"
+    correct = bool(np.array_equal((x - m).numpy(), hx - hm))
+    timings = compare(candidates, repeats, 2)
+    if queue is not None:
+        queue.finish()
+    row: dict[str, Any] = {"shape": [rows, BROADCAST_COLUMNS], "methods": methods,
+                           "correct_bit_for_bit_vs_numpy": correct}
+    nbytes = 3 * 4 * rows * BROADCAST_COLUMNS  # two reads and a write of the full shape (the row stays in cache)
+    for name, timing in timings.items():
+        row[name] = _rate(timing, nbytes)
+    row["ratio_contiguous_over_broadcast"] = (timings["hetero contiguous"]["median_s"]
+                                              / timings["hetero broadcast"]["median_s"])
+    if "numpy broadcast" in timings:
+        row["ratio_vs_numpy"] = timings["numpy broadcast"]["median_s"] / timings["hetero broadcast"]["median_s"]
+    return row
+
+
 def goals(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
 
@@ -196,6 +247,10 @@ def goals(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         goal(name, "fused a*b+c*d vs copy bandwidth >= 0.9x", fused["ratio_vs_copy"], GOALS["fused_vs_copy"])
         for op in ("add", "sum"):
             goal(name, f"{op} vs {row[op].get('peer', 'peer')} >= 0.9x", row[op].get("ratio_vs_peer"), GOALS["vs_peer"])
+        wide = row.get("broadcast")
+        if wide is not None:
+            goal(name, "x - mean(axis=0) within 1.1x of contiguous x - y", wide["ratio_contiguous_over_broadcast"],
+                 GOALS["broadcast_vs_contiguous"])
         small = row["overhead"]
         if name == "cpu":
             goal(name, "per-op overhead <= 5 us", small["hetero"]["median_s"], GOALS["overhead_cpu_s"], higher=False)
@@ -205,12 +260,16 @@ def goals(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
-def measure_device(device: hetero.Device, n: int, repeats: int, progress: Progress) -> dict[str, Any]:
-    progress.step(f"{device.name}: fused a*b + c*d, x + y, x.sum() on {n} float32; x + y on {SMALL}")
+def measure_device(device: hetero.Device, n: int, repeats: int, progress: Progress,
+                   rows: int = BROADCAST_ROWS) -> dict[str, Any]:
+    progress.step(f"{device.name}: fused a*b + c*d, x + y, x.sum() on {n} float32; x + y on {SMALL}; "
+                  f"x - mean on {rows} x {BROADCAST_COLUMNS}")
     ops = Operands(device, n)
     row = {"device": device.name, "elements": n, "fused_triad": fused_triad(ops, repeats), **add_and_sum(ops, repeats),
            "overhead": overhead(device, repeats * 2)}
     del ops
+    gc.collect()
+    row["broadcast"] = broadcast(device, rows, repeats)
     gc.collect()
     return row
 
@@ -222,14 +281,25 @@ def print_rows(rows: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]]
         print(f"{row['device']:>9} fused a*b+c*d: hetero {fused['hetero']['gb_per_s']:.1f} GB/s, {peers}, "
               f"copy {fused['copy']['gb_per_s']:.1f} GB/s; x+y {format_seconds(row['add']['hetero']['median_s'])}, "
               f"sum {format_seconds(row['sum']['hetero']['median_s'])}; 1 Ki x+y "
-              f"{format_seconds(row['overhead']['hetero']['median_s'])}")
+              f"{format_seconds(row['overhead']['hetero']['median_s'])}{_broadcast_line(row)}")
     for goal in summary:
         value = "-" if goal["value"] is None else f"{goal['value']:.3g}"
         print(f"goal {goal['device']} {goal['goal']}: {value}: {goal['status'].upper()}")
 
 
-def run(devices: Sequence[hetero.Device], n: int, repeats: int, progress: Progress) -> dict[str, Any]:
-    rows = [measure_device(device, n, repeats, progress) for device in devices]
+def _broadcast_line(row: dict[str, Any]) -> str:
+    wide = row.get("broadcast")
+    if wide is None:
+        return ""
+    others = ", ".join(f"{side} {format_seconds(wide[side]['median_s'])}" for side in wide["methods"]
+                       if not side.startswith("hetero"))
+    return (f"; x - mean {format_seconds(wide['hetero broadcast']['median_s'])} vs contiguous x - y "
+            f"{format_seconds(wide['hetero contiguous']['median_s'])}" + (f" ({others})" if others else ""))
+
+
+def run(devices: Sequence[hetero.Device], n: int, repeats: int, progress: Progress,
+        broadcast_rows: int = BROADCAST_ROWS) -> dict[str, Any]:
+    rows = [measure_device(device, n, repeats, progress, broadcast_rows) for device in devices]
     return {"rows": rows, "summary": goals(rows)}
 
 
@@ -243,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     repeats = 7 if args.quick else 11
     devices, missing = choose_devices(args.devices)
     load_before = load_average()
-    result = run(devices, n, repeats, Progress(len(devices)))
+    result = run(devices, n, repeats, Progress(len(devices)), QUICK_BROADCAST_ROWS if args.quick else BROADCAST_ROWS)
     path = write_results("array_elementwise", {
         "config": {"quick": args.quick, "elements": n, "repeats": repeats, "load_average_at_start": load_before,
                    "load_average_at_end": load_average(), "fusion": hetero.arraylib.fusion.enabled()},

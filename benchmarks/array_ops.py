@@ -1,8 +1,9 @@
 """Array operations against their references, side by side in one run: the elementwise
 sections of :mod:`benchmarks.array_elementwise` (fused ``a*b + c*d``, ``x + y``, ``x.sum()``,
-per-operation overhead), the reductions of :mod:`benchmarks.array_reductions` (``sum``,
-``mean``, ``max``, ``argmax`` and axis reductions of 64 Mi float32 against NumPy,
-``pyopencl.array`` and the device's read bandwidth), then ``matmul``: ``hetero.matmul`` of n x n float32 matrices on each
+per-operation overhead, ``x - x.mean(axis=0)`` against the contiguous ``x - y``), the
+reductions of :mod:`benchmarks.array_reductions` (``sum``, ``mean``, ``max``, ``argmax`` and
+axis reductions of 64 Mi float32 against NumPy, ``pyopencl.array`` and the device's read
+bandwidth), then ``matmul``: ``hetero.matmul`` of n x n float32 matrices on each
 device's BLAS and on hetero's tiled kernel.
 
     python -m benchmarks.array_ops [--quick] [--size N] [--elements N] [--devices cpu oneapi:0 opencl:0] [--repeats N]
@@ -132,7 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_before = load_average()
     progress = Progress(3 * len(devices))
     elements = args.elements or (array_elementwise.QUICK_ELEMENTS if args.quick else array_elementwise.FULL_ELEMENTS)
-    elementwise = array_elementwise.run(devices, elements, 7 if args.quick else 11, progress)
+    elementwise = array_elementwise.run(devices, elements, 7 if args.quick else 11, progress,
+                                        array_elementwise.QUICK_BROADCAST_ROWS if args.quick
+                                        else array_elementwise.BROADCAST_ROWS)
     reductions = array_reductions.run(devices, elements, 5 if args.quick else 11, progress)
     rows = []
     for device in devices:

@@ -38,6 +38,7 @@ FIRST_CPU_KERNEL_MAX_S = 0.100
 ARRAY_FUSED_VS_NUMPY = 2.0
 ARRAY_MIN_RATIO = 0.9
 ARRAY_CPU_OVERHEAD_MAX_S = 5e-6
+ARRAY_BROADCAST_VS_CONTIGUOUS = 1 / 1.1  # x - x.mean(axis=0) within 1.1x of a contiguous x - y (issue 46)
 GPU_TRIAD_MIN_RATIO = 0.9
 GPU_LAUNCH_MAX_RATIO = 1.2  # issue 19 (it was 1.5)
 GPU_D2H_MIN_RATIO = 0.9  # device->host vs CuPy's get at the largest size (issue 19)
@@ -159,6 +160,16 @@ def array_ops(data: Results) -> list[Goal]:
             rows.append(Goal("array_ops", f"`{text}`, {n} f32, {device} vs {entry['peer']}",
                              f"{ratio(value)} ({_gbs(entry['hetero'])} vs {_gbs(entry[entry['peer']])} GB/s)",
                              f">= {ARRAY_MIN_RATIO:g}x", at_least(value, ARRAY_MIN_RATIO), elementwise_issue if op == "add" else None))
+        wide = row.get("broadcast")
+        if wide is not None:  # issue 46: a broadcast row costs what a second full operand does, or less
+            value = wide["ratio_contiguous_over_broadcast"]
+            shape = " x ".join(count(int(n)) for n in wide["shape"])
+            rows.append(Goal("array_ops", f"`x - x.mean(axis=0)` on {shape} f32, {device}, vs a contiguous `x - y` "
+                             "(time of the contiguous over the broadcast)",
+                             f"{ratio(value)} ({duration(median(wide['hetero broadcast']))} vs "
+                             f"{duration(median(wide['hetero contiguous']))})",
+                             f">= {ARRAY_BROADCAST_VS_CONTIGUOUS:.2f}x (within 1.1x)",
+                             at_least(value, ARRAY_BROADCAST_VS_CONTIGUOUS)))
         small = row["overhead"]
         peer = small["peer"]
         hetero_s, peer_s = median(small["hetero"]), median(small[peer])

@@ -74,7 +74,7 @@ for _hook in (_array_hooks.COPY_INTO, _array_hooks.ASSIGN, _array_hooks.VIEW_TO_
 _array_hooks.REDUCTION.provided_by("hetero.arraylib.reductions")
 _array_hooks.CAST.provided_by("hetero.arraylib.cast")
 del _hook
-_array_hooks.ELEMENTWISE.provided_by("hetero.arraylib.elementwise")
+_array_hooks.ELEMENTWISE.provided_by("hetero.arraylib.eager")
 _arraylib_hooks.FUSE.provided_by("hetero.arraylib.fusion")
 _fusion_state.REALIZE.provided_by("hetero.arraylib.fusion")
 _array_hooks.MATMUL.provided_by("hetero.arraylib.linalg.matmul")

@@ -13,6 +13,13 @@ one compiled kernel per (tree, rank) serves every shape, stride and offset::
 Each array is passed whole, as the 1-D buffer of its base; strides and offsets count
 elements and may be negative (flipped views) or zero (broadcast operands).
 
+A flat launch finds an element's index on each axis by dividing its number by the extents
+(``i % shape_k``, ``i // shape_k``): two 64-bit divisions per element and axis past the first,
+which cost more than the arithmetic of a small tree. A *rows* kernel (``rows=True``, rank >= 2)
+is launched over two dimensions instead, ``(shape_last, rows)``: global id 0 is the index on the
+last axis and global id 1 the row (the leading axes flattened), so a rank-2 layout (a matrix
+minus a broadcast row, ``x - x.mean(axis=0)``) indexes with no division at all.
+
 Values compute in each node's ``compute`` type (f16 computes in f32, as NumPy's f16 loops
 do) and are rounded to the node's result type between nodes, so a fused chain gives what
 the same operations one at a time give.
@@ -94,15 +101,18 @@ def param_names(inputs: int, scalars: int, rank: int) -> list[str]:
     return names
 
 
-def build(tree: Node, out: ScalarType, rank: int, name: str, unit: bool = False) -> ir.Function:
+def build(tree: Node, out: ScalarType, rank: int, name: str, unit: bool = False, rows: bool = False) -> ir.Function:
     """The kernel computing ``tree`` into an ``out`` array, for views of ``rank`` dimensions.
     Array leaves must have slots 0..k-1 and scalar leaves 0..m-1. ``unit``: every array steps
-    by one element (rank 1; the stride parameters stay, unread), so loads and stores are
-    unit-stride and a vendor compiler vectorises them."""
+    by one element along the last axis (rank 1, or a rows kernel; those stride parameters stay,
+    unread), so loads and stores are unit-stride and a vendor compiler vectorises them.
+    ``rows``: launched over ``(shape_last, rows)`` (see the module docstring), not ``(n,)``."""
     if rank < 0:
         raise ValueError(f"elementwise kernel: rank must be >= 0, got {rank}")
-    if unit and rank != 1:
-        raise ValueError(f"elementwise kernel: a unit-stride kernel has rank 1, got {rank}")
+    if unit and rank != 1 and not rows:
+        raise ValueError(f"elementwise kernel: a unit-stride kernel has rank 1 or is a rows kernel, got rank {rank}")
+    if rows and rank < 2:
+        raise ValueError(f"elementwise kernel: a rows kernel has rank 2 or more, got {rank}")
     inputs, scalars = leaves(tree)
     if [leaf.slot for leaf in inputs] != list(range(len(inputs))) or \
             [leaf.slot for leaf in scalars] != list(range(len(scalars))):
@@ -124,21 +134,27 @@ def build(tree: Node, out: ScalarType, rank: int, name: str, unit: bool = False)
     for k in reversed(range(rank)):  # the last axis varies fastest (C order)
         index = f"index_{k}"
         locals_[index] = i64
-        if k:
+        if rows and k == rank - 1:  # a rows kernel: the last axis is global id 0, ``rest`` the row
+            body.append(ir.Assign(_LOC, index, var("i")))
+            body.append(ir.Assign(_LOC, "rest", ir.WorkItem(i64, "global_id", 1)))
+        elif k:
             body.append(ir.Assign(_LOC, index, ir.BinOp(i64, "%", var("rest"), var(f"shape_{k}"))))
             body.append(ir.Assign(_LOC, "rest", ir.BinOp(i64, "//", var("rest"), var(f"shape_{k}"))))
         else:
             body.append(ir.Assign(_LOC, index, var("rest")))
         for array in arrays:
-            step = var(index) if unit else ir.BinOp(i64, "*", var(index), var(f"{array}_stride_{k}"))
+            unit_step = unit and k == rank - 1  # unit: the last axis steps by one element in every array
+            step = var(index) if unit_step else ir.BinOp(i64, "*", var(index), var(f"{array}_stride_{k}"))
             body.append(ir.Assign(_LOC, f"at_{array}", ir.BinOp(i64, "+", var(f"at_{array}"), step)))
     value = _lower(tree)
     if isinstance(tree, Apply) and tree.dtype == f16 and out != f16:  # a cast of an f16 result: rounded first,
         value = ir.Cast(f32, ir.Cast(f16, value))  # as the stored f16 the cast alone would read
     body.append(ir.Store(_LOC, "out", (var("at_out"),), _convert(value, out, exact=True)))
+    # a rows kernel's global id 0 stops at the last axis's extent; the launch covers the rows exactly
+    limit = var(f"shape_{rank - 1}") if rows else var("n")
     kernel_body = (
         ir.Assign(_LOC, "i", ir.WorkItem(i64, "global_id", 0)),
-        ir.If(_LOC, ir.Compare(bool_t, "<", var("i"), var("n")), tuple(body)),
+        ir.If(_LOC, ir.Compare(bool_t, "<", var("i"), limit), tuple(body)),
     )
     return ir.Function(name, tuple(params), ir.VOID, locals_, (), kernel_body, True, _LOC)
 

@@ -1,7 +1,8 @@
 """Elementwise operations on hetero arrays: promotion, broadcasting, one generated kernel.
 
 Every operator of :class:`hetero.Array` and every elementwise function of the ``hetero``
-namespace comes here. An operation becomes an expression tree
+namespace comes here, through the cached fast path of :mod:`hetero.arraylib.eager` (which
+answers the operators' hook and runs a repeated operation without this module's work). An operation becomes an expression tree
 (:mod:`hetero.compiler.array_kernels.elementwise`: leaves are the array and scalar operands, nodes the
 operations), which is built into one kernel as IR per (operation, operand dtypes, rank,
 device), compiled through :func:`hetero.compiler.build.pipeline.compile_function` and launched as
@@ -36,7 +37,6 @@ from hetero.core import fusion_state as _fusion
 from hetero.array.ndarray import Array, empty
 from hetero.arraylib.copy import check_writeable, merged_axes
 from hetero.kernels.generated import GeneratedSpecialization
-from hetero.array.hooks import ELEMENTWISE
 from hetero.arraylib.hooks import COMPLEX_ELEMENTWISE, FUSE
 from hetero.compiler.array_kernels import elementwise, elementwise_ops
 from hetero.core.device import Device
@@ -230,18 +230,50 @@ def check_fp64(plan: Plan, device: Device) -> None:
             "first (hetero.asarray(x, dtype='float32')) or use a device with fp64")
 
 
-def _kernel(plan: Plan, rank: int, device: Device, unit: bool = False) -> GeneratedSpecialization:
-    key = (rank, device, unit)
+def _kernel(plan: Plan, rank: int, device: Device, unit: bool = False, rows: bool = False) -> GeneratedSpecialization:
+    key = (rank, device, unit, rows)
     kernel = plan.kernels.get(key)
     if kernel is None:
         with _lock:
             kernel = plan.kernels.get(key)
             if kernel is None:
                 check_fp64(plan, device)
+                variant = ("g" if rows else "") + ("u" if unit else "")
                 function = elementwise.build(plan.tree, scalar_type(plan.result), rank,
-                                             f"{plan.label}_r{rank}{'u' if unit else ''}", unit)
+                                             f"{plan.label}_r{rank}{variant}", unit, rows)
                 kernel = plan.kernels[key] = GeneratedSpecialization(function, device)
     return kernel
+
+
+#: The shortest last axis launched as rows (:func:`grid`): below it a work-group of one row holds
+#: too few work-items, and the flat launch's divisions cost less than its empty lanes.
+ROWS_MIN_LAST = 16
+#: Work-items a rows launch's work-group aims at (whole rows of it): the runtimes' own choice
+#: for a two-dimensional launch can be far worse (PoCL: 3x slower than any whole-row group).
+ROWS_GROUP_ITEMS = 256
+#: CUDA and HIP grids hold at most this many blocks along y (the rows of a rows launch).
+_GRID_Y_BLOCKS = 65535
+
+
+def grid(shape: tuple[int, ...], device: Device) -> tuple[tuple[int, int], tuple[int, int] | None] | None:
+    """The global and local sizes of a *rows* launch over merged ``shape`` (``(last extent, rows)``,
+    see :mod:`hetero.compiler.array_kernels.elementwise`; work-groups of whole rows, as many as
+    divide the rows and fit :data:`ROWS_GROUP_ITEMS`), or None where the flat launch ``(n,)`` is
+    taken: rank 1, a short last axis, or more rows than a CUDA/HIP grid holds."""
+    if len(shape) < 2 or shape[-1] < ROWS_MIN_LAST:
+        return None
+    last = shape[-1]
+    rows = 1
+    for extent in shape[:-1]:
+        rows *= extent
+    if rows > _GRID_Y_BLOCKS and device.backend in ("cuda", "rocm"):  # one-row blocks at worst
+        return None
+    if last > device.max_work_group_size:  # a row is more than a work-group: the runtime chooses
+        return (last, rows), None
+    group = max(1, min(ROWS_GROUP_ITEMS, device.max_work_group_size) // last)
+    while rows % group:
+        group -= 1
+    return (last, rows), (last, group)
 
 
 def _broadcast_strides(x: Array, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -251,7 +283,7 @@ def _broadcast_strides(x: Array, shape: tuple[int, ...]) -> tuple[int, ...]:
                               for size, stride, want in zip(x.shape, strides, shape[pad:], strict=True))
 
 
-def _whole(x: Array) -> Array:
+def whole(x: Array) -> Array:
     """The whole buffer under ``x`` as a 1-D array of its dtype (what the kernel indexes; a
     component view of a complex array, :mod:`hetero.array.components`, sees its buffer as floats)."""
     root = x.base if x.base is not None else x
@@ -309,6 +341,16 @@ def launch(plan: Plan, arrays: list[Array], scalars: list[Any], shape: tuple[int
         arrays = [x.copy() if _overlaps(x, out, shape) else x for x in arrays]
     if out.size == 0:
         return
+    kernel, size, local, args = launch_args(plan, arrays, scalars, shape, out)
+    kernel.run(size, args, local)
+
+
+def launch_args(plan: Plan, arrays: list[Array], scalars: list[Any], shape: tuple[int, ...], out: Array
+                ) -> tuple[GeneratedSpecialization, tuple[int, ...], tuple[int, ...] | None, list[Any]]:
+    """The kernel, global and local sizes and arguments of :func:`launch` (``out`` not empty, nothing
+    overlapping it). The arguments are the whole buffers (:func:`_whole`) of ``out`` and
+    ``arrays``, ``scalars``, then the layout: the element count, the merged shape, and each
+    array's offset and merged strides."""
     merged_shape: tuple[int, ...]
     merged: list[tuple[int, ...]]
     if all(x._strides is None and x.shape == shape for x in (out, *arrays)):  # owners of one shape: rank 1
@@ -316,13 +358,17 @@ def launch(plan: Plan, arrays: list[Array], scalars: list[Any], shape: tuple[int
     else:
         layouts = [out.strides] + [_broadcast_strides(x, shape) for x in arrays]
         merged_shape, merged = merged_axes(shape, *layouts)
-    unit = len(merged_shape) == 1 and all(strides == (1,) for strides in merged)  # the common case: unit-stride
-    kernel = _kernel(plan, len(merged_shape), out.device, unit)
-    args: list[Any] = [_whole(out)] + [_whole(x) for x in arrays] + scalars + [out.size, *merged_shape]
+    rows = grid(merged_shape, out.device)
+    # the common case: unit-stride along the last axis (rank 1, or a rows launch of a broadcast row)
+    unit = (len(merged_shape) == 1 or rows is not None) and all(strides[-1] == 1 for strides in merged)
+    kernel = _kernel(plan, len(merged_shape), out.device, unit, rows is not None)
+    if rows is not None:
+        kernel.check_sizes(*rows)
+    args: list[Any] = [whole(out)] + [whole(x) for x in arrays] + scalars + [out.size, *merged_shape]
     for x, strides in zip([out, *arrays], merged, strict=True):
         args.append(x.offset)
         args.extend(strides)
-    kernel.run((out.size,), args)
+    return (kernel, *(rows or ((out.size,), None)), args)
 
 
 def scalar_value(x: Any, kind: np.dtype[Any]) -> Any:
@@ -444,6 +490,5 @@ def clip(x: Array, lower: Any = None, upper: Any = None) -> Array:
     return evaluate("clip_" + "_".join(ops), (x, *bounds), build)
 
 
-ELEMENTWISE.register(apply)
-
-__all__ = ["OPS", "Plan", "apply", "check_fp64", "clip", "evaluate", "launch", "plan_dtypes", "same_device", "scalar_value"]
+__all__ = ["OPS", "Plan", "apply", "check_fp64", "clip", "evaluate", "grid", "launch", "launch_args", "plan_dtypes",
+           "same_device", "scalar_value", "whole"]

@@ -17,7 +17,7 @@ from typing import Any
 from hetero.core import dtypes
 from hetero.array.ndarray import Array
 from hetero.arraylib.cast import astype
-from hetero.arraylib.elementwise import apply
+from hetero.arraylib.eager import apply
 from hetero.arraylib.elementwise import clip as _clip
 from hetero.core.errors import ArrayError
 

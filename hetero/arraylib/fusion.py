@@ -48,7 +48,7 @@ MAX_OPS = 32
 MAX_ARRAYS = 12
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class Lazy:
     """One recorded operation: ``plan`` over ``operands`` (per operand of the plan: a computed
     :class:`hetero.Array`, a :class:`Lazy`, or a scalar's value as the kernel takes it)."""
@@ -60,6 +60,9 @@ class Lazy:
     ops: int  # operations in this chain
     arrays: int  # array leaves of this chain, counted with repeats (an upper bound of the distinct ones)
     reads: frozenset[int]  # id() of the buffers its array leaves read (they stay alive with the node)
+    #: a lone operation on computed arrays recorded by the eager fast path: its ready launch
+    #: (:class:`hetero.arraylib.eager.Recipe`), which computes it into a new array
+    recipe: Any = None
 
 
 _lock = threading.RLock()
@@ -157,6 +160,9 @@ def _run(node: Lazy, out: Array, fresh: bool) -> None:
     """The chain ``node`` as one kernel into ``out`` (the plan of a lone operation on computed
     operands is that operation's own kernel, the one fusion off runs); ``fresh``: ``out`` is a
     new buffer nothing else reads."""
+    if fresh and node.recipe is not None:
+        node.recipe.launch(out, node.operands)
+        return
     plan, arrays, scalars = _composed(node)
     launch(plan, arrays, scalars, node.shape, out, fresh)
 

@@ -12,6 +12,7 @@ written out).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -59,10 +60,19 @@ def _compiled(lines: list[str], scope: dict[str, Any], name: str) -> Any:
     return scope[name]
 
 
-def values_builder(plan: Sequence[PlanEntry], host: bool) -> Callable[[Sequence[Any]], list[Any]]:
-    """A function ``args -> [value per kernel parameter]`` doing what the plan says."""
+def values_builder(plan: Sequence[PlanEntry], host: bool,
+                   fixed: dict[int, Any] | None = None) -> Callable[[Sequence[Any]], list[Any]]:
+    """A function ``args -> [value per kernel parameter]`` doing what the plan says. ``fixed``:
+    scalar arguments (by position) that are the same at every call, converted once here and
+    passed as constants (``args`` still holds a placeholder at their positions)."""
     scope: dict[str, Any] = {}
     used, items = _value_items(plan, host, scope)
+    for number, (kind, position, _, how) in enumerate(plan):
+        if fixed is not None and position in fixed and kind == "scalar":
+            scope[f"f{number}"] = how(fixed[position])
+            items[number] = f"f{number}"
+    read = set(re.findall(r"\ba\d+\b", " ".join(items)))  # the arguments still read (not all fixed)
+    used = {position: name for position, name in used.items() if name in read}
     lines = ["def values(args):"]
     lines += [f"    {name} = args[{position}]" for position, name in used.items()]
     lines.append(f"    return [{', '.join(items)}]")
