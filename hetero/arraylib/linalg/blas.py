@@ -121,11 +121,12 @@ def choose(device: Device, x1: Array, x2: Array, out: np.dtype[Any], batch: tupl
     strides = tuple(math.prod(batch[k + 1:]) for k in range(len(batch)))
     merged, _ = merged_axes(batch, strides, _batch_strides(x1, batch), _batch_strides(x2, batch))
     outputs = math.prod(batch) * x1.shape[-2] * x2.shape[-1]
-    return _choose(device, x1.dtype, x2.dtype, out, math.prod(merged[-1:]), len(merged), outputs, x1.shape[-1])
+    copied = any(x.strides[-1] != 1 and x.shape[-1] != 1 for x in (x1, x2))  # what _rows_contiguous copies
+    return _choose(device, x1.dtype, x2.dtype, out, math.prod(merged[-1:]), len(merged), outputs, x1.shape[-1], copied)
 
 
 def _choose(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[Any], batch: int, rank: int,
-            outputs: int = 1, k: int = 1) -> Choice:
+            outputs: int = 1, k: int = 1, copied: bool = False) -> Choice:
     backend = device.backend
     mode = get_config().blas
     if mode == "off":
@@ -145,7 +146,7 @@ def _choose(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[An
         vendor = _clblast_choice(out, batch)
         if mode == "on":
             return dataclasses.replace(vendor, basis="the configuration: blas is on (HETERO_BLAS)")
-        decision = routine_choice.decide(device, vendor.library, vendor.version, out, outputs, k)
+        decision = routine_choice.decide(device, vendor.library, vendor.version, out, outputs, k, copied)
         if decision.routine == "hetero":
             return _tiled(device, a, b, out, rank, f"instead of CLBlast's {vendor.routine}", decision.basis)
         if decision.routine == routine_choice.CHUNKED:

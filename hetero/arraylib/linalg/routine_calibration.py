@@ -1,12 +1,13 @@
 """``hetero calibrate``'s matmul part: on each device with several matmul routines (CLBlast, in
 one call and over K in chunks, and hetero's tiled kernel: :func:`hetero.arraylib.linalg.blas.routines`),
-time each at each shape class's representative product (:data:`hetero.arraylib.linalg.routine_choice.REPRESENTATIVES`)
+time each at each shape class's representative product (:data:`hetero.arraylib.linalg.routine_choice.REPRESENTATIVES`;
+a transposed view of the first operand for the classes of transposed operands)
 and record the times in the cost model, where :func:`~hetero.arraylib.linalg.routine_choice.decide`
 finds them.
 
 Each timed product waits for its device before and after (``synchronize``); the first run of
 each routine and shape (its compile: CLBlast builds its kernels per device on first use) is not
-timed. The operands are contiguous float32 matrices of uniform values in [-1, 1), as a plain
+timed. The operands are float32 matrices of uniform values in [-1, 1), as a plain
 ``x @ w`` passes them; the result is checked against NumPy once, so a routine that computes
 wrongly is never recorded as the fast one.
 """
@@ -29,7 +30,12 @@ from hetero.scheduler.cost_model import CostModel
 Progress = Callable[[int, int, str], None]  # (done, total, what is being measured)
 _DTYPE = np.dtype(np.float32)
 #: The classes a ``--quick`` calibration measures: the small outputs, where the routines differ most.
-QUICK_CLASSES = (ShapeClass("small", "short"), ShapeClass("small", "deep"), ShapeClass("large", "short"))
+QUICK_CLASSES = (ShapeClass("small", "short"), ShapeClass("small", "deep"), ShapeClass("small", "deep", True),
+                 ShapeClass("large", "short"))
+#: Every class a full calibration measures: each size class with contiguous operands, and the
+#: transposed first operand (PCA's ``x.T @ x``) where the tiled kernel's copy weighs most.
+FULL_CLASSES = (*REPRESENTATIVES, ShapeClass("small", "long", True), ShapeClass("small", "deep", True),
+                ShapeClass("large", "short", True))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +55,7 @@ class Figure:
 
 
 def classes(quick: bool) -> tuple[ShapeClass, ...]:
-    return QUICK_CLASSES if quick else tuple(REPRESENTATIVES)
+    return QUICK_CLASSES if quick else FULL_CLASSES
 
 
 def devices_with_a_choice(devices: Sequence[Device]) -> list[Device]:
@@ -60,7 +66,7 @@ def devices_with_a_choice(devices: Sequence[Device]) -> list[Device]:
 
 def steps(devices: Sequence[Device], quick: bool) -> int:
     """Progress steps of :func:`calibrate` (one per device, class and routine)."""
-    per_device = sum(len(routine_choice.candidates("CLBlast", REPRESENTATIVES[klass][2])) for klass in classes(quick))
+    per_device = sum(len(routine_choice.candidates("CLBlast", routine_choice.representative(klass)[2])) for klass in classes(quick))
     return len(devices) * per_device
 
 
@@ -68,7 +74,7 @@ def calibrate(devices: Sequence[Device], model: CostModel, quick: bool = False,
               progress: Progress | None = None, done: int = 0, total: int = 0) -> list[Figure]:
     """Time every routine for each class on each of ``devices`` (those with a choice) into
     ``model`` (not saved here); ``progress`` counts on from ``done`` of ``total``."""
-    repeats = 1 if quick else 3
+    repeats = 3 if quick else 5
     figures: list[Figure] = []
     for device in devices:
         for klass in classes(quick):
@@ -81,11 +87,13 @@ def calibrate(devices: Sequence[Device], model: CostModel, quick: bool = False,
 
 
 def _measure(device: Device, klass: ShapeClass, repeats: int, model: CostModel) -> list[Figure]:
-    m, n, k = REPRESENTATIVES[klass]
+    m, n, k = routine_choice.representative(klass)
     rng = np.random.default_rng(k)
     host_a = rng.uniform(-1, 1, (m, k)).astype(_DTYPE)
     host_b = rng.uniform(-1, 1, (k, n)).astype(_DTYPE)
     a, b = asarray(host_a, device=device), asarray(host_b, device=device)
+    if klass.copied:  # the first operand a transposed view, as x.T in x.T @ x
+        a = asarray(np.ascontiguousarray(host_a.T), device=device).T
     choices = blas.routines(device, a, b, _DTYPE, ())
     want = host_a.astype(np.float64) @ host_b.astype(np.float64)
     bound = 4 * k * np.finfo(_DTYPE).eps * (np.abs(host_a).astype(np.float64) @ np.abs(host_b)) + 1e-6

@@ -5,9 +5,10 @@ calibrate`` measured on that device, and by a built-in rule before any calibrati
 
 A shape class buckets a product by its output (``batch * M * N`` elements: few, or many) and its
 depth (``K``: short, long, or deep), what the routines' speeds turn on: CLBlast's GEMM is tuned
-for large outputs, and one call falls off a cliff on PoCL for deep products (35 GFLOP/s at
-K = 40k, 3 at K = 50k for a 64 x 64 output), which calls of at most :data:`K_CHUNK` each,
-summing into the result (beta = 1), stay clear of.
+for large outputs, and one call was seen to fall off a cliff on PoCL for deep products (35
+GFLOP/s at K = 40k, 3 at K = 50k for a 64 x 64 output, issue 46), which calls of at most
+:data:`K_CHUNK` each, summing into the result (beta = 1), would stay clear of; whether it is
+there on a device is for the calibration to say (:func:`default_rule`).
 
 ``hetero calibrate`` (:mod:`hetero.arraylib.linalg.routine_calibration`) times every candidate
 (:func:`candidates`) at each class's representative shape (:data:`REPRESENTATIVES`) and records
@@ -15,8 +16,8 @@ the times in the cost model (:mod:`hetero.scheduler.cost_model`, ``<state_dir>/c
 :func:`record_key`: one key per routine, dtype and class, fingerprinted with the routine's
 version (CLBlast's version and the chunk; the tiled kernel's source), so a new CLBlast or an
 edited kernel is measured afresh rather than judged by old figures. :func:`decide` compares the
-routines' predicted times at the class's representative size (the median of the recent samples),
-so the choice is the same for every product of a class and deterministic for a given cost
+routines' predicted times at the class's representative size (the median of the recent samples)
+and keeps the default routine unless another measured :data:`MARGIN` times faster, so the choice is the same for every product of a class and deterministic for a given cost
 model; where a class lacks a figure it takes :func:`default_rule`. Decisions are kept per
 process for each cost model loaded (``hetero.scheduler.cost_model.reset_default_model()``
 forgets them, as a change of state dir does).
@@ -47,29 +48,37 @@ SHORT_K, LONG_K = 4096, 32768
 K_CHUNK = LONG_K
 #: The name of the chunked CLBlast routine.
 CHUNKED = "CLBlast-chunks"
+#: How much faster than the default routine another must have measured to be chosen instead
+#: (timings on a shared machine vary by several percent between runs).
+MARGIN = 1.1
 
 
 @dataclasses.dataclass(frozen=True)
 class ShapeClass:
-    """A bucket of products: ``output`` is ``small`` or ``large``, ``depth`` ``short``, ``long`` or ``deep``."""
+    """A bucket of products: ``output`` is ``small`` or ``large``, ``depth`` ``short``, ``long`` or
+    ``deep``, and ``copied`` says that an operand's rows are not contiguous (a transposed view,
+    as PCA's ``x.T @ x``), which hetero's tiled kernel copies first and CLBlast reads in place."""
 
     output: str
     depth: str
+    copied: bool = False
 
     @property
     def key(self) -> str:
-        return f"out-{self.output}.k-{self.depth}"
+        return f"out-{self.output}.k-{self.depth}" + (".copied" if self.copied else "")
 
     def __str__(self) -> str:
         outputs = f"<= {SMALL_OUTPUT}" if self.output == "small" else f"> {SMALL_OUTPUT}"
         depth = {"short": f"K <= {SHORT_K}", "long": f"{SHORT_K} < K <= {LONG_K}", "deep": f"K > {LONG_K}"}[self.depth]
-        return f"{self.output} output ({outputs} elements), {self.depth} ({depth})"
+        layout = ", an operand transposed" if self.copied else ""
+        return f"{self.output} output ({outputs} elements), {self.depth} ({depth}){layout}"
 
 
-def shape_class(outputs: int, k: int) -> ShapeClass:
-    """The class of a product with ``outputs`` result elements (batch * M * N) and depth ``k``."""
+def shape_class(outputs: int, k: int, copied: bool = False) -> ShapeClass:
+    """The class of a product with ``outputs`` result elements (batch * M * N) and depth ``k``
+    (``copied``: an operand's rows are not contiguous)."""
     depth = "short" if k <= SHORT_K else "long" if k <= LONG_K else "deep"
-    return ShapeClass("small" if outputs <= SMALL_OUTPUT else "large", depth)
+    return ShapeClass("small" if outputs <= SMALL_OUTPUT else "large", depth, copied)
 
 
 #: The (M, N, K) that stands for each class in a calibration: about 0.03 to 1 GFLOP each.
@@ -104,9 +113,15 @@ def record_key(routine: str, version: str, dtype: np.dtype[Any], klass: ShapeCla
     return f"matmul.{routine}.{np.dtype(dtype).name}.{klass.key}@{fingerprint}"
 
 
+def representative(klass: ShapeClass) -> tuple[int, int, int]:
+    """The (M, N, K) a calibration measures ``klass`` at (a transposed ``(K, M)`` array's view
+    for the first operand where ``klass.copied``)."""
+    return REPRESENTATIVES[ShapeClass(klass.output, klass.depth)]
+
+
 def multiply_adds(klass: ShapeClass) -> int:
     """M * N * K of the class's representative (what the cost model's ``n`` counts)."""
-    m, n, k = REPRESENTATIVES[klass]
+    m, n, k = representative(klass)
     return m * n * k
 
 
@@ -129,15 +144,13 @@ class Decision:
 
 
 def default_rule(vendor: str, klass: ShapeClass) -> Decision:
-    """The choice before a calibration: the vendor routine (tuned, and hetero's choice before
-    calibration existed), over K in chunks for deep products on CLBlast, whose GEMM falls off a
-    cliff on PoCL past K ~ 45k (measured 2026-12-07 on the 2-core VM, see docs/arrays.md)."""
-    if vendor == "CLBlast" and klass.depth == "deep":
-        return Decision(CHUNKED, f"the default rule for {klass}, without a calibration: CLBlast's GEMM over K in "
-                                 f"chunks of {K_CHUNK} (one call slows ~10x past K ~ 45k on PoCL); run hetero "
-                                 "calibrate to measure this device", False)
-    return Decision(vendor, f"the default rule for {klass}, without a calibration: the vendor routine; run hetero "
-                            "calibrate to measure this device", False)
+    """The choice before a calibration: the vendor routine in one call (tuned, and hetero's
+    choice before calibration existed). Not the chunks for deep products: on 2026-12-07 (the
+    2-core VM, PoCL 3.1 and Intel's CPU runtime, CLBlast 1.5.3) one call of a 64 x 64 x 200k
+    product ran at 9 and 27 GFLOP/s, over K in chunks of 32768 at 5 and 6: the cliff the issue
+    saw was not there to avoid, and only a calibration on the device can say where it is."""
+    return Decision(vendor, f"the default rule for {klass}, without a calibration: the vendor routine in one call; "
+                            "run hetero calibrate to measure this device", False)
 
 
 _lock = threading.Lock()
@@ -155,10 +168,12 @@ def _model() -> CostModel:
     return model
 
 
-def decide(device: Device, vendor: str, version: str, dtype: np.dtype[Any], outputs: int, k: int) -> Decision:
+def decide(device: Device, vendor: str, version: str, dtype: np.dtype[Any], outputs: int, k: int,
+           copied: bool = False) -> Decision:
     """The routine for a ``dtype`` product of ``outputs`` result elements and depth ``k`` on
-    ``device``, whose vendor GEMM is ``vendor`` ``version`` (see the module docstring)."""
-    klass = shape_class(outputs, k)
+    ``device``, whose vendor GEMM is ``vendor`` ``version`` (``copied``: an operand the tiled
+    kernel copies first; see the module docstring)."""
+    klass = shape_class(outputs, k, copied)
     model = _model()
     key = (id(model), device.stable_id, f"{vendor} {version}", np.dtype(dtype).name, klass)
     found = _decisions.get(key)
@@ -182,9 +197,12 @@ def _measured(model: CostModel, device: Device, vendor: str, version: str, dtype
     if any(t is None for t in times.values()):
         return default_rule(vendor, klass)
     best = min(routines, key=lambda r: times[r])  # type: ignore[arg-type,return-value]  # ties: the earlier
+    default = default_rule(vendor, klass).routine
+    if times[best] * MARGIN > times[default]:  # type: ignore[operator]  # within the noise: keep the default
+        best = default
     rates = ", ".join(f"{_NAMES.get(r, r)} {2 * n / times[r] / 1e9:.1f} GFLOP/s" for r in routines)  # type: ignore[operator]
     return Decision(best, f"hetero calibrate's figures for {klass} on {device.name}: {rates}", True)
 
 
 __all__ = ["CHUNKED", "K_CHUNK", "REPRESENTATIVES", "Decision", "ShapeClass", "candidates", "decide", "default_rule",
-           "multiply_adds", "record_key", "shape_class"]
+           "multiply_adds", "record_key", "representative", "shape_class"]
