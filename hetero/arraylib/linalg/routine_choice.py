@@ -193,14 +193,15 @@ def _measured(model: CostModel, device: Device, vendor: str, version: str, dtype
               klass: ShapeClass, k: int) -> Decision:
     n = multiply_adds(klass)
     routines = candidates(vendor, k)  # the same for every k of the class: deep is past K_CHUNK
-    times = {r: model.predict(record_key(r, version, dtype, klass), device.stable_id, n) for r in routines}
-    if any(t is None for t in times.values()):
+    predicted = {r: model.predict(record_key(r, version, dtype, klass), device.stable_id, n) for r in routines}
+    times = {r: t for r, t in predicted.items() if t is not None}
+    if len(times) < len(routines):
         return default_rule(vendor, klass)
-    best = min(routines, key=lambda r: times[r])  # type: ignore[arg-type,return-value]  # ties: the earlier
+    best = min(routines, key=times.__getitem__)  # ties: the earlier
     default = default_rule(vendor, klass).routine
-    if times[best] * MARGIN > times[default]:  # type: ignore[operator]  # within the noise: keep the default
+    if times[best] * MARGIN > times[default]:  # within the noise: keep the default
         best = default
-    rates = ", ".join(f"{_NAMES.get(r, r)} {2 * n / times[r] / 1e9:.1f} GFLOP/s" for r in routines)  # type: ignore[operator]
+    rates = ", ".join(f"{_NAMES.get(r, r)} {2 * n / times[r] / 1e9:.1f} GFLOP/s" for r in routines)
     return Decision(best, f"hetero calibrate's figures for {klass} on {device.name}: {rates}", True)
 
 
