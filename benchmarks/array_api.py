@@ -5,8 +5,9 @@
   devices (where pyopencl builds it); goal (reported, never enforced) hetero >= the peer;
 - scikit-learn's ``PCA(svd_solver="covariance_eigh").fit`` on 200k x 64 float32 (``--quick``:
   20k) with hetero arrays on each device against the same fit on NumPy, and where the time goes
-  (the fit's main steps, mean, centring, covariance product and eigh, each timed on its own
-  beside NumPy's);
+  (the fit's steps, the input's finite test, mean, covariance product and eigh, each timed on its
+  own beside NumPy's; on devices with several matmul routines, the covariance product on each of
+  them, beside the one ``blas: auto`` chose, which explain_op names);
 - ``linalg.solve`` and ``linalg.eigh`` of 1024 x 1024 float32 (``--quick``: 256) on each device
   against NumPy: on the device's LAPACK where one exists, else on the host, with the round trip
   (download + upload of the operands and results) shown beside it;
@@ -38,6 +39,7 @@ import hetero.xp as xp  # noqa: E402
 from benchmarks.harness import Progress, command_line, compare, write_results  # noqa: E402
 from benchmarks.kernel_bench import DEFAULT_DEVICES, choose_devices, describe, is_opencl, load_average  # noqa: E402
 from benchmarks.kernel_bench import opencl, print_footer  # noqa: E402
+from hetero.arraylib.linalg.blas import multiply, routines  # noqa: E402
 
 SECTIONS = ("sort", "pca", "linalg", "fft")
 
@@ -130,24 +132,42 @@ def _pca_fit(data: Any) -> Any:
 
 
 def _steps(device: hetero.Device, x: Any, repeats: int) -> list[dict[str, Any]]:
-    """Where a ``covariance_eigh`` fit spends its time: its main array operations, each timed on
-    its own to completion (on an OpenCL queue a profile would show only the waits), with NumPy's
-    time for the same step beside it."""
+    """Where a ``covariance_eigh`` fit spends its time: its array operations as scikit-learn's
+    ``PCA._fit_full`` and its input check run them (``sum(x)`` is ``check_array``'s finite test;
+    the covariance is ``x.T @ x`` of the uncentred data, corrected by the means' outer product),
+    each timed on its own to completion (on an OpenCL queue a profile would show only the waits),
+    with NumPy's time for the same step beside it. ``x - mean`` is not part of the fit; it is
+    timed as the centring the issue's broadcasting item measures."""
     host = x.numpy()
     mean, host_mean = xp.mean(x, axis=0), host.mean(axis=0)
-    centered, host_centered = x - mean, host - host_mean
-    covariance = centered.T @ centered / (x.shape[0] - 1)
-    host_covariance = host_centered.T @ host_centered / (host.shape[0] - 1)
+    covariance = x.T @ x / (x.shape[0] - 1)
+    host_covariance = host.T @ host / (host.shape[0] - 1)
+    gemm = "x.T @ x"
     steps = {
+        "sum(x) (check_array's finite test)": (lambda: _ready(xp.sum(x)), lambda: np.sum(host)),
         "mean(x, axis=0)": (lambda: _ready(xp.mean(x, axis=0)), lambda: host.mean(axis=0)),
-        "x - mean": (lambda: _ready(x - mean), lambda: host - host_mean),
-        "xc.T @ xc": (lambda: _ready(centered.T @ centered), lambda: host_centered.T @ host_centered),
+        gemm: (lambda: _ready(x.T @ x), lambda: host.T @ host),
         "linalg.eigh(64 x 64)": (lambda: _ready(xp.linalg.eigh(covariance)), lambda: np.linalg.eigh(host_covariance)),
+        "x - mean (not in the fit)": (lambda: _ready(x - mean), lambda: host - host_mean),
     }
     out = []
     for name, (ours, theirs) in steps.items():
         timings = compare({"hetero": ours, "numpy": theirs}, repeats=repeats, warmup=1)
-        out.append({"step": name, "hetero_s": timings["hetero"]["median_s"], "numpy_s": timings["numpy"]["median_s"]})
+        row = {"step": name, "hetero_s": timings["hetero"]["median_s"], "numpy_s": timings["numpy"]["median_s"]}
+        if name == gemm:
+            row["routine"] = str(hetero.explain_op("matmul", x.T, x).choice)
+        out.append(row)
+    numpy_s = next(row["numpy_s"] for row in out if row["step"] == gemm)
+    for name, choice in routines(device, x.T, x, x.dtype, ()).items():  # each routine the choice is made from
+
+        def forced(choice: Any = choice) -> object:  # as hetero.matmul runs it: a new result, then the routine
+            result = hetero.empty((x.shape[1], x.shape[1]), x.dtype, device=device)
+            multiply(result, x.T, x, choice)
+            return _ready(result)
+
+        timings = compare({"hetero": forced}, repeats=repeats, warmup=1)
+        out.append({"step": f"{gemm} on {name}", "routine": str(choice), "hetero_s": timings["hetero"]["median_s"],
+                    "numpy_s": numpy_s})
     return out
 
 
@@ -259,7 +279,7 @@ def _summary(section: dict[str, Any]) -> str:
     ratios = section.get("ratio_vs_peer") or section.get("ratio_vs_numpy")
     seconds = ", ".join(f"{k} {1e3 * v:.1f} ms" for k, v in section["seconds"].items())
     steps = "".join(f"\n    {s['step']}: hetero {1e3 * s['hetero_s']:.1f} ms, numpy {1e3 * s['numpy_s']:.1f} ms"
-                    for s in section.get("where_the_time_goes", ()))
+                    + (f" [{s['routine']}]" if "routine" in s else "") for s in section.get("where_the_time_goes", ()))
     return f"{seconds}; ratio (peer time / hetero time) {ratios} {section.get('note', '')}".strip() + steps
 
 

@@ -38,10 +38,12 @@ GOAL_MIN_RATIO = 0.9  # hetero.matmul's GFLOP/s / numpy.matmul's, on cpu
 
 
 def _blas(on: bool) -> None:
-    """Switch the configuration's ``blas`` (what ``HETERO_BLAS`` says) when it is not ``on``
-    already: a re-read of the configuration, well under a millisecond beside an n = 512 matmul."""
-    if hetero.get_config().blas != on:
-        os.environ["HETERO_BLAS"] = "on" if on else "off"
+    """Switch the configuration's ``blas`` (what ``HETERO_BLAS`` says) to ``on`` (the vendor BLAS)
+    or ``off`` (hetero's tiled kernel) when it is not so already: a re-read of the configuration,
+    well under a millisecond beside an n = 512 matmul."""
+    mode = "on" if on else "off"
+    if hetero.get_config().blas != mode:
+        os.environ["HETERO_BLAS"] = mode
         hetero.reload_config()
 
 

@@ -129,23 +129,25 @@ def routine(dtype: np.dtype[Any], batch: int) -> str:
 
 def gemm(queue: int, dtype: np.dtype[Any], m: int, n: int, k: int, a: int, a_offset: int, a_ld: int, a_trans: bool,
          b: int, b_offset: int, b_ld: int, b_trans: bool, c: int, c_offset: int, c_ld: int, batch: int = 1,
-         a_stride: int = 0, b_stride: int = 0, c_stride: int = 0, device: str = "") -> None:
-    """Enqueue ``c = op(a) @ op(b)`` (row-major, offsets, leading dimensions and batch strides in
-    elements) for ``batch`` matrices on ``queue`` (a ``cl_command_queue`` as an int). Raises
-    :class:`CLBlastError` (a :class:`hetero.KernelLaunchError`) with CLBlast's status."""
+         a_stride: int = 0, b_stride: int = 0, c_stride: int = 0, device: str = "", accumulate: bool = False) -> None:
+    """Enqueue ``c = op(a) @ op(b)`` (``c += op(a) @ op(b)`` with ``accumulate``: beta = 1; row-major,
+    offsets, leading dimensions and batch strides in elements) for ``batch`` matrices on ``queue``
+    (a ``cl_command_queue`` as an int). Raises :class:`CLBlastError` (a
+    :class:`hetero.KernelLaunchError`) with CLBlast's status."""
     state = _load()
     if state["routines"] is None:
         raise KernelLaunchError(missing())
     plain, batched = state["routines"][_PREFIX[dtype]]
     scalar = _scalar(dtype)
     one, zero = (scalar(0x3C00), scalar(0)) if dtype == np.float16 else (scalar(1.0), scalar(0.0))
+    beta = one if accumulate else zero
     handle = ctypes.c_void_p(queue)
     flags = (_ROW_MAJOR, _YES if a_trans else _NO, _YES if b_trans else _NO)
     if batch > 1:
-        status = batched(*flags, m, n, k, one, a, a_offset, a_ld, a_stride, b, b_offset, b_ld, b_stride, zero,
+        status = batched(*flags, m, n, k, one, a, a_offset, a_ld, a_stride, b, b_offset, b_ld, b_stride, beta,
                          c, c_offset, c_ld, c_stride, batch, ctypes.byref(handle), None)
     else:
-        status = plain(*flags, m, n, k, one, a, a_offset, a_ld, b, b_offset, b_ld, zero, c, c_offset, c_ld,
+        status = plain(*flags, m, n, k, one, a, a_offset, a_ld, b, b_offset, b_ld, beta, c, c_offset, c_ld,
                        ctypes.byref(handle), None)
     if status != _SUCCESS:
         raise CLBlastError(

@@ -19,7 +19,7 @@ HETERO_POLICY            policy            default placement policy of ``hetero.
 HETERO_HEALTH_INTERVAL   health_interval   seconds between health polls of the monitor
 HETERO_QUOTA             quota             memory quota of this process per device (see below)
 HETERO_COST_SAMPLING     cost_sampling     time every k-th kernel launch for the cost model (0: off)
-HETERO_BLAS              blas              ``off``: ``hetero.matmul`` runs hetero's own kernel, never a vendor BLAS
+HETERO_BLAS              blas              ``auto`` (default), ``on`` or ``off``: which routine ``hetero.matmul`` runs (below)
 HETERO_SUBGROUPS         subgroups         ``auto`` (default), ``off`` or ``all``: CUDA's warps on OpenCL sub-groups (below)
 HETERO_HOST_FALLBACK     host_fallback     ``warn`` (default), ``allow`` or ``error``: LAPACK/FFT on the host (below)
 HETERO_PROGRESS          progress          ``auto`` (default: on a terminal), ``on`` or ``off``: say so when kernel builds take long
@@ -40,6 +40,13 @@ tests its index, and an access out of bounds is not made and raises
 kernel, the array, the index and the line (:mod:`hetero.compiler.ir.bounds`). Checked kernels are
 cached apart and run slower (each launch waits for its flags). Off, a kernel's indices are
 trusted, as CUDA trusts them: an index out of bounds reads or writes whatever memory is there.
+
+``blas`` says how ``hetero.matmul`` picks between a device's vendor BLAS and hetero's own tiled
+kernel where it has both (CLBlast on OpenCL devices; :mod:`hetero.arraylib.linalg.routine_choice`):
+``auto`` runs the fastest routine per shape class as ``hetero calibrate`` measured it (CLBlast in
+one call or over K in chunks, or hetero's kernel), and a built-in rule before any calibration;
+``on`` always the vendor routine in one call where there is one; ``off`` always hetero's
+kernel, never a vendor BLAS.
 
 ``subgroups`` says where CUDA's warp operations use 32-wide OpenCL sub-groups (Intel's runtimes;
 :mod:`hetero.compiler.ir.warp_emulation`): ``auto`` uses them for votes on every such device and for
@@ -166,7 +173,7 @@ class Config:
     quarantine_ttl: Mapping[str, float] = dataclasses.field(default_factory=dict)
     quota: Mapping[str, int] = dataclasses.field(default_factory=dict)  # device/backend/"*" -> bytes; empty: none
     cost_sampling: int = 0  # time every k-th launch; 0: off
-    blas: bool = True  # vendor BLAS for matmul where there is one (hetero.arraylib.linalg.blas); False: the tiled kernel
+    blas: str = "auto"  # matmul's routine: "auto" (measured per shape class), "on" (vendor BLAS), "off" (tiled kernel)
     subgroups: str = "auto"  # CUDA's warps on 32-wide OpenCL sub-groups: "auto", "off" or "all"
     host_fallback: str = "warn"  # linalg/fft with no vendor library on the device: "warn", "allow" or "error"
     progress: str = "auto"  # kernel builds longer than a second said on stderr: "auto" (a terminal), "on", "off"
@@ -216,6 +223,7 @@ POLICIES = ("first-fit", "binpack", "spread", "fastest", "priority")
 HOST_FALLBACK_MODES = ("warn", "allow", "error")
 PROGRESS_MODES = ("auto", "on", "off")
 SUBGROUP_MODES = ("auto", "off", "all")
+BLAS_MODES = ("auto", "on", "off")
 
 
 def config_file(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -306,7 +314,15 @@ def _parse(key: str, value: Any, origin: str) -> Any:
                     + did_you_mean(kind, DEVICE_KINDS)
                 )
         return kinds
-    if key in ("faults_persist", "blas", "allow_quarantined", "bounds_check"):
+    if key == "blas":
+        mode = {True: "on", False: "off"}.get(value, str(value).strip().lower())  # type: ignore[call-overload]
+        mode = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off"}.get(mode, mode)
+        if mode not in BLAS_MODES:
+            raise ConfigError(f"{origin}: 'blas' is {value!r}; valid modes: {', '.join(BLAS_MODES)} (auto: the "
+                              "faster of the vendor BLAS and hetero's kernel as measured, on: the vendor BLAS, "
+                              "off: hetero's kernel)" + did_you_mean(mode, BLAS_MODES))
+        return mode
+    if key in ("faults_persist", "allow_quarantined", "bounds_check"):
         flag = str(value).strip().lower()
         if flag not in _FLAGS:
             raise ConfigError(f"{origin}: {key!r} must be 1/true/yes/on or 0/false/no/off, got {value!r}")

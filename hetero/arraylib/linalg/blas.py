@@ -13,10 +13,16 @@ device       float16 / float32 / float64               integers
 ``rocm``
 ============ ======================================== =============================================
 
-and hetero's own tiled kernel (:mod:`hetero.compiler.array_kernels.matmul`) everywhere else: on OpenCL
+On OpenCL devices, which have both CLBlast and hetero's kernel, the configuration's ``blas:
+auto`` (the default) runs the fastest of CLBlast in one call, CLBlast over K in chunks (deep
+products) and hetero's kernel per shape class, as ``hetero calibrate`` measured them on the
+device, and a built-in rule before any calibration (:mod:`hetero.arraylib.linalg.routine_choice`);
+``blas: on`` always CLBlast in one call.
+And hetero's own tiled kernel (:mod:`hetero.compiler.array_kernels.matmul`) everywhere else: on OpenCL
 devices without CLBlast (``libclblast`` not installed: :func:`hetero.backends.opencl.clblast.missing`
 says how to get it), on other backends that run hetero kernels, and on every device when the
-configuration says ``blas: off`` (``HETERO_BLAS=off``). :func:`choose` says which, and why;
+configuration says ``blas: off`` (``HETERO_BLAS=off``). :func:`choose` says which, and why
+(:attr:`Choice.basis`: the measured figures or the default rule that chose it);
 ``hetero.explain_op("matmul", x1, x2)`` prints it.
 
 Every library call goes through the device runtime's ``call_library`` (fault injection's
@@ -48,6 +54,7 @@ from hetero.array.ndarray import Array
 from hetero.arraylib.copy import merged_axes
 from hetero.kernels.generated import GeneratedSpecialization
 from hetero.arraylib.elementwise import evaluate
+from hetero.arraylib.linalg import routine_choice
 from hetero.backends.opencl import clblast
 from hetero.compiler.array_kernels import elementwise
 from hetero.compiler.array_kernels import matmul as tiled
@@ -69,16 +76,21 @@ _CUPY = {"cuda": "cuBLAS", "rocm": "rocBLAS"}
 @dataclasses.dataclass(frozen=True)
 class Choice:
     """What multiplies on one device: ``library`` (``numpy``, ``CLBlast``, ``cuBLAS``, ``rocBLAS``,
-    ``hetero``), its version, the routine or kernel, and why no vendor BLAS runs ('' when one does)."""
+    ``hetero``), its version, the routine or kernel, why no vendor BLAS runs ('' when one does),
+    and, where the device has routines to choose from, the ``basis`` of the choice: the
+    figures ``hetero calibrate`` measured, the default rule, or the configuration."""
 
     library: str
     version: str
     routine: str
     why: str = ""
+    basis: str = ""
+    k_chunk: int = 0  # CLBlast: K in calls of at most this many (0: one call)
 
     def __str__(self) -> str:
         name = f"{self.library} {self.version}".strip()
-        return f"{name}: {self.routine}" + (f" ({self.why})" if self.why else "")
+        text = f"{name}: {self.routine}" + (f" ({self.why})" if self.why else "")
+        return text + (f"; chosen by {self.basis}" if self.basis else "")
 
 
 def _numpy_blas() -> str:
@@ -95,11 +107,12 @@ def _spec(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[Any]
     return tiled.Matmul(scalar_type(a), scalar_type(b), acc, scalar_type(out), max(1, rank))
 
 
-def _tiled(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[Any], rank: int, why: str) -> Choice:
+def _tiled(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[Any], rank: int, why: str,
+           basis: str = "") -> Choice:
     if not runs_kernels(device.runtime):
         raise ArrayError(f"hetero.matmul: {device.name} has no BLAS hetero knows and runs no hetero kernels; "
                          "move the operands to a device that does with x.to(...)")
-    return Choice("hetero", "", f"tiled kernel {_spec(device, a, b, out, rank).name}", why)
+    return Choice("hetero", "", f"tiled kernel {_spec(device, a, b, out, rank).name}", why, basis)
 
 
 def choose(device: Device, x1: Array, x2: Array, out: np.dtype[Any], batch: tuple[int, ...]) -> Choice:
@@ -107,12 +120,16 @@ def choose(device: Device, x1: Array, x2: Array, out: np.dtype[Any], batch: tupl
     (``(..., K, N)``) into ``out`` on ``device``, the batch axes broadcast to ``batch``."""
     strides = tuple(math.prod(batch[k + 1:]) for k in range(len(batch)))
     merged, _ = merged_axes(batch, strides, _batch_strides(x1, batch), _batch_strides(x2, batch))
-    return _choose(device, x1.dtype, x2.dtype, out, math.prod(merged[-1:]), len(merged))
+    outputs = math.prod(batch) * x1.shape[-2] * x2.shape[-1]
+    copied = any(x.strides[-1] != 1 and x.shape[-1] != 1 for x in (x1, x2))  # what _rows_contiguous copies
+    return _choose(device, x1.dtype, x2.dtype, out, math.prod(merged[-1:]), len(merged), outputs, x1.shape[-1], copied)
 
 
-def _choose(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[Any], batch: int, rank: int) -> Choice:
+def _choose(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[Any], batch: int, rank: int,
+            outputs: int = 1, k: int = 1, copied: bool = False) -> Choice:
     backend = device.backend
-    if not get_config().blas:
+    mode = get_config().blas
+    if mode == "off":
         return _tiled(device, a, b, out, rank, "vendor BLAS off: blas is off in the configuration (HETERO_BLAS)")
     if backend == "cpu":
         if out.kind == "f" and out != dtypes.float16:
@@ -123,15 +140,57 @@ def _choose(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[An
             return Choice(_CUPY[backend], "", "CuPy matmul (GEMM, strided-batched for batches)")
         return Choice("cupy", "", f"matmul (CuPy's own kernel: {_CUPY[backend]} has no {out} GEMM)")
     if backend in _OPENCL:
-        name = clblast.library()
-        if name is None:
-            return _tiled(device, a, b, out, rank, clblast.missing())
-        if out not in clblast.DTYPES:
-            return _tiled(device, a, b, out, rank, f"CLBlast has no {out} GEMM")
-        if out == dtypes.float16 and "fp16" not in device.runtime.kernel_target().features:  # type: ignore[union-attr]
-            return _tiled(device, a, b, out, rank, f"CLBlast's hgemm needs cl_khr_fp16, which {device.name} lacks")
-        return Choice("CLBlast", name.split(" ", 1)[1], clblast.routine(out, batch))
+        unusable = _clblast_unusable(device, out)
+        if unusable:
+            return _tiled(device, a, b, out, rank, unusable)
+        vendor = _clblast_choice(out, batch)
+        if mode == "on":
+            return dataclasses.replace(vendor, basis="the configuration: blas is on (HETERO_BLAS)")
+        decision = routine_choice.decide(device, vendor.library, vendor.version, out, outputs, k, copied)
+        if decision.routine == "hetero":
+            return _tiled(device, a, b, out, rank, f"instead of CLBlast's {vendor.routine}", decision.basis)
+        if decision.routine == routine_choice.CHUNKED:
+            vendor = _chunked(vendor, k)
+        return dataclasses.replace(vendor, basis=decision.basis)
     return _tiled(device, a, b, out, rank, f"hetero knows no BLAS for the {backend} backend")
+
+
+def _clblast_unusable(device: Device, out: np.dtype[Any]) -> str:
+    """Why CLBlast cannot multiply ``out`` products on ``device`` ('' when it can)."""
+    if clblast.library() is None:
+        return clblast.missing()
+    if out not in clblast.DTYPES:
+        return f"CLBlast has no {out} GEMM"
+    if out == dtypes.float16 and "fp16" not in device.runtime.kernel_target().features:  # type: ignore[union-attr]
+        return f"CLBlast's hgemm needs cl_khr_fp16, which {device.name} lacks"
+    return ""
+
+
+def _clblast_choice(out: np.dtype[Any], batch: int) -> Choice:
+    name = clblast.library() or "CLBlast"
+    return Choice("CLBlast", name.partition(" ")[2], clblast.routine(out, batch))
+
+
+def _chunked(vendor: Choice, k: int) -> Choice:
+    chunk = routine_choice.K_CHUNK
+    return dataclasses.replace(vendor, routine=f"{vendor.routine} over K in {-(-k // chunk)} calls of at most {chunk}",
+                               k_chunk=chunk)
+
+
+def routines(device: Device, x1: Array, x2: Array, out: np.dtype[Any], batch: tuple[int, ...]) -> dict[str, Choice]:
+    """Every routine that can run this product (as :func:`choose` takes it), by the names of
+    :func:`hetero.arraylib.linalg.routine_choice.candidates`, where ``device`` has a choice
+    (what ``hetero calibrate`` measures and ``blas: auto`` chooses from); else an empty dict."""
+    if device.backend not in _OPENCL or _clblast_unusable(device, out) or not runs_kernels(device.runtime):
+        return {}
+    strides = tuple(math.prod(batch[k + 1:]) for k in range(len(batch)))
+    merged, _ = merged_axes(batch, strides, _batch_strides(x1, batch), _batch_strides(x2, batch))
+    vendor = _clblast_choice(out, math.prod(merged[-1:]))
+    k = x1.shape[-1]
+    found = {"CLBlast": vendor, "hetero": _tiled(device, x1.dtype, x2.dtype, out, len(merged), "")}
+    if routine_choice.CHUNKED in routine_choice.candidates("CLBlast", k):
+        found[routine_choice.CHUNKED] = _chunked(vendor, k)
+    return {name: found[name] for name in routine_choice.candidates("CLBlast", k)}
 
 
 def calls() -> dict[str, dict[str, int]]:
@@ -273,11 +332,17 @@ def _clblast(out: Array, a: Array, b: Array, choice: Choice) -> None:
               for x, strides in ((a, a_bs), (b, b_bs), (out, c_bs))]
 
         def call(at: list[int] = at) -> None:
-            clblast.gemm(int(runtime.queue.int_ptr), out.dtype, M, N, K, mems[0], at[0], a_ld, a_trans, mems[1], at[1], b_ld, b_trans,
-                         mems[2], at[2], N, batch=inner, a_stride=a_bs[-1] if shape else 0,
-                         b_stride=b_bs[-1] if shape else 0, c_stride=c_bs[-1] if shape else 0, device=device.name)
+            # K in chunks (choice.k_chunk): each call adds its part of the sum into c (beta = 1 past the first)
+            for k0 in range(0, K, choice.k_chunk or K):
+                depth = min(choice.k_chunk or K, K - k0)
+                clblast.gemm(int(runtime.queue.int_ptr), out.dtype, M, N, depth, mems[0],
+                             at[0] + k0 * (a_ld if a_trans else 1), a_ld, a_trans,
+                             mems[1], at[1] + k0 * (1 if b_trans else b_ld), b_ld, b_trans,
+                             mems[2], at[2], N, batch=inner, a_stride=a_bs[-1] if shape else 0,
+                             b_stride=b_bs[-1] if shape else 0, c_stride=c_bs[-1] if shape else 0, device=device.name,
+                             accumulate=k0 > 0)
 
         _library_call(device, choice, call)
 
 
-__all__ = ["Choice", "calls", "choose", "multiply"]
+__all__ = ["Choice", "calls", "choose", "multiply", "routines"]
