@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # train_digits, digits_model
@@ -44,35 +45,17 @@ class ArrayTrainer(Trainer):
     def __init__(self, data: Digits, state: dict[str, Any], *, seed: int, lr: float = 0.1, batch: int = 64) -> None:
         super().__init__(data, state, seed=seed, lr=lr, batch=batch)
         self.onehot = np.eye(CLASSES, dtype=np.float32)[data.y_train]  # host labels as rows of the identity
+        #: the step's arithmetic: eager here, under hetero.jit in JitArrayTrainer
+        self.update: Callable[..., hetero.Array] = sgd_update
 
     def step(self, step: int) -> hetero.Array:
         """One SGD step on the weights' device; returns the batch's mean loss (a 0-d array)."""
-        s, lr = self.state, self.lr
-        w1, b1, w2, b2 = s["w1"], s["b1"], s["w2"], s["b2"]
+        s = self.state
         index = self.batch_indices(step)
         # copy=True: on cpu an array sharing NumPy's memory would turn fusion off for what reads it
-        x = hetero.asarray(self.data.x_train[index], device=w1.device, copy=True)
-        y = hetero.asarray(self.onehot[index], device=w1.device, copy=True)
-        # forward
-        h = hetero.maximum(x @ w1 + b1, 0)
-        logits = h @ w2 + b2
-        shifted = logits - hetero.max(logits, axis=1, keepdims=True)
-        e = hetero.exp(shifted)
-        total = hetero.sum(e, axis=1, keepdims=True)
-        loss = hetero.mean(hetero.log(total) - hetero.sum(y * shifted, axis=1, keepdims=True))
-        # backward: the gradient of the mean loss
-        grad_logits = (e / total - y) * (1.0 / len(index))
-        grad_w2 = h.T @ grad_logits
-        grad_b2 = hetero.sum(grad_logits, axis=0)
-        grad_h = hetero.where(h > 0, grad_logits @ w2.T, 0)
-        grad_w1 = x.T @ grad_h
-        grad_b1 = hetero.sum(grad_h, axis=0)
-        # update: each one fused kernel, in place
-        w1 -= lr * grad_w1
-        b1 -= lr * grad_b1
-        w2 -= lr * grad_w2
-        b2 -= lr * grad_b2
-        return loss
+        x = hetero.asarray(self.data.x_train[index], device=s["w1"].device, copy=True)
+        y = hetero.asarray(self.onehot[index], device=s["w1"].device, copy=True)
+        return self.update(s["w1"], s["b1"], s["w2"], s["b2"], x, y, self.lr)
 
     def predict(self, x: np.ndarray) -> hetero.Array:
         """The predicted classes of ``x`` (int64), on the weights' device."""
@@ -84,6 +67,42 @@ class ArrayTrainer(Trainer):
     def test_accuracy(self) -> float:
         labels = hetero.asarray(self.data.y_test.astype(np.int64), device=self.state["w1"].device, copy=True)
         return int(hetero.sum(self.predict(self.data.x_test) == labels)) / len(labels)  # exact, as NumPy's mean
+
+
+def sgd_update(w1: hetero.Array, b1: hetero.Array, w2: hetero.Array, b2: hetero.Array, x: hetero.Array,
+               y: hetero.Array, lr: float) -> hetero.Array:
+    """One SGD step of the MLP on a batch ``x`` (one-hot labels ``y``): the weights are updated in
+    place; returns the batch's mean loss (a 0-d array). Only array operations, no host reads: it
+    runs as it is under :func:`hetero.jit`."""
+    # forward
+    h = hetero.maximum(x @ w1 + b1, 0)
+    logits = h @ w2 + b2
+    shifted = logits - hetero.max(logits, axis=1, keepdims=True)
+    e = hetero.exp(shifted)
+    total = hetero.sum(e, axis=1, keepdims=True)
+    loss = hetero.mean(hetero.log(total) - hetero.sum(y * shifted, axis=1, keepdims=True))
+    # backward: the gradient of the mean loss
+    grad_logits = (e / total - y) * (1.0 / x.shape[0])
+    grad_w2 = h.T @ grad_logits
+    grad_b2 = hetero.sum(grad_logits, axis=0)
+    grad_h = hetero.where(h > 0, grad_logits @ w2.T, 0)
+    grad_w1 = x.T @ grad_h
+    grad_b1 = hetero.sum(grad_h, axis=0)
+    # update: each one fused kernel, in place
+    w1 -= lr * grad_w1
+    b1 -= lr * grad_b1
+    w2 -= lr * grad_w2
+    b2 -= lr * grad_b2
+    return loss
+
+
+class JitArrayTrainer(ArrayTrainer):
+    """ArrayTrainer with its step's arithmetic under :func:`hetero.jit`: traced at the first step
+    (per device), then replayed: the same launches, bit-identical weights, no per-operation Python."""
+
+    def __init__(self, data: Digits, state: dict[str, Any], *, seed: int, lr: float = 0.1, batch: int = 64) -> None:
+        super().__init__(data, state, seed=seed, lr=lr, batch=batch)
+        self.update = hetero.jit(sgd_update)
 
 
 def main(argv: list[str] | None = None) -> int:

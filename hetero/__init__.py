@@ -107,6 +107,7 @@ if TYPE_CHECKING:
     from hetero.arraylib.manipulation import concat, repeat, roll, stack, tile
     from hetero.compiler.build.bundle_registry import load_bundle
     from hetero.recovery.guard import guard
+    from hetero.plans import ConcretizationError, JitError, jit
     from hetero.fault.heartbeat import heartbeat
     from hetero.kernels.kernel import Kernel, kernel
     from hetero.checkpoint.resume import resumable
@@ -119,6 +120,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Kernel": ("hetero.kernels.kernel", "Kernel"),
     "load_bundle": ("hetero.compiler.build.bundle_registry", "load_bundle"),
     "guard": ("hetero.recovery.guard", "guard"),
+    "jit": ("hetero.plans.function", "jit"),  # launch plans: trace once, replay (hetero/plans/)
+    "JitError": ("hetero.plans.errors", "JitError"),
+    "ConcretizationError": ("hetero.plans.errors", "ConcretizationError"),
     "heartbeat": ("hetero.fault.heartbeat", "heartbeat"),
     "resumable": ("hetero.checkpoint.resume", "resumable"),
     "Stream": ("hetero.kernels.stream", "Stream"),
@@ -196,7 +200,7 @@ __all__ = [
     "load_bundle", "local_size", "math", "num_groups", "u8", "u16", "u32", "u64",
     "Array", "ArrayError", "BackendStatus", "BackendUnavailableError", "BundleBuildError", "BundleError", "Config",
     "ConfigError", "ContextCorruptedError", "DeviceDegradedError", "DeviceLostError", "QuotaExceeded",
-    "RecoveryFailedError", "Stream", "checkpoint", "fault", "fusion", "onnx", "guard", "heartbeat", "resumable", "scheduler", "use_device", "xp",
+    "RecoveryFailedError", "Stream", "checkpoint", "fault", "fusion", "onnx", "guard", "jit", "JitError", "ConcretizationError", "heartbeat", "resumable", "scheduler", "use_device", "xp",
     "Device", "DeviceError", "DeviceInfo", "DeviceNotFoundError", "DeviceOutOfMemoryError", "DeviceQuarantinedError",
     "Health", "HealthState", "HeteroError", "HeteroWarning", "PerformanceWarning", "Kind", "PluginError",
     "ToolchainNotFoundError", "UnsupportedDtypeError", "DeviceSpecError", "MissingDependencyError",

@@ -48,6 +48,7 @@ from hetero.array import views as _views
 from hetero.array.operators import OperatorMethods
 from hetero.core import dtypes
 from hetero.core import fusion_state as _fusion
+from hetero.core import tracing_state
 from hetero.array.hooks import ADVANCED_GET, ADVANCED_SET, ASSIGN, CAST, COPY_INTO, NAMESPACE, VIEW_TO_NUMPY
 from hetero.array.host_values import HostValueMethods, provide_from_host
 from hetero.array.index import index_layout
@@ -438,7 +439,7 @@ def full(shape: int | Sequence[int], fill_value: Any, dtype: Any = None, device:
     out = empty(shape, kind, device)  # may be a reused buffer: every byte is written below
     if out.nbytes:
         runtime = out.device.runtime
-        if runtime.host_memory:
+        if runtime.host_memory and not tracing_state.active():  # while tracing: an upload, a step of the plan
             view = cast(np.ndarray, runtime.native_view(out.buffer, out.shape, kind))
             view.fill(value)
         else:

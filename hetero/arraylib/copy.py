@@ -22,6 +22,7 @@ from typing import Any, cast
 import numpy as np
 
 from hetero.core import fusion_state as _fusion
+from hetero.core import tracing_state
 from hetero.array.ndarray import Array, fill_scalar, transfer, asarray, empty
 from hetero.array.components import components
 from hetero.array.hooks import ASSIGN, COPY_INTO, STAGED_LAUNCH, VIEW_TO_NUMPY
@@ -168,7 +169,7 @@ def _write_host(dst: Array, host: np.ndarray) -> None:
     if dst.size == 0:
         return
     runtime = dst.device.runtime
-    if runtime.host_memory:
+    if runtime.host_memory and not tracing_state.active():  # while tracing (hetero.jit): the device's path, a step
         _fusion.before_write((dst,))
         np.copyto(dst._host(), host)
     elif dst.is_contiguous:

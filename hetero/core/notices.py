@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 import warnings
+from types import FrameType
 
 
 class HeteroWarning(UserWarning):
@@ -84,4 +85,12 @@ def _outside_hetero() -> int:
     return level
 
 
-__all__ = ["HeteroWarning", "PerformanceWarning", "install_handlers", "notice"]
+def outside_frame() -> FrameType | None:
+    """The innermost frame of the caller's stack that is outside hetero (the user's line), or None."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_ROOTS):
+        frame = frame.f_back
+    return frame
+
+
+__all__ = ["HeteroWarning", "PerformanceWarning", "install_handlers", "notice", "outside_frame"]

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import logging
 import math
 import threading
@@ -238,13 +239,17 @@ def multiply(out: Array, a: Array, b: Array, choice: Choice) -> None:
     ``(..., M, K)`` and ``b`` of ``(..., K, N)`` views whose batch axes broadcast to ``batch``,
     all on one device; ``K > 0`` and ``out`` is not empty."""
     if choice.library == "numpy":
-        _library_call(out.device, choice, lambda: np.matmul(a._host(), b._host(), out=out._host()))
+        _library_call(out.device, choice, functools.partial(_numpy_matmul, out, a, b))
     elif choice.library in ("cuBLAS", "rocBLAS", "cupy"):
         _cupy(out, a, b, choice)
     elif choice.library == "CLBlast":
         _clblast(out, a, b, choice)
     else:
         _tiled_launch(out, a, b)
+
+
+def _numpy_matmul(out: Array, a: Array, b: Array) -> None:
+    np.matmul(a._host(), b._host(), out=out._host())
 
 
 def _layout(out: Array, a: Array, b: Array) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
@@ -282,14 +287,17 @@ def _tiled_launch(out: Array, a: Array, b: Array) -> None:
 
 
 def _cupy(out: Array, a: Array, b: Array, choice: Choice) -> None:
-    runtime = out.device.runtime
-    cupy = runtime.cupy  # type: ignore[attr-defined]
+    _library_call(out.device, choice, functools.partial(_cupy_matmul, out, a, b))
+
+
+def _cupy_matmul(out: Array, a: Array, b: Array) -> None:
+    cupy = out.device.runtime.cupy  # type: ignore[attr-defined]
 
     def view(x: Array) -> Any:
         memory = x.buffer + x.offset * x.dtype.itemsize
         return cupy.ndarray(x.shape, dtype=x.dtype, memptr=memory, strides=x.byte_strides)
 
-    _library_call(out.device, choice, lambda: cupy.matmul(view(a), view(b), out=view(out)))
+    cupy.matmul(view(a), view(b), out=view(out))
 
 
 def _blas_matrix(rows: int, cols: int, rs: int, cs: int) -> tuple[bool, int] | None:
@@ -325,24 +333,28 @@ def _clblast(out: Array, a: Array, b: Array, choice: Choice) -> None:
     M, N, K = out.shape[-2], out.shape[-1], a.shape[-1]
     inner = shape[-1] if shape else 1
     outer = shape[:-1]
-    runtime: Any = device.runtime  # an OpenCLRuntime: its in-order queue (made with the operands' buffers)
-    mems = [int(x.buffer.mem.int_ptr) for x in (a, b, out)]
     for index in np.ndindex(*outer):
-        at = [x.offset + sum(i * s for i, s in zip(index, strides[:len(index)], strict=True))
-              for x, strides in ((a, a_bs), (b, b_bs), (out, c_bs))]
+        at = tuple(x.offset + sum(i * s for i, s in zip(index, strides[:len(index)], strict=True))
+                   for x, strides in ((a, a_bs), (b, b_bs), (out, c_bs)))
+        layout = (M, N, K, a_trans, a_ld, b_trans, b_ld, inner, a_bs[-1] if shape else 0, b_bs[-1] if shape else 0,
+                  c_bs[-1] if shape else 0, choice.k_chunk)
+        # a partial of the arrays (not a closure over their buffers): hetero.jit replays it with a call's own
+        _library_call(device, choice, functools.partial(_clblast_gemm, out, a, b, at, layout))
 
-        def call(at: list[int] = at) -> None:
-            # K in chunks (choice.k_chunk): each call adds its part of the sum into c (beta = 1 past the first)
-            for k0 in range(0, K, choice.k_chunk or K):
-                depth = min(choice.k_chunk or K, K - k0)
-                clblast.gemm(int(runtime.queue.int_ptr), out.dtype, M, N, depth, mems[0],
-                             at[0] + k0 * (a_ld if a_trans else 1), a_ld, a_trans,
-                             mems[1], at[1] + k0 * (1 if b_trans else b_ld), b_ld, b_trans,
-                             mems[2], at[2], N, batch=inner, a_stride=a_bs[-1] if shape else 0,
-                             b_stride=b_bs[-1] if shape else 0, c_stride=c_bs[-1] if shape else 0, device=device.name,
-                             accumulate=k0 > 0)
 
-        _library_call(device, choice, call)
+def _clblast_gemm(out: Array, a: Array, b: Array, at: tuple[int, int, int], layout: tuple[Any, ...]) -> None:
+    """One batch entry's CLBlast GEMM (``layout`` as :func:`_clblast` works it out), on ``out``'s queue."""
+    M, N, K, a_trans, a_ld, b_trans, b_ld, inner, a_stride, b_stride, c_stride, k_chunk = layout
+    runtime: Any = out.device.runtime  # an OpenCLRuntime: its in-order queue (made with the operands' buffers)
+    mems = [int(x.buffer.mem.int_ptr) for x in (a, b, out)]
+    # K in chunks (k_chunk): each call adds its part of the sum into c (beta = 1 past the first)
+    for k0 in range(0, K, k_chunk or K):
+        depth = min(k_chunk or K, K - k0)
+        clblast.gemm(int(runtime.queue.int_ptr), out.dtype, M, N, depth, mems[0],
+                     at[0] + k0 * (a_ld if a_trans else 1), a_ld, a_trans,
+                     mems[1], at[1] + k0 * (1 if b_trans else b_ld), b_ld, b_trans,
+                     mems[2], at[2], N, batch=inner, a_stride=a_stride, b_stride=b_stride, c_stride=c_stride,
+                     device=out.device.name, accumulate=k0 > 0)
 
 
 __all__ = ["Choice", "calls", "choose", "multiply", "routines"]
