@@ -42,6 +42,7 @@ ADAPTERS: dict[str, Adapter] = {
     "torch_guard": goals_runtime.torch_guard,
     "array_ops": goals_compute.array_ops,
     "digits_arrays": goals_compute.digits_arrays,
+    "array_jit": goals_compute.array_jit,
     "inference": goals_runtime.inference,
     "compat_cuda": goals_compute.compat_cuda,
     "gpu_check": goals_compute.gpu_check,

@@ -201,6 +201,28 @@ def digits_arrays(data: Results) -> list[Goal]:
                  " / ".join(ratio(row["arrays_over_kernels"]) for row in rows) + " the step time", "", "INFO")]
 
 
+def array_jit(data: Results) -> list[Goal]:
+    """hetero.jit's digits step against the hand-written kernels (goal <= 1.2x), eager's (<= 2x), and
+    on the CPU against PyTorch eager and jax.jit (the aim: ahead of torch eager)."""
+    rows: list[Goal] = []
+    for row in data["rows"]:
+        device, r, s = row["device"]["name"], row["ratios"], row["step_s"]
+        same = "bit-identical to eager" if row.get("jit_bit_identical_to_eager") else "NOT bit-identical to eager"
+        rows.append(Goal("array_jit", f"digits SGD step under `hetero.jit` vs hand-written kernels, {device} ({same})",
+                         f"{ratio(r['jit_over_kernels'], 1.2)} ({duration(s['jit'])} vs {duration(s['kernels'])})",
+                         "<= 1.2x", at_most(r["jit_over_kernels"], 1.2) if row.get("jit_bit_identical_to_eager") else "MISS"))
+        rows.append(Goal("array_jit", f"digits SGD step in eager array expressions vs hand-written kernels, {device}",
+                         f"{ratio(r['eager_over_kernels'], 2.0)} ({duration(s['eager'])})", "<= 2x",
+                         at_most(r["eager_over_kernels"], 2.0)))
+        for peer, label in (("torch", "PyTorch eager"), ("jax", "`jax.jit`")):
+            if f"jit_over_{peer}" in r:
+                rows.append(Goal("array_jit", f"digits SGD step under `hetero.jit` vs the same step in {label}, {device}",
+                                 f"{ratio(r[f'jit_over_{peer}'])} ({duration(s['jit'])} vs {duration(s[peer])})",
+                                 "<= 1x" if peer == "torch" else "",
+                                 at_most(r[f"jit_over_{peer}"], 1.0) if peer == "torch" else "INFO"))
+    return rows + missing_devices("array_jit", "the jitted digits step on {device}", data.get("missing_devices"))
+
+
 def compile_time(data: Results) -> list[Goal]:
     details = {entry["device"]: entry for entry in data.get("devices_detail", [])}
     rows = []

@@ -83,6 +83,8 @@ class OpenCLRuntime(DeviceRuntime):
         self.queue: Any = None
         self.pool: BufferPool | None = None  # made with the context
         self.pending = False  # work enqueued without waiting (kernels, device copies)
+        # id(kernel) -> (kernel, its program, entry, scalar dtypes): what bound_launch makes another from
+        self._kernel_sources: dict[int, tuple[Any, Any, str, list[Any]]] = {}
         #: uploads queued without waiting (.opencl_uploads) since the queue was last waited for: kept
         #: apart from ``pending``, which also says whether a failing call may report a kernel's failure
         self._writes_queued = False
@@ -305,7 +307,9 @@ class OpenCLRuntime(DeviceRuntime):
                 binary = bytes(program.get_info(cl.program_info.BINARIES)[0])
         kernel = cl.Kernel(program, source.entry)
         # Declared scalar types let PyOpenCL pack arguments without inspecting each one per launch.
-        kernel.set_scalar_arg_dtypes([None if arg.kind == "array" else _abi_dtype(arg) for arg in source.abi])
+        scalar_dtypes = [None if arg.kind == "array" else _abi_dtype(arg) for arg in source.abi]
+        kernel.set_scalar_arg_dtypes(scalar_dtypes)
+        self._kernel_sources[id(kernel)] = (kernel, program, source.entry, scalar_dtypes)
         return kernel, binary
 
     def kernel_arg(self, buffer: PooledBuffer, shape: tuple[int, ...], dtype: Any) -> Any:
@@ -318,6 +322,30 @@ class OpenCLRuntime(DeviceRuntime):
         except self.cl.Error as exc:
             self._raise(exc, f"launching {kernel.function_name}", after_kernel=True)
         self.pending = True
+
+    def bound_launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+                     args: Sequence[Any]) -> Callable[[Sequence[tuple[int, Any]]], None] | None:
+        """A kernel object of its own for this launch (another from the same program), its arguments
+        set once here; each call resets the changed buffers and enqueues it."""
+        known = self._kernel_sources.get(id(kernel))
+        if known is None or known[0] is not kernel:
+            return None
+        _, program, entry, scalar_dtypes = known
+        cl = self.cl
+        own = cl.Kernel(program, entry)
+        own.set_scalar_arg_dtypes(scalar_dtypes)
+        own.set_args(*args)
+        enqueue, error, name = cl.enqueue_nd_range_kernel, cl.Error, kernel.function_name
+
+        def launch(changed: Sequence[tuple[int, Any]]) -> None:
+            try:
+                for position, value in changed:
+                    own.set_arg(position, value)
+                enqueue(self.queue, own, global_size, local_size)
+            except error as exc:
+                self._raise(exc, f"launching {name}", after_kernel=True)
+            self.pending = True
+        return launch
 
     def call_library(self, name: str, call: Callable[[], Any]) -> Any:
         """``call`` enqueues a CLBlast routine on :attr:`queue` (made here if it is not yet); an

@@ -145,6 +145,14 @@ class KernelRunner(abc.ABC):
         (None: the runtime chooses); ``args`` follow the kernel's ABI. May return before it finishes."""
         raise NotImplementedError(f"{type(self).__name__} runs no kernels: its kernel_target() is None")
 
+    def bound_launch(self, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
+                     args: Sequence[Any]) -> Callable[[Sequence[tuple[int, Any]]], None] | None:
+        """A launch of ``kernel`` kept with its arguments set once (a launch plan replays it many
+        times): the returned ``launch(changed)`` resets only the ``(position, value)`` pairs given
+        (array buffers) and enqueues, as :meth:`launch` would with the full argument list. None
+        where this runtime has no cheaper way than :meth:`launch` (the default)."""
+        return None
+
     def call_library(self, name: str, call: Callable[[], Any]) -> Any:
         """Run ``call``, which enqueues a vendor library routine (``name``: a GEMM of CLBlast,
         cuBLAS through CuPy, NumPy's on the host) on this device's queue, as :meth:`launch`

@@ -5,8 +5,9 @@ Each buffer the trace saw becomes one of
 
 - an *input*: bound at every replay to the buffer of the argument in the same position;
 - an *output*: allocated anew at every replay (the results are fresh arrays, as eager's are);
-- the plan's own: the intermediates the trace allocated, allocated once (by the trace) and
-  reused by every replay, and arrays the function closed over (the same object every call).
+- the plan's own: the intermediates the trace allocated, allocated once (by the trace), shared
+  where their lives do not overlap (:mod:`hetero.plans.liveness`) and reused by every replay;
+  and arrays the function closed over (the same object every call).
 
 A replay runs the steps in order on each device's queue, so it computes what the traced call
 computed, launch for launch: results are bit-identical to eager's. Replays of one plan share
@@ -23,6 +24,7 @@ import numpy as np
 
 from hetero.array.ndarray import Array, empty, give_buffer
 from hetero.core import fusion_state
+from hetero.plans import liveness
 from hetero.plans.errors import JitError
 from hetero.plans.recorder import Recorder
 from hetero.plans.signature import root
@@ -139,6 +141,8 @@ def build(recorder: Recorder, leaves: Sequence[Any], inputs: list[tuple[int, int
     for index in rebound:
         buffers[index] = None  # bound or allocated per call: the plan does not keep the trace's
     _check_bound(recorder, rebound)
+    intermediates = {i: size for i, size in recorder.allocated.items() if i not in rebound}
+    liveness.plan_memory(recorder.steps, buffers, intermediates)
     return LaunchPlan(recorder.steps, buffers, inputs, fresh, outputs)
 
 

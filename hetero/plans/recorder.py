@@ -52,7 +52,8 @@ class Recorder:
         self.name = name
         self.devices = devices  # id(runtime) -> (runtime, device name)
         self.table = BufferTable()
-        self.allocated: set[int] = set()  # table indices of the buffers the trace allocated
+        #: table index of each buffer the trace allocated -> (id of its runtime, its size in bytes)
+        self.allocated: dict[int, tuple[int, int]] = {}
         self.steps: list[Step] = []
         self.kargs: dict[int, tuple[Any, tuple[int, int], tuple[int, ...], Any]] = {}
         self.thread = threading.get_ident()
@@ -161,7 +162,7 @@ class Recorder:
             def allocate(nbytes: int) -> Any:
                 buffer = original(nbytes)
                 if get_ident() == thread:
-                    recorder.allocated.add(recorder.table.add(buffer))
+                    recorder.allocated[recorder.table.add(buffer)] = (id(runtime), nbytes)
                 return buffer
             return allocate
         if method == "launch":

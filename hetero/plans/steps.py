@@ -33,12 +33,17 @@ def locate(where: Where, buffers: Sequence[Any]) -> Any:
 
 
 class LaunchStep:
-    """A kernel launch: the values recorded, with the positions whose buffer changes per call."""
+    """A kernel launch: the values recorded, with the positions whose buffer changes per call.
 
-    __slots__ = ("counter", "global_size", "kernel", "local_size", "rebinds", "runtime", "template")
+    Where the runtime offers a :meth:`bound_launch` (OpenCL: a kernel object of the step's own,
+    its arguments set once), replays after the first reset only the changed buffers; while
+    anything wraps the runtime's ``launch`` (fault injection, a trace around this replay) the
+    step goes through ``launch`` itself, so that wrapper sees it."""
+
+    __slots__ = ("bound", "counter", "global_size", "kernel", "local_size", "rebinds", "runtime", "template", "tried")
 
     def __init__(self, runtime: Any, kernel: Any, global_size: tuple[int, ...], local_size: tuple[int, ...] | None,
-                 template: list[Any], rebinds: list[tuple[Any, ...]], counter: itertools.count[int]) -> None:
+                 template: list[Any], rebinds: list[tuple[int, tuple[Any, ...]]], counter: itertools.count[int]) -> None:
         self.runtime = runtime
         self.kernel = kernel
         self.global_size = global_size
@@ -48,9 +53,11 @@ class LaunchStep:
         #: rebuilt over the call's buffer; ("karg", index, shape, dtype) the runtime's kernel_arg of it.
         self.rebinds = rebinds
         self.counter = counter
+        self.bound: Callable[[Sequence[tuple[int, Any]]], None] | None = None
+        self.tried = False
 
     def run(self, buffers: Sequence[Any], kargs: dict[tuple[Any, ...], Any]) -> None:
-        values = self.template.copy()
+        changed = []
         for position, key in self.rebinds:
             made = kargs.get(key)
             if made is None:
@@ -61,8 +68,18 @@ class LaunchStep:
                     _, index, shape, dtype = key
                     made = self.runtime.kernel_arg(buffers[index], shape, dtype)
                 kargs[key] = made  # the same value for every launch of this call that takes it
-            values[position] = made
-        self.runtime.launch(self.kernel, self.global_size, self.local_size, values)
+            changed.append((position, made))
+        runtime = self.runtime
+        if self.bound is not None and "launch" not in vars(runtime):
+            self.bound(changed)
+        else:
+            values = self.template.copy()
+            for position, made in changed:
+                values[position] = made
+            runtime.launch(self.kernel, self.global_size, self.local_size, values)
+            if not self.tried and "launch" not in vars(runtime):
+                self.tried = True
+                self.bound = runtime.bound_launch(self.kernel, self.global_size, self.local_size, values)
         next(self.counter)
 
 
