@@ -232,6 +232,8 @@ def runtime_launch(_runtime: Any, kernel: Any, global_size: tuple[int, ...], loc
             plan = _plan(kernel, global_size, local_size)
         kernel.last = (global_size, local_size, plan)
     run = kernel.dispatcher
+    if plan[1] > 1 and _small(args):  # too little data to pay for waking the pool's threads
+        plan = (plan[0], 1)
     if run is not None and plan[1] <= 1:  # the common small launch: Numba's entry on this thread
         head = plan[0]
         if not kernel.compiled:  # Numba compiles in this first call: said when it takes long
@@ -248,6 +250,23 @@ def runtime_launch(_runtime: Any, kernel: Any, global_size: tuple[int, ...], loc
             _note_compiled(kernel, run, (*head, *args))
         return
     _launch_chunks(kernel, plan, args)
+
+
+#: Bytes of array arguments below which a launch runs on the calling thread only: handing
+#: chunks to the pool and waiting for them costs tens of microseconds, more than such a launch
+#: takes on one core (the digits step's launches ran 10x faster so on the 2-core VM, issue 46).
+PARALLEL_MIN_BYTES = 1 << 19
+
+
+def _small(args: Sequence[Any]) -> bool:
+    """Whether ``args``' arrays hold fewer than :data:`PARALLEL_MIN_BYTES` bytes together."""
+    total = 0
+    for value in args:
+        if type(value) is np.ndarray:
+            total += value.nbytes
+            if total >= PARALLEL_MIN_BYTES:
+                return False
+    return True
 
 
 def _launch_chunks(kernel: Entry, plan: Plan, args: Sequence[Any]) -> None:
