@@ -129,14 +129,18 @@ def test_the_choice_follows_the_calibration_record(opencl_device_fixture: hetero
     assert "K > 32768" in str(told_deep) and f"CLBlast {rate:.1f} GFLOP/s" in str(told_deep)
     assert "hetero's tiled kernel" in told_deep.choice.basis and "CLBlast over K in chunks" in told_deep.choice.basis
     assert str(hetero.explain_op("matmul", a, b)) == str(told_deep)  # deterministic
-    square = hetero.asarray(np.ones((256, 256), np.float32), device=device)
+    square = hetero.asarray(np.ones((512, 512), np.float32), device=device)
     assert hetero.explain_op("matmul", square, square).library == "CLBlast"  # 5% faster is not enough to switch
-    told_short = hetero.explain_op("matmul", a[:, :64], b[:64])
+    told_short = hetero.explain_op("matmul", a[:, :512], b[:512])
     assert told_short.library == "CLBlast" and told_short.choice.basis.startswith("hetero calibrate's figures")
     # a transposed operand is its own class (the tiled kernel copies it first): CLBlast measured faster there
     _record(device, ShapeClass("small", "deep", copied=True), CLBlast=0.100, chunks=0.200, hetero=0.300)
     told_transposed = hetero.explain_op("matmul", b.T, b)
     assert told_transposed.library == "CLBlast" and "an operand transposed" in told_transposed.choice.basis
+    # K <= 256 is a class of its own (each call's fixed cost decides): measured, it follows its own figures
+    _record(device, ShapeClass("small", "tiny"), CLBlast=0.050, hetero=0.010)
+    told_tiny = hetero.explain_op("matmul", a[:, :64], b[:64])
+    assert told_tiny.library == "hetero" and "K <= 256" in told_tiny.choice.basis
     before = blas.calls().get(device.name, {}).get("hetero", 0)
     _close((a @ b).numpy(), a.numpy(), b.numpy())
     assert blas.calls()[device.name]["hetero"] == before + 1  # the product ran where explain_op said
@@ -162,7 +166,7 @@ def test_default_rule_before_a_calibration(opencl_device_fixture: hetero.Device,
 def test_a_calibration_records_both_routines_for_the_choice(opencl_device_fixture: hetero.Device, with_clblast: None,
                                                             fresh_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     device = opencl_device_fixture
-    klass = ShapeClass("small", "short")
+    klass = ShapeClass("small", "tiny")
     monkeypatch.setitem(routine_choice.REPRESENTATIVES, klass, (8, 8, 64))  # tiny: this test measures nothing
     monkeypatch.setattr(routine_calibration, "QUICK_CLASSES", (klass,))
     assert routine_calibration.devices_with_a_choice([hetero.device("cpu"), device]) == [device]

@@ -30,11 +30,11 @@ from hetero.scheduler.cost_model import CostModel
 Progress = Callable[[int, int, str], None]  # (done, total, what is being measured)
 _DTYPE = np.dtype(np.float32)
 #: The classes a ``--quick`` calibration measures: the small outputs, where the routines differ most.
-QUICK_CLASSES = (ShapeClass("small", "short"), ShapeClass("small", "deep"), ShapeClass("small", "deep", True),
-                 ShapeClass("large", "short"))
+QUICK_CLASSES = (ShapeClass("small", "tiny"), ShapeClass("small", "tiny", True), ShapeClass("small", "short"),
+                 ShapeClass("small", "deep"), ShapeClass("small", "deep", True), ShapeClass("large", "short"))
 #: Every class a full calibration measures: each size class with contiguous operands, and the
 #: transposed first operand (PCA's ``x.T @ x``) where the tiled kernel's copy weighs most.
-FULL_CLASSES = (*REPRESENTATIVES, ShapeClass("small", "long", True), ShapeClass("small", "deep", True),
+FULL_CLASSES = (*REPRESENTATIVES, ShapeClass("small", "tiny", True), ShapeClass("small", "long", True), ShapeClass("small", "deep", True),
                 ShapeClass("large", "short", True))
 
 

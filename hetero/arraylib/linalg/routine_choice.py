@@ -41,9 +41,10 @@ from hetero.scheduler.cost_model import CostModel, default_model, default_path
 
 #: Output elements (batch * M * N) up to which a product's output is "small".
 SMALL_OUTPUT = 1 << 14
-#: Depths (K) up to which a product is "short", then "long"; deeper is "deep" (CLBlast's cliff
-#: on PoCL lies between 40k and 50k).
-SHORT_K, LONG_K = 4096, 32768
+#: Depths (K) up to which a product is "tiny" (a training step's small layers, where a routine's
+#: fixed cost per call decides: the digits MLP's five products, K <= 64, took CLBlast 54 us each
+#: on oneapi:0), "short", then "long"; deeper is "deep" (CLBlast's cliff on PoCL lies between 40k and 50k).
+TINY_K, SHORT_K, LONG_K = 256, 4096, 32768
 #: The chunk of K each CLBlast call takes in the chunked routine (below the cliff).
 K_CHUNK = LONG_K
 #: The name of the chunked CLBlast routine.
@@ -69,7 +70,7 @@ class ShapeClass:
 
     def __str__(self) -> str:
         outputs = f"<= {SMALL_OUTPUT}" if self.output == "small" else f"> {SMALL_OUTPUT}"
-        depth = {"short": f"K <= {SHORT_K}", "long": f"{SHORT_K} < K <= {LONG_K}", "deep": f"K > {LONG_K}"}[self.depth]
+        depth = {"tiny": f"K <= {TINY_K}", "short": f"{TINY_K} < K <= {SHORT_K}", "long": f"{SHORT_K} < K <= {LONG_K}", "deep": f"K > {LONG_K}"}[self.depth]
         layout = ", an operand transposed" if self.copied else ""
         return f"{self.output} output ({outputs} elements), {self.depth} ({depth}){layout}"
 
@@ -77,12 +78,15 @@ class ShapeClass:
 def shape_class(outputs: int, k: int, copied: bool = False) -> ShapeClass:
     """The class of a product with ``outputs`` result elements (batch * M * N) and depth ``k``
     (``copied``: an operand's rows are not contiguous)."""
-    depth = "short" if k <= SHORT_K else "long" if k <= LONG_K else "deep"
+    depth = "tiny" if k <= TINY_K else "short" if k <= SHORT_K else "long" if k <= LONG_K else "deep"
     return ShapeClass("small" if outputs <= SMALL_OUTPUT else "large", depth, copied)
 
 
-#: The (M, N, K) that stands for each class in a calibration: about 0.03 to 1 GFLOP each.
+#: The (M, N, K) that stands for each class in a calibration: about 0.03 to 1 GFLOP each (the
+#: tiny classes less: their figure is mostly each call's fixed cost).
 REPRESENTATIVES: dict[ShapeClass, tuple[int, int, int]] = {
+    ShapeClass("small", "tiny"): (64, 64, 64),
+    ShapeClass("large", "tiny"): (512, 512, 64),
     ShapeClass("small", "short"): (64, 64, 4096),
     ShapeClass("small", "long"): (64, 64, 32768),
     ShapeClass("small", "deep"): (64, 64, 131072),
