@@ -38,6 +38,9 @@ METHODS = ("allocate", "upload", "download", "download_many", "copy", "launch", 
            "kernel_arg", "native_view", "alias_host")
 
 _ACTIVE = threading.local()
+#: One trace at a time in the process: two would wrap the same runtimes, and the first to finish
+#: would take the other's wrappers away with its own.
+_TRACE_LOCK = threading.Lock()
 
 
 def tracing() -> bool:
@@ -133,6 +136,7 @@ class Recorder:
     def active(self) -> Iterator[Recorder]:
         if tracing():
             raise JitError("hetero.jit: a trace is already running in this thread")
+        _TRACE_LOCK.acquire()
         _ACTIVE.recorder = self
         tracing_state.set_active(True)
         try:
@@ -153,6 +157,7 @@ class Recorder:
             self._saved.clear()
             _ACTIVE.recorder = None
             tracing_state.set_active(False)
+            _TRACE_LOCK.release()
 
     def _wrapper(self, runtime: Any, method: str, original: Callable[..., Any]) -> Callable[..., Any]:
         recorder, thread = self, self.thread
