@@ -286,3 +286,21 @@ def test_intermediates_share_buffers_where_their_lives_do_not_overlap(device: he
     described = jitted.describe()[0]
     assert described["launches"] == 24
     assert described["intermediate_bytes"] <= 3 * 256 * 4  # 23 intermediates in at most 3 buffers
+
+
+def test_a_split_launch_inside_a_trace_is_refused() -> None:
+    names = [d.name for d in hetero.devices()]
+    if len(names) < 2:
+        pytest.skip("needs two devices")
+
+    @hetero.kernel
+    def scale(x: hetero.Array[hetero.f32]) -> None:
+        i = hetero.global_id(0)
+        if i < x.shape[0]:
+            x[i] = x[i] * 2.0
+
+    split = scale.split(devices=names[:2])
+    x = put(np.ones(64, np.float32), hetero.device(names[0]))
+    with pytest.raises(hetero.KernelLaunchError, match="cannot be recorded by hetero.jit"):
+        hetero.jit(lambda x: split[64](x))(x)
+    assert np.array_equal(x.numpy(), np.ones(64, np.float32))  # refused before anything ran

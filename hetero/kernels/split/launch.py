@@ -48,6 +48,7 @@ import numpy as np
 from hetero.array.ndarray import Array, empty
 from hetero.core.device import Device, HealthState
 from hetero.core.device_list import parse_devices
+from hetero.core import tracing_state
 from hetero.core.errors import KernelLaunchError
 from hetero.kernels.launch_args import check_divides
 from hetero.core.registry import device as resolve_device
@@ -332,6 +333,11 @@ class SplitLauncher:
     # -- running ------------------------------------------------------------------------
     def __call__(self, *args: Any) -> SplitPlan:
         kernel = self.owner.kernel
+        if tracing_state.active():
+            # its parts run on other threads, and each plan follows the last launches' measured times
+            raise KernelLaunchError(f"{kernel.name}.split cannot be recorded by hetero.jit: a split launch runs its "
+                                    "parts on threads of its own and plans each launch from measured times; call it "
+                                    "outside the jitted function, or launch the kernel on one device inside it")
         source: Device | None = None
         parts_of_key: list[Any] = []  # the plan key: the source's name, each array's shape and dtype,
         # each other argument's type (made in the same pass as the checks)
