@@ -66,8 +66,9 @@ def leaf_key(leaf: Any, position: int, owners: dict[int, int], name: str) -> Has
     if kind is Array or isinstance(leaf, Array):
         owner = root(leaf)
         shared = owners.setdefault(id(owner), position)
-        return ("array", leaf.shape, leaf.dtype, leaf._device.name, leaf._strides, leaf.offset,
-                owner.shape, owner.dtype, shared)
+        # the runtime object too: after hetero.core.registry.reset() a device of the same name is a new one
+        return ("array", leaf.shape, leaf.dtype, leaf._device.name, id(leaf._device.runtime), leaf._strides,
+                leaf.offset, owner.shape, owner.dtype, shared)
     if kind is float:
         return (float, leaf.hex())  # -0.0 and 0.0 differ; every NaN is one key
     if kind is bool or kind is int or kind is complex or kind is str or leaf is None:
