@@ -200,30 +200,50 @@ def _launch_shape(which: int, n: int, threads: int = 256) -> int:
     return min(64, blocks) if which == 6 else blocks
 
 
-def reduce(args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks import compat_cuda
+def _front_end_bandwidth(device: str, n: int, which: list[int], repeats: int) -> dict[str, Any]:
+    """reduce<which><int> through hetero's CUDA C front end on ``device`` (the sample's launch
+    sizes and template instances, as benchmarks.compat_cuda times them), each answer checked."""
+    from hetero.compat.cuda import RawKernel
 
+    path = PEERS / "cuda-samples" / "Samples" / REDUCTION
+    code = path.read_text()
+    data_host = np.random.default_rng(0).integers(0, 256, n).astype(np.int32)
+    out: dict[str, Any] = {}
+    with hetero.use_device(device):
+        data = hetero.asarray(data_host)
+        for k in which:
+            kernel, blocks = RawKernel(code, REDUCE_NAMES[k], path=str(path)), _launch_shape(k, n)
+            partial = hetero.zeros(blocks, hetero.i32)
+
+            def run(kernel: Any = kernel, blocks: int = blocks, partial: Any = partial) -> object:
+                kernel((blocks,), (256,), (data, partial, np.uint32(n)), shared_mem=256 * 4)
+                return hetero.synchronize()
+
+            seconds = measure(run, repeats=repeats, warmup=2)["median_s"]
+            out[f"reduce{k}"] = {"seconds": seconds, "gb_per_s": n * 4 / seconds / 1e9,
+                                 "correct": int(partial.numpy().astype(np.int64).sum()) == int(data_host.sum())}
+    return out
+
+
+def reduce(args: argparse.Namespace) -> dict[str, Any]:
     if not (PEERS / "cuda-samples").is_dir():
         raise CannotRun(f"cuda-samples are not at {PEERS / 'cuda-samples'} (carry them: see gpu_session.sh)")
-    compat_cuda.SAMPLES_DIR = str(PEERS / "cuda-samples" / "Samples")
-    compat_cuda.REDUCTION_N = args.elements
-    front_end = compat_cuda.reduction_bandwidth(args.device, args.repeats)
-    if isinstance(front_end, str):
-        raise CannotRun(front_end)
+    front_end = _front_end_bandwidth(args.device, args.elements, args.which, args.repeats)
     out: dict[str, Any] = {"device": args.device, "n": args.elements, "front_end": front_end}
+    ok = all(v["correct"] for v in front_end.values())
     if not args.device.startswith("cuda"):
         start = time.perf_counter()
         kind, image, lowered = nvrtc_reduction("compute_90")
         out["nvrtc"] = {"compiled_only": f"{kind} for compute_90, {len(image)} bytes, "
                                          f"{time.perf_counter() - start:.2f} s (no GPU to run it)", "lowered": lowered}
-        out["ok"] = True
+        out["ok"] = ok
         return out
     out["nvrtc"] = _nvrtc_bandwidth(args.elements, args.repeats)
     out["side_by_side"] = {k: {"hetero_gb_per_s": front_end[k]["gb_per_s"],
                                "nvrtc_gb_per_s": out["nvrtc"][k]["gb_per_s"],
                                "hetero_vs_nvrtc": front_end[k]["gb_per_s"] / out["nvrtc"][k]["gb_per_s"]}
                            for k in front_end}
-    out["ok"] = all(v["correct"] for v in out["nvrtc"].values())
+    out["ok"] = ok and all(v["correct"] for v in out["nvrtc"].values())
     return out
 
 
@@ -455,6 +475,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=100, help="served requests per client")
     parser.add_argument("--steps", type=int, default=40, help="guarded training steps")
     parser.add_argument("--fault-step", type=int, default=15)
+    parser.add_argument("--which", type=int, nargs="+", default=list(range(7)), help="reduce kernels (default 0-6)")
     parser.add_argument("--hetero-results", help="benchmarks.numba_cuda_examples' results JSON")
     parser.add_argument("--timeout", type=int, default=240)
     return parser.parse_args(argv)
