@@ -113,7 +113,7 @@ def arrays(args: argparse.Namespace) -> dict[str, Any]:
     del big
     n = args.size
     mats = [rng.standard_normal((n, n), dtype=np.float32) for _ in range(2)]
-    side_by_side(f"matmul {n}x{n}", lambda m, a: lambda: a[0] @ a[1], mats, 2 * n ** 3, 1e-2)
+    side_by_side(f"matmul {n}x{n}", lambda m, a: lambda: a[0] @ a[1], mats, 12 * n * n, 1e-2)
     rows[-1]["hetero_tflops"], rows[-1]["peer_tflops"] = (2 * n ** 3 / rows[-1]["hetero_s"] / 1e12,
                                                           2 * n ** 3 / rows[-1][f"{peer_name}_s"] / 1e12)
     rows.append(_pca(device, peer, peer_name, args.pca_rows, args.repeats))
@@ -347,6 +347,7 @@ def guard(args: argparse.Namespace) -> dict[str, Any]:
     from benchmarks import torch_guard
 
     torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)  # cuDNN's convolution gradients differ run to run otherwise
     data = torch_guard.load_data(torch)
     runs: dict[str, Any] = {"fault-free": _guarded(torch, data, args, None)}
     ops = torch_guard.torch_ops_per_step(torch, data)
@@ -376,12 +377,17 @@ def _guarded(torch: Any, data: Any, args: argparse.Namespace, rule: str | None,
     from benchmarks import torch_guard
     from hetero.fault import quarantine
 
-    x, y = data
-    loop = torch_guard.Loop(torch, x.to(hetero.torch_device(args.device)), y.to(hetero.torch_device(args.device)))
-    loop.model.to(hetero.torch_device(args.device))
-    fired = [False]
+    x, y = data  # on the host: a device left after a fault may not be readable
+    start_on = hetero.torch_device(args.device)
+    loop = torch_guard.Loop(torch, x.to(start_on), y.to(start_on))
+    loop.model.to(start_on)
+    fired, placed, guard_holder = [False], {}, []
 
     def step(k: int) -> float:
+        where = hetero.torch_device(guard_holder[0].device)  # a replay after a move runs on the new device
+        if where not in placed:
+            placed[where] = (x.to(where), y.to(where))
+        loop.x, loop.y = placed[where]
         if real_fault_at is not None and k == real_fault_at and not fired[0]:
             fired[0] = True
             _illegal_address(args.device)
@@ -390,11 +396,10 @@ def _guarded(torch: Any, data: Any, args: argparse.Namespace, rule: str | None,
     start = time.perf_counter()
     with hetero.guard(loop.state, snapshot_every=10, device=args.device, devices=[args.device, args.fallback],
                       max_recoveries=3) as g:
-        loop.x, loop.y = x.to(hetero.torch_device(g.device)), y.to(hetero.torch_device(g.device))
+        guard_holder.append(g)
         with hetero.fault.inject(rule) if rule else contextlib.nullcontext():
             for k in range(args.steps):
                 g.run(step, k)
-                loop.x, loop.y = (t.to(hetero.torch_device(g.device)) for t in (x, y))
     seconds = time.perf_counter() - start
     quarantine.forget_drill()
     model = loop.model.cpu().eval()
@@ -450,7 +455,8 @@ def _junit_files(path: Path) -> dict[str, str]:
     if not path.exists():
         return out
     for case in ElementTree.parse(path).iter("testcase"):
-        name = case.get("classname", "").split(".")[-2 if "." in case.get("classname", "") else 0] + ".py"
+        parts = case.get("classname", "").split(".")
+        name = next((p for p in parts if p.startswith("test_")), parts[0]) + ".py"
         bad = any(child.tag in ("failure", "error") for child in case)
         out[name] = "failed" if bad or out.get(name) == "failed" else "passed"
     return out
