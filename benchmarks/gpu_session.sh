@@ -87,7 +87,7 @@ export DEV FALLBACK DRY PY OUT ROOT
 
 # Sizes: the issue's on the GPU, small enough for a shared 2-core machine in the dry run.
 if [ "$DRY" = 0 ]; then
-    export ARRAYS_ARGS="" EXAMPLES=5 API_TESTS="" API_GROUPS=6 REDUCE_N=$((64 << 20)) REDUCE_WHICH="" GUARD_STEPS=40 SERVE_REQ=100
+    export ARRAYS_ARGS="" EXAMPLES=5 API_TESTS="" API_GROUPS=6 REDUCE_N=$((64 << 20)) REDUCE_WHICH="" GUARD_STEPS=120 SERVE_REQ=100
 else
     export ARRAYS_ARGS="--elements 262144 --size 128 --pca-rows 4000 --repeats 3" EXAMPLES=2 \
         API_TESTS="array_api_tests/test_sorting_functions.py array_api_tests/test_constants.py" API_GROUPS=2 REDUCE_N=65536 \
@@ -211,6 +211,6 @@ for name in $PARTS; do
     printf '%-9s %s %6.1fs  %s\n' "$name" "$status" "$seconds" "$why" | tee -a "$SUMMARY"
 done
 if [ "$PACK" = 1 ]; then
-    (cd "$OUT" && tar czf parts.tar.gz $PARTS install.log 2>/dev/null && rm -rf $PARTS)
+    (cd "$OUT" && tar czf parts.tar.gz $(ls -d $PARTS install.log 2>/dev/null) && rm -rf $PARTS install.log)
 fi
 exit 0
