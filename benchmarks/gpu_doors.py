@@ -455,8 +455,9 @@ def _junit_files(path: Path) -> dict[str, str]:
     if not path.exists():
         return out
     for case in ElementTree.parse(path).iter("testcase"):
-        parts = case.get("classname", "").split(".")
-        name = next((p for p in parts if p.startswith("test_")), parts[0]) + ".py"
+        # a test: classname "doc_examples.test_x.TestX"; a module that failed to import: name "doc_examples.test_x"
+        parts = case.get("classname", "").split(".") + case.get("name", "").split(".")
+        name = next((p for p in parts if p.startswith("test_")), "?") + ".py"
         bad = any(child.tag in ("failure", "error") for child in case)
         out[name] = "failed" if bad or out.get(name) == "failed" else "passed"
     return out
