@@ -33,6 +33,7 @@
 # parts, default 470), GPU_SESSION_PACK (1: pack the part folders into $OUT/parts.tar.gz, since
 # at most 8 files come back from $OUT; default 1 on cuda, 0 in the dry run).
 set -u
+{ # the whole script is one command, read before it runs: an edit or a checkout meanwhile cannot change it
 export PYTHONUNBUFFERED=1
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -69,7 +70,7 @@ if [ -d "$CARRY/peers" ]; then export HETERO_PEERS=$CARRY/peers; else export HET
 
 # -- setup: hetero and the carried wheels, offline (the dry run uses the environment it is given) --
 if [ "$DRY" = 0 ]; then
-    wheels=$(ls "$CARRY"/whl/*.whl .whl/*.whl 2>/dev/null)
+    wheels=$(ls "$CARRY"/whl/*.whl 2>/dev/null || ls .whl/*.whl 2>/dev/null)  # one set: two setuptools clash
     if [ -n "$wheels" ]; then
         "$PY" -m pip install -q --no-index --no-deps --target /tmp/carried $wheels > "$OUT/install.log" 2>&1
         export PYTHONPATH=/tmp/carried${PYTHONPATH:+:$PYTHONPATH}
@@ -214,3 +215,4 @@ if [ "$PACK" = 1 ]; then
     (cd "$OUT" && tar czf parts.tar.gz $(ls -d $PARTS install.log 2>/dev/null) && rm -rf $PARTS install.log)
 fi
 exit 0
+}
