@@ -24,7 +24,9 @@ from typing import Any
 
 from hetero.core.sizes import parse_size
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# HETERO_BENCH_RESULTS moves every result file elsewhere (benchmarks/gpu_session.sh: one folder
+# per part under $OUT, and its dry run leaves the repository's results alone).
+RESULTS_DIR = Path(os.environ.get("HETERO_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
 # A sample shorter than this is too close to the timer's own cost and to scheduler
 # jitter, so fast calls are timed in batches that last at least this long.
 DEFAULT_MIN_TIME = 0.002
