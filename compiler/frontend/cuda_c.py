@@ -41,6 +41,7 @@ from hetero.compiler.ir import nodes as ir, passes
 from hetero.compiler.frontend import cuda_c_bounds, cuda_c_files
 from hetero.compiler.frontend.cuda_c_cursors import TreeTooDeep, check_depth, children, declarations, recursion_room, walk
 from hetero.compiler.frontend.cuda_c_limits import check_nesting
+from hetero.compiler.frontend.cuda_c_math import MATH_PRELUDE, STORES, UNSUPPORTED_HINT, MathCalls
 from hetero.compiler.frontend.cuda_c_memory import VECTOR_PRELUDE, MemoryAccess, Pointer, vector_type
 from hetero.compiler.ir.queries import own_expressions
 from hetero.compiler.ir.warp_emulation import linear_id, warp_lane
@@ -56,6 +57,39 @@ PRELUDE = r"""
 #define __launch_bounds__(...)
 #define __CUDACC__ 1
 typedef unsigned long size_t;
+typedef long ptrdiff_t; typedef long intptr_t; typedef unsigned long uintptr_t;
+typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;
+typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t; typedef unsigned int uint; typedef unsigned short ushort;
+typedef unsigned char uchar; typedef unsigned long ulong;
+#define CUDART_VERSION 12000
+#define __CUDACC_VER_MAJOR__ 12
+#define __CUDACC_VER_MINOR__ 0
+#define CUDART_INF_F 1e39f
+#define CUDART_INF 1e309
+#define INFINITY CUDART_INF_F
+#define HUGE_VALF CUDART_INF_F
+#define HUGE_VAL CUDART_INF
+#define CUDART_PI_F 3.141592654f
+#define CUDART_PI 3.1415926535897931e+0
+#define M_PI 3.14159265358979323846
+#define M_PI_2 1.57079632679489661923
+#define M_E 2.7182818284590452354
+#define M_SQRT2 1.41421356237309504880
+#define M_LN2 0.69314718055994530942
+#define FLT_MAX 3.402823466e+38f
+#define FLT_MIN 1.175494351e-38f
+#define FLT_EPSILON 1.192092896e-07f
+#define DBL_MAX 1.7976931348623158e+308
+#define DBL_MIN 2.2250738585072014e-308
+#define DBL_EPSILON 2.2204460492503131e-016
+#define CHAR_BIT 8
+#define INT_MAX 2147483647
+#define INT_MIN (-2147483647 - 1)
+#define UINT_MAX 0xffffffffu
+#define LLONG_MAX 9223372036854775807ll
+#define LLONG_MIN (-9223372036854775807ll - 1)
+#define ULLONG_MAX 0xffffffffffffffffull
 struct __hetero_uint3 { unsigned int x, y, z; };
 extern const __device__ __hetero_uint3 threadIdx, blockIdx, blockDim, gridDim;
 extern const __device__ int warpSize;
@@ -87,17 +121,6 @@ __device__ unsigned int atomicDec(unsigned int*, unsigned int);
 __device__ int atomicCAS(int*, int, int);
 __device__ unsigned int atomicCAS(unsigned int*, unsigned int, unsigned int);
 __device__ unsigned long long atomicCAS(unsigned long long*, unsigned long long, unsigned long long);
-#define __HETERO_MATH1(f) __device__ float f##f(float); __device__ double f(double);
-#define __HETERO_MATH2(f) __device__ float f##f(float, float); __device__ double f(double, double);
-__HETERO_MATH1(sqrt) __HETERO_MATH1(rsqrt) __HETERO_MATH1(exp) __HETERO_MATH1(exp2) __HETERO_MATH1(expm1)
-__HETERO_MATH1(log) __HETERO_MATH1(log2) __HETERO_MATH1(log10) __HETERO_MATH1(log1p) __HETERO_MATH1(sin)
-__HETERO_MATH1(cos) __HETERO_MATH1(tan) __HETERO_MATH1(asin) __HETERO_MATH1(acos) __HETERO_MATH1(atan)
-__HETERO_MATH1(sinh) __HETERO_MATH1(cosh) __HETERO_MATH1(tanh) __HETERO_MATH1(fabs) __HETERO_MATH1(floor)
-__HETERO_MATH1(ceil) __HETERO_MATH1(trunc) __HETERO_MATH1(round) __HETERO_MATH1(rint) __HETERO_MATH1(erf)
-__HETERO_MATH1(erfc) __HETERO_MATH1(cbrt)
-__HETERO_MATH2(pow) __HETERO_MATH2(fmin) __HETERO_MATH2(fmax) __HETERO_MATH2(atan2) __HETERO_MATH2(fmod)
-__HETERO_MATH2(hypot) __HETERO_MATH2(copysign)
-__device__ float fmaf(float, float, float); __device__ double fma(double, double, double);
 __device__ unsigned int __umul24(unsigned int, unsigned int); __device__ int __mul24(int, int);
 __device__ int min(int, int); __device__ unsigned int min(unsigned int, unsigned int);
 __device__ long long min(long long, long long); __device__ float min(float, float); __device__ double min(double, double);
@@ -110,9 +133,6 @@ _SCALARS = {
     "UInt": u32, "Long": i64, "ULong": u64, "LongLong": i64, "ULongLong": u64, "Float": f32, "Double": f64,
     "Half": f16, "Float16": f16,
 }
-_MATH = {"sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
-         "atan", "sinh", "cosh", "tanh", "fabs", "floor", "ceil", "trunc", "round", "rint", "erf", "erfc", "cbrt", "pow",
-         "fmin", "fmax", "atan2", "fmod", "hypot", "copysign", "fma"}
 _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomicMin": "min", "atomicMax": "max",
             "atomicAnd": "and", "atomicOr": "or", "atomicXor": "xor", "atomicInc": "inc", "atomicDec": "dec",
             "atomicCAS": "cas"}
@@ -173,7 +193,7 @@ def _work_dir() -> str:
         _HEADERS_DIR = tempfile.mkdtemp(prefix="hetero-cuda-c-")
         atexit.register(shutil.rmtree, _HEADERS_DIR, True)
         with open(os.path.join(_HEADERS_DIR, "hetero_prelude.h"), "w") as out:
-            out.write(PRELUDE + VECTOR_PRELUDE + "\n")
+            out.write(PRELUDE + VECTOR_PRELUDE + "\n" + MATH_PRELUDE + "\n")
     return _HEADERS_DIR
 
 
@@ -429,7 +449,7 @@ def scalar_of(ctype: Any, where: tuple[str, int, int]) -> ScalarType:
     return _SCALARS[key]
 
 
-class _Lowering(MemoryAccess):
+class _Lowering(MemoryAccess, MathCalls):
     """One function's body -> IR statements (types from clang, conversions explicit)."""
 
     def __init__(self, unit: Source, decl: Any, name: str, program: dict[str, ir.Function] | None = None) -> None:
@@ -803,6 +823,8 @@ class _Lowering(MemoryAccess):
             kids = self.kids(c)  # a struct assignment: the target, the operator, the value
             return self.store_vector(kids[0], self.vector_value(kids[-1]), loc)
         if c.kind == K.CALL_EXPR:
+            if c.spelling in STORES and _from_prelude(c):
+                return self.hinted_store(c, loc)
             if c.spelling == "__syncthreads":
                 return [ir.Barrier(loc)]
             if c.spelling in _FENCES:
@@ -971,6 +993,8 @@ class _Lowering(MemoryAccess):
         callee = c.referenced
         if callee is None or not callee.is_definition():
             definition = callee.get_definition() if callee is not None else None
+            if definition is None and _from_prelude(c):
+                raise self.fail(c, f"{c.spelling}: {UNSUPPORTED_HINT}")
             if definition is None:
                 raise self.fail(c, f"calling {c.spelling} is not supported in kernels (no device definition here)")
             callee = definition
@@ -1259,9 +1283,11 @@ class _Lowering(MemoryAccess):
 
     def warp_intrinsic(self, c: Any, op: str) -> ir.Expr:
         """``__shfl_down_sync(mask, v, delta[, width])``, ``__ballot_sync(mask, p)`` and their kin."""
-        args = list(c.get_arguments())
+        args = _written(c)
         if op == "activemask":
             return ir.Warp(u32, op, ())
+        if op == "sync" and not args:  # __syncwarp(): the whole warp
+            return ir.Warp(ir.VOID, op, (ir.Const(u32, 0xFFFFFFFF),))
         mask = self.cast(self.expr(args[0]), u32)
         if op == "sync":
             return ir.Warp(ir.VOID, op, (mask,))
@@ -1325,17 +1351,10 @@ class _Lowering(MemoryAccess):
                 raise self.fail(c, f"{name} on a {element} element through a {pointee} pointer is not supported")
             values = tuple(self.cast(self.expr(a), element) for a in args[1:])
             return ir.Atomic(element, op, array, indices, values)
-        base = name[:-1] if name.endswith("f") and name[:-1] in _MATH else name
-        if base in _MATH and isinstance(t, ScalarType):
-            return ir.Math(t, base, tuple(self.cast(self.expr(a), t) for a in args))
-        if name in ("min", "max") and isinstance(t, ScalarType):
-            return ir.BinOp(t, name, *(self.cast(self.expr(a), t) for a in args))
-        if name in ("__umul24", "__mul24") and isinstance(t, ScalarType):  # the low 32 bits of 24-bit products
-            mask = ir.Const(t, 0xFFFFFF)
-            a, b = (ir.BinOp(t, "&", self.cast(self.expr(x), t), mask) for x in args)
-            if name == "__mul24":  # sign-extend the 24-bit operands
-                a, b = (ir.BinOp(t, ">>", ir.BinOp(t, "<<", x, ir.Const(t, 8)), ir.Const(t, 8)) for x in (a, b))
-            return ir.BinOp(t, "*", a, b)
+        if _from_prelude(c):
+            found = self.library_call(c, name)
+            if found is not None:
+                return found
         callee = self.definition(c)
         if self.must_inline(c, callee):
             stmts, result = self.inline(c, callee)
@@ -1371,6 +1390,21 @@ class _Lowering(MemoryAccess):
         while candidate in taken:
             candidate, n = f"{name}_{n}", n + 1
         return candidate
+
+
+def _written(c: Any) -> list[Any]:
+    """Call ``c``'s arguments as written: without those a default argument supplies (no tokens)."""
+    args = list(c.get_arguments())
+    while args and next(iter(args[-1].get_tokens()), None) is None:
+        args.pop()
+    return args
+
+
+def _from_prelude(c: Any) -> bool:
+    """Whether call ``c`` names a function of the front end's prelude (CUDA's own, not the user's)."""
+    callee = c.referenced
+    where = callee.location.file if callee is not None else None
+    return where is not None and os.path.basename(where.name) == "hetero_prelude.h"
 
 
 def _tile_mask(size: int) -> ir.Expr:
