@@ -53,6 +53,9 @@ _CONVERSIONS = {f"__{src}2{dst}_{mode}": (rounding, ctype)
                 for mode, rounding in _ROUNDINGS.items()}
 LOADS = ("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldcv", "__ldlu")
 STORES = ("__stcs", "__stcg", "__stwb", "__stwt")
+_UNLOWERED = {*_UNSUPPORTED1, "ilogb", "sincos", "__sincos", "sincospi", "frexp", "modf", "remquo", "norm3d",
+              "rnorm3d", "__float_as_int", "__int_as_float", "__float_as_uint", "__uint_as_float",
+              "__double_as_longlong", "__longlong_as_double", "__umul64hi"}
 UNSUPPORTED_HINT = ("hetero's CUDA C front end does not lower this CUDA function yet (docs/compat-cuda.md lists "
                     "what it does); compute it from the supported functions")
 
@@ -191,6 +194,8 @@ class MathCalls:
 
     def library_call(self, c: Any, name: str) -> ir.Expr | None:
         """A call of CUDA's math library or one of its intrinsics as IR, else None."""
+        if name in _UNLOWERED or (name.endswith("f") and name[:-1] in _UNLOWERED):
+            return None  # declared only: the caller's refusal names it
         args = list(c.get_arguments())
         if name in LOADS:
             return self.load_through(self.hinted_pointer(c, args[0], 1))
