@@ -209,8 +209,11 @@ class Source:
         self.include_dirs = list(include_dirs)
         self.defines = list(defines)
         self.instances: list[str] = []
-        self.line_shift: tuple[int, int] | None = None  # (line in the parsed text, line in the user's)
+        #: An instance's: (its first line in the parsed text, that line in the template's file, that file)
+        self.line_shift: tuple[int, int, str] | None = None
         self.depths: dict[int, int] = {}  # a function's cursor hash -> its tree's depth
+        #: "<template's hash><arguments>" -> the unit of its instance and the instance's cursor
+        self.instance_units: dict[str, tuple[Source, Any]] = {}
         check_nesting(code, path)  # before libclang, which a deep enough expression crashes
         self.inputs = cuda_c_files.gather(code, self.path, self.folders, KNOWN_HEADERS, self)
         self.missing_includes = self.inputs.missing
@@ -275,6 +278,13 @@ class Source:
                                f"on (sys.getrecursionlimit() is {sys.getrecursionlimit()}): split its expressions "
                                "or flatten its statements", *lowering.where(at)) from None
 
+    def origin(self, file: str | None, line: int) -> tuple[str, int]:
+        """Where ``line`` of ``file``, as parsed, was written: in a template instance, the template's text."""
+        shift = self.line_shift
+        if shift is not None and file == self.path and line >= shift[0]:
+            return shift[2], line - shift[0] + shift[1]
+        return file or self.path, line
+
     def depth_of(self, decl: Any, where: Callable[[Any], tuple[str, int, int]]) -> int:
         """How deep function ``decl``'s tree goes (a CompileError past the limit), measured once."""
         if decl.hash not in self.depths:
@@ -301,9 +311,22 @@ class Source:
                 if self.missing_includes:  # the likely cause: a header of the kernel's that is not here
                     message += (f" (these #includes were found in none of the include folders, "
                                 f"{', '.join(self.folders) or 'none'}, and read as empty: {', '.join(self.missing_includes)})")
-                raise CompileError(message, loc.file.name, loc.line, max(loc.column - 1, 0))
+                raise CompileError(message, *self.origin(loc.file.name, loc.line), max(loc.column - 1, 0))
 
     def _instantiate(self, decl: Any, base: str, arguments: str) -> ir.Function:
+        unit, inner = self.instance(decl, base, arguments)
+        unit._check(inner)
+        return unit._lower(inner, _c_name(f"{base}<{arguments}>"))
+
+    def instance(self, decl: Any, base: str, arguments: str) -> tuple[Source, Any]:
+        """Template ``decl`` with ``arguments`` (``"float, 4"``): its text compiled again as a plain
+        function in a namespace defining each parameter, and that function's cursor (made once)."""
+        key = f"{decl.hash}<{arguments}>"
+        if key not in self.instance_units:
+            self.instance_units[key] = self._instance(decl, base, arguments)
+        return self.instance_units[key]
+
+    def _instance(self, decl: Any, base: str, arguments: str) -> tuple[Source, Any]:
         cindex = _clang()
         params = [c for c in children(decl) if c.kind in (cindex.CursorKind.TEMPLATE_NON_TYPE_PARAMETER,
                                                                  cindex.CursorKind.TEMPLATE_TYPE_PARAMETER)]
@@ -319,26 +342,30 @@ class Source:
                 kind = kind.rsplit(param.spelling, 1)[0].strip() or "int"
                 lines.append(f"constexpr {kind} {param.spelling} = {value};")
         text = self.code
-        body = _text_of(decl, self.code)
+        home = decl.location.file.name if decl.location.file else self.path
+        written = self.code if home == self.path else dict(self.inputs.files).get(home)
+        if written is None:
+            raise CompileError(f"cannot read the text of the template {base}", *_where_of(decl))
+        body = _text_of(decl, written)
         header_end = body.index(">") + 1 if body.lstrip().startswith("template") else 0
         plain = body[header_end:]
         instance = f"__hetero_instance{len(self.instances)}"
-        self.instances.append(name_of_instance := f"{base}<{arguments}>")
+        self.instances.append(f"{base}<{arguments}>")
         head = f"{text}\nnamespace {instance} {{\n{' '.join(lines)}\n"
         text = f"{head}{plain}\n}}\n"
         unit = Source.__new__(Source)
         unit.__dict__.update(self.__dict__)
-        unit.line_shift = (head.count("\n") + 1, decl.extent.start.line)  # errors point into the template's text
+        unit.line_shift = (head.count("\n") + 1, *self.origin(home, decl.extent.start.line)[::-1])
         unit.code = text
         unit.depths = {}
+        unit.instance_units = {}
         unit._tu = unit._parse(text)
         for cursor in declarations(unit._tu):
             if cursor.kind == cindex.CursorKind.NAMESPACE and cursor.spelling == instance:
                 for inner in children(cursor):
                     if inner.kind == cindex.CursorKind.FUNCTION_DECL and inner.spelling == base:
-                        unit._check(inner)
-                        return unit._lower(inner, _c_name(name_of_instance))
-        raise CompileError(f"{self.path}: could not instantiate {base}<{arguments}>")
+                        return unit, inner
+        raise CompileError(f"could not instantiate {base}<{arguments}>", *_where_of(decl))
 
 
 def _evaluate(cursor: Any) -> int | float | None:
@@ -478,15 +505,13 @@ class _Lowering(MemoryAccess, MathCalls):
         self.prelude: list[ir.Stmt] = []
         self.unsplittable = 0  # inside expressions that must stay whole (:meth:`in_place`)
         self.expr_depths: dict[int, tuple[ir.Expr, int]] = {}  # id -> (the expression, its depth)
+        self.callee_units: dict[Any, Source] = {}  # a function template instance's cursor hash -> its unit
 
     # -- helpers -------------------------------------------------------------------------
     def where(self, cursor: Any) -> tuple[str, int, int]:
         loc = cursor.location
-        line = loc.line
-        shift = self.unit.line_shift
-        if shift is not None and loc.file is not None and loc.file.name == self.unit.path and line >= shift[0]:
-            line = line - shift[0] + shift[1]
-        return (loc.file.name if loc.file else self.unit.path, line, max(loc.column - 1, 0))
+        unit = next((u for u in self.callee_units.values() if u._tu is cursor._tu), self.unit)  # an inlined instance's
+        return (*unit.origin(loc.file.name if loc.file else None, loc.line), max(loc.column - 1, 0))
 
     def loc(self, cursor: Any) -> ir.Loc:
         return ir.Loc(*self.where(cursor))
@@ -991,6 +1016,9 @@ class _Lowering(MemoryAccess, MathCalls):
 
     def definition(self, c: Any) -> Any:
         callee = c.referenced
+        template = _specialized_template(callee)
+        if template is not None:
+            return self.template_instance(c, callee, template)
         if callee is None or not callee.is_definition():
             definition = callee.get_definition() if callee is not None else None
             if definition is None and _from_prelude(c):
@@ -1001,6 +1029,27 @@ class _Lowering(MemoryAccess, MathCalls):
         if not any(k.kind == self.cindex.CursorKind.CUDADEVICE_ATTR for k in children(callee)):
             raise self.fail(c, f"{c.spelling} is not a __device__ function")
         return callee
+
+    def template_instance(self, c: Any, specialization: Any, template: Any) -> Any:
+        """The instance a call of a ``__device__`` function template names (``load<float, 4>(p)``, or
+        with its arguments deduced), compiled as the front end compiles a template kernel."""
+        arguments: list[str] = []
+        for k in range(specialization.get_num_template_arguments()):
+            kind = specialization.get_template_argument_kind(k).name
+            if kind == "TYPE":
+                arguments.append(specialization.get_template_argument_type(k).get_canonical().spelling)
+            elif kind == "INTEGRAL":
+                arguments.append(str(specialization.get_template_argument_value(k)))
+            else:
+                raise self.fail(c, f"{c.spelling}: a template argument of kind {kind.lower()} is not supported "
+                                   "(types and integers are)")
+        defined = template.get_definition() or template
+        unit, inner = self.unit.instance(defined, template.spelling, ", ".join(arguments))
+        unit._check(inner)
+        if not any(k.kind == self.cindex.CursorKind.CUDADEVICE_ATTR for k in children(inner)):
+            raise self.fail(c, f"{c.spelling} is not a __device__ function")
+        self.callee_units[inner.hash] = unit
+        return inner
 
     def store(self, target: Any, value: ir.Expr, loc: ir.Loc) -> list[ir.Stmt]:
         K = self.cindex.CursorKind  # noqa: N806
@@ -1366,7 +1415,7 @@ class _Lowering(MemoryAccess, MathCalls):
             return result
         key = f"{name}_{callee.hash}"
         if key not in self.program:
-            inner = _Lowering(self.unit, callee, self.fresh_function(name), self.program)
+            inner = _Lowering(self.callee_units.get(callee.hash, self.unit), callee, self.fresh_function(name), self.program)
             with recursion_room(self.unit.depth_of(callee, self.where)):
                 self.program[key] = inner.function()
         function = self.program[key]
@@ -1398,6 +1447,19 @@ def _written(c: Any) -> list[Any]:
     while args and next(iter(args[-1].get_tokens()), None) is None:
         args.pop()
     return args
+
+
+def _specialized_template(cursor: Any) -> Any:
+    """The function template ``cursor`` is an instance of, else None."""
+    if cursor is None or cursor.kind.name != "FUNCTION_DECL":
+        return None
+    template = _clang().conf.lib.clang_getSpecializedCursorTemplate(cursor)
+    return template if template is not None and template.kind.name == "FUNCTION_TEMPLATE" else None
+
+
+def _where_of(cursor: Any) -> tuple[str, int, int]:
+    loc = cursor.location
+    return (loc.file.name if loc.file else "<source>", loc.line, max(loc.column - 1, 0))
 
 
 def _from_prelude(c: Any) -> bool:
