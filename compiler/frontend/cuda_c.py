@@ -166,9 +166,20 @@ __device__ thread_block this_thread_block();
 __device__ grid_group this_grid();
 __device__ void sync(const thread_block&);
 __device__ void sync(const grid_group&);
+template <class T> struct plus { __device__ T operator()(T, T) const; };
+template <class T> struct less { __device__ T operator()(T, T) const; };
+template <class T> struct greater { __device__ T operator()(T, T) const; };
+template <class T> struct bit_and { __device__ T operator()(T, T) const; };
+template <class T> struct bit_or { __device__ T operator()(T, T) const; };
+template <class T> struct bit_xor { __device__ T operator()(T, T) const; };
+template <class Group, class T, class Op> __device__ T reduce(const Group&, T, Op);
 }
 """,
+    "cooperative_groups/reduce.h": "#pragma once\n",  # cg::reduce is declared with the groups above
 }
+#: ``cg::reduce``'s operations: the IR's operator on integers, and on floats.
+_REDUCTIONS = {"plus": ("+", "+"), "less": ("min", "fmin"), "greater": ("max", "fmax"), "bit_and": ("&", ""),
+               "bit_or": ("|", ""), "bit_xor": ("^", "")}
 _GROUPS = {"thread_block": "block", "grid_group": "grid"}
 _TILE = re.compile(r"thread_block_tile<(\d+)u?>$")
 _WARP_INTRINSICS = {"__shfl_sync": "shfl", "__shfl_up_sync": "shfl_up", "__shfl_down_sync": "shfl_down",
@@ -656,6 +667,9 @@ class _Lowering(MemoryAccess, MathCalls):
             return [ir.Break(loc)]
         if kind == K.CONTINUE_STMT:
             return [ir.Continue(loc)]
+        if kind.is_statement():  # switch, goto, a label, asm, try
+            words = kind.name.lower().replace("_stmt", "").replace("_", " ")
+            raise self.fail(c, f"a {words} statement is not supported in kernels yet; write it with if/else and loops")
         return self.effect(c)
 
     def var_decl(self, var: Any) -> list[ir.Stmt]:
@@ -1178,7 +1192,8 @@ class _Lowering(MemoryAccess, MathCalls):
         if kind == K.UNEXPOSED_EXPR or kind == K.PAREN_EXPR:
             kids = self.kids(c)
             if len(kids) != 1:
-                raise self.fail(c, f"this expression ({' '.join(t.spelling for t in c.get_tokens())}) is not supported")
+                written = " ".join(t.spelling for t in c.get_tokens()) or c.type.spelling
+                raise self.fail(c, f"this expression ({written}, {len(kids)} parts) is not supported in kernels")
             inner = self.expr(kids[0])
             if kind == K.UNEXPOSED_EXPR and c.type.get_canonical().kind.name not in ("POINTER", "CONSTANTARRAY"):
                 return self.cast(inner, self.scalar(c))
@@ -1330,6 +1345,31 @@ class _Lowering(MemoryAccess, MathCalls):
             return self.cast(ir.Warp(bool_t, method, (mask, holds)), self.scalar(c))
         raise self.fail(c, f"{method}() of a thread_block_tile is not supported here")
 
+    def tile_reduce(self, c: Any, args: list[Any]) -> ir.Expr:
+        """``cg::reduce(tile, v, cg::plus<T>())``: a butterfly of shuffles over the tile, every
+        thread of which gets the result."""
+        tile = _TILE.match(args[0].type.get_canonical().spelling.rsplit("::", 1)[-1])
+        if tile is None:
+            raise self.fail(c, f"cg::reduce over a {args[0].type.spelling}: hetero reduces over a thread_block_tile")
+        operation = args[2].type.get_canonical().spelling.rsplit("::", 1)[-1].split("<")[0]
+        t = self.scalar(c)
+        if operation not in _REDUCTIONS or (t.is_float and not _REDUCTIONS[operation][1]):
+            raise self.fail(args[2], f"cg::reduce with {args[2].type.spelling}: hetero reduces with cg::plus, less, "
+                                     "greater (and bit_and, bit_or, bit_xor on integers)")
+        op = _REDUCTIONS[operation][1 if t.is_float else 0]
+        size, loc = int(tile.group(1)), self.loc(c)
+        total = self.fresh("_reduced")
+        self.locals[total] = t
+        self.prelude.append(ir.Assign(loc, total, self.cast(self.expr(args[1]), t)))
+        step = size // 2
+        while step:
+            mine = ir.Var(t, total)
+            other = ir.Warp(t, "shfl_xor", (_tile_mask(size), mine, ir.Const(i32, step), ir.Const(i32, size)))
+            both = ir.Math(t, op, (mine, other)) if op in ("fmin", "fmax") else ir.BinOp(t, op, mine, other)
+            self.prelude.append(ir.Assign(loc, total, both))
+            step //= 2
+        return ir.Var(t, total)
+
     def warp_intrinsic(self, c: Any, op: str) -> ir.Expr:
         """``__shfl_down_sync(mask, v, delta[, width])``, ``__ballot_sync(mask, p)`` and their kin."""
         args = _written(c)
@@ -1371,6 +1411,8 @@ class _Lowering(MemoryAccess, MathCalls):
                 return self.cast(size, self.scalar(c))
             raise self.fail(c, f"{method}() of a cooperative group is not supported here")
         args = list(c.get_arguments())
+        if name == "reduce" and _declared_in(c, "cooperative_groups.h"):
+            return self.tile_reduce(c, args)
         if name in _WARP_INTRINSICS:
             return self.warp_intrinsic(c, _WARP_INTRINSICS[name])
         t = ir.VOID if c.type.kind.name == "VOID" else self.scalar(c)
@@ -1460,6 +1502,13 @@ def _specialized_template(cursor: Any) -> Any:
 def _where_of(cursor: Any) -> tuple[str, int, int]:
     loc = cursor.location
     return (loc.file.name if loc.file else "<source>", loc.line, max(loc.column - 1, 0))
+
+
+def _declared_in(c: Any, header: str) -> bool:
+    """Whether call ``c`` names a function declared in the front end's stand-in for ``header``."""
+    callee = c.referenced
+    where = callee.location.file if callee is not None else None
+    return where is not None and os.path.basename(where.name) == header
 
 
 def _from_prelude(c: Any) -> bool:
