@@ -60,3 +60,50 @@ def test_refusals_name_file_line_and_construct(tmp_path: Path, body: str, line: 
     with pytest.raises(CompileError, match=message) as info:
         RawKernel(code, "k", path=str(tmp_path / "refused.cu"))
     assert info.value.file.endswith("refused.cu") and info.value.line == line
+
+
+UNIFORM_BREAK = """
+__global__ void k(float* o, int n) {
+    __shared__ float s[4];
+    for (int i = 0; i < 10; ++i) {
+        if (i >= n) break;
+        s[threadIdx.x] = o[threadIdx.x] + i;
+        __syncthreads();
+        o[threadIdx.x] = s[(threadIdx.x + 1) % 4];
+        __syncthreads();
+    }
+    int j = 0;
+    while (true) {
+        __syncthreads();
+        o[threadIdx.x] += 1.0f;
+        j++;
+        if (j == n) break;
+    }
+}
+"""
+
+
+def test_a_uniform_break_out_of_a_loop_holding_a_barrier(device: hetero.Device) -> None:
+    kernel = RawKernel(UNIFORM_BREAK, "k", path="uniform_break.cu")
+    with hetero.use_device(device):
+        o = hetero.asarray(np.arange(4, dtype=np.float32))
+        kernel((1,), (4,), (o, np.int32(3)))
+        want = np.arange(4, dtype=np.float32)
+        for i in range(3):
+            want = np.roll(want + i, -1)
+        assert o.numpy().tolist() == (want + 3).tolist()
+
+
+def test_a_break_that_depends_on_the_thread_around_a_barrier_is_refused(device: hetero.Device, tmp_path: Path) -> None:
+    code = """
+__global__ void k(float* o, int n) {
+    for (int i = 0; i < 10; ++i) {
+        if (threadIdx.x >= n) break;
+        __syncthreads();
+        o[threadIdx.x] += 1;
+    }
+}
+"""
+    kernel = RawKernel(code, "k", path=str(tmp_path / "divergent.cu"))
+    with hetero.use_device(device), pytest.raises(CompileError, match="barrier.. inside control flow that depends on"):
+        kernel((1,), (4,), (hetero.zeros(4, hetero.f32), np.int32(2)))

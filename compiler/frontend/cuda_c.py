@@ -38,7 +38,7 @@ from hetero.core.optional import require
 from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from hetero.compiler.ir import nodes as ir, passes
-from hetero.compiler.frontend import cuda_c_bounds, cuda_c_files
+from hetero.compiler.frontend import cuda_c_bounds, cuda_c_files, cuda_c_loops
 from hetero.compiler.frontend.cuda_c_cursors import TreeTooDeep, check_depth, children, declarations, recursion_room, walk
 from hetero.compiler.frontend.cuda_c_limits import check_nesting
 from hetero.compiler.frontend.cuda_c_math import MATH_PRELUDE, STORES, UNSUPPORTED_HINT, MathCalls
@@ -633,7 +633,7 @@ class _Lowering(MemoryAccess, MathCalls):
             with self.in_place():
                 cond = self.truth(cond_c)
             self.no_prelude(cond_c, "a while condition")
-            return [ir.While(loc, cond, tuple(self.stmt(body_c)))]
+            return self.loop(ir.While(loc, cond, tuple(self.stmt(body_c))))
         if kind == K.FOR_STMT:
             kids = self.kids(c)
             present = _for_clauses(c)  # which of init; condition; increment the header has
@@ -650,7 +650,7 @@ class _Lowering(MemoryAccess, MathCalls):
             self.no_prelude(c, "a for loop's condition")
             step = tuple(self.stmt(inc)) if inc is not None else ()
             body = tuple(_continue_runs(tuple(self.stmt(body_c)), step))
-            return [*start, ir.While(loc, cond, (*body, *step))]
+            return [*start, *self.loop(ir.While(loc, cond, (*body, *step)))]
         if kind == K.DO_STMT:
             body_c, cond_c = self.kids(c)
             first = self.fresh("_first")
@@ -659,7 +659,7 @@ class _Lowering(MemoryAccess, MathCalls):
                 go = ir.Logical(bool_t, "or", ir.Var(bool_t, first), self.truth(cond_c))
             self.no_prelude(cond_c, "a do-while condition")
             return [ir.Assign(loc, first, ir.Const(bool_t, True)),
-                    ir.While(loc, go, (ir.Assign(loc, first, ir.Const(bool_t, False)), *self.stmt(body_c)))]
+                    *self.loop(ir.While(loc, go, (ir.Assign(loc, first, ir.Const(bool_t, False)), *self.stmt(body_c))))]
         if kind == K.RETURN_STMT:
             parts = self.kids(c)
             return [ir.Return(loc, self.expr(parts[0]) if parts else None)]
@@ -671,6 +671,14 @@ class _Lowering(MemoryAccess, MathCalls):
             words = kind.name.lower().replace("_stmt", "").replace("_", " ")
             raise self.fail(c, f"a {words} statement is not supported in kernels yet; write it with if/else and loops")
         return self.effect(c)
+
+    def loop(self, lowered: ir.While) -> list[ir.Stmt]:
+        """A loop, its ``break`` turned into a flag where its body holds a barrier (:mod:`.cuda_c_loops`)."""
+        if not (ir.contains_barrier(lowered.body) and cuda_c_loops.breaks_here(lowered.body)):
+            return [lowered]
+        flag = self.fresh("_broke")
+        self.locals[flag] = bool_t
+        return cuda_c_loops.flagged(lowered, flag)
 
     def var_decl(self, var: Any) -> list[ir.Stmt]:
         K = self.cindex.CursorKind  # noqa: N806
