@@ -7,6 +7,7 @@ the accurate function, so the tolerances below are the accurate functions')."""
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 
 import numpy as np
@@ -24,14 +25,16 @@ UNARY = {
     "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1,
     "exp10": lambda x: 10.0 ** x, "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
     "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
-    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "atanh": np.arctanh,
+    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": lambda x: np.arccosh(1 + x),
+    "atanh": np.arctanh, "lgamma": np.vectorize(math.lgamma), "tgamma": np.vectorize(math.gamma),
     "fabs": np.abs, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.round, "rint": np.rint,
     "nearbyint": np.rint, "cbrt": np.cbrt, "rcbrt": lambda x: 1 / np.cbrt(x), "sinpi": lambda x: np.sin(np.pi * x),
     "cospi": lambda x: np.cos(np.pi * x),
 }
 BINARY = {
     "pow": np.power, "fmin": np.fmin, "fmax": np.fmax, "atan2": np.arctan2, "fmod": np.fmod, "hypot": np.hypot,
-    "copysign": np.copysign, "fdim": lambda a, b: np.where(a > b, a - b, 0), "rhypot": lambda a, b: 1 / np.hypot(a, b),
+    "copysign": np.copysign, "remainder": lambda a, b: a - np.rint(a / b) * b, "nextafter": np.nextafter,
+    "fdim": lambda a, b: np.where(a > b, a - b, 0), "rhypot": lambda a, b: 1 / np.hypot(a, b),
 }
 #: The fast intrinsics: name -> (its arity, NumPy's function).
 INTRINSICS = {
@@ -57,8 +60,8 @@ def _math_kernel(ctype: str, suffix: str) -> str:
         lines.append(f"o[{k} * n + i] = {name}{suffix}(x, y);")
     extra = len(UNARY) + len(BINARY)
     lines += [f"o[{extra} * n + i] = fma{suffix}(x, y, x);", f"o[{extra + 1} * n + i] = ldexp{suffix}(x, 3);",
-              f"o[{extra + 2} * n + i] = isnan(x) + 2 * isinf(x * CUDART_INF_F) + 4 * signbit(-x)"
-              f" + 8 * isnan(x * 0 * CUDART_INF_F);",
+              (f"o[{extra + 2} * n + i] = isnan(x) + 2 * isinf(x * CUDART_INF_F) + 4 * signbit(-x)"
+               f" + 8 * isnan(x * 0 * CUDART_INF_F);"),
               f"o[{extra + 3} * n + i] = sqrt(x) + abs(-x) + pow(x, 2);", f"o[{extra + 4} * n + i] = lrint{suffix}(x * 8);"]
     body = "\n    ".join(lines)
     return f"""
@@ -127,7 +130,7 @@ __global__ void k(float* o, const float* xs, const float* ys, int n) {{
 
 
 def _popc(v: int) -> int:
-    return bin(v).count("1")
+    return v.bit_count()
 
 
 def _clz(v: int, bits: int) -> int:

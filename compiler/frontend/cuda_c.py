@@ -1423,7 +1423,8 @@ class _Lowering(MemoryAccess, MathCalls):
             return self.tile_reduce(c, args)
         if name in _WARP_INTRINSICS:
             return self.warp_intrinsic(c, _WARP_INTRINSICS[name])
-        t = ir.VOID if c.type.kind.name == "VOID" else self.scalar(c)
+        if c.type.kind.name != "VOID":
+            self.scalar(c)  # a result kernels cannot hold (a struct) is refused here, by its type
         if name in _ATOMICS:
             op = _ATOMICS[name]
             K = self.cindex.CursorKind  # noqa: N806

@@ -38,7 +38,7 @@ _IR_MATH2 = [name for name, arity in MATH_ARITY.items() if arity == 2]
 _COMPOSED1 = ("exp10", "nearbyint", "rcbrt", "sinpi", "cospi")
 _COMPOSED2 = ("fdim", "rhypot")
 #: CUDA math functions declared so that a call names them in its refusal.
-_UNSUPPORTED1 = ("erfinv erfcinv erfcx normcdf normcdfinv logb j0 j1 y0 y1 tanpi sinhpi").split()
+_UNSUPPORTED1 = ("erfinv erfcinv erfcx normcdf normcdfinv logb j0 j1 y0 y1").split()
 #: The fast and rounding-mode intrinsics that compute an IR math function.
 _INTRINSIC_MATH = {"__expf": "exp", "__logf": "log", "__log2f": "log2", "__log10f": "log10", "__sinf": "sin",
                    "__cosf": "cos", "__tanf": "tan", "__powf": "pow", "__fsqrt_rn": "sqrt", "__dsqrt_rn": "sqrt",
@@ -249,7 +249,7 @@ class MathCalls:
             if name == "__mul24":  # sign-extend the 24-bit operands
                 a, b = (ir.BinOp(t, ">>", ir.BinOp(t, "<<", x, ir.Const(t, 8)), ir.Const(t, 8)) for x in (a, b))
             return ir.BinOp(t, "*", a, b)
-        stem = name[:-1] if name.endswith("f") else name
+        stem = name.removesuffix("f")
         if stem in ("lrint", "llrint", "lround", "llround"):
             x = self.expr(args[0])
             return self.cast(ir.Math(x.type, "rint" if "rint" in stem else "round", (x,)), t)
@@ -282,7 +282,7 @@ class MathCalls:
 
     def hinted_store(self, c: Any, loc: ir.Loc) -> list[ir.Stmt]:
         """``__stcs(p, v)`` and its kin: a plain store of a scalar or a vector."""
-        from hetero.compiler.frontend.cuda_c_memory import vector_type  # noqa: PLC0415 (memory imports this module)
+        from hetero.compiler.frontend.cuda_c_memory import vector_type  # memory imports this module
 
         address, value = list(c.get_arguments())
         vector = vector_type(value.type)
@@ -294,7 +294,7 @@ class MathCalls:
 
     def hinted_vector_load(self, c: Any, lanes: int) -> list[ir.Expr]:
         """``__ldg(p)`` of a vector type: its components."""
-        single = _one_lane(self.hinted_pointer(c, list(c.get_arguments())[0], lanes))
+        single = _one_lane(self.hinted_pointer(c, next(iter(c.get_arguments())), lanes))
         return [self.load_through(single, lane) for lane in range(lanes)]
 
 
