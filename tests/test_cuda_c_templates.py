@@ -89,3 +89,20 @@ __global__ void k(unsigned int* o) {
         o = hetero.asarray(np.array([9], np.uint32))
         kernel((1,), (1,), (o,))
         assert o.numpy().tolist() == [3]
+
+
+def test_a_template_kernel_takes_each_launchs_dynamic_shared_memory(device: hetero.Device) -> None:
+    code = """
+template <int N> __global__ void reverse(float* o) {
+    extern __shared__ float s[];
+    s[threadIdx.x] = o[threadIdx.x] + N;
+    __syncthreads();
+    o[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];
+}
+"""
+    kernel = RawModule(code=code, path="reverse.cu", name_expressions=["reverse<2>"]).get_function("reverse<2>")
+    with hetero.use_device(device):
+        for threads in (4, 8):  # the instance is made once; each launch sizes its shared memory
+            o = hetero.asarray(np.arange(threads, dtype=np.float32))
+            kernel((1,), (threads,), (o,), shared_mem=threads * 4)
+            assert o.numpy().tolist() == (np.arange(threads)[::-1] + 2).tolist()

@@ -326,6 +326,7 @@ class Source:
 
     def _instantiate(self, decl: Any, base: str, arguments: str) -> ir.Function:
         unit, inner = self.instance(decl, base, arguments)
+        unit.shared_bytes = self.shared_bytes  # this launch's, not the first's
         unit._check(inner)
         return unit._lower(inner, _c_name(f"{base}<{arguments}>"))
 
@@ -1067,6 +1068,7 @@ class _Lowering(MemoryAccess, MathCalls):
                                    "(types and integers are)")
         defined = template.get_definition() or template
         unit, inner = self.unit.instance(defined, template.spelling, ", ".join(arguments))
+        unit.shared_bytes = self.unit.shared_bytes
         unit._check(inner)
         if not any(k.kind == self.cindex.CursorKind.CUDADEVICE_ATTR for k in children(inner)):
             raise self.fail(c, f"{c.spelling} is not a __device__ function")
