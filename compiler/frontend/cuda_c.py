@@ -63,6 +63,7 @@ typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned
 typedef unsigned long long uint64_t; typedef unsigned int uint; typedef unsigned short ushort;
 typedef unsigned char uchar; typedef unsigned long ulong;
 #define CUDART_VERSION 12000
+#define NULL __null
 #define __CUDACC_VER_MAJOR__ 12
 #define __CUDACC_VER_MINOR__ 0
 #define CUDART_INF_F 1e39f
@@ -517,6 +518,7 @@ class _Lowering(MemoryAccess, MathCalls):
         self.prelude: list[ir.Stmt] = []
         self.unsplittable = 0  # inside expressions that must stay whole (:meth:`in_place`)
         self.expr_depths: dict[int, tuple[ir.Expr, int]] = {}  # id -> (the expression, its depth)
+        self.unpointed: set[Any] = set()  # pointer variables declared null, not yet pointed anywhere
         self.callee_units: dict[Any, Source] = {}  # a function template instance's cursor hash -> its unit
 
     # -- helpers -------------------------------------------------------------------------
@@ -692,6 +694,9 @@ class _Lowering(MemoryAccess, MathCalls):
             return []
         if canonical.kind.name == "POINTER":
             inits = [k for k in children(var) if k.kind.is_expression()]
+            if not inits or _is_null(inits[-1]):  # float *p = nullptr;: it points once assigned (self.repoint)
+                self.unpointed.add(var.hash)
+                return []
             moved = self.pointer_var(var, inits[-1] if inits else None, self.loc(var))
             if moved is not None:
                 return moved
@@ -823,6 +828,8 @@ class _Lowering(MemoryAccess, MathCalls):
         if c.kind == K.BINARY_OPERATOR and self.operator(c) == "=" and vector_type(self.kids(c)[0].type) is not None:
             target, value = self.kids(c)
             return self.store_vector(target, self.vector_value(value), loc)
+        if c.kind == K.BINARY_OPERATOR and self.operator(c) == "=" and self.pointer_named(self.kids(c)[0]) is not None:
+            return self.repoint(self.pointer_named(self.kids(c)[0]), self.kids(c)[1], loc)
         if c.kind == K.BINARY_OPERATOR and self.operator(c) == "=":
             target, value = self.kids(c)
             inner = value
@@ -890,6 +897,30 @@ class _Lowering(MemoryAccess, MathCalls):
                 return self.inline(c, self.definition(c))[0]
             return [ir.ExprStmt(loc, self.expr(c))]
         raise self.fail(c, f"this expression statement ({c.kind.name.lower()}) has no effect a kernel can have")
+
+    def pointer_named(self, c: Any) -> Any:
+        """The pointer variable ``c`` names (one declared here, pointing or still null), else None."""
+        node = self._unwrap(c)
+        if node.kind != self.cindex.CursorKind.DECL_REF_EXPR or node.referenced is None:
+            return None
+        ref = node.referenced
+        return ref if ref.hash in self.unpointed or ref.hash in self.pointers else None
+
+    def repoint(self, var: Any, value: Any, loc: ir.Loc) -> list[ir.Stmt]:
+        """``p = <pointer>``: a null pointer variable takes its array; one that points moves within
+        its array (hetero's pointers are an array and an offset, so they never change array)."""
+        target = self.pointer_expr(value)
+        if target is None:
+            raise self.fail(value, f"the pointer variable {var.spelling} is set to a pointer hetero does not follow "
+                                   "(a parameter, a __shared__ array, p + k, &a[i], casts of those)")
+        if var.hash in self.unpointed:
+            self.unpointed.discard(var.hash)
+            return self.pointer_var(var, value, loc) or []  # pointer_expr(value) above followed it
+        array, offset, _, _ = self.pointers[var.hash]
+        if target.array != array:
+            raise self.fail(value, f"the pointer variable {var.spelling} points into {array} and is set here to "
+                                   f"point into {target.array}: hetero's pointer variables stay in one array")
+        return [ir.Assign(loc, offset, target.offset)]
 
     def moved_variable(self, c: Any) -> tuple[str, str, ScalarType, int] | None:
         """The pointer variable ``c`` (``p += k``, ``p++``) moves, else None."""
@@ -1513,6 +1544,14 @@ def _specialized_template(cursor: Any) -> Any:
 def _where_of(cursor: Any) -> tuple[str, int, int]:
     loc = cursor.location
     return (loc.file.name if loc.file else "<source>", loc.line, max(loc.column - 1, 0))
+
+
+def _is_null(c: Any) -> bool:
+    """Whether pointer expression ``c`` is ``nullptr``, ``NULL`` or ``0``."""
+    while c.kind.name in ("UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR") and len(children(c)) == 1:
+        c = children(c)[0]
+    return c.kind.name in ("CXX_NULL_PTR_LITERAL_EXPR", "GNU_NULL_EXPR") or (
+        c.kind.name == "INTEGER_LITERAL" and _evaluate(c) == 0)
 
 
 def _declared_in(c: Any, header: str) -> bool:
