@@ -38,81 +38,20 @@ from hetero.core.optional import require
 from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from hetero.compiler.ir import nodes as ir, passes
-from hetero.compiler.frontend import cuda_c_bounds, cuda_c_files
+from hetero.compiler.frontend import cuda_c_bounds, cuda_c_files, cuda_c_loops
 from hetero.compiler.frontend.cuda_c_cursors import TreeTooDeep, check_depth, children, declarations, recursion_room, walk
 from hetero.compiler.frontend.cuda_c_limits import check_nesting
+from hetero.compiler.frontend.cuda_c_headers import KNOWN_HEADERS, PRELUDE
+from hetero.compiler.frontend.cuda_c_math import MATH_PRELUDE, STORES, UNSUPPORTED_HINT, MathCalls
 from hetero.compiler.frontend.cuda_c_memory import VECTOR_PRELUDE, MemoryAccess, Pointer, vector_type
 from hetero.compiler.ir.queries import own_expressions
 from hetero.compiler.ir.warp_emulation import linear_id, warp_lane
-
-PRELUDE = r"""
-#define __global__ __attribute__((global))
-#define __device__ __attribute__((device))
-#define __host__ __attribute__((host))
-#define __shared__ __attribute__((shared))
-#define __constant__ __attribute__((constant))
-#define __forceinline__ inline
-#define __noinline__
-#define __launch_bounds__(...)
-#define __CUDACC__ 1
-typedef unsigned long size_t;
-struct __hetero_uint3 { unsigned int x, y, z; };
-extern const __device__ __hetero_uint3 threadIdx, blockIdx, blockDim, gridDim;
-extern const __device__ int warpSize;
-__device__ void __syncthreads();
-__device__ void __threadfence();
-__device__ void __threadfence_block();
-__device__ void __threadfence_system();
-__device__ unsigned int __ballot_sync(unsigned int, int);
-__device__ int __all_sync(unsigned int, int);
-__device__ int __any_sync(unsigned int, int);
-__device__ unsigned int __activemask();
-__device__ void __syncwarp(unsigned int = 0xffffffffu);
-#define __HETERO_SHFL(name) \
-  __device__ int name(unsigned int, int, int, int = 32); \
-  __device__ unsigned int name(unsigned int, unsigned int, int, int = 32); \
-  __device__ long long name(unsigned int, long long, int, int = 32); \
-  __device__ unsigned long long name(unsigned int, unsigned long long, int, int = 32); \
-  __device__ float name(unsigned int, float, int, int = 32); __device__ double name(unsigned int, double, int, int = 32);
-__HETERO_SHFL(__shfl_sync) __HETERO_SHFL(__shfl_up_sync) __HETERO_SHFL(__shfl_down_sync) __HETERO_SHFL(__shfl_xor_sync)
-#define __HETERO_ATOMIC(name) \
-  __device__ int name(int*, int); __device__ unsigned int name(unsigned int*, unsigned int); \
-  __device__ unsigned long long name(unsigned long long*, unsigned long long); \
-  __device__ long long name(long long*, long long); __device__ float name(float*, float); \
-  __device__ double name(double*, double);
-__HETERO_ATOMIC(atomicAdd) __HETERO_ATOMIC(atomicSub) __HETERO_ATOMIC(atomicExch) __HETERO_ATOMIC(atomicMin)
-__HETERO_ATOMIC(atomicMax) __HETERO_ATOMIC(atomicAnd) __HETERO_ATOMIC(atomicOr) __HETERO_ATOMIC(atomicXor)
-__device__ unsigned int atomicInc(unsigned int*, unsigned int);
-__device__ unsigned int atomicDec(unsigned int*, unsigned int);
-__device__ int atomicCAS(int*, int, int);
-__device__ unsigned int atomicCAS(unsigned int*, unsigned int, unsigned int);
-__device__ unsigned long long atomicCAS(unsigned long long*, unsigned long long, unsigned long long);
-#define __HETERO_MATH1(f) __device__ float f##f(float); __device__ double f(double);
-#define __HETERO_MATH2(f) __device__ float f##f(float, float); __device__ double f(double, double);
-__HETERO_MATH1(sqrt) __HETERO_MATH1(rsqrt) __HETERO_MATH1(exp) __HETERO_MATH1(exp2) __HETERO_MATH1(expm1)
-__HETERO_MATH1(log) __HETERO_MATH1(log2) __HETERO_MATH1(log10) __HETERO_MATH1(log1p) __HETERO_MATH1(sin)
-__HETERO_MATH1(cos) __HETERO_MATH1(tan) __HETERO_MATH1(asin) __HETERO_MATH1(acos) __HETERO_MATH1(atan)
-__HETERO_MATH1(sinh) __HETERO_MATH1(cosh) __HETERO_MATH1(tanh) __HETERO_MATH1(fabs) __HETERO_MATH1(floor)
-__HETERO_MATH1(ceil) __HETERO_MATH1(trunc) __HETERO_MATH1(round) __HETERO_MATH1(rint) __HETERO_MATH1(erf)
-__HETERO_MATH1(erfc) __HETERO_MATH1(cbrt)
-__HETERO_MATH2(pow) __HETERO_MATH2(fmin) __HETERO_MATH2(fmax) __HETERO_MATH2(atan2) __HETERO_MATH2(fmod)
-__HETERO_MATH2(hypot) __HETERO_MATH2(copysign)
-__device__ float fmaf(float, float, float); __device__ double fma(double, double, double);
-__device__ unsigned int __umul24(unsigned int, unsigned int); __device__ int __mul24(int, int);
-__device__ int min(int, int); __device__ unsigned int min(unsigned int, unsigned int);
-__device__ long long min(long long, long long); __device__ float min(float, float); __device__ double min(double, double);
-__device__ int max(int, int); __device__ unsigned int max(unsigned int, unsigned int);
-__device__ long long max(long long, long long); __device__ float max(float, float); __device__ double max(double, double);
-"""
 
 _SCALARS = {
     "Bool": bool_t, "Char_S": i8, "SChar": i8, "Char_U": u8, "UChar": u8, "Short": i16, "UShort": u16, "Int": i32,
     "UInt": u32, "Long": i64, "ULong": u64, "LongLong": i64, "ULongLong": u64, "Float": f32, "Double": f64,
     "Half": f16, "Float16": f16,
 }
-_MATH = {"sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
-         "atan", "sinh", "cosh", "tanh", "fabs", "floor", "ceil", "trunc", "round", "rint", "erf", "erfc", "cbrt", "pow",
-         "fmin", "fmax", "atan2", "fmod", "hypot", "copysign", "fma"}
 _ATOMICS = {"atomicAdd": "add", "atomicSub": "sub", "atomicExch": "exch", "atomicMin": "min", "atomicMax": "max",
             "atomicAnd": "and", "atomicOr": "or", "atomicXor": "xor", "atomicInc": "inc", "atomicDec": "dec",
             "atomicCAS": "cas"}
@@ -120,35 +59,9 @@ _BUILTIN_DIMS = {"threadIdx": "local_id", "blockIdx": "group_id", "blockDim": "l
 _HEADERS_DIR: str | None = None
 #: Expressions are split into statements past this depth (see :meth:`_Lowering.expr`).
 SPLIT_DEPTH = 32
-#: Stand-ins with content: what kernels use of these headers, declared for the front end to lower.
-KNOWN_HEADERS = {
-    "cooperative_groups.h": """
-#pragma once
-namespace cooperative_groups {
-struct thread_block {
-    __device__ void sync() const; __device__ unsigned long long thread_rank() const;
-    __device__ unsigned long long size() const; __device__ unsigned long long num_threads() const;
-};
-struct grid_group { __device__ void sync() const; };
-template <unsigned int Size> struct thread_block_tile {
-    __device__ void sync() const; __device__ unsigned long long thread_rank() const;
-    __device__ unsigned long long size() const; __device__ unsigned long long num_threads() const;
-    __device__ unsigned long long meta_group_rank() const; __device__ unsigned long long meta_group_size() const;
-    template <class T> __device__ T shfl(T value, int source) const;
-    template <class T> __device__ T shfl_up(T value, unsigned int delta) const;
-    template <class T> __device__ T shfl_down(T value, unsigned int delta) const;
-    template <class T> __device__ T shfl_xor(T value, unsigned int mask) const;
-    __device__ int any(int predicate) const; __device__ int all(int predicate) const;
-    __device__ unsigned int ballot(int predicate) const;
-};
-template <unsigned int Size, class Parent> __device__ thread_block_tile<Size> tiled_partition(const Parent&);
-__device__ thread_block this_thread_block();
-__device__ grid_group this_grid();
-__device__ void sync(const thread_block&);
-__device__ void sync(const grid_group&);
-}
-""",
-}
+#: ``cg::reduce``'s operations: the IR's operator on integers, and on floats.
+_REDUCTIONS = {"plus": ("+", "+"), "less": ("min", "fmin"), "greater": ("max", "fmax"), "bit_and": ("&", ""),
+               "bit_or": ("|", ""), "bit_xor": ("^", "")}
 _GROUPS = {"thread_block": "block", "grid_group": "grid"}
 _TILE = re.compile(r"thread_block_tile<(\d+)u?>$")
 _WARP_INTRINSICS = {"__shfl_sync": "shfl", "__shfl_up_sync": "shfl_up", "__shfl_down_sync": "shfl_down",
@@ -173,7 +86,7 @@ def _work_dir() -> str:
         _HEADERS_DIR = tempfile.mkdtemp(prefix="hetero-cuda-c-")
         atexit.register(shutil.rmtree, _HEADERS_DIR, True)
         with open(os.path.join(_HEADERS_DIR, "hetero_prelude.h"), "w") as out:
-            out.write(PRELUDE + VECTOR_PRELUDE + "\n")
+            out.write(PRELUDE + VECTOR_PRELUDE + "\n" + MATH_PRELUDE + "\n")
     return _HEADERS_DIR
 
 
@@ -189,8 +102,11 @@ class Source:
         self.include_dirs = list(include_dirs)
         self.defines = list(defines)
         self.instances: list[str] = []
-        self.line_shift: tuple[int, int] | None = None  # (line in the parsed text, line in the user's)
+        #: An instance's: (its first line in the parsed text, that line in the template's file, that file)
+        self.line_shift: tuple[int, int, str] | None = None
         self.depths: dict[int, int] = {}  # a function's cursor hash -> its tree's depth
+        #: "<template's hash><arguments>" -> the unit of its instance and the instance's cursor
+        self.instance_units: dict[str, tuple[Source, Any]] = {}
         check_nesting(code, path)  # before libclang, which a deep enough expression crashes
         self.inputs = cuda_c_files.gather(code, self.path, self.folders, KNOWN_HEADERS, self)
         self.missing_includes = self.inputs.missing
@@ -255,6 +171,13 @@ class Source:
                                f"on (sys.getrecursionlimit() is {sys.getrecursionlimit()}): split its expressions "
                                "or flatten its statements", *lowering.where(at)) from None
 
+    def origin(self, file: str | None, line: int) -> tuple[str, int]:
+        """Where ``line`` of ``file``, as parsed, was written: in a template instance, the template's text."""
+        shift = self.line_shift
+        if shift is not None and file == self.path and line >= shift[0]:
+            return shift[2], line - shift[0] + shift[1]
+        return file or self.path, line
+
     def depth_of(self, decl: Any, where: Callable[[Any], tuple[str, int, int]]) -> int:
         """How deep function ``decl``'s tree goes (a CompileError past the limit), measured once."""
         if decl.hash not in self.depths:
@@ -281,9 +204,23 @@ class Source:
                 if self.missing_includes:  # the likely cause: a header of the kernel's that is not here
                     message += (f" (these #includes were found in none of the include folders, "
                                 f"{', '.join(self.folders) or 'none'}, and read as empty: {', '.join(self.missing_includes)})")
-                raise CompileError(message, loc.file.name, loc.line, max(loc.column - 1, 0))
+                raise CompileError(message, *self.origin(loc.file.name, loc.line), max(loc.column - 1, 0))
 
     def _instantiate(self, decl: Any, base: str, arguments: str) -> ir.Function:
+        unit, inner = self.instance(decl, base, arguments)
+        unit.shared_bytes = self.shared_bytes  # this launch's, not the first's
+        unit._check(inner)
+        return unit._lower(inner, _c_name(f"{base}<{arguments}>"))
+
+    def instance(self, decl: Any, base: str, arguments: str) -> tuple[Source, Any]:
+        """Template ``decl`` with ``arguments`` (``"float, 4"``): its text compiled again as a plain
+        function in a namespace defining each parameter, and that function's cursor (made once)."""
+        key = f"{decl.hash}<{arguments}>"
+        if key not in self.instance_units:
+            self.instance_units[key] = self._instance(decl, base, arguments)
+        return self.instance_units[key]
+
+    def _instance(self, decl: Any, base: str, arguments: str) -> tuple[Source, Any]:
         cindex = _clang()
         params = [c for c in children(decl) if c.kind in (cindex.CursorKind.TEMPLATE_NON_TYPE_PARAMETER,
                                                                  cindex.CursorKind.TEMPLATE_TYPE_PARAMETER)]
@@ -299,26 +236,30 @@ class Source:
                 kind = kind.rsplit(param.spelling, 1)[0].strip() or "int"
                 lines.append(f"constexpr {kind} {param.spelling} = {value};")
         text = self.code
-        body = _text_of(decl, self.code)
+        home = decl.location.file.name if decl.location.file else self.path
+        written = self.code if home == self.path else dict(self.inputs.files).get(home)
+        if written is None:
+            raise CompileError(f"cannot read the text of the template {base}", *_where_of(decl))
+        body = _text_of(decl, written)
         header_end = body.index(">") + 1 if body.lstrip().startswith("template") else 0
         plain = body[header_end:]
         instance = f"__hetero_instance{len(self.instances)}"
-        self.instances.append(name_of_instance := f"{base}<{arguments}>")
+        self.instances.append(f"{base}<{arguments}>")
         head = f"{text}\nnamespace {instance} {{\n{' '.join(lines)}\n"
         text = f"{head}{plain}\n}}\n"
         unit = Source.__new__(Source)
         unit.__dict__.update(self.__dict__)
-        unit.line_shift = (head.count("\n") + 1, decl.extent.start.line)  # errors point into the template's text
+        unit.line_shift = (head.count("\n") + 1, *self.origin(home, decl.extent.start.line)[::-1])
         unit.code = text
         unit.depths = {}
+        unit.instance_units = {}
         unit._tu = unit._parse(text)
         for cursor in declarations(unit._tu):
             if cursor.kind == cindex.CursorKind.NAMESPACE and cursor.spelling == instance:
                 for inner in children(cursor):
                     if inner.kind == cindex.CursorKind.FUNCTION_DECL and inner.spelling == base:
-                        unit._check(inner)
-                        return unit._lower(inner, _c_name(name_of_instance))
-        raise CompileError(f"{self.path}: could not instantiate {base}<{arguments}>")
+                        return unit, inner
+        raise CompileError(f"could not instantiate {base}<{arguments}>", *_where_of(decl))
 
 
 def _evaluate(cursor: Any) -> int | float | None:
@@ -429,7 +370,7 @@ def scalar_of(ctype: Any, where: tuple[str, int, int]) -> ScalarType:
     return _SCALARS[key]
 
 
-class _Lowering(MemoryAccess):
+class _Lowering(MemoryAccess, MathCalls):
     """One function's body -> IR statements (types from clang, conversions explicit)."""
 
     def __init__(self, unit: Source, decl: Any, name: str, program: dict[str, ir.Function] | None = None) -> None:
@@ -458,15 +399,14 @@ class _Lowering(MemoryAccess):
         self.prelude: list[ir.Stmt] = []
         self.unsplittable = 0  # inside expressions that must stay whole (:meth:`in_place`)
         self.expr_depths: dict[int, tuple[ir.Expr, int]] = {}  # id -> (the expression, its depth)
+        self.unpointed: set[Any] = set()  # pointer variables declared null, not yet pointed anywhere
+        self.callee_units: dict[Any, Source] = {}  # a function template instance's cursor hash -> its unit
 
     # -- helpers -------------------------------------------------------------------------
     def where(self, cursor: Any) -> tuple[str, int, int]:
         loc = cursor.location
-        line = loc.line
-        shift = self.unit.line_shift
-        if shift is not None and loc.file is not None and loc.file.name == self.unit.path and line >= shift[0]:
-            line = line - shift[0] + shift[1]
-        return (loc.file.name if loc.file else self.unit.path, line, max(loc.column - 1, 0))
+        unit = next((u for u in self.callee_units.values() if u._tu is cursor._tu), self.unit)  # an inlined instance's
+        return (*unit.origin(loc.file.name if loc.file else None, loc.line), max(loc.column - 1, 0))
 
     def loc(self, cursor: Any) -> ir.Loc:
         return ir.Loc(*self.where(cursor))
@@ -577,7 +517,7 @@ class _Lowering(MemoryAccess):
             with self.in_place():
                 cond = self.truth(cond_c)
             self.no_prelude(cond_c, "a while condition")
-            return [ir.While(loc, cond, tuple(self.stmt(body_c)))]
+            return self.loop(ir.While(loc, cond, tuple(self.stmt(body_c))))
         if kind == K.FOR_STMT:
             kids = self.kids(c)
             present = _for_clauses(c)  # which of init; condition; increment the header has
@@ -594,7 +534,7 @@ class _Lowering(MemoryAccess):
             self.no_prelude(c, "a for loop's condition")
             step = tuple(self.stmt(inc)) if inc is not None else ()
             body = tuple(_continue_runs(tuple(self.stmt(body_c)), step))
-            return [*start, ir.While(loc, cond, (*body, *step))]
+            return [*start, *self.loop(ir.While(loc, cond, (*body, *step)))]
         if kind == K.DO_STMT:
             body_c, cond_c = self.kids(c)
             first = self.fresh("_first")
@@ -603,7 +543,7 @@ class _Lowering(MemoryAccess):
                 go = ir.Logical(bool_t, "or", ir.Var(bool_t, first), self.truth(cond_c))
             self.no_prelude(cond_c, "a do-while condition")
             return [ir.Assign(loc, first, ir.Const(bool_t, True)),
-                    ir.While(loc, go, (ir.Assign(loc, first, ir.Const(bool_t, False)), *self.stmt(body_c)))]
+                    *self.loop(ir.While(loc, go, (ir.Assign(loc, first, ir.Const(bool_t, False)), *self.stmt(body_c))))]
         if kind == K.RETURN_STMT:
             parts = self.kids(c)
             return [ir.Return(loc, self.expr(parts[0]) if parts else None)]
@@ -611,7 +551,18 @@ class _Lowering(MemoryAccess):
             return [ir.Break(loc)]
         if kind == K.CONTINUE_STMT:
             return [ir.Continue(loc)]
+        if kind.is_statement():  # switch, goto, a label, asm, try
+            words = kind.name.lower().replace("_stmt", "").replace("_", " ")
+            raise self.fail(c, f"a {words} statement is not supported in kernels yet; write it with if/else and loops")
         return self.effect(c)
+
+    def loop(self, lowered: ir.While) -> list[ir.Stmt]:
+        """A loop, its ``break`` turned into a flag where its body holds a barrier (:mod:`.cuda_c_loops`)."""
+        if not (ir.contains_barrier(lowered.body) and cuda_c_loops.breaks_here(lowered.body)):
+            return [lowered]
+        flag = self.fresh("_broke")
+        self.locals[flag] = bool_t
+        return cuda_c_loops.flagged(lowered, flag)
 
     def var_decl(self, var: Any) -> list[ir.Stmt]:
         K = self.cindex.CursorKind  # noqa: N806
@@ -624,6 +575,9 @@ class _Lowering(MemoryAccess):
             return []
         if canonical.kind.name == "POINTER":
             inits = [k for k in children(var) if k.kind.is_expression()]
+            if not inits or _is_null(inits[-1]):  # float *p = nullptr;: it points once assigned (self.repoint)
+                self.unpointed.add(var.hash)
+                return []
             moved = self.pointer_var(var, inits[-1] if inits else None, self.loc(var))
             if moved is not None:
                 return moved
@@ -755,6 +709,8 @@ class _Lowering(MemoryAccess):
         if c.kind == K.BINARY_OPERATOR and self.operator(c) == "=" and vector_type(self.kids(c)[0].type) is not None:
             target, value = self.kids(c)
             return self.store_vector(target, self.vector_value(value), loc)
+        if c.kind == K.BINARY_OPERATOR and self.operator(c) == "=" and self.pointer_named(self.kids(c)[0]) is not None:
+            return self.repoint(self.pointer_named(self.kids(c)[0]), self.kids(c)[1], loc)
         if c.kind == K.BINARY_OPERATOR and self.operator(c) == "=":
             target, value = self.kids(c)
             inner = value
@@ -803,6 +759,8 @@ class _Lowering(MemoryAccess):
             kids = self.kids(c)  # a struct assignment: the target, the operator, the value
             return self.store_vector(kids[0], self.vector_value(kids[-1]), loc)
         if c.kind == K.CALL_EXPR:
+            if c.spelling in STORES and _from_prelude(c):
+                return self.hinted_store(c, loc)
             if c.spelling == "__syncthreads":
                 return [ir.Barrier(loc)]
             if c.spelling in _FENCES:
@@ -820,6 +778,30 @@ class _Lowering(MemoryAccess):
                 return self.inline(c, self.definition(c))[0]
             return [ir.ExprStmt(loc, self.expr(c))]
         raise self.fail(c, f"this expression statement ({c.kind.name.lower()}) has no effect a kernel can have")
+
+    def pointer_named(self, c: Any) -> Any:
+        """The pointer variable ``c`` names (one declared here, pointing or still null), else None."""
+        node = self._unwrap(c)
+        if node.kind != self.cindex.CursorKind.DECL_REF_EXPR or node.referenced is None:
+            return None
+        ref = node.referenced
+        return ref if ref.hash in self.unpointed or ref.hash in self.pointers else None
+
+    def repoint(self, var: Any, value: Any, loc: ir.Loc) -> list[ir.Stmt]:
+        """``p = <pointer>``: a null pointer variable takes its array; one that points moves within
+        its array (hetero's pointers are an array and an offset, so they never change array)."""
+        target = self.pointer_expr(value)
+        if target is None:
+            raise self.fail(value, f"the pointer variable {var.spelling} is set to a pointer hetero does not follow "
+                                   "(a parameter, a __shared__ array, p + k, &a[i], casts of those)")
+        if var.hash in self.unpointed:
+            self.unpointed.discard(var.hash)
+            return self.pointer_var(var, value, loc) or []  # pointer_expr(value) above followed it
+        array, offset, _, _ = self.pointers[var.hash]
+        if target.array != array:
+            raise self.fail(value, f"the pointer variable {var.spelling} points into {array} and is set here to "
+                                   f"point into {target.array}: hetero's pointer variables stay in one array")
+        return [ir.Assign(loc, offset, target.offset)]
 
     def moved_variable(self, c: Any) -> tuple[str, str, ScalarType, int] | None:
         """The pointer variable ``c`` (``p += k``, ``p++``) moves, else None."""
@@ -969,14 +951,41 @@ class _Lowering(MemoryAccess):
 
     def definition(self, c: Any) -> Any:
         callee = c.referenced
+        template = _specialized_template(callee)
+        if template is not None:
+            return self.template_instance(c, callee, template)
         if callee is None or not callee.is_definition():
             definition = callee.get_definition() if callee is not None else None
+            if definition is None and _from_prelude(c):
+                raise self.fail(c, f"{c.spelling}: {UNSUPPORTED_HINT}")
             if definition is None:
                 raise self.fail(c, f"calling {c.spelling} is not supported in kernels (no device definition here)")
             callee = definition
         if not any(k.kind == self.cindex.CursorKind.CUDADEVICE_ATTR for k in children(callee)):
             raise self.fail(c, f"{c.spelling} is not a __device__ function")
         return callee
+
+    def template_instance(self, c: Any, specialization: Any, template: Any) -> Any:
+        """The instance a call of a ``__device__`` function template names (``load<float, 4>(p)``, or
+        with its arguments deduced), compiled as the front end compiles a template kernel."""
+        arguments: list[str] = []
+        for k in range(specialization.get_num_template_arguments()):
+            kind = specialization.get_template_argument_kind(k).name
+            if kind == "TYPE":
+                arguments.append(specialization.get_template_argument_type(k).get_canonical().spelling)
+            elif kind == "INTEGRAL":
+                arguments.append(str(specialization.get_template_argument_value(k)))
+            else:
+                raise self.fail(c, f"{c.spelling}: a template argument of kind {kind.lower()} is not supported "
+                                   "(types and integers are)")
+        defined = template.get_definition() or template
+        unit, inner = self.unit.instance(defined, template.spelling, ", ".join(arguments))
+        unit.shared_bytes = self.unit.shared_bytes
+        unit._check(inner)
+        if not any(k.kind == self.cindex.CursorKind.CUDADEVICE_ATTR for k in children(inner)):
+            raise self.fail(c, f"{c.spelling} is not a __device__ function")
+        self.callee_units[inner.hash] = unit
+        return inner
 
     def store(self, target: Any, value: ir.Expr, loc: ir.Loc) -> list[ir.Stmt]:
         K = self.cindex.CursorKind  # noqa: N806
@@ -1105,7 +1114,8 @@ class _Lowering(MemoryAccess):
         if kind == K.UNEXPOSED_EXPR or kind == K.PAREN_EXPR:
             kids = self.kids(c)
             if len(kids) != 1:
-                raise self.fail(c, f"this expression ({' '.join(t.spelling for t in c.get_tokens())}) is not supported")
+                written = " ".join(t.spelling for t in c.get_tokens()) or c.type.spelling
+                raise self.fail(c, f"this expression ({written}, {len(kids)} parts) is not supported in kernels")
             inner = self.expr(kids[0])
             if kind == K.UNEXPOSED_EXPR and c.type.get_canonical().kind.name not in ("POINTER", "CONSTANTARRAY"):
                 return self.cast(inner, self.scalar(c))
@@ -1257,11 +1267,38 @@ class _Lowering(MemoryAccess):
             return self.cast(ir.Warp(bool_t, method, (mask, holds)), self.scalar(c))
         raise self.fail(c, f"{method}() of a thread_block_tile is not supported here")
 
+    def tile_reduce(self, c: Any, args: list[Any]) -> ir.Expr:
+        """``cg::reduce(tile, v, cg::plus<T>())``: a butterfly of shuffles over the tile, every
+        thread of which gets the result."""
+        tile = _TILE.match(args[0].type.get_canonical().spelling.rsplit("::", 1)[-1])
+        if tile is None:
+            raise self.fail(c, f"cg::reduce over a {args[0].type.spelling}: hetero reduces over a thread_block_tile")
+        operation = args[2].type.get_canonical().spelling.rsplit("::", 1)[-1].split("<")[0]
+        t = self.scalar(c)
+        if operation not in _REDUCTIONS or (t.is_float and not _REDUCTIONS[operation][1]):
+            raise self.fail(args[2], f"cg::reduce with {args[2].type.spelling}: hetero reduces with cg::plus, less, "
+                                     "greater (and bit_and, bit_or, bit_xor on integers)")
+        op = _REDUCTIONS[operation][1 if t.is_float else 0]
+        size, loc = int(tile.group(1)), self.loc(c)
+        total = self.fresh("_reduced")
+        self.locals[total] = t
+        self.prelude.append(ir.Assign(loc, total, self.cast(self.expr(args[1]), t)))
+        step = size // 2
+        while step:
+            mine = ir.Var(t, total)
+            other = ir.Warp(t, "shfl_xor", (_tile_mask(size), mine, ir.Const(i32, step), ir.Const(i32, size)))
+            both = ir.Math(t, op, (mine, other)) if op in ("fmin", "fmax") else ir.BinOp(t, op, mine, other)
+            self.prelude.append(ir.Assign(loc, total, both))
+            step //= 2
+        return ir.Var(t, total)
+
     def warp_intrinsic(self, c: Any, op: str) -> ir.Expr:
         """``__shfl_down_sync(mask, v, delta[, width])``, ``__ballot_sync(mask, p)`` and their kin."""
-        args = list(c.get_arguments())
+        args = _written(c)
         if op == "activemask":
             return ir.Warp(u32, op, ())
+        if op == "sync" and not args:  # __syncwarp(): the whole warp
+            return ir.Warp(ir.VOID, op, (ir.Const(u32, 0xFFFFFFFF),))
         mask = self.cast(self.expr(args[0]), u32)
         if op == "sync":
             return ir.Warp(ir.VOID, op, (mask,))
@@ -1296,9 +1333,12 @@ class _Lowering(MemoryAccess):
                 return self.cast(size, self.scalar(c))
             raise self.fail(c, f"{method}() of a cooperative group is not supported here")
         args = list(c.get_arguments())
+        if name == "reduce" and _declared_in(c, "cooperative_groups.h"):
+            return self.tile_reduce(c, args)
         if name in _WARP_INTRINSICS:
             return self.warp_intrinsic(c, _WARP_INTRINSICS[name])
-        t = ir.VOID if c.type.kind.name == "VOID" else self.scalar(c)
+        if c.type.kind.name != "VOID":
+            self.scalar(c)  # a result kernels cannot hold (a struct) is refused here, by its type
         if name in _ATOMICS:
             op = _ATOMICS[name]
             K = self.cindex.CursorKind  # noqa: N806
@@ -1325,17 +1365,10 @@ class _Lowering(MemoryAccess):
                 raise self.fail(c, f"{name} on a {element} element through a {pointee} pointer is not supported")
             values = tuple(self.cast(self.expr(a), element) for a in args[1:])
             return ir.Atomic(element, op, array, indices, values)
-        base = name[:-1] if name.endswith("f") and name[:-1] in _MATH else name
-        if base in _MATH and isinstance(t, ScalarType):
-            return ir.Math(t, base, tuple(self.cast(self.expr(a), t) for a in args))
-        if name in ("min", "max") and isinstance(t, ScalarType):
-            return ir.BinOp(t, name, *(self.cast(self.expr(a), t) for a in args))
-        if name in ("__umul24", "__mul24") and isinstance(t, ScalarType):  # the low 32 bits of 24-bit products
-            mask = ir.Const(t, 0xFFFFFF)
-            a, b = (ir.BinOp(t, "&", self.cast(self.expr(x), t), mask) for x in args)
-            if name == "__mul24":  # sign-extend the 24-bit operands
-                a, b = (ir.BinOp(t, ">>", ir.BinOp(t, "<<", x, ir.Const(t, 8)), ir.Const(t, 8)) for x in (a, b))
-            return ir.BinOp(t, "*", a, b)
+        if _from_prelude(c):
+            found = self.library_call(c, name)
+            if found is not None:
+                return found
         callee = self.definition(c)
         if self.must_inline(c, callee):
             stmts, result = self.inline(c, callee)
@@ -1347,7 +1380,7 @@ class _Lowering(MemoryAccess):
             return result
         key = f"{name}_{callee.hash}"
         if key not in self.program:
-            inner = _Lowering(self.unit, callee, self.fresh_function(name), self.program)
+            inner = _Lowering(self.callee_units.get(callee.hash, self.unit), callee, self.fresh_function(name), self.program)
             with recursion_room(self.unit.depth_of(callee, self.where)):
                 self.program[key] = inner.function()
         function = self.program[key]
@@ -1371,6 +1404,49 @@ class _Lowering(MemoryAccess):
         while candidate in taken:
             candidate, n = f"{name}_{n}", n + 1
         return candidate
+
+
+def _written(c: Any) -> list[Any]:
+    """Call ``c``'s arguments as written: without those a default argument supplies (no tokens)."""
+    args = list(c.get_arguments())
+    while args and next(iter(args[-1].get_tokens()), None) is None:
+        args.pop()
+    return args
+
+
+def _specialized_template(cursor: Any) -> Any:
+    """The function template ``cursor`` is an instance of, else None."""
+    if cursor is None or cursor.kind.name != "FUNCTION_DECL":
+        return None
+    template = _clang().conf.lib.clang_getSpecializedCursorTemplate(cursor)
+    return template if template is not None and template.kind.name == "FUNCTION_TEMPLATE" else None
+
+
+def _where_of(cursor: Any) -> tuple[str, int, int]:
+    loc = cursor.location
+    return (loc.file.name if loc.file else "<source>", loc.line, max(loc.column - 1, 0))
+
+
+def _is_null(c: Any) -> bool:
+    """Whether pointer expression ``c`` is ``nullptr``, ``NULL`` or ``0``."""
+    while c.kind.name in ("UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR") and len(children(c)) == 1:
+        c = children(c)[0]
+    return c.kind.name in ("CXX_NULL_PTR_LITERAL_EXPR", "GNU_NULL_EXPR") or (
+        c.kind.name == "INTEGER_LITERAL" and _evaluate(c) == 0)
+
+
+def _declared_in(c: Any, header: str) -> bool:
+    """Whether call ``c`` names a function declared in the front end's stand-in for ``header``."""
+    callee = c.referenced
+    where = callee.location.file if callee is not None else None
+    return where is not None and os.path.basename(where.name) == header
+
+
+def _from_prelude(c: Any) -> bool:
+    """Whether call ``c`` names a function of the front end's prelude (CUDA's own, not the user's)."""
+    callee = c.referenced
+    where = callee.location.file if callee is not None else None
+    return where is not None and os.path.basename(where.name) == "hetero_prelude.h"
 
 
 def _tile_mask(size: int) -> ir.Expr:

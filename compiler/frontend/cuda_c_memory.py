@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from hetero.core.types import ScalarType, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from hetero.compiler.ir import nodes as ir
+from hetero.compiler.frontend.cuda_c_math import LOADS
 
 _VECTOR = re.compile(r"^(char|uchar|short|ushort|int|uint|long|ulong|longlong|ulonglong|float|double)([1-4])$")
 _VECTOR_SCALARS = {"char": i8, "uchar": u8, "short": i16, "ushort": u16, "int": i32, "uint": u32, "long": i64,
@@ -95,6 +96,7 @@ class MemoryAccess:
         def operator(self, c: Any) -> str: ...
         def element(self, c: Any) -> tuple[str, tuple[ir.Expr, ...]]: ...
         def call_vector(self, c: Any) -> list[ir.Expr]: ...
+        def hinted_vector_load(self, c: Any, lanes: int) -> list[ir.Expr]: ...
 
     def _unwrap(self, c: Any) -> Any:
         """``c`` without parentheses, implicit conversions and copy constructions of a struct."""
@@ -263,6 +265,11 @@ class MemoryAccess:
             p = self.subscript(c)
             if p is not None and p.lanes == n:
                 return [self.load_through(dataclasses.replace(p, lanes=1), lane) for lane in range(n)]
+        if c.kind == K.CALL_EXPR and c.spelling in LOADS:
+            return self.hinted_vector_load(c, n)
+        if c.kind == K.CALL_EXPR and not list(c.get_arguments()) and not self.kids(c) \
+                and c.spelling == _QUALIFIERS.sub("", c.type.get_canonical().spelling).rsplit("::", 1)[-1]:
+            return [ir.Const(t, 0)] * n  # uint4 x;: CUDA leaves it undefined, zero is one of its values
         if c.kind == K.CALL_EXPR and c.spelling.startswith("make_"):
             return [self.cast(self.expr(a), t) for a in c.get_arguments()]
         if c.kind == K.CALL_EXPR:
