@@ -23,6 +23,7 @@ from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32,
 
 from hetero.compiler.ir import nodes as ir
 from hetero.compiler.frontend.complex_expressions import CMATH, ComplexExpressions
+from hetero.compiler.frontend.numba_builtins import CUDA_MATH, NumbaBuiltins
 from hetero.compiler.frontend.values import Value, cast, const, weak
 from hetero.compiler.frontend.source import MISSING, FunctionSource
 from hetero.compiler.ir.warp_emulation import warp_lane
@@ -81,7 +82,7 @@ class ArrayAlias:
     ndim: int
 
 
-class ExpressionLowering(ComplexExpressions):
+class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
     """Mixed into :class:`~hetero.compiler.frontend.python.Lowerer`: one method per expression form."""
 
     if TYPE_CHECKING:  # provided by Lowerer
@@ -264,7 +265,7 @@ class ExpressionLowering(ComplexExpressions):
             return Value(ir.BinOp(t, op, cast(left, t), cast(right, self.rules.integer_promote(rt))))
         if op in ("&", "|", "^") and lt == rt == bool_t:
             return Value(ir.BinOp(bool_t, op, left.expr, right.expr))
-        t = self.rules.promote(lt, rt)
+        t = (self.power_type(lt, rt) if op == "**" else None) or self.rules.promote(lt, rt)
         if op == "/":
             t = self.rules.division_type(t)
         self.note_type(t)
@@ -388,6 +389,9 @@ class ExpressionLowering(ComplexExpressions):
             for arg in node.args[1:]:
                 result = self.minmax(callee.__name__, result, self.expr(arg), node)
             return result
+        builtin = self.numba_builtin(callee, node) if callee is not round or self.rules.NAME == "numba" else None
+        if builtin is not None:
+            return builtin
         if callee is round:  # Python's: ties to even (hetero.math.round is C's, ties away from zero)
             if len(node.args) != 1:
                 raise self.src.error(node, "round(x) in kernels takes one argument and returns a float; "
@@ -481,6 +485,7 @@ class ExpressionLowering(ComplexExpressions):
             own = self.rules.literal_type(v.expr.value) if v.weak else v.type  # type: ignore[attr-defined]
             t = self.rules.math_type(own) if t is None else self.rules.promote(t, self.rules.math_type(own))
         assert t is not None
+        t = (self.math_pow_type(values) if name == "pow" else None) or t
         self.note_type(t)
         result = bool_t if name in language.MATH_PREDICATES else t
         return Value(ir.Math(result, name, tuple(cast(v, t) for v in values)))
@@ -498,6 +503,8 @@ class ExpressionLowering(ComplexExpressions):
                 raise self.src.error(node, "usage: cuda.atomic.compare_and_swap(ary, old, val) (on ary[0])")
             zero = ast.copy_location(ast.Constant(0), node)
             return self.call_atomic("cas", ast.copy_location(ast.Call(node.func, [node.args[0], zero, *node.args[1:]], []), node))
+        if name in CUDA_MATH:
+            return self.call_math(CUDA_MATH[name], node)
         if name in language_cuda.WARP_CALLS:
             return self.call_warp(language_cuda.WARP_CALLS[name], node)
         if name == "cuda.match_any_sync":

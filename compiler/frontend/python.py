@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 
 import numpy as np
 from collections.abc import Sequence
@@ -534,6 +535,8 @@ class Lowerer(ExpressionLowering):
                 return self.grid_values(callee.name, self.positional(node, callee) if node.keywords else node)
             if isinstance(callee, language.Intrinsic) and callee.name == "cuda.match_all_sync":
                 return self.match_all(self.positional(node, callee) if node.keywords else node)
+            if callee is math.frexp:
+                return self.frexp(self.positional(node, callee) if node.keywords else node)
             callee = callee if isinstance(callee, language.DeviceFunction) else foreign_device_function(callee)
             if isinstance(callee, language.DeviceFunction):
                 return self.tuple_call(callee, node)

@@ -123,6 +123,8 @@ match_any_sync = _warp("match_any_sync", "cuda.match_any_sync(mask, value): the 
                         "this lane's, a bit each (u32; integer values)", ("mask", "value"))
 match_all_sync = _warp("match_all_sync", "m, pred = cuda.match_all_sync(mask, value): (mask, True) when every lane of "
                        "mask has this lane's value, else (0, False); integer values", ("mask", "value"))
+fma = Intrinsic("cuda.fma", "cuda.fma(a, b, c): a * b + c rounded once (f32 or f64)")
+cbrt = Intrinsic("cuda.cbrt", "cuda.cbrt(x): the cube root of x (f32 or f64)")
 #: The bit intrinsics (device functions of :mod:`hetero.language.bits`).
 BIT_CALLS = ("cuda.popc", "cuda.clz", "cuda.ffs", "cuda.brev")
 #: The warp intrinsics and the operation of :class:`hetero.compiler.ir.nodes.Warp` each is.
