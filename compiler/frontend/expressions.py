@@ -507,6 +507,9 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             return self.call_math(CUDA_MATH[name], node)
         if name in language_cuda.WARP_CALLS:
             return self.call_warp(language_cuda.WARP_CALLS[name], node)
+        if name == "cuda.eq_sync":  # the same in every lane: all true, or none
+            every, some = self.call_warp("all", node).expr, self.call_warp("any", node).expr
+            return Value(ir.BinOp(bool_t, "|", every, ir.UnaryOp(bool_t, "not", some)))
         if name == "cuda.match_any_sync":
             return self.call_match(node)
         if name == "cuda.match_all_sync":

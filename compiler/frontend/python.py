@@ -22,7 +22,7 @@ from hetero.core.errors import CompileError
 from hetero.core.types import ArrayType, ScalarType, bool_t, c128, f16, f64, i32, i64, scalar_type
 
 from hetero.compiler.ir import complex_lowering, grid_sync, inline, nodes as ir
-from hetero.compiler.frontend import cuda_contract, typing_numba, typing_rules, ufunc_calls
+from hetero.compiler.frontend import block_votes, cuda_contract, typing_numba, typing_rules, ufunc_calls
 from hetero.compiler.emit.cpu_regions import check_barriers
 from hetero.compiler.ir.queries import all_expressions
 from hetero.compiler.frontend.expressions import BINOPS, ArrayAlias, ExpressionLowering, Value, cast, const, foreign_device_function
@@ -375,6 +375,11 @@ class Lowerer(ExpressionLowering):
     def stmt(self, node: ast.stmt) -> list[ir.Stmt]:
         if type(node) in _UNSUPPORTED_STATEMENTS:
             raise self.src.error(node, f"{_UNSUPPORTED_STATEMENTS[type(node)]} are not supported in kernels")
+        hoist = block_votes.hoisted(node, self.static, self.src.error)
+        if hoist is not None:  # a block vote inside an expression: a statement of its own first
+            self.assigned.update(part.targets[0].id for part in hoist[:-1] if isinstance(part, ast.Assign)
+                                 and isinstance(part.targets[0], ast.Name))
+            return [lowered for part in hoist for lowered in self.stmt(part)]
         method = getattr(self, f"stmt_{type(node).__name__}", None)
         if method is None:
             raise self.src.error(node, f"{type(node).__name__} statements are not supported in kernels")

@@ -105,6 +105,8 @@ all_sync = _warp("all_sync", "cuda.all_sync(mask, predicate): whether predicate 
                  ("mask", "predicate"))
 any_sync = _warp("any_sync", "cuda.any_sync(mask, predicate): whether predicate holds in any active lane of mask",
                  ("mask", "predicate"))
+eq_sync = _warp("eq_sync", "cuda.eq_sync(mask, predicate): whether predicate is the same in every active lane of mask",
+                ("mask", "predicate"))
 ballot_sync = _warp("ballot_sync", "cuda.ballot_sync(mask, predicate): the lanes of mask whose predicate holds, "
                     "a bit each (u32)", ("mask", "predicate"))
 activemask = _warp("activemask", "cuda.activemask(): the warp's lanes running this code, a bit each (u32)", ())
