@@ -630,6 +630,8 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             raise self.src.error(node, f"atomic {op} works on u32 and u64 arrays (CUDA's wrapping {op}); {array} holds {element}")
         if op in language.INTEGER_ATOMICS and not element.is_int:
             raise self.src.error(node, f"atomic {op} works on integer arrays; {array} holds {element}")
+        if op in ("nanmin", "nanmax") and not element.is_float:
+            op = op[3:]  # an integer has no NaN
         if element.bits == 64:
             self.features.add("int64_atomics")
         self.note_type(element)

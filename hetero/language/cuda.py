@@ -157,7 +157,8 @@ cg = _Namespace("cg", this_grid=Intrinsic(
 atomic = _Namespace(
     "atomic", add=language.atomic_add, sub=language.atomic_sub, min=language.atomic_min, max=language.atomic_max,
     cas=language.atomic_cas, exch=language.atomic_exch, and_=language.atomic_and, or_=language.atomic_or,
-    xor=language.atomic_xor, inc=language.atomic_inc, dec=language.atomic_dec,
+    xor=language.atomic_xor, inc=language.atomic_inc, dec=language.atomic_dec, nanmin=language.atomic_nanmin,
+    nanmax=language.atomic_nanmax,
     compare_and_swap=Intrinsic("cuda.atomic.compare_and_swap", "compare_and_swap(ary, old, val): cas on ary[0]",
                                ("ary", "old", "val")),
 )
