@@ -24,6 +24,7 @@ from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32,
 from hetero.compiler.ir import nodes as ir
 from hetero.compiler.frontend.complex_expressions import CMATH, ComplexExpressions
 from hetero.compiler.frontend.numba_builtins import CUDA_MATH, NumbaBuiltins
+from hetero.compiler.frontend import static_args
 from hetero.compiler.frontend.values import Value, cast, const, weak
 from hetero.compiler.frontend.source import MISSING, FunctionSource
 from hetero.compiler.ir.warp_emulation import warp_lane
@@ -660,8 +661,13 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
 
     def call_function(self, callee: language.DeviceFunction, node: ast.Call, element: int | None = None) -> Value:
         args: list[Value] = []
-        types: list[ScalarType | ArrayType] = []
+        types: list[Any] = []
         for arg in node.args:
+            obj = self.static(arg)
+            fixed = static_args.bound(obj, _cast_type(obj) is not None) if obj is not MISSING else None
+            if fixed is not None:  # a type, an atomic, a device function: bound in the callee
+                types.append(fixed)
+                continue
             if isinstance(arg, ast.Name) and arg.id in self.arrays:
                 array = self.arrays[arg.id]
                 if isinstance(array, ArrayAlias):

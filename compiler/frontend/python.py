@@ -22,7 +22,7 @@ from hetero.core.errors import CompileError
 from hetero.core.types import ArrayType, ScalarType, bool_t, c128, f16, f64, i32, i64, scalar_type
 
 from hetero.compiler.ir import complex_lowering, grid_sync, inline, nodes as ir
-from hetero.compiler.frontend import block_votes, cuda_contract, typing_numba, typing_rules, ufunc_calls
+from hetero.compiler.frontend import block_votes, cuda_contract, static_args, typing_numba, typing_rules, ufunc_calls
 from hetero.compiler.emit.cpu_regions import check_barriers
 from hetero.compiler.ir.queries import all_expressions
 from hetero.compiler.frontend.expressions import BINOPS, ArrayAlias, ExpressionLowering, Value, cast, const, foreign_device_function
@@ -185,6 +185,9 @@ def _params(src: FunctionSource, types: list[ScalarType | ArrayType], node_for_e
         raise src.error(node_for_errors, f"{src.tree.name} takes {len(args.args)} argument(s), got {len(types)}")
     params = []
     for arg, given in zip(args.args, types, strict=True):
+        if isinstance(given, static_args.Bound):  # known at compile time: the name reads it as a global would
+            src.namespace[arg.arg] = given.value
+            continue
         declared = _annotation(src, arg.annotation)
         if isinstance(declared, ArrayType):
             if not isinstance(given, ArrayType) or given.dtype != declared.dtype or \

@@ -1,0 +1,80 @@
+"""Device functions given compile-time arguments, as Numba-CUDA code passes them: a type, an
+atomic (or another intrinsic) and a device function, on every device against NumPy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import hetero
+from hetero.compat import cuda
+from hetero.compat.cuda import float64, int32, uint32
+
+
+@pytest.fixture
+def on(device: hetero.Device) -> Iterator[hetero.Device]:
+    with hetero.use_device(device):
+        yield device
+
+
+@cuda.jit(device=True)
+def as_is(x):
+    return x
+
+
+@cuda.jit(device=True)
+def halved(x):
+    return x // 2
+
+
+@cuda.jit(device=True)
+def histogram_in(bins, out, keys, element_type, update, key_of):
+    t = cuda.threadIdx.x
+    if t < 16:
+        bins[t] = 0
+    cuda.syncthreads()
+    update(bins, key_of(keys[t]) % 16, element_type(1))
+    cuda.syncthreads()
+    if t < 16:
+        out[t] = bins[t]
+
+
+@cuda.jit
+def histograms(keys, by_add, by_sub_halved):
+    counts = cuda.shared.array(16, uint32)
+    signed = cuda.shared.array(16, int32)
+    histogram_in(counts, by_add, keys, uint32, cuda.atomic.add, as_is)
+    histogram_in(signed, by_sub_halved, keys, int32, cuda.atomic.sub, halved)
+
+
+def test_type_atomic_and_function_arguments(on: hetero.Device) -> None:
+    keys = np.random.default_rng(3).integers(0, 1000, 64).astype(np.int64)
+    by_add = np.zeros(16, np.uint32)
+    by_sub = np.zeros(16, np.int32)
+    histograms[1, 64](keys, by_add, by_sub)
+    np.testing.assert_array_equal(by_add, np.bincount(keys % 16, minlength=16))
+    np.testing.assert_array_equal(by_sub, -np.bincount((keys // 2) % 16, minlength=16))
+
+
+@cuda.jit(device=True)
+def converted(value, to):
+    return to(value) * 2
+
+
+@cuda.jit
+def casts(x, out_f, out_i):
+    i = cuda.grid(1)
+    if i < x.size:
+        out_f[i] = converted(x[i], float64)
+        out_i[i] = converted(x[i], int32)
+
+
+def test_a_type_as_a_cast(on: hetero.Device) -> None:
+    x = np.array([1.75, -2.5, 3.0], np.float32)
+    out_f = np.zeros(3, np.float64)
+    out_i = np.zeros(3, np.int64)
+    casts[1, 4](x, out_f, out_i)
+    np.testing.assert_array_equal(out_f, x.astype(np.float64) * 2)
+    np.testing.assert_array_equal(out_i, x.astype(np.int32) * 2)
