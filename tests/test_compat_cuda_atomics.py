@@ -254,3 +254,20 @@ def test_unsupported_dtypes_are_compile_errors(on: hetero.Device) -> None:
         float_and[1, 1](np.zeros(1, np.float32), np.zeros(1, np.float32))
     with pytest.raises(CompileError, match=r"inc.*u32 and u64"):
         signed_inc[1, 1](np.zeros(1, np.int32), np.zeros(1, np.int32))
+
+
+@cuda.jit
+def negative_indices(a, grid, shift):
+    a[-1] = 5  # a constant counts from the end, as in Python and Numba
+    grid[-1, 0] = 7
+    cuda.atomic.add(a, -2, 3)
+    cuda.atomic.add(a, shift, 1)  # numba-cuda wraps an atomic's negative index at run time
+    cuda.atomic.max(grid, (0, shift), 9)
+
+
+def test_negative_indices_count_from_the_end(on: hetero.Device) -> None:
+    a = np.zeros(4, np.int32)
+    grid = np.zeros((2, 3), np.int64)
+    negative_indices[1, 1](a, grid, np.int64(-3))
+    np.testing.assert_array_equal(a, [0, 1, 3, 5])
+    np.testing.assert_array_equal(grid, [[9, 0, 0], [7, 0, 0]])

@@ -218,7 +218,9 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             size = shape if axis == 0 else ir.BinOp(i64, "*", size, shape)
         return Value(size)
 
-    def indices(self, name: str, index: ast.expr, node: ast.AST) -> tuple[ir.Expr, ...]:
+    def indices(self, name: str, index: ast.expr, node: ast.AST, wrap: bool = False) -> tuple[ir.Expr, ...]:
+        """The i64 index of each axis. A negative constant counts from the axis' end, as in Python and
+        Numba; with ``wrap`` (atomics, which numba-cuda wraps), so does any negative signed index."""
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
         if any(isinstance(p, ast.Slice) for p in parts):
             raise self.src.error(node, "slicing is not supported in kernels: index one element at a time")
@@ -227,11 +229,18 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
         if len(parts) != ndim:
             raise self.src.error(node, f"{name} has {ndim} dimension(s) but is indexed with {len(parts)}")
         lowered = []
-        for part in parts:
+        for axis, part in enumerate(parts):
             value = self.expr(part)
             if not (value.type.is_int or value.type == bool_t):
                 raise self.src.error(part, f"array index must be an integer, got {value.type}")
-            lowered.append(cast(value, i64))
+            index_value = cast(value, i64)
+            signed = value.weak or value.type.kind == "i"
+            if isinstance(index_value, ir.Const) and int(ir.number(index_value)) < 0:
+                index_value = ir.BinOp(i64, "+", self.shape_of(name, axis, node).expr, index_value)
+            elif wrap and signed and not isinstance(index_value, ir.Const):
+                index_value = ir.Select(i64, ir.Compare(bool_t, "<", index_value, const(0, i64)), ir.BinOp(
+                    i64, "+", self.shape_of(name, axis, node).expr, index_value), index_value)
+            lowered.append(index_value)
         return tuple(lowered)
 
     def element_type(self, name: str) -> ScalarType:
@@ -636,7 +645,7 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
         if element.bits == 64:
             self.features.add("int64_atomics")
         self.note_type(element)
-        indices = self.indices(array, node.args[1], node)
+        indices = self.indices(array, node.args[1], node, wrap=True)
         values = tuple(cast(self.expr(a), element) for a in node.args[2:])
         return Value(ir.Atomic(element, op, array, indices, values))
 
