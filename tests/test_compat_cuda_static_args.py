@@ -78,3 +78,36 @@ def test_a_type_as_a_cast(on: hetero.Device) -> None:
     casts[1, 4](x, out_f, out_i)
     np.testing.assert_array_equal(out_f, x.astype(np.float64) * 2)
     np.testing.assert_array_equal(out_i, x.astype(np.int32) * 2)
+
+
+@cuda.jit(device=True)
+def block_histogram(out, keys, element_type, update):
+    """Shared and per-thread arrays declared in a device function (inlined into the kernel, each call
+    with arrays of its own)."""
+    t = cuda.threadIdx.x
+    bins = cuda.shared.array(16, element_type)
+    mine = cuda.local.array(2, element_type)
+    if t < 16:
+        bins[t] = 0
+    cuda.syncthreads()
+    mine[0] = element_type(1)
+    mine[1] = mine[0] + mine[0]
+    update(bins, keys[t] % 16, mine[1] - mine[0])
+    cuda.syncthreads()
+    if t < 16:
+        out[t] = bins[t]
+
+
+@cuda.jit
+def two_histograms(keys, first, second):
+    block_histogram(first, keys, uint32, cuda.atomic.add)
+    block_histogram(second, keys, int32, cuda.atomic.sub)
+
+
+def test_arrays_declared_in_a_device_function(on: hetero.Device) -> None:
+    keys = np.random.default_rng(4).integers(0, 1000, 64).astype(np.int64)
+    first = np.zeros(16, np.uint32)
+    second = np.zeros(16, np.int32)
+    two_histograms[1, 64](keys, first, second)
+    np.testing.assert_array_equal(first, np.bincount(keys % 16, minlength=16))
+    np.testing.assert_array_equal(second, -np.bincount(keys % 16, minlength=16))

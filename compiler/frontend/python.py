@@ -614,7 +614,7 @@ class Lowerer(ExpressionLowering):
         return self.assign(node.target, self.expr(node.value), node)
 
     def local_array(self, name: str, call: ast.Call, private: bool = False) -> list[ir.Stmt]:
-        if not self.is_kernel:
+        if not self.is_kernel and self.rules.NAME != "numba":
             raise self.src.error(call, f"{'cuda.local.array' if private else 'local_array'}() is only allowed in kernels")
         if len(call.args) != 2:
             raise self.src.error(call, "usage: local_array(shape, dtype), e.g. local_array((16, 16), hetero.f32)")
