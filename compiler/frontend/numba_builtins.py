@@ -13,11 +13,10 @@ import ast
 import math
 from typing import TYPE_CHECKING, Any
 
+from hetero.compiler.frontend.values import Value, cast
+from hetero.compiler.ir import nodes as ir
 from hetero.core.types import ScalarType, f32, f64, i32, i64
 from hetero.language import float_scale
-
-from hetero.compiler.ir import nodes as ir
-from hetero.compiler.frontend.values import Value, cast
 
 if TYPE_CHECKING:
     from hetero.compiler.frontend.expressions import DeviceFunctions
