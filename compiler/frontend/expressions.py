@@ -42,7 +42,7 @@ class DeviceFunctions(Protocol):
     #: How many values each device function returning a tuple returns (by id of its function).
     arity: dict[int, int]
 
-    def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType],
+    def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType | static_args.Bound],
                  caller: FunctionSource, node: ast.AST, element: int | None = None) -> ir.Function:
         """``callee`` lowered for argument ``types`` (once per types; ``element``: the variant returning
         that value of a tuple); errors point at ``node`` in ``caller``."""
@@ -670,7 +670,7 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
 
     def call_function(self, callee: language.DeviceFunction, node: ast.Call, element: int | None = None) -> Value:
         args: list[Value] = []
-        types: list[Any] = []
+        types: list[ScalarType | ArrayType | static_args.Bound] = []
         for arg in node.args:
             obj = self.static(arg)
             fixed = static_args.bound(obj, _cast_type(obj) is not None) if obj is not MISSING else None

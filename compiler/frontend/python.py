@@ -61,7 +61,7 @@ class Program:
         self.order: list[ir.Function] = []
         self.in_progress: set[int] = set()
 
-    def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType],
+    def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType | static_args.Bound],
                  caller: FunctionSource, node: ast.AST, element: int | None = None) -> ir.Function:
         key = (id(callee.py_func), (*types, element)) if element is not None else (id(callee.py_func), tuple(types))
         if key in self.functions:
@@ -176,7 +176,7 @@ def _declared_without_parsing(py_func: Any) -> list[ScalarType | ArrayType | Non
     return found
 
 
-def _params(src: FunctionSource, types: list[ScalarType | ArrayType], node_for_errors: ast.AST) -> tuple[ir.Param, ...]:
+def _params(src: FunctionSource, types: list[ScalarType | ArrayType | static_args.Bound], node_for_errors: ast.AST) -> tuple[ir.Param, ...]:
     args = src.tree.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
         raise src.error(node_for_errors, "kernels and device functions take plain positional parameters only "
