@@ -111,3 +111,31 @@ def test_arrays_declared_in_a_device_function(on: hetero.Device) -> None:
     two_histograms[1, 64](keys, first, second)
     np.testing.assert_array_equal(first, np.bincount(keys % 16, minlength=16))
     np.testing.assert_array_equal(second, -np.bincount(keys % 16, minlength=16))
+
+
+@cuda.jit
+def constant_local_shape(a, rows, cols):
+    n = 48  # a local assigned one constant: a shape, as Numba's constant propagation takes it
+    scratch = cuda.shared.array(n, int32)
+    m, k = a.shape  # a shape unpacked into names
+    i = cuda.grid(1)
+    if i < n:
+        scratch[i] = i * 2
+    cuda.syncthreads()
+    if i == 0:
+        rows[0] = m
+        cols[0] = k
+        for j in range(n):
+            a[j % m, j % k] += scratch[j]
+
+
+def test_constant_local_as_shape_and_shape_unpacking(on: hetero.Device) -> None:
+    a = np.zeros((5, 7), np.int32)
+    rows = np.zeros(1, np.int64)
+    cols = np.zeros(1, np.int64)
+    constant_local_shape[1, 64](a, rows, cols)
+    expected = np.zeros((5, 7), np.int32)
+    for j in range(48):
+        expected[j % 5, j % 7] += 2 * j
+    np.testing.assert_array_equal(a, expected)
+    assert rows[0] == 5 and cols[0] == 7

@@ -537,6 +537,11 @@ class Lowerer(ExpressionLowering):
             if any(isinstance(e, ast.Starred) for e in node.elts):
                 raise self.src.error(node, "starred expressions are not supported in kernels")
             return [self.expr(e) for e in node.elts]
+        if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name) \
+                and node.value.id in self.arrays:  # m, n = a.shape
+            array = self.arrays[node.value.id]
+            ndim = len(array.shape) if isinstance(array, ir.LocalArray) else (array.ndim or 0)
+            return [self.shape_of(node.value.id, axis, node) for axis in range(ndim)]
         if isinstance(node, ast.Call):
             callee = self.static(node.func)
             if isinstance(callee, language.Intrinsic) and callee.name in ("cuda.grid", "cuda.gridsize"):
@@ -624,7 +629,7 @@ class Lowerer(ExpressionLowering):
                 ast.Tuple([ast.Constant(v) for v in shape_value], ast.Load()), call.args[0]), call.args[1]], []), call)
         shape_node = call.args[0]
         parts = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
-        shape = tuple(self.static_int(p, "a local_array dimension") for p in parts)
+        shape = tuple(self.static_int(self.constant_local(p), "a local_array dimension") for p in parts)
         dtype_obj = self.static(call.args[1])
         try:
             dtype = scalar_type(getattr(dtype_obj, "hetero_type", dtype_obj))
@@ -646,6 +651,20 @@ class Lowerer(ExpressionLowering):
         self.assigned.discard(name)
         self.note_type(dtype)
         return []
+
+    def constant_local(self, node: ast.expr) -> ast.expr:
+        """The constant a local name is assigned, where it is assigned that constant once and nothing
+        else (``n = 100``, then ``cuda.shared.array(n, int32)``), as Numba propagates it; else ``node``."""
+        if not (isinstance(node, ast.Name) and node.id in self.assigned):
+            return node
+        writes = [n for n in ast.walk(self.src.tree) if isinstance(n, ast.Name) and n.id == node.id
+                  and isinstance(n.ctx, ast.Store)]
+        values = [n.value for n in ast.walk(self.src.tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                  and isinstance(n.targets[0], ast.Name) and n.targets[0].id == node.id]
+        if len(writes) == 1 and len(values) == 1 and isinstance(values[0], ast.Constant) \
+                and type(values[0].value) is int:
+            return ast.copy_location(ast.Constant(values[0].value), node)
+        return node
 
     def dynamic_shared(self, name: str, dtype: ScalarType, call: ast.Call) -> list[ir.Stmt]:
         """``cuda.shared.array(0, dtype)``: the launch's dynamic shared memory (its 4th launch
