@@ -139,3 +139,55 @@ def test_constant_local_as_shape_and_shape_unpacking(on: hetero.Device) -> None:
         expected[j % 5, j % 7] += 2 * j
     np.testing.assert_array_equal(a, expected)
     assert rows[0] == 5 and cols[0] == 7
+
+
+@cuda.jit(device=True)
+def sum_in_shared(a, out, size, element_type):
+    buffer = cuda.shared.array(size, element_type)  # size: a literal the call gives
+    t = cuda.threadIdx.x
+    if t < size:
+        buffer[t] = a[t]
+    cuda.syncthreads()
+    if t == 0:
+        total = buffer[0]
+        for j in range(1, size):
+            total += buffer[j]
+        out[0] = total
+
+
+@cuda.jit
+def sums(a, small, large):
+    sum_in_shared(a, small, 8, int32)
+    sum_in_shared(a, large, 32, int32)
+
+
+def test_integer_literal_as_a_shape_argument(on: hetero.Device) -> None:
+    a = np.arange(32, dtype=np.int32)
+    small = np.zeros(1, np.int32)
+    large = np.zeros(1, np.int32)
+    sums[1, 32](a, small, large)
+    assert small[0] == a[:8].sum() and large[0] == a.sum()
+
+
+def _scaler(k: int) -> object:
+    @cuda.jit(device=True)
+    def scale(x):
+        return x * k
+
+    return scale
+
+
+twice, thrice = _scaler(2), _scaler(3)
+
+
+@cuda.jit
+def two_functions_one_name(a, out):
+    out[0] = twice(a[0])
+    out[1] = thrice(a[0])
+
+
+def test_device_functions_of_one_name_stay_apart(on: hetero.Device) -> None:
+    """Two functions named alike (or one bound to two objects alike named) are two functions."""
+    out = np.zeros(2, np.int64)
+    two_functions_one_name[1, 1](np.array([5], np.int64), out)
+    np.testing.assert_array_equal(out, [10, 15])

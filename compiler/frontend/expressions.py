@@ -26,7 +26,7 @@ from hetero.compiler.frontend.complex_expressions import CMATH, ComplexExpressio
 from hetero.compiler.frontend.numba_builtins import CUDA_MATH, NumbaBuiltins
 from hetero.compiler.frontend import static_args
 from hetero.compiler.frontend.values import Value, cast, const, weak
-from hetero.compiler.frontend.source import MISSING, FunctionSource
+from hetero.compiler.frontend.source import MISSING, FunctionSource, function_source
 from hetero.compiler.ir.warp_emulation import warp_lane
 
 
@@ -671,9 +671,15 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
     def call_function(self, callee: language.DeviceFunction, node: ast.Call, element: int | None = None) -> Value:
         args: list[Value] = []
         types: list[ScalarType | ArrayType | static_args.Bound] = []
-        for arg in node.args:
+        tree = function_source(callee.py_func).tree
+        shapes = static_args.shape_params(tree) if language.typing_of(callee.py_func) == "numba" else set()
+        for position, arg in enumerate(node.args):
             obj = self.static(arg)
             fixed = static_args.bound(obj, _cast_type(obj) is not None) if obj is not MISSING else None
+            if fixed is None and position < len(tree.args.args) and tree.args.args[position].arg in shapes:
+                value = self.expr(arg)
+                if value.weak and type(getattr(value.expr, "value", None)) is int:
+                    fixed = static_args.Bound(value.expr.value)  # type: ignore[attr-defined]
             if fixed is not None:  # a type, an atomic, a device function: bound in the callee
                 types.append(fixed)
                 continue

@@ -60,6 +60,8 @@ class Program:
         self.functions: dict[tuple[int, tuple[Any, ...]], ir.Function] = {}
         self.order: list[ir.Function] = []
         self.in_progress: set[int] = set()
+        #: The names given to device functions so far: each specialisation has one of its own.
+        self.names: set[str] = set()
 
     def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType | static_args.Bound],
                  caller: FunctionSource, node: ast.AST, element: int | None = None) -> ir.Function:
@@ -77,6 +79,10 @@ class Program:
             name = f"{src.tree.name}__{suffix}" if suffix else src.tree.name
             if element is not None:
                 name = f"{name}__value{element}"
+            base, count = name, 2
+            while name in self.names:  # another specialisation's name (two objects with one token, or name)
+                name, count = f"{base}_{count}", count + 1
+            self.names.add(name)
             function = lower(src, params, is_kernel=False, program=self, name=name, element=element)
         finally:
             self.in_progress.discard(id(callee.py_func))
