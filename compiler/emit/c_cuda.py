@@ -16,7 +16,8 @@ from hetero.core.types import ScalarType, f16, f32, f64, i64, u32, u64
 
 from hetero.compiler.ir import nodes as ir
 from hetero.compiler.emit.c_dialect import (
-    C_RESERVED, MATH_FUNCTIONS, ArrayInfo, CDialect, ProgramContext, WriterContext, newer_atomic_updates, top,
+    C_RESERVED, MATH_FUNCTIONS, ArrayInfo, CDialect, ProgramContext, WriterContext, newer_atomic_updates,
+    ordered_min_max, top,
 )
 from hetero.core.target import Target
 
@@ -53,7 +54,8 @@ _WORK_ITEMS = {"local_id": "threadIdx", "group_id": "blockIdx", "local_size": "b
 #: Atomics the vendor provides for each element type; the others are built from atomicCAS.
 _NATIVE = {"add": ("i32", "u32", "u64", "f32"), "sub": ("i32", "u32"), "min": ("i32", "u32", "u64"),
            "max": ("i32", "u32", "u64"), "exch": ("i32", "u32", "u64", "f32"), "and": ("i32", "u32", "u64"),
-           "or": ("i32", "u32", "u64"), "xor": ("i32", "u32", "u64"), "inc": ("u32",), "dec": ("u32",)}
+           "or": ("i32", "u32", "u64"), "xor": ("i32", "u32", "u64"), "inc": ("u32",), "dec": ("u32",),
+           "nanmin": (), "nanmax": ()}
 
 
 class CudaDialect(CDialect):
@@ -212,8 +214,9 @@ class CudaDialect(CDialect):
         }.get(t.name, (ULL, f"({ULL})({{}})", f"({ctype})({{}})"))
         current = from_bits.format("assumed")
         update = {"add": f"{current} + v", "sub": f"{current} - v",
-                  "min": f"{self.min_max('min', t)}({current}, v)" if t.is_float else f"{current} < v ? {current} : v",
-                  "max": f"{self.min_max('max', t)}({current}, v)" if t.is_float else f"{current} > v ? {current} : v",
+                  "min": f"{current} < v ? {current} : v", "max": f"{current} > v ? {current} : v",
+                  **(ordered_min_max(current) if t.is_float else {}),
+                  "nanmin": f"{self.min_max('min', t)}({current}, v)", "nanmax": f"{self.min_max('max', t)}({current}, v)",
                   **newer_atomic_updates(current, "unsigned int" if t.bits == 32 else ULL)}[op]
         return f"""{self.helper_head} {ctype} {name}({ctype}* p, {ctype} v) {{
     {bits}* word = ({bits}*)p;

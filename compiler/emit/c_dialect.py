@@ -359,6 +359,12 @@ def ipow(d: CDialect, name: str, t: ScalarType) -> str:
 NEWER_ATOMICS = ("exch", "and", "or", "xor", "inc", "dec")
 
 
+def ordered_min_max(current: str) -> dict[str, str]:
+    """Float atomic ``min``/``max`` as numba-cuda computes them: ``v`` replaces ``current`` only when
+    it compares below (above) it, so the stored value stays when either is NaN."""
+    return {"min": f"(v < {current} ? v : {current})", "max": f"(v > {current} ? v : {current})"}
+
+
 def newer_atomic_updates(current: str, unsigned: str) -> dict[str, str]:
     """The new value of each of :data:`NEWER_ATOMICS` from the ``current`` one and ``v`` (C syntax),
     for the compare-and-swap loops that build them where no native atomic does. ``inc``/``dec``

@@ -13,7 +13,7 @@ from hetero.core.types import ScalarType, f16, f32
 from hetero.compiler.ir import nodes as ir
 from hetero.compiler.emit.c_dialect import (
     C_RESERVED, MATH_FUNCTIONS, NEWER_ATOMICS, ArrayInfo, CDialect, ProgramContext, WriterContext,
-    newer_atomic_updates, top,
+    newer_atomic_updates, ordered_min_max, top,
 )
 
 C_TYPES = {"bool": "bool", "i8": "char", "i16": "short", "i32": "int", "i64": "long", "u8": "uchar",
@@ -187,8 +187,9 @@ def _atomic_update(name: str, ctype: str, space: str, op: str) -> str:
     from_bits = f"as_{ctype}" if bits != ctype else ""
     current = f"{from_bits}(assumed)"
     f = "f" if ctype in ("float", "double") else ""
-    update = {"add": f"{current} + v", "sub": f"{current} - v", "min": f"{f}min({current}, v)",
-              "max": f"{f}max({current}, v)", **newer_atomic_updates(current, "uint" if bits in ("int", "uint") else "ulong")}[op]
+    update = {"add": f"{current} + v", "sub": f"{current} - v",
+              **(ordered_min_max(current) if f else {"min": f"min({current}, v)", "max": f"max({current}, v)"}),
+              "nanmin": f"fmin({current}, v)", "nanmax": f"fmax({current}, v)", **newer_atomic_updates(current, "uint" if bits in ("int", "uint") else "ulong")}[op]
     return f"""static inline {ctype} {name}(volatile {space} {ctype}* p, {ctype} v) {{
     volatile {space} {bits}* word = (volatile {space} {bits}*)p;
     {bits} old = *word;

@@ -267,7 +267,7 @@ class FunctionPrinter:
             raise error(f"unknown atomic operation '{e.op}'", self.loc)
         # a local array belongs to one work-group, which one thread runs: no atomics needed
         local = e.array in self.shared
-        name = "f" + e.op if e.op in ("min", "max") and t.is_float and not local else e.op
+        name = "f" + e.op if e.op in ("min", "max", "nanmin", "nanmax") and t.is_float and not local else e.op
         function = self.helper(("local_atomic_" if local else "atomic_") + name)
         index = ", ".join(self.expr(i) for i in e.indices) + ("," if len(e.indices) == 1 else "")
         args = ", ".join(wrap(t, self.expr(a)) for a in e.args)

@@ -336,6 +336,30 @@ def atomic_fmax(array: Any, index: Any, value: Any) -> Any:
     return old
 
 
+@_jit
+def atomic_fnanmin(array: Any, index: Any, value: Any) -> Any:
+    """Atomically C's ``fmin(old, value)`` on floats (a NaN is missing); returns the old value."""
+    old = array[index]
+    while value < old or (old != old and value == value):
+        seen = atomic_cas(array, index, old, value)
+        if same_bits(seen, old):
+            break
+        old = seen
+    return old
+
+
+@_jit
+def atomic_fnanmax(array: Any, index: Any, value: Any) -> Any:
+    """Atomically C's ``fmax(old, value)`` on floats (a NaN is missing); returns the old value."""
+    old = array[index]
+    while value > old or (old != old and value == value):
+        seen = atomic_cas(array, index, old, value)
+        if same_bits(seen, old):
+            break
+        old = seen
+    return old
+
+
 # Local arrays: one work-group runs on one thread, so plain read-modify-write is atomic.
 @_jit
 def local_atomic_add(array: Any, index: Any, value: Any) -> Any:
@@ -363,6 +387,22 @@ def local_atomic_min(array: Any, index: Any, value: Any) -> Any:
 def local_atomic_max(array: Any, index: Any, value: Any) -> Any:
     old = array[index]
     if value > old:
+        array[index] = value
+    return old
+
+
+@_jit
+def local_atomic_nanmin(array: Any, index: Any, value: Any) -> Any:
+    old = array[index]
+    if value < old or (old != old and value == value):
+        array[index] = value
+    return old
+
+
+@_jit
+def local_atomic_nanmax(array: Any, index: Any, value: Any) -> Any:
+    old = array[index]
+    if value > old or (old != old and value == value):
         array[index] = value
     return old
 

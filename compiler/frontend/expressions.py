@@ -23,8 +23,10 @@ from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32,
 
 from hetero.compiler.ir import nodes as ir
 from hetero.compiler.frontend.complex_expressions import CMATH, ComplexExpressions
+from hetero.compiler.frontend.numba_builtins import CUDA_MATH, NumbaBuiltins
+from hetero.compiler.frontend import static_args
 from hetero.compiler.frontend.values import Value, cast, const, weak
-from hetero.compiler.frontend.source import MISSING, FunctionSource
+from hetero.compiler.frontend.source import MISSING, FunctionSource, function_source
 from hetero.compiler.ir.warp_emulation import warp_lane
 
 
@@ -40,7 +42,7 @@ class DeviceFunctions(Protocol):
     #: How many values each device function returning a tuple returns (by id of its function).
     arity: dict[int, int]
 
-    def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType],
+    def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType | static_args.Bound],
                  caller: FunctionSource, node: ast.AST, element: int | None = None) -> ir.Function:
         """``callee`` lowered for argument ``types`` (once per types; ``element``: the variant returning
         that value of a tuple); errors point at ``node`` in ``caller``."""
@@ -81,7 +83,7 @@ class ArrayAlias:
     ndim: int
 
 
-class ExpressionLowering(ComplexExpressions):
+class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
     """Mixed into :class:`~hetero.compiler.frontend.python.Lowerer`: one method per expression form."""
 
     if TYPE_CHECKING:  # provided by Lowerer
@@ -216,7 +218,9 @@ class ExpressionLowering(ComplexExpressions):
             size = shape if axis == 0 else ir.BinOp(i64, "*", size, shape)
         return Value(size)
 
-    def indices(self, name: str, index: ast.expr, node: ast.AST) -> tuple[ir.Expr, ...]:
+    def indices(self, name: str, index: ast.expr, node: ast.AST, wrap: bool = False) -> tuple[ir.Expr, ...]:
+        """The i64 index of each axis. A negative constant counts from the axis' end, as in Python and
+        Numba; with ``wrap`` (atomics, which numba-cuda wraps), so does any negative signed index."""
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
         if any(isinstance(p, ast.Slice) for p in parts):
             raise self.src.error(node, "slicing is not supported in kernels: index one element at a time")
@@ -225,11 +229,18 @@ class ExpressionLowering(ComplexExpressions):
         if len(parts) != ndim:
             raise self.src.error(node, f"{name} has {ndim} dimension(s) but is indexed with {len(parts)}")
         lowered = []
-        for part in parts:
+        for axis, part in enumerate(parts):
             value = self.expr(part)
             if not (value.type.is_int or value.type == bool_t):
                 raise self.src.error(part, f"array index must be an integer, got {value.type}")
-            lowered.append(cast(value, i64))
+            index_value = cast(value, i64)
+            signed = value.weak or value.type.kind == "i"
+            if isinstance(index_value, ir.Const) and int(ir.number(index_value)) < 0:
+                index_value = ir.BinOp(i64, "+", self.shape_of(name, axis, node).expr, index_value)
+            elif wrap and signed and not isinstance(index_value, ir.Const):
+                index_value = ir.Select(i64, ir.Compare(bool_t, "<", index_value, const(0, i64)), ir.BinOp(
+                    i64, "+", self.shape_of(name, axis, node).expr, index_value), index_value)
+            lowered.append(index_value)
         return tuple(lowered)
 
     def element_type(self, name: str) -> ScalarType:
@@ -264,7 +275,7 @@ class ExpressionLowering(ComplexExpressions):
             return Value(ir.BinOp(t, op, cast(left, t), cast(right, self.rules.integer_promote(rt))))
         if op in ("&", "|", "^") and lt == rt == bool_t:
             return Value(ir.BinOp(bool_t, op, left.expr, right.expr))
-        t = self.rules.promote(lt, rt)
+        t = (self.power_type(lt, rt) if op == "**" else None) or self.rules.promote(lt, rt)
         if op == "/":
             t = self.rules.division_type(t)
         self.note_type(t)
@@ -388,6 +399,9 @@ class ExpressionLowering(ComplexExpressions):
             for arg in node.args[1:]:
                 result = self.minmax(callee.__name__, result, self.expr(arg), node)
             return result
+        builtin = self.numba_builtin(callee, node) if callee is not round or self.rules.NAME == "numba" else None
+        if builtin is not None:
+            return builtin
         if callee is round:  # Python's: ties to even (hetero.math.round is C's, ties away from zero)
             if len(node.args) != 1:
                 raise self.src.error(node, "round(x) in kernels takes one argument and returns a float; "
@@ -481,6 +495,7 @@ class ExpressionLowering(ComplexExpressions):
             own = self.rules.literal_type(v.expr.value) if v.weak else v.type  # type: ignore[attr-defined]
             t = self.rules.math_type(own) if t is None else self.rules.promote(t, self.rules.math_type(own))
         assert t is not None
+        t = (self.math_pow_type(values) if name == "pow" else None) or t
         self.note_type(t)
         result = bool_t if name in language.MATH_PREDICATES else t
         return Value(ir.Math(result, name, tuple(cast(v, t) for v in values)))
@@ -498,8 +513,13 @@ class ExpressionLowering(ComplexExpressions):
                 raise self.src.error(node, "usage: cuda.atomic.compare_and_swap(ary, old, val) (on ary[0])")
             zero = ast.copy_location(ast.Constant(0), node)
             return self.call_atomic("cas", ast.copy_location(ast.Call(node.func, [node.args[0], zero, *node.args[1:]], []), node))
+        if name in CUDA_MATH:
+            return self.call_math(CUDA_MATH[name], node)
         if name in language_cuda.WARP_CALLS:
             return self.call_warp(language_cuda.WARP_CALLS[name], node)
+        if name == "cuda.eq_sync":  # the same in every lane: all true, or none
+            every, some = self.call_warp("all", node).expr, self.call_warp("any", node).expr
+            return Value(ir.BinOp(bool_t, "|", every, ir.UnaryOp(bool_t, "not", some)))
         if name == "cuda.match_any_sync":
             return self.call_match(node)
         if name == "cuda.match_all_sync":
@@ -620,10 +640,12 @@ class ExpressionLowering(ComplexExpressions):
             raise self.src.error(node, f"atomic {op} works on u32 and u64 arrays (CUDA's wrapping {op}); {array} holds {element}")
         if op in language.INTEGER_ATOMICS and not element.is_int:
             raise self.src.error(node, f"atomic {op} works on integer arrays; {array} holds {element}")
+        if op in ("nanmin", "nanmax") and not element.is_float:
+            op = op[3:]  # an integer has no NaN
         if element.bits == 64:
             self.features.add("int64_atomics")
         self.note_type(element)
-        indices = self.indices(array, node.args[1], node)
+        indices = self.indices(array, node.args[1], node, wrap=True)
         values = tuple(cast(self.expr(a), element) for a in node.args[2:])
         return Value(ir.Atomic(element, op, array, indices, values))
 
@@ -648,8 +670,19 @@ class ExpressionLowering(ComplexExpressions):
 
     def call_function(self, callee: language.DeviceFunction, node: ast.Call, element: int | None = None) -> Value:
         args: list[Value] = []
-        types: list[ScalarType | ArrayType] = []
-        for arg in node.args:
+        types: list[ScalarType | ArrayType | static_args.Bound] = []
+        tree = function_source(callee.py_func).tree
+        shapes = static_args.shape_params(tree) if language.typing_of(callee.py_func) == "numba" else set()
+        for position, arg in enumerate(node.args):
+            obj = self.static(arg)
+            fixed = static_args.bound(obj, _cast_type(obj) is not None) if obj is not MISSING else None
+            if fixed is None and position < len(tree.args.args) and tree.args.args[position].arg in shapes:
+                value = self.expr(arg)
+                if value.weak and type(getattr(value.expr, "value", None)) is int:
+                    fixed = static_args.Bound(value.expr.value)  # type: ignore[attr-defined]
+            if fixed is not None:  # a type, an atomic, a device function: bound in the callee
+                types.append(fixed)
+                continue
             if isinstance(arg, ast.Name) and arg.id in self.arrays:
                 array = self.arrays[arg.id]
                 if isinstance(array, ArrayAlias):

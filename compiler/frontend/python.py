@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 
 import numpy as np
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from hetero.core.errors import CompileError
 from hetero.core.types import ArrayType, ScalarType, bool_t, c128, f16, f64, i32, i64, scalar_type
 
 from hetero.compiler.ir import complex_lowering, grid_sync, inline, nodes as ir
-from hetero.compiler.frontend import cuda_contract, typing_numba, typing_rules, ufunc_calls
+from hetero.compiler.frontend import block_votes, cuda_contract, static_args, typing_numba, typing_rules, ufunc_calls
 from hetero.compiler.emit.cpu_regions import check_barriers
 from hetero.compiler.ir.queries import all_expressions
 from hetero.compiler.frontend.expressions import BINOPS, ArrayAlias, ExpressionLowering, Value, cast, const, foreign_device_function
@@ -59,8 +60,10 @@ class Program:
         self.functions: dict[tuple[int, tuple[Any, ...]], ir.Function] = {}
         self.order: list[ir.Function] = []
         self.in_progress: set[int] = set()
+        #: The names given to device functions so far: each specialisation has one of its own.
+        self.names: set[str] = set()
 
-    def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType],
+    def function(self, callee: language.DeviceFunction, types: Sequence[ScalarType | ArrayType | static_args.Bound],
                  caller: FunctionSource, node: ast.AST, element: int | None = None) -> ir.Function:
         key = (id(callee.py_func), (*types, element)) if element is not None else (id(callee.py_func), tuple(types))
         if key in self.functions:
@@ -76,6 +79,10 @@ class Program:
             name = f"{src.tree.name}__{suffix}" if suffix else src.tree.name
             if element is not None:
                 name = f"{name}__value{element}"
+            base, count = name, 2
+            while name in self.names:  # another specialisation's name (two objects with one token, or name)
+                name, count = f"{base}_{count}", count + 1
+            self.names.add(name)
             function = lower(src, params, is_kernel=False, program=self, name=name, element=element)
         finally:
             self.in_progress.discard(id(callee.py_func))
@@ -175,7 +182,7 @@ def _declared_without_parsing(py_func: Any) -> list[ScalarType | ArrayType | Non
     return found
 
 
-def _params(src: FunctionSource, types: list[ScalarType | ArrayType], node_for_errors: ast.AST) -> tuple[ir.Param, ...]:
+def _params(src: FunctionSource, types: list[ScalarType | ArrayType | static_args.Bound], node_for_errors: ast.AST) -> tuple[ir.Param, ...]:
     args = src.tree.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
         raise src.error(node_for_errors, "kernels and device functions take plain positional parameters only "
@@ -184,6 +191,9 @@ def _params(src: FunctionSource, types: list[ScalarType | ArrayType], node_for_e
         raise src.error(node_for_errors, f"{src.tree.name} takes {len(args.args)} argument(s), got {len(types)}")
     params = []
     for arg, given in zip(args.args, types, strict=True):
+        if isinstance(given, static_args.Bound):  # known at compile time: the name reads it as a global would
+            src.namespace[arg.arg] = given.value
+            continue
         declared = _annotation(src, arg.annotation)
         if isinstance(declared, ArrayType):
             if not isinstance(given, ArrayType) or given.dtype != declared.dtype or \
@@ -374,6 +384,11 @@ class Lowerer(ExpressionLowering):
     def stmt(self, node: ast.stmt) -> list[ir.Stmt]:
         if type(node) in _UNSUPPORTED_STATEMENTS:
             raise self.src.error(node, f"{_UNSUPPORTED_STATEMENTS[type(node)]} are not supported in kernels")
+        hoist = block_votes.hoisted(node, self.static, self.src.error)
+        if hoist is not None:  # a block vote inside an expression: a statement of its own first
+            self.assigned.update(part.targets[0].id for part in hoist[:-1] if isinstance(part, ast.Assign)
+                                 and isinstance(part.targets[0], ast.Name))
+            return [lowered for part in hoist for lowered in self.stmt(part)]
         method = getattr(self, f"stmt_{type(node).__name__}", None)
         if method is None:
             raise self.src.error(node, f"{type(node).__name__} statements are not supported in kernels")
@@ -528,12 +543,19 @@ class Lowerer(ExpressionLowering):
             if any(isinstance(e, ast.Starred) for e in node.elts):
                 raise self.src.error(node, "starred expressions are not supported in kernels")
             return [self.expr(e) for e in node.elts]
+        if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name) \
+                and node.value.id in self.arrays:  # m, n = a.shape
+            array = self.arrays[node.value.id]
+            ndim = len(array.shape) if isinstance(array, ir.LocalArray) else (array.ndim or 0)
+            return [self.shape_of(node.value.id, axis, node) for axis in range(ndim)]
         if isinstance(node, ast.Call):
             callee = self.static(node.func)
             if isinstance(callee, language.Intrinsic) and callee.name in ("cuda.grid", "cuda.gridsize"):
                 return self.grid_values(callee.name, self.positional(node, callee) if node.keywords else node)
             if isinstance(callee, language.Intrinsic) and callee.name == "cuda.match_all_sync":
                 return self.match_all(self.positional(node, callee) if node.keywords else node)
+            if callee is math.frexp:
+                return self.frexp(self.positional(node, callee) if node.keywords else node)
             callee = callee if isinstance(callee, language.DeviceFunction) else foreign_device_function(callee)
             if isinstance(callee, language.DeviceFunction):
                 return self.tuple_call(callee, node)
@@ -603,7 +625,7 @@ class Lowerer(ExpressionLowering):
         return self.assign(node.target, self.expr(node.value), node)
 
     def local_array(self, name: str, call: ast.Call, private: bool = False) -> list[ir.Stmt]:
-        if not self.is_kernel:
+        if not self.is_kernel and self.rules.NAME != "numba":
             raise self.src.error(call, f"{'cuda.local.array' if private else 'local_array'}() is only allowed in kernels")
         if len(call.args) != 2:
             raise self.src.error(call, "usage: local_array(shape, dtype), e.g. local_array((16, 16), hetero.f32)")
@@ -613,7 +635,7 @@ class Lowerer(ExpressionLowering):
                 ast.Tuple([ast.Constant(v) for v in shape_value], ast.Load()), call.args[0]), call.args[1]], []), call)
         shape_node = call.args[0]
         parts = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
-        shape = tuple(self.static_int(p, "a local_array dimension") for p in parts)
+        shape = tuple(self.static_int(self.constant_local(p), "a local_array dimension") for p in parts)
         dtype_obj = self.static(call.args[1])
         try:
             dtype = scalar_type(getattr(dtype_obj, "hetero_type", dtype_obj))
@@ -635,6 +657,20 @@ class Lowerer(ExpressionLowering):
         self.assigned.discard(name)
         self.note_type(dtype)
         return []
+
+    def constant_local(self, node: ast.expr) -> ast.expr:
+        """The constant a local name is assigned, where it is assigned that constant once and nothing
+        else (``n = 100``, then ``cuda.shared.array(n, int32)``), as Numba propagates it; else ``node``."""
+        if not (isinstance(node, ast.Name) and node.id in self.assigned):
+            return node
+        writes = [n for n in ast.walk(self.src.tree) if isinstance(n, ast.Name) and n.id == node.id
+                  and isinstance(n.ctx, ast.Store)]
+        values = [n.value for n in ast.walk(self.src.tree) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                  and isinstance(n.targets[0], ast.Name) and n.targets[0].id == node.id]
+        if len(writes) == 1 and len(values) == 1 and isinstance(values[0], ast.Constant) \
+                and type(values[0].value) is int:
+            return ast.copy_location(ast.Constant(values[0].value), node)
+        return node
 
     def dynamic_shared(self, name: str, dtype: ScalarType, call: ast.Call) -> list[ir.Stmt]:
         """``cuda.shared.array(0, dtype)``: the launch's dynamic shared memory (its 4th launch

@@ -71,6 +71,8 @@ def source_lines(py_func: Callable[..., Any]) -> tuple[list[str], int]:
     (:mod:`hetero.compiler.frontend.source_index`, keyed by the file's text), so a later process reads it
     instead of tokenizing the file again (~1 ms a kernel on a cache hit)."""
     code = getattr(py_func, "__code__", None)
+    if code is not None and not os.path.exists(code.co_filename):
+        return _unfiled_lines(py_func, code)
     file = inspect.getsourcefile(py_func) if code is not None else None
     if code is None or not file:
         return inspect.getsourcelines(py_func)
@@ -89,16 +91,35 @@ def source_lines(py_func: Callable[..., Any]) -> tuple[list[str], int]:
     return block, first
 
 
+def _unfiled_lines(py_func: Callable[..., Any], code: types.CodeType) -> tuple[list[str], int]:
+    """The block of a function whose file is not on disk (``exec`` of text, a prompt), read from
+    ``linecache`` as Numba reads it: IPython and Python's prompt register what is typed there.
+    The entry is read before any ``checkcache``, which drops one whose mtime names no file."""
+    entry = linecache.cache.get(code.co_filename)
+    lines = list(entry[2]) if entry is not None and len(entry) > 2 else []
+    if not lines:  # a module whose loader can give its source (linecache's lazy entries)
+        lines = linecache.getlines(code.co_filename, getattr(py_func, "__globals__", None))
+    first = code.co_firstlineno
+    if not lines or first > len(lines):
+        raise OSError(f"no source of {py_func.__qualname__}: {code.co_filename} is not a file and linecache holds no "
+                      "text for it (a function made by exec() of a string, or typed at a prompt that keeps none)")
+    block = inspect.getblock(lines[first - 1:])
+    return list(block), first
+
+
 @functools.lru_cache(maxsize=512)
 def _parse(py_func: Callable[..., Any]) -> tuple[ast.FunctionDef, str, int, int]:
     """The function's AST, file, first line and indent: parsed once per function object."""
+    code = getattr(py_func, "__code__", None)
     try:
         lines, first_line = source_lines(py_func)
-        file = inspect.getsourcefile(py_func) or "<unknown>"
+        file = inspect.getsourcefile(py_func) or (code.co_filename if code is not None else "<unknown>")
     except (OSError, TypeError) as exc:
         raise CompileError(
-            f"cannot read the source of {getattr(py_func, '__qualname__', py_func)!r}: {exc}; "
-            "kernels must be defined in a file (not typed into an interactive prompt without source)"
+            f"cannot read the source of {getattr(py_func, '__qualname__', py_func)!r}: {exc}; hetero compiles kernels "
+            "from their source: define the function in a file, or compile its text under a name registered in "
+            "linecache (linecache.cache[name] = (len(text), None, text.splitlines(True), name))",
+            code.co_filename if code is not None else "<unknown>", code.co_firstlineno if code is not None else 0,
         ) from exc
     text = "".join(lines)
     dedented = textwrap.dedent(text)
@@ -109,6 +130,10 @@ def _parse(py_func: Callable[..., Any]) -> tuple[ast.FunctionDef, str, int, int]
     tree = next((node for node in module.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if not isinstance(tree, ast.FunctionDef):
         raise CompileError(f"{py_func.__qualname__} is not a plain function (async functions cannot be kernels)", file, first_line)
+    if tree.name != py_func.__code__.co_name:  # text of another function under the same pseudo-file name
+        raise CompileError(f"the source found for {py_func.__qualname__} at {file}:{first_line} defines {tree.name!r}: "
+                           "the text under that name has changed since the function was made; compile each text under "
+                           "a name of its own", file, first_line)
     return tree, file, first_line, indent
 
 

@@ -56,6 +56,10 @@ atomic_max = _intrinsic("atomic_max", "atomic_max(array, index, value): maximum 
                         _ATOMIC_PARAMS)
 atomic_cas = _intrinsic("atomic_cas", "atomic_cas(array, index, compare, value): store value if the element "
                         "equals compare; return the old value", ("ary", "idx", "old", "val"))
+atomic_nanmin = _intrinsic("atomic_nanmin", "atomic_nanmin(array, index, value): minimum atomically, a NaN taken as "
+                           "missing (C's fmin); return the old value", _ATOMIC_PARAMS)
+atomic_nanmax = _intrinsic("atomic_nanmax", "atomic_nanmax(array, index, value): maximum atomically, a NaN taken as "
+                           "missing (C's fmax); return the old value", _ATOMIC_PARAMS)
 
 INDEX_BUILTINS = ("global_id", "local_id", "group_id", "local_size", "global_size", "num_groups")
 atomic_exch = _intrinsic("atomic_exch", "atomic_exch(array, index, value): store value atomically, return the old one",
@@ -71,7 +75,9 @@ atomic_inc = _intrinsic("atomic_inc", "atomic_inc(array, index, value): CUDA's w
 atomic_dec = _intrinsic("atomic_dec", "atomic_dec(array, index, value): CUDA's wrapping decrement on unsigned "
                         "integers: (old == 0 or old > value) ? value : old - 1; returns the old value", _ATOMIC_PARAMS)
 
-ATOMICS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor", "inc", "dec")
+#: ``min``/``max`` on floats keep the stored value when either is NaN (numba-cuda's rule);
+#: ``nanmin``/``nanmax`` take a NaN as missing.
+ATOMICS = ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor", "inc", "dec", "nanmin", "nanmax")
 #: Atomics on integers only, and on unsigned integers only.
 INTEGER_ATOMICS = ("and", "or", "xor", "inc", "dec")
 UNSIGNED_ATOMICS = ("inc", "dec")

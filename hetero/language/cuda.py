@@ -105,6 +105,8 @@ all_sync = _warp("all_sync", "cuda.all_sync(mask, predicate): whether predicate 
                  ("mask", "predicate"))
 any_sync = _warp("any_sync", "cuda.any_sync(mask, predicate): whether predicate holds in any active lane of mask",
                  ("mask", "predicate"))
+eq_sync = _warp("eq_sync", "cuda.eq_sync(mask, predicate): whether predicate is the same in every active lane of mask",
+                ("mask", "predicate"))
 ballot_sync = _warp("ballot_sync", "cuda.ballot_sync(mask, predicate): the lanes of mask whose predicate holds, "
                     "a bit each (u32)", ("mask", "predicate"))
 activemask = _warp("activemask", "cuda.activemask(): the warp's lanes running this code, a bit each (u32)", ())
@@ -123,6 +125,8 @@ match_any_sync = _warp("match_any_sync", "cuda.match_any_sync(mask, value): the 
                         "this lane's, a bit each (u32; integer values)", ("mask", "value"))
 match_all_sync = _warp("match_all_sync", "m, pred = cuda.match_all_sync(mask, value): (mask, True) when every lane of "
                        "mask has this lane's value, else (0, False); integer values", ("mask", "value"))
+fma = Intrinsic("cuda.fma", "cuda.fma(a, b, c): a * b + c rounded once (f32 or f64)")
+cbrt = Intrinsic("cuda.cbrt", "cuda.cbrt(x): the cube root of x (f32 or f64)")
 #: The bit intrinsics (device functions of :mod:`hetero.language.bits`).
 BIT_CALLS = ("cuda.popc", "cuda.clz", "cuda.ffs", "cuda.brev")
 #: The warp intrinsics and the operation of :class:`hetero.compiler.ir.nodes.Warp` each is.
@@ -153,7 +157,8 @@ cg = _Namespace("cg", this_grid=Intrinsic(
 atomic = _Namespace(
     "atomic", add=language.atomic_add, sub=language.atomic_sub, min=language.atomic_min, max=language.atomic_max,
     cas=language.atomic_cas, exch=language.atomic_exch, and_=language.atomic_and, or_=language.atomic_or,
-    xor=language.atomic_xor, inc=language.atomic_inc, dec=language.atomic_dec,
+    xor=language.atomic_xor, inc=language.atomic_inc, dec=language.atomic_dec, nanmin=language.atomic_nanmin,
+    nanmax=language.atomic_nanmax,
     compare_and_swap=Intrinsic("cuda.atomic.compare_and_swap", "compare_and_swap(ary, old, val): cas on ary[0]",
                                ("ary", "old", "val")),
 )

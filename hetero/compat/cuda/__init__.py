@@ -37,7 +37,8 @@ from hetero.compat.cuda.types import (
     boolean, float16, float32, float64, int8, int16, int32, int64, intp, uint8, uint16, uint32, uint64, uintp, void,
 )
 from hetero.language.cuda import (
-    activemask, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx, brev, cg, clz, const, ffs, grid, gridDim,
+    activemask, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx, brev, cbrt, cg, clz, const, eq_sync, ffs, fma,
+    grid, gridDim,
     gridsize, laneid, lanemask_lt, local, match_all_sync, match_any_sync, popc, shared, shfl_down_sync, shfl_sync,
     shfl_up_sync, shfl_xor_sync, syncthreads, syncthreads_and, syncthreads_count, syncthreads_or, syncwarp,
     threadfence, threadfence_block, threadfence_system, threadIdx, warpsize,
@@ -51,6 +52,9 @@ __all__ = [
     "any_sync",
     "ballot_sync",
     "brev",
+    "cbrt",
+    "eq_sync",
+    "fma",
     "clz",
     "ffs",
     "laneid",
