@@ -1,0 +1,74 @@
+"""A pytest plugin for :mod:`benchmarks.numba_cuda_suite`: the suite's own package name, and a
+time budget per test file.
+
+Loaded after :mod:`benchmarks.numba_cuda_alias` (which makes ``numba.cuda`` name
+:mod:`hetero.compat.cuda`). It makes ``numba.cuda.tests.cudapy`` the folder the suite's files were
+extracted to (``HETERO_SUITE_DIR``), so their ``from numba.cuda.tests.cudapy.complex_usecases
+import …`` finds the helper modules beside them, and ``numba.cuda.testing.test_data_dir`` the
+suite's ``data`` folder beside it. Each file gets ``HETERO_SUITE_FILE_TIMEOUT``
+seconds: a test still running when its file's budget is spent is interrupted (SIGALRM, so a hang
+inside a C call ends when the call returns), and the file's remaining tests are skipped with a
+reason saying so — one slow file cannot eat the device's whole run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_started: dict[str, float] = {}
+
+
+class FileTimeout(Exception):
+    """The test file's time budget ran out while this test ran."""
+
+
+def _budget() -> float:
+    return float(os.environ.get("HETERO_SUITE_FILE_TIMEOUT", "0") or 0)
+
+
+def pytest_configure(config: Any) -> None:
+    from benchmarks.numba_cuda_alias import install
+
+    install()  # idempotent: whichever plugin pytest configures first
+    folder = os.environ.get("HETERO_SUITE_DIR")
+    if folder:
+        package = types.ModuleType("numba.cuda.tests.cudapy")
+        package.__path__ = [folder]  # type: ignore[attr-defined]
+        sys.modules["numba.cuda.tests.cudapy"] = package
+        sys.modules["numba.cuda.tests"].cudapy = package  # type: ignore[attr-defined]
+        sys.modules["numba.cuda.testing"].test_data_dir = Path(folder).parent / "data"  # type: ignore[attr-defined]
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise FileTimeout(f"the file's time budget ({_budget():.0f} s) ran out during this test")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: Any, nextitem: Any) -> Iterator[None]:
+    budget = _budget()
+    if budget <= 0:
+        yield
+        return
+    file = item.nodeid.split("::")[0]
+    start = _started.setdefault(file, time.monotonic())
+    left = budget - (time.monotonic() - start)
+    if left <= 0:
+        item.add_marker(pytest.mark.skip(reason=f"file timeout: the file's {budget:.0f} s budget was spent"))
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, left)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
