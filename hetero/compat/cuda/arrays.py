@@ -175,7 +175,9 @@ def to_device(obj: Any, stream: Any = 0, copy: bool = True, to: DeviceNDArray | 
         to.copy_to_device(host, stream)
         return to
     with scope(stream):
-        return DeviceNDArray(hetero.asarray(host, device=_device(device)))
+        # copy=True: on a device that shares host memory (cpu) asarray would alias ``obj``, and a
+        # kernel's writes to the device array would change the host array; Numba's is a copy
+        return DeviceNDArray(hetero.asarray(host, device=_device(device), copy=True))
 
 
 def device_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C", stream: Any = 0,
