@@ -115,9 +115,12 @@ def expected(entries: list[tuple[str, frozenset[str] | None, str]], test: str, d
 def run_device(workdir: Path, files: Sequence[str], device: str, file_timeout: float) -> dict[str, Any]:
     """One pytest run of ``files`` in ``workdir`` on ``device``: per file, the counts and problems."""
     report = workdir.parent / f"report-{device.replace(':', '_')}.json"
+    reasons = report.with_suffix(".reasons.json")
     report.unlink(missing_ok=True)
+    reasons.unlink(missing_ok=True)
     env = {**os.environ, "HETERO_COMPAT_DEVICE": device, "PYTHONDONTWRITEBYTECODE": "1",
            "HETERO_SUITE_DIR": str(workdir), "HETERO_SUITE_FILE_TIMEOUT": str(file_timeout),
+           "HETERO_SUITE_REASONS": str(reasons),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     command = [sys.executable, "-m", "pytest", *files, "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                "-p", "benchmarks.numba_cuda_alias", "-p", "benchmarks.numba_cuda_suite_plugin",
@@ -133,10 +136,11 @@ def run_device(workdir: Path, files: Sequence[str], device: str, file_timeout: f
     seconds = time.monotonic() - start
     if not report.exists():
         raise RuntimeError(f"the suite did not run on {device}:\n{output[-4000:]}")
-    return _counts(json.loads(report.read_text()), files, seconds)
+    extra = json.loads(reasons.read_text()) if reasons.exists() else {}
+    return _counts(json.loads(report.read_text()), files, seconds, extra)
 
 
-def _counts(data: dict[str, Any], files: Sequence[str], seconds: float) -> dict[str, Any]:
+def _counts(data: dict[str, Any], files: Sequence[str], seconds: float, reasons: dict[str, str]) -> dict[str, Any]:
     found: dict[str, dict[str, Any]] = {
         f: {"tests": 0, "passed": 0, "failed": 0, "errored": 0, "skipped": 0, "problems": {}, "passed_ids": []} for f in files}
     for collector in data.get("collectors", []):
@@ -154,7 +158,7 @@ def _counts(data: dict[str, Any], files: Sequence[str], seconds: float) -> dict[
         if outcome == "passed":
             entry["passed_ids"].append(test["nodeid"])
         else:
-            entry["problems"][test["nodeid"]] = f"{outcome}: {_first_line(test)}"
+            entry["problems"][test["nodeid"]] = f"{outcome}: {_first_line(test) or reasons.get(test['nodeid'], '')}"
     totals = {k: sum(e[k] for e in found.values()) for k in ("tests", "passed", "failed", "errored", "skipped")}
     return {"seconds": round(seconds, 1), **totals, "files": dict(sorted(found.items()))}
 

@@ -8,11 +8,14 @@ import …`` finds the helper modules beside them, and ``numba.cuda.testing.test
 suite's ``data`` folder beside it. Each file gets ``HETERO_SUITE_FILE_TIMEOUT``
 seconds: a test still running when its file's budget is spent is interrupted (SIGALRM, so a hang
 inside a C call ends when the call returns), and the file's remaining tests are skipped with a
-reason saying so — one slow file cannot eat the device's whole run.
+reason saying so — one slow file cannot eat the device's whole run. The first failure of each
+test's ``self.subTest`` blocks, which pytest's JSON report leaves out, is written to
+``HETERO_SUITE_REASONS`` (a JSON object: test id -> the failure's last line).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -25,6 +28,7 @@ from typing import Any
 import pytest
 
 _started: dict[str, float] = {}
+_reasons: dict[str, str] = {}
 
 
 class FileTimeout(Exception):
@@ -72,3 +76,16 @@ def pytest_runtest_protocol(item: Any, nextitem: Any) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    if report.failed and report.nodeid not in _reasons:
+        lines = [line for line in str(report.longrepr).strip().splitlines() if line.strip()]
+        if lines:
+            _reasons[report.nodeid] = lines[-1][:300]
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    path = os.environ.get("HETERO_SUITE_REASONS")
+    if path:
+        Path(path).write_text(json.dumps(_reasons))
