@@ -48,6 +48,7 @@ EXTRACTED = ROOT / "build" / "numba_cuda_suite" / VERSION
 CUDAPY = "numba_cuda/numba/cuda/tests/cudapy/"
 DATA = "numba_cuda/numba/cuda/tests/data/"
 XFAILS = ROOT / "tests" / "numba_cuda_xfails.txt"
+RESULTS = ROOT / "benchmarks" / "results" / "numba_cuda_suite.json"
 
 #: The files run: kernels (arithmetic, math, atomics, intrinsics, warps, barriers, shared and local
 #: memory, device functions) and the host API (arrays, streams, launches) a Numba-CUDA program uses.
@@ -208,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--file-timeout", type=float, default=300.0, help="seconds per test file (default 300)")
     parser.add_argument("--xfails", default=str(XFAILS), help="the expected failures (default tests/numba_cuda_xfails.txt)")
     parser.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/numba_cuda_suite.json")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other devices' results already in the results file (runs per device)")
     args = parser.parse_args(argv)
     wheel = fetch_wheel()
     if wheel is None:
@@ -236,6 +239,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{entry['skipped']:3} skipped", flush=True)
     unexpected, stale = judge(results, entries)
     if not args.no_write:
+        if args.merge and RESULTS.exists():
+            earlier = json.loads(RESULTS.read_text())
+            if earlier.get("files") == list(files):
+                results = {**earlier.get("devices", {}), **results}
         path = write_results("numba_cuda_suite", {
             "suite": f"numba-cuda=={VERSION} {CUDAPY}", "files": list(files),
             "expected_failures": [f"{n} @ {','.join(sorted(d))}" if d else n for n, d, _ in entries],
