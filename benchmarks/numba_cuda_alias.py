@@ -53,7 +53,7 @@ def _testing_module() -> types.ModuleType:
     module.skip_if_curand_kernel_missing = unittest.skip(  # type: ignore[attr-defined]
         "needs cuRAND's device headers (curand_kernel.h), which hetero does not provide")
 
-    def cc_X_or_above(major: int, minor: int) -> bool:  # noqa: N802 (numba-cuda's name)
+    def cc_X_or_above(major: int, minor: int) -> bool:
         from hetero.compat.cuda import get_current_device
 
         return get_current_device().compute_capability >= (major, minor)

@@ -130,7 +130,7 @@ def run_device(workdir: Path, files: Sequence[str], device: str, file_timeout: f
     start = time.monotonic()
     try:
         proc = subprocess.run(command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, timeout=file_timeout * len(files) + 120)
+                              text=True, check=False, timeout=file_timeout * len(files) + 120)
         output = proc.stdout
     except subprocess.TimeoutExpired as exc:
         output = str(exc.stdout or "")
@@ -186,7 +186,7 @@ def judge(results: dict[str, Any], entries: list[tuple[str, frozenset[str] | Non
     unexpected: list[str] = []
     stale: list[str] = []
     for device, found in results.items():
-        for file, entry in found["files"].items():
+        for entry in found["files"].values():
             for test, problem in entry["problems"].items():
                 if not problem.startswith("skipped") and expected(entries, test, device) is None:
                     unexpected.append(f"{device}: {test}: {problem}")

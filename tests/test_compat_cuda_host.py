@@ -119,7 +119,7 @@ def test_strides_transpose_and_slices_match_numpy(on: hetero.Device) -> None:
     assert t.shape == (6, 5) and t.strides == (40, 8)
     np.testing.assert_array_equal(t.copy_to_host(), host[::2, ::2].T)
     with pytest.raises(NotImplementedError, match="2-D"):
-        cuda.to_device(np.zeros((2, 2, 2))).T
+        cuda.to_device(np.zeros((2, 2, 2))).transpose()
 
 
 def test_fortran_ordered_and_strided_device_arrays_take_kernel_writes(on: hetero.Device) -> None:

@@ -60,7 +60,7 @@ class DeviceNDArray:
         return self.array.device
 
     @property
-    def T(self) -> DeviceNDArray:  # noqa: N802 (NumPy's name)
+    def T(self) -> DeviceNDArray:
         return self.transpose()
 
     def transpose(self, axes: Any = None) -> DeviceNDArray:

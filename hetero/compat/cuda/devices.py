@@ -55,15 +55,15 @@ class CudaDevice:
     WARP_SIZE = WARP_SIZE
 
     @property
-    def MAX_THREADS_PER_BLOCK(self) -> int:  # noqa: N802 (Numba's attribute names)
+    def MAX_THREADS_PER_BLOCK(self) -> int:
         return self.device.max_work_group_size
 
     @property
-    def MULTIPROCESSOR_COUNT(self) -> int:  # noqa: N802
+    def MULTIPROCESSOR_COUNT(self) -> int:
         return self.device.compute_units
 
     @property
-    def MAX_SHARED_MEMORY_PER_BLOCK(self) -> int:  # noqa: N802
+    def MAX_SHARED_MEMORY_PER_BLOCK(self) -> int:
         return self.device.info.local_memory
 
     def get_primary_context(self) -> Context:
