@@ -56,17 +56,20 @@ def _on_alarm(signum: int, frame: Any) -> None:
     raise FileTimeout(f"the file's time budget ({_budget():.0f} s) ran out during this test")
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: Any, nextitem: Any) -> Iterator[None]:
+def pytest_runtest_setup(item: Any) -> None:
     budget = _budget()
-    if budget <= 0:
-        yield
-        return
-    file = item.nodeid.split("::")[0]
-    start = _started.setdefault(file, time.monotonic())
-    left = budget - (time.monotonic() - start)
-    if left <= 0:
-        item.add_marker(pytest.mark.skip(reason=f"file timeout: the file's {budget:.0f} s budget was spent"))
+    start = _started.setdefault(item.nodeid.split("::")[0], time.monotonic())
+    if budget > 0 and time.monotonic() - start >= budget:
+        pytest.skip(f"file timeout: the file's {budget:.0f} s budget was spent")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: Any) -> Iterator[None]:
+    # the alarm is armed only around the test's own code: raised inside pytest's reporting it would
+    # end the whole session
+    budget = _budget()
+    left = budget - (time.monotonic() - _started.get(item.nodeid.split("::")[0], time.monotonic()))
+    if budget <= 0 or left <= 0:
         yield
         return
     previous = signal.signal(signal.SIGALRM, _on_alarm)
