@@ -250,6 +250,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         }, command_line("benchmarks.numba_cuda_suite", list(argv) if argv is not None else sys.argv[1:]))
         print(f"wrote {path}")
     xfails = Path(args.xfails).name
+    for device, found in results.items():
+        spent = sorted({t.split("::")[0] for e in found["files"].values() for t, p in e["problems"].items()
+                        if "file timeout" in p})
+        if spent:
+            print(f"WARNING: on {device} the time budget ran out in {', '.join(spent)}: their remaining tests were "
+                  "skipped (raise --file-timeout)")
     for item in unexpected:
         print(f"FAILED, not listed in {xfails}: {item}")
     for item in stale:

@@ -7,8 +7,8 @@ extracted to (``HETERO_SUITE_DIR``), so their ``from numba.cuda.tests.cudapy.com
 import …`` finds the helper modules beside them, and ``numba.cuda.testing.test_data_dir`` the
 suite's ``data`` folder beside it. Each file gets ``HETERO_SUITE_FILE_TIMEOUT``
 seconds: a test still running when its file's budget is spent is interrupted (SIGALRM, so a hang
-inside a C call ends when the call returns), and the file's remaining tests are skipped with a
-reason saying so — one slow file cannot eat the device's whole run. The first failure of each
+inside a C call ends when the call returns) and skipped, as are the file's remaining tests, with a
+reason saying so (the runner lists such files) — one slow file cannot eat the device's whole run. The first failure of each
 test's ``self.subTest`` blocks, which pytest's JSON report leaves out, is written to
 ``HETERO_SUITE_REASONS`` (a JSON object: test id -> the failure's last line).
 """
@@ -31,10 +31,6 @@ _started: dict[str, float] = {}
 _reasons: dict[str, str] = {}
 
 
-class FileTimeout(Exception):
-    """The test file's time budget ran out while this test ran."""
-
-
 def _budget() -> float:
     return float(os.environ.get("HETERO_SUITE_FILE_TIMEOUT", "0") or 0)
 
@@ -53,7 +49,8 @@ def pytest_configure(config: Any) -> None:
 
 
 def _on_alarm(signum: int, frame: Any) -> None:
-    raise FileTimeout(f"the file's time budget ({_budget():.0f} s) ran out during this test")
+    # a skip, not a failure: a spent budget says how loaded the machine was, not whether hetero conforms
+    raise pytest.skip.Exception(f"file timeout: the file's {_budget():.0f} s budget ran out during this test")
 
 
 def pytest_runtest_setup(item: Any) -> None:
