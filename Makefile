@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 #   make test TORCH_SPEC="torch --index-url https://download.pytorch.org/whl/cpu"
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup demo test bench conformance lint-imports docs clean
+.PHONY: setup demo test bench conformance numba-cuda-suite lint-imports docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,8 +60,11 @@ lint-imports: setup
 # known deviations in tests/array_api_xfails.txt. Then numba-cuda's own doc examples, unchanged, with
 # `numba.cuda` naming hetero.compat.cuda (../shared/peers/numba-cuda): per file and device in
 # benchmarks/results/numba_cuda_examples.json, files not passing yet in tests/numba_cuda_examples_expected.txt.
+# Then numba-cuda's unit suite (numba/cuda/tests/cudapy of the numba-cuda 0.30.4 wheel, fetched from the
+# package index into build/): per file and device in benchmarks/results/numba_cuda_suite.json, expected
+# failures in tests/numba_cuda_xfails.txt (make numba-cuda-suite runs it alone).
 # Last, NVIDIA's cuda-samples kernels (../shared/peers/cuda-samples) through the CUDA C front end on every device.
-# Each is skipped, with a message, where its peer folder is absent.
+# Each is skipped, with a message, where its peer folder (or the wheel) is absent.
 CONFORMANCE_DEVICES ?=
 CONFORMANCE_EXAMPLES ?= 5
 # CI runs make test first, which holds tests/test_cuda_samples.py: CONFORMANCE_SAMPLES=0 skips the second run.
@@ -70,8 +73,12 @@ conformance: setup
 	$(PY) -m benchmarks.array_api_conformance --max-examples $(CONFORMANCE_EXAMPLES) \
 		$(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 	$(PY) -m benchmarks.numba_cuda_examples $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
+	$(PY) -m benchmarks.numba_cuda_suite $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 	$(if $(filter 0,$(CONFORMANCE_SAMPLES)),@echo "cuda-samples: skipped (CONFORMANCE_SAMPLES=0: make test ran tests/test_cuda_samples.py)",\
 	$(PY) -m pytest -q -p no:cacheprovider -rs tests/test_cuda_samples.py)
+
+numba-cuda-suite: setup
+	$(PY) -m benchmarks.numba_cuda_suite $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 
 # The documentation site (mkdocs.yml, docs/): built into site/; --strict fails on a broken link or API page.
 docs: setup

@@ -44,6 +44,21 @@ def _testing_module() -> types.ModuleType:
     for name in ("skip_on_cudasim", "skip_if_cudadevrt_missing", "skip_unless_cc_60", "skip_unless_cc_50",
                  "skip_unless_cc_53", "skip_unless_cc_70", "skip_on_arm"):
         setattr(module, name, _never)
+    module.skip_unless_cudasim = lambda reason="": unittest.skip(  # type: ignore[attr-defined]
+        f"needs Numba's CUDA simulator: {reason}")
+    module.xfail_unless_cudasim = unittest.expectedFailure  # type: ignore[attr-defined]
+    for name in ("skip_if_nvjitlink_missing", "skip_on_nvjitlink_13_1_sm_120", "skip_if_external_memmgr",
+                 "skip_unless_cc_75", "skip_if_mvc_enabled"):  # CUDA toolkit conditions hetero does not depend on
+        setattr(module, name, _never)
+    module.skip_if_curand_kernel_missing = unittest.skip(  # type: ignore[attr-defined]
+        "needs cuRAND's device headers (curand_kernel.h), which hetero does not provide")
+
+    def cc_X_or_above(major: int, minor: int) -> bool:
+        from hetero.compat.cuda import get_current_device
+
+        return get_current_device().compute_capability >= (major, minor)
+
+    module.cc_X_or_above = cc_X_or_above  # type: ignore[attr-defined]
     has_numba_jit = importlib.util.find_spec("numba") is not None
     module.skip_on_standalone_numba_cuda = unittest.skipUnless(  # type: ignore[attr-defined]
         has_numba_jit, "needs numba.jit (not standalone numba-cuda)")
@@ -100,6 +115,9 @@ def install() -> None:
     from hetero.compat import cuda
     from hetero.compat.cuda import types as cuda_types
 
+    if sys.modules.get("numba.cuda") is cuda:  # installed already (by another plugin of this run)
+        return
+
     modules: dict[str, Any] = {
         "numba.cuda": cuda, "numba.cuda.types": cuda_types, "numba.cuda.testing": _testing_module(),
         "numba.cuda.tests": _tests_package(), "numba.cuda.tests.support": _support_module(),
@@ -109,6 +127,23 @@ def install() -> None:
         modules["numba.cuda.random"] = cuda_random
     except ImportError:
         pass
+    # numba-cuda's subpackages that hetero provides, under their numba names (one module object each)
+    for name in ("np", "np.numpy_support", "typing", "kernels", "kernels.transpose", "cudadrv"):
+        modules[f"numba.cuda.{name}"] = importlib.import_module(f"hetero.compat.cuda.{name}")
+    # numba.cuda.core's config and errors, as the suite reads them: not the simulator, and a typing
+    # error is hetero's CompileError
+    from hetero.core.errors import CompileError
+
+    for flag in ("ENABLE_CUDASIM", "CUDA_ENABLE_NRT"):  # not Numba's simulator; no Numba runtime (NRT)
+        if not hasattr(cuda.config, flag):
+            setattr(cuda.config, flag, False)
+    core = types.ModuleType("numba.cuda.core")
+    core.__path__ = []  # type: ignore[attr-defined]
+    errors = types.ModuleType("numba.cuda.core.errors")
+    errors.TypingError = CompileError  # type: ignore[attr-defined]
+    core.config, core.errors = cuda.config, errors  # type: ignore[attr-defined]
+    modules.update({"numba.cuda.core": core, "numba.cuda.core.config": cuda.config, "numba.cuda.core.errors": errors})
+    modules["numba.cuda.cudadrv.devicearray"] = cuda.devicearray
     sys.modules.update(modules)
     numba.cuda = cuda  # type: ignore[attr-defined]
 

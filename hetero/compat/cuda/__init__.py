@@ -26,15 +26,28 @@ May import what :mod:`hetero.compat` may import.
 
 from __future__ import annotations
 
+import importlib.util
+
 import hetero
-from hetero.compat.cuda import types
-from hetero.compat.cuda.arrays import DeviceNDArray, device_array, device_array_like, mapped_array, pinned, pinned_array, to_device
+from hetero.compat.cuda import cudadrv, devicearray, types
+from hetero.compat.cuda.arrays import (
+    DeviceNDArray, device_array, device_array_like, mapped_array, mapped_array_like, pinned, pinned_array,
+    pinned_array_like, to_device,
+)
+from hetero.compat.cuda.devices import (
+    close, current_context, detect, get_context, get_current_device, gpus, list_devices, select_device,
+)
 from hetero.compat.cuda.dispatcher import Dispatcher, LaunchConfig, jit
 from hetero.compat.cuda.ffi import config, declare_device
 from hetero.compat.cuda.raw import RawKernel, RawModule
 from hetero.compat.cuda.reduce import Reduce, reduce
+from hetero.compat.cuda.streams import (
+    Event, Stream, default_stream, event, event_elapsed_time, external_stream, legacy_default_stream,
+    per_thread_default_stream, stream,
+)
 from hetero.compat.cuda.types import (
-    boolean, float16, float32, float64, int8, int16, int32, int64, intp, uint8, uint16, uint32, uint64, uintp, void,
+    b1, boolean, c8, c16, complex64, complex128, double, f2, f4, f8, float16, float32, float64, i1, i2, i4, i8, int8,
+    int16, int32, int64, intp, none, u1, u2, u4, u8, uint8, uint16, uint32, uint64, uintp, void,
 )
 from hetero.language.cuda import (
     activemask, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx, brev, cbrt, cg, clz, const, eq_sync, ffs, fma,
@@ -44,7 +57,15 @@ from hetero.language.cuda import (
     threadfence, threadfence_block, threadfence_system, threadIdx, warpsize,
 )
 
+#: Whether Numba itself (``numba.jit``) is installed beside this module, as numba-cuda's flag says.
+HAS_NUMBA = importlib.util.find_spec("numba") is not None
+
 __all__ = [
+    "HAS_NUMBA", "cudadrv", "devicearray", "Event", "Stream", "b1", "c8", "c16", "close", "complex64", "complex128", "current_context",
+    "default_stream", "detect", "double", "event", "event_elapsed_time", "external_stream", "f2", "f4", "f8",
+    "get_context", "get_current_device", "gpus", "i1", "i2", "i4", "i8", "legacy_default_stream", "list_devices",
+    "mapped_array_like", "none", "per_thread_default_stream", "pinned_array_like", "select_device", "stream", "u1",
+    "u2", "u4", "u8",
     "config",
     "declare_device",
     "activemask",

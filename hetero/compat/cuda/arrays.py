@@ -16,6 +16,8 @@ import numpy as np
 
 import hetero
 from hetero.array.ndarray import Array
+from hetero.compat.cuda import layouts
+from hetero.compat.cuda.streams import scope
 from hetero.core.device import Device
 
 
@@ -49,8 +51,39 @@ class DeviceNDArray:
         return self.array.size * self.dtype.itemsize
 
     @property
+    def strides(self) -> tuple[int, ...]:
+        """Steps between neighbours along each axis, in bytes (NumPy's and Numba's unit)."""
+        return tuple(self.array.byte_strides)
+
+    @property
     def device(self) -> Device:
         return self.array.device
+
+    @property
+    def T(self) -> DeviceNDArray:
+        return self.transpose()
+
+    def transpose(self, axes: Any = None) -> DeviceNDArray:
+        """A new C-ordered array holding this 2-D array transposed, as Numba's (which copies)."""
+        if axes is not None and tuple(axes) == tuple(range(self.ndim)):
+            return self
+        if self.ndim != 2:
+            raise NotImplementedError(f"transposing a {self.ndim}-D DeviceNDArray: Numba-CUDA transposes 2-D arrays "
+                                      "only; use hetero.permute_dims(a.array, axes) for a view")
+        if axes is not None and tuple(axes) != (1, 0):
+            raise ValueError(f"invalid axes list {axes!r} for a 2-D array")
+        out = hetero.empty(self.shape[::-1], dtype=self.dtype, device=self.device)
+        hetero.copyto(out, self.array.T)
+        return DeviceNDArray(out)
+
+    def is_f_contiguous(self) -> bool:
+        return self.size <= 1 or self.strides == layouts.dense_strides(
+            self.shape, tuple(reversed(range(self.ndim))), self.dtype.itemsize)
+
+    @property
+    def flags(self) -> dict[str, bool]:
+        """``C_CONTIGUOUS`` and ``F_CONTIGUOUS``, as NumPy's ``flags`` spells them."""
+        return {"C_CONTIGUOUS": self.is_c_contiguous(), "F_CONTIGUOUS": self.is_f_contiguous()}
 
     def __len__(self) -> int:
         return self.shape[0] if self.shape else 0
@@ -63,12 +96,14 @@ class DeviceNDArray:
         return self.array
 
     def is_c_contiguous(self) -> bool:
-        return bool(self.array._layout >= 0)
+        return bool(self.array.is_contiguous)
 
     # -- copies ----------------------------------------------------------------------------
     def copy_to_host(self, ary: np.ndarray | None = None, stream: Any = 0) -> np.ndarray:
-        """The array's contents in host memory (into ``ary`` when given); waits for the device."""
-        host = self.array.numpy()
+        """The array's contents in host memory (into ``ary`` when given), copied on ``stream``; returns
+        when the host may read them (with a stream too: hetero's copies to the host do not return early)."""
+        with scope(stream):
+            host = self.array.numpy()
         if ary is None:
             return np.array(host, copy=True)
         if ary.shape != host.shape or ary.dtype != host.dtype:
@@ -82,7 +117,8 @@ class DeviceNDArray:
         source = ary.array if isinstance(ary, DeviceNDArray) else np.ascontiguousarray(ary, dtype=self.dtype)
         if tuple(source.shape) != self.shape:
             raise ValueError(f"copy_to_device: {list(source.shape)} does not match this array's {list(self.shape)}")
-        hetero.copyto(self.array, source)
+        with scope(stream):
+            hetero.copyto(self.array, source)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         host = self.copy_to_host()
@@ -136,34 +172,57 @@ def to_device(obj: Any, stream: Any = 0, copy: bool = True, to: DeviceNDArray | 
         return to
     host = np.ascontiguousarray(obj)
     if to is not None:
-        to.copy_to_device(host)
+        to.copy_to_device(host, stream)
         return to
-    return DeviceNDArray(hetero.asarray(host, device=_device(device)))
+    with scope(stream):
+        # copy=True: on a device that shares host memory (cpu) asarray would alias ``obj``, and a
+        # kernel's writes to the device array would change the host array; Numba's is a copy
+        return DeviceNDArray(hetero.asarray(host, device=_device(device), copy=True))
 
 
 def device_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C", stream: Any = 0,
                  device: str | Device | None = None) -> DeviceNDArray:
-    """An uninitialised device array (Numba's default dtype: float64)."""
-    if order != "C" or strides is not None:
-        raise ValueError("device_array: hetero's device arrays are C-ordered; give order='C' and no strides")
-    return DeviceNDArray(hetero.empty(shape, dtype=_dtype(dtype), device=_device(device)))
+    """An uninitialised device array (Numba's default dtype: float64), in C or Fortran order or with
+    the given dense ``strides`` (:mod:`hetero.compat.cuda.layouts`)."""
+    found, dims = _dtype(dtype), layouts.shape_of(shape)
+    return _dense(dims, found, layouts.axis_order(dims, found.itemsize, strides, order), _device(device))
+
+
+def _dense(shape: tuple[int, ...], dtype: np.dtype[Any], axes: tuple[int, ...], device: Device) -> DeviceNDArray:
+    base = hetero.empty(tuple(shape[a] for a in axes), dtype=dtype, device=device)
+    if axes == tuple(range(len(shape))):
+        return DeviceNDArray(base)
+    return DeviceNDArray(hetero.permute_dims(base, layouts.inverse(axes)))
 
 
 def device_array_like(ary: Any, stream: Any = 0, device: str | Device | None = None) -> DeviceNDArray:
-    """An uninitialised device array of ``ary``'s shape and dtype, on ``ary``'s device when it has one."""
+    """An uninitialised device array of ``ary``'s shape and dtype, laid out like it without gaps, on
+    ``ary``'s device when it has one."""
     where = ary.device if isinstance(ary, DeviceNDArray) and device is None else device
-    return device_array(tuple(ary.shape), ary.dtype, device=where)
+    return _dense(tuple(ary.shape), np.dtype(ary.dtype), layouts.order_like(ary), _device(where))
 
 
 def pinned_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C") -> np.ndarray:
     """A host array (hetero stages copies itself: pinning is the backend's business)."""
-    return np.empty(shape, dtype=_dtype(dtype), order=order)  # type: ignore[call-overload, no-any-return]
+    found, dims = _dtype(dtype), layouts.shape_of(shape)
+    return layouts.host_array(dims, found, layouts.axis_order(dims, found.itemsize, strides, order))
 
 
 def mapped_array(shape: Any, dtype: Any = np.float64, strides: Any = None, order: str = "C", stream: Any = 0,
                  portable: bool = False, wc: bool = False) -> np.ndarray:
-    """A host array; kernels given it copy it in and back, as for any NumPy array."""
+    """A host array: a kernel given it copies it in and back around the launch, so the host sees what
+    the kernel wrote once the launch returns, as with CUDA's mapped memory after a synchronize."""
     return pinned_array(shape, dtype, strides, order)
+
+
+def pinned_array_like(ary: Any) -> np.ndarray:
+    """A host array of ``ary``'s shape and dtype, laid out like it (see :func:`pinned_array`)."""
+    return layouts.host_array(tuple(ary.shape), np.dtype(ary.dtype), layouts.order_like(ary))
+
+
+def mapped_array_like(ary: Any, stream: Any = 0, portable: bool = False, wc: bool = False) -> np.ndarray:
+    """A host array of ``ary``'s shape and dtype, laid out like it (see :func:`mapped_array`)."""
+    return pinned_array_like(ary)
 
 
 @contextlib.contextmanager

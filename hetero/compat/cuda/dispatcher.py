@@ -3,7 +3,7 @@ hetero's compiler for every device.
 
 Launches keep Numba's meaning: ``kernel[blocks, threads](…)`` runs ``blocks × threads`` threads
 in work-groups of ``threads`` (1-, 2- or 3-D; a block is a work-group exactly), ``[…, stream,
-shared_mem]`` are accepted (hetero launches in order on the array's device), and
+shared_mem]`` queue the launch on that stream (:mod:`hetero.compat.cuda.streams`), and
 ``kernel.forall(n)`` covers ``n`` threads. ``shared_mem`` sizes ``cuda.shared.array(0, dtype)``,
 the launch's dynamic shared memory (a variant of the kernel is compiled per size). Arguments are
 taken as Numba takes them:
@@ -33,6 +33,7 @@ import hetero
 from hetero.array.ndarray import Array
 from hetero.compat.cuda import types as nbtypes
 from hetero.compat.cuda.arrays import DeviceNDArray
+from hetero.compat.cuda.streams import scope as stream_scope
 from hetero.core.device import Device
 from hetero.core.errors import CompileError, KernelLaunchError
 from hetero.kernels.kernel import Kernel
@@ -117,12 +118,14 @@ class Dispatcher:
             raise KernelLaunchError(f"{self.py_func.__name__}[…] takes [blocks, threads] or [blocks, threads, stream, "
                                     f"shared_mem], got {config!r}")
         return LaunchConfig(self, launch_dims(config[0], "blocks"), launch_dims(config[1], "threads"),
-                            config[3] if len(config) > 3 else 0)
+                            config[3] if len(config) > 3 else 0, config[2] if len(config) > 2 else 0)
 
     def forall(self, ntasks: int, tpb: int = 0, stream: Any = 0, sharedmem: int = 0) -> LaunchConfig:
         """A launch covering ``ntasks`` threads (``tpb`` per block; the kernel must test its index)."""
+        if int(ntasks) < 0:
+            raise ValueError(f"Can't create ForAll with negative task count: {ntasks} ({self.py_func.__name__}.forall)")
         threads = tpb or min(FORALL_BLOCK, max(1, int(ntasks)))
-        return LaunchConfig(self, (max(1, math.ceil(int(ntasks) / threads)),), (threads,), sharedmem)
+        return LaunchConfig(self, (max(1, math.ceil(int(ntasks) / threads)),), (threads,), sharedmem, stream)
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         raise KernelLaunchError(f"launch {self.py_func.__name__} with a configuration: "
@@ -158,10 +161,13 @@ def launch_dims(value: Any, what: str) -> tuple[int, ...]:
 class LaunchConfig:
     """A kernel with its grid: call it with the kernel's arguments."""
 
-    def __init__(self, dispatcher: Dispatcher, blocks: tuple[int, ...], threads: tuple[int, ...], shared_mem: Any) -> None:
+    def __init__(self, dispatcher: Dispatcher, blocks: tuple[int, ...], threads: tuple[int, ...], shared_mem: Any,
+                 stream: Any = 0) -> None:
         if not isinstance(shared_mem, (int, np.integer)) or shared_mem < 0:
             raise KernelLaunchError(f"{dispatcher.py_func.__name__}: shared_mem is a number of bytes, got {shared_mem!r}")
         self.shared_mem = int(shared_mem)
+        self.stream = stream
+        stream_scope(stream)  # a TypeError now, at the launch's configuration, for what is not a stream
         ndim = max(len(blocks), len(threads))
         blocks = blocks + (1,) * (ndim - len(blocks))
         threads = threads + (1,) * (ndim - len(threads))
@@ -170,6 +176,10 @@ class LaunchConfig:
         self.global_size = tuple(b * t for b, t in zip(blocks, threads, strict=True))
 
     def __call__(self, *args: Any) -> None:
+        with stream_scope(self.stream):  # inside: the stream's device is hetero.device(), its queue the launch's
+            self._launch(args)
+
+    def _launch(self, args: tuple[Any, ...]) -> None:
         dispatcher = self.dispatcher
         declared = dispatcher._declared
         device = next((a.device for a in args if isinstance(a, (DeviceNDArray, Array))), None) or hetero.device()
