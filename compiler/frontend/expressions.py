@@ -220,7 +220,9 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
 
     def indices(self, name: str, index: ast.expr, node: ast.AST, wrap: bool = False) -> tuple[ir.Expr, ...]:
         """The i64 index of each axis. A negative constant counts from the axis' end, as in Python and
-        Numba; with ``wrap`` (atomics, which numba-cuda wraps), so does any negative signed index."""
+        Numba; in Numba-CUDA kernels (which Numba wraps) and with ``wrap`` (atomics), so does any
+        negative signed index computed at run time. hetero's own kernel language leaves a run-time
+        index as it is (C's rule; checked mode, HETERO_BOUNDS_CHECK, catches one out of bounds)."""
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
         if any(isinstance(p, ast.Slice) for p in parts):
             raise self.src.error(node, "slicing is not supported in kernels: index one element at a time")
@@ -237,7 +239,7 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             signed = value.weak or value.type.kind == "i"
             if isinstance(index_value, ir.Const) and int(ir.number(index_value)) < 0:
                 index_value = ir.BinOp(i64, "+", self.shape_of(name, axis, node).expr, index_value)
-            elif wrap and signed and not isinstance(index_value, ir.Const):
+            elif (wrap or self.rules.NAME == "numba") and signed and not isinstance(index_value, ir.Const):
                 index_value = ir.Select(i64, ir.Compare(bool_t, "<", index_value, const(0, i64)), ir.BinOp(
                     i64, "+", self.shape_of(name, axis, node).expr, index_value), index_value)
             lowered.append(index_value)
