@@ -26,9 +26,7 @@ from hetero.core.types import ScalarType, bool_t, f64
 from hetero.language import MATH_ARITY, MATH_PREDICATES
 
 from hetero.compiler.ir import nodes as ir
-
-if TYPE_CHECKING:
-    from hetero.compiler.frontend.cuda_c_memory import Pointer
+from hetero.compiler.frontend.cuda_c_memory import LOADS, Pointer, vector_type
 
 #: Math functions the IR has, by argument count (the predicates return bool).
 _IR_MATH = ("sqrt rsqrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh asinh acosh "
@@ -51,7 +49,6 @@ _CONVERSIONS = {f"__{src}2{dst}_{mode}": (rounding, ctype)
                 for src in ("float", "double") for dst, ctype in (("int", "int"), ("uint", "unsigned int"),
                                                                   ("ll", "long long"), ("ull", "unsigned long long"))
                 for mode, rounding in _ROUNDINGS.items()}
-LOADS = ("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldcv", "__ldlu")
 STORES = ("__stcs", "__stcg", "__stwb", "__stwt")
 _UNLOWERED = {*_UNSUPPORTED1, "ilogb", "sincos", "__sincos", "sincospi", "frexp", "modf", "remquo", "norm3d",
               "rnorm3d", "__float_as_int", "__int_as_float", "__float_as_uint", "__uint_as_float",
@@ -282,8 +279,6 @@ class MathCalls:
 
     def hinted_store(self, c: Any, loc: ir.Loc) -> list[ir.Stmt]:
         """``__stcs(p, v)`` and its kin: a plain store of a scalar or a vector."""
-        from hetero.compiler.frontend.cuda_c_memory import vector_type  # memory imports this module
-
         address, value = list(c.get_arguments())
         vector = vector_type(value.type)
         if vector is None:

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 from hetero.core.types import ScalarType, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64
 
 from hetero.compiler.ir import nodes as ir
-from hetero.compiler.frontend.cuda_c_math import LOADS
 
 _VECTOR = re.compile(r"^(char|uchar|short|ushort|int|uint|long|ulong|longlong|ulonglong|float|double)([1-4])$")
 _VECTOR_SCALARS = {"char": i8, "uchar": u8, "short": i16, "ushort": u16, "int": i32, "uint": u32, "long": i64,
                    "ulong": u64, "longlong": i64, "ulonglong": u64, "float": f32, "double": f64}
 COMPONENTS = ("x", "y", "z", "w")
+#: CUDA's cache-hinted loads, each a plain load here (cuda_c_math declares and lowers them).
+LOADS = ("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldcv", "__ldlu")
 _QUALIFIERS = re.compile(r"\b(const|volatile|struct)\s+")
 #: Declarations of CUDA's vector types and their make_ functions, for the front end's prelude.
 VECTOR_PRELUDE = "\n".join(
