@@ -28,7 +28,7 @@ from hetero.plans import liveness
 from hetero.plans.errors import JitError
 from hetero.plans.recorder import Recorder
 from hetero.plans.signature import root
-from hetero.plans.steps import LaunchStep, LibraryStep, Step
+from hetero.plans.steps import LaunchStep, LibraryStep, Step, view_of
 
 #: How an output leaf is made at replay: ("input", position), ("object", value), ("empty", shape,
 #: dtype, device), or ("array", index, shape, dtype, strides, offset, layout, device).
@@ -98,12 +98,7 @@ def _output(how: OutputHow, leaves: Sequence[Any], buffers: list[Any], owners: d
     owner = owners.get(index)
     if owner is None:  # a view of an argument's buffer
         owner = Array(buffers[index], device, owner_shape, owner_dtype)
-    if strides is None and offset == 0 and shape == owner.shape and dtype == owner.dtype:
-        return owner
-    made = Array(buffers[index], device, shape, dtype, strides, offset, owner)
-    if layout != made._layout:
-        made._copied_by_kernels()
-    return made
+    return view_of(owner, shape, dtype, strides, offset, layout)
 
 
 def build(recorder: Recorder, leaves: Sequence[Any], inputs: list[tuple[int, int]], results: Sequence[Any]) -> LaunchPlan:

@@ -37,7 +37,6 @@ from hetero.plans.steps import ArrayWhere, CopyStep, LaunchStep, LibraryStep, St
 METHODS = ("allocate", "upload", "download", "download_many", "copy", "launch", "call_library",
            "kernel_arg", "native_view", "alias_host")
 
-_ACTIVE = threading.local()
 #: One trace at a time in the process: two would wrap the same runtimes, and the first to finish
 #: would take the other's wrappers away with its own.
 _TRACE_LOCK = threading.Lock()
@@ -86,27 +85,20 @@ class Recorder:
         template = list(values)
         rebinds: list[tuple[int, tuple[Any, ...]]] = []
         for position, value in enumerate(template):
+            if isinstance(value, np.ndarray):  # host memory: a view found by its address
+                found = self.table.find(value)
+                if found is not None:
+                    rebinds.append((position, ("view", found[0], found[1], value.shape, value.dtype, value.strides)))
+                continue
             noted = self.kargs.get(id(value))
             if noted is not None and noted[0] is value:
                 (index, offset), shape, dtype = noted[1], noted[2], noted[3]
-                if isinstance(value, np.ndarray):
-                    rebinds.append((position, self._view_key(value, index)))
-                elif offset:
+                if offset:
                     raise JitError(f"hetero.jit: {self.name}() launched a kernel on a part of a buffer that "
                                    f"this device cannot rebind; call the function without hetero.jit")
-                else:
-                    rebinds.append((position, ("karg", index, shape, dtype)))
-            elif isinstance(value, np.ndarray):
-                found = self.table.find(value)
-                if found is not None:
-                    rebinds.append((position, self._view_key(value, found[0])))
+                rebinds.append((position, ("karg", index, shape, dtype)))
         self.steps.append(LaunchStep(runtime, kernel, tuple(global_size), None if local_size is None else tuple(local_size),
                                      template, rebinds, self._counter(runtime)))
-
-    def _view_key(self, value: np.ndarray, index: int) -> tuple[Any, ...]:
-        found = self.table.find(value)
-        offset = found[1] if found is not None and found[0] == index else 0
-        return ("view", index, offset, value.shape, value.dtype, value.strides)
 
     def check_library(self, name: str, call: Any) -> None:
         if not isinstance(call, functools.partial):
@@ -137,7 +129,6 @@ class Recorder:
         if tracing():
             raise JitError("hetero.jit: a trace is already running in this thread")
         _TRACE_LOCK.acquire()
-        _ACTIVE.recorder = self
         tracing_state.set_active(True)
         try:
             for runtime, _ in self.devices.values():
@@ -155,7 +146,6 @@ class Recorder:
                 else:
                     setattr(runtime, method, own)
             self._saved.clear()
-            _ACTIVE.recorder = None
             tracing_state.set_active(False)
             _TRACE_LOCK.release()
 
@@ -231,9 +221,4 @@ class Recorder:
 _MISSING = object()
 
 
-def active_recorder() -> Recorder | None:
-    """The recorder of this thread's trace, if one is running."""
-    return getattr(_ACTIVE, "recorder", None)
-
-
-__all__ = ["METHODS", "Recorder", "active_recorder", "tracing"]
+__all__ = ["METHODS", "Recorder", "tracing"]

@@ -112,18 +112,24 @@ class CopyStep:
 ArrayWhere = tuple[Any, ...]
 
 
+def view_of(owner: Array, shape: tuple[int, ...], dtype: Any, strides: tuple[int, ...] | None, offset: int,
+            layout: int) -> Array:
+    """``owner`` itself where the recorded layout is its own, else a view of its buffer with that
+    layout (marked for a kernel's copy where the recorded array was)."""
+    if strides is None and offset == 0 and shape == owner.shape and dtype == owner.dtype:
+        return owner
+    made = Array(owner._buf, owner._device, shape, dtype, strides, offset, owner)
+    if layout != made._layout:
+        made._copied_by_kernels()
+    return made
+
+
 def rebuild(where: ArrayWhere, buffers: Sequence[Any]) -> Any:
     """The array (or other argument) ``where`` describes, over this call's buffers."""
     if where[0] == "object":
         return where[1]
     _, index, shape, dtype, strides, offset, root_shape, root_dtype, layout, device = where
-    owner = Array(buffers[index], device, root_shape, root_dtype)
-    if strides is None and offset == 0 and shape == root_shape and dtype == root_dtype:
-        return owner
-    made = Array(buffers[index], device, shape, dtype, strides, offset, owner)
-    if layout != made._layout:
-        made._copied_by_kernels()
-    return made
+    return view_of(Array(buffers[index], device, root_shape, root_dtype), shape, dtype, strides, offset, layout)
 
 
 class LibraryStep:
@@ -146,4 +152,4 @@ class LibraryStep:
 
 Step = LaunchStep | UploadStep | CopyStep | LibraryStep
 
-__all__ = ["ArrayWhere", "CopyStep", "LaunchStep", "LibraryStep", "Step", "UploadStep", "Where", "locate", "rebuild"]
+__all__ = ["ArrayWhere", "CopyStep", "LaunchStep", "LibraryStep", "Step", "UploadStep", "Where", "locate", "rebuild", "view_of"]
