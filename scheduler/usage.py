@@ -4,7 +4,10 @@ priority); quotas are checked against it.
 
 Allocations made inside a scheduler task are accounted to it (quotas, holds). Those made
 outside any task are only counted per device (:meth:`Ledger.outside`): placement sees
-them, quotas do not, and counting them does not make cached decisions stale. One lock guards everything; waiters (queued
+them, quotas do not. They are every eager array operation's allocation, so they cost no lock:
+each allocation and free is queued (``deque.append`` is atomic) and the queue is applied when
+someone reads the counts or the generation, or once :data:`OUTSIDE_BATCH` changes have queued
+(a read sees every change queued before it). One lock guards everything else; waiters (queued
 low-priority placements) sleep on the same condition and wake when a task ends.
 
 Frees arrive from finalizers (``Array.__del__``, ``weakref.finalize``), which the garbage
@@ -25,6 +28,10 @@ from typing import TYPE_CHECKING
 
 from hetero.core.errors import QuotaExceeded
 from hetero.scheduler.request import PRIORITY_RANK
+
+#: Outside-a-task allocations and frees queued before an allocation applies them (if the lock is
+#: free): bounds the queue of a program that never asks placement anything.
+OUTSIDE_BATCH = 256
 
 if TYPE_CHECKING:
     from hetero.scheduler.quota import Task
@@ -53,9 +60,17 @@ class Ledger:
         self._outside: dict[str, int] = {}  # device name -> bytes hetero allocated outside any task
         self._outside_lock = threading.Lock()  # not ``changed``: outside allocations wake no waiter
         self._refunds: collections.deque[tuple[Task, str, int]] = collections.deque()  # queued by finalizers
-        self._forgotten: collections.deque[tuple[str, int]] = collections.deque()
-        #: Bumped on every change: cached placement decisions compare it to know they are stale.
-        self.generation = 0
+        #: outside-a-task allocations (+bytes) and frees (-bytes), not yet in ``_outside``
+        self._outside_changes: collections.deque[tuple[str, int]] = collections.deque()
+        self._generation = 0
+
+    @property
+    def generation(self) -> int:
+        """Bumped on every change: cached placement decisions compare it to know they are stale
+        (queued outside-a-task changes are applied first, so they count)."""
+        if self._outside_changes:
+            _settle_if_free(self._outside_lock, self._settle_outside)
+        return self._generation
 
     # -- memory ----------------------------------------------------------------------
     def charge(self, task: Task, device: str, nbytes: int, limit: int | None) -> None:
@@ -70,7 +85,7 @@ class Ledger:
             if task.active and task not in self._holds.get(device, ()):
                 self._holds.setdefault(device, {})[task] = None
                 task.held.add(device)
-            self.generation += 1
+            self._generation += 1
             self.settle()
 
     def refund(self, task: Task, device: str, nbytes: int) -> None:
@@ -99,43 +114,50 @@ class Ledger:
                 self._used.pop(device, None)
             settled = True
         if settled:
-            self.generation += 1
+            self._generation += 1
             self.changed.notify_all()
 
     def _settled_generation(self) -> int:
         self.settle()
-        return self.generation
+        return self.generation  # the property: outside changes too
 
     def note_outside(self, device: str, nbytes: int) -> None:
-        """``nbytes`` allocated on ``device`` outside any task (until :meth:`forget_outside`)."""
-        with self._outside_lock:
-            self._settle_outside()
-            self._outside[device] = self._outside.get(device, 0) + nbytes
-            self.generation += 1  # load-based placements re-decide (first-fit's cached ones do not)
-            self._settle_outside()
+        """``nbytes`` allocated on ``device`` outside any task (until :meth:`forget_outside`).
+        Queued, as every outside change is (see the module docstring)."""
+        changes = self._outside_changes
+        changes.append((device, nbytes))
+        if len(changes) >= OUTSIDE_BATCH:
+            _settle_if_free(self._outside_lock, self._settle_outside)
 
     def forget_outside(self, device: str, nbytes: int) -> None:
-        """The end of :meth:`note_outside`'s allocation. Safe from a finalizer, as :meth:`refund`."""
-        self._forgotten.append((device, nbytes))
-        _settle_if_free(self._outside_lock, self._settle_outside)
+        """The end of :meth:`note_outside`'s allocation. Safe from a finalizer (queued, no lock)."""
+        self._outside_changes.append((device, -nbytes))
 
     def _settle_outside(self) -> None:
+        """Apply the queued outside changes (call with ``_outside_lock`` held): load-based
+        placements re-decide (first-fit's cached ones do not read the generation)."""
+        changes = self._outside_changes
+        outside = self._outside
+        settled = False
         while True:
             try:
-                device, nbytes = self._forgotten.popleft()
+                device, nbytes = changes.popleft()
             except IndexError:
-                return
-            left = self._outside.get(device, 0) - nbytes
+                break
+            left = outside.get(device, 0) + nbytes
             if left > 0:
-                self._outside[device] = left
+                outside[device] = left
             else:
-                self._outside.pop(device, None)
-            self.generation += 1
+                outside.pop(device, None)
+            settled = True
+        if settled:
+            self._generation += 1
 
     def outside(self, device: str) -> int:
         """Bytes hetero holds on ``device`` for allocations made outside any task."""
-        if self._forgotten:
-            _settle_if_free(self._outside_lock, self._settle_outside)
+        if self._outside_changes:
+            with self._outside_lock:  # a reader waits for the queue: it sees every change made before it
+                self._settle_outside()
         return self._outside.get(device, 0)
 
     # -- holds -----------------------------------------------------------------------
@@ -147,7 +169,7 @@ class Ledger:
                 return
             self._holds.setdefault(device, {})[task] = None
             task.held.add(device)
-            self.generation += 1
+            self._generation += 1
 
     def release_holds(self, task: Task) -> None:
         """``task`` ended: it holds nothing any more (its accounted bytes stay until freed)."""
@@ -160,7 +182,7 @@ class Ledger:
                     if not holders:
                         del self._holds[device]
             task.held.clear()
-            self.generation += 1
+            self._generation += 1
             self.changed.notify_all()
 
     def holders(self, device: str) -> list[Task]:

@@ -332,6 +332,7 @@ def test_a_finalizer_freeing_inside_a_ledger_update_neither_deadlocks_nor_loses_
 
     ledger = Ledger()
     ledger.note_outside("cpu", 100)
+    assert ledger.outside("cpu") == 100  # a read applies the queued change
     counts = _FreesOnWrite(None)
     counts["cpu"] = 100
     counts.free = lambda: ledger.forget_outside("cpu", 30)
@@ -347,3 +348,19 @@ def test_a_finalizer_freeing_inside_a_ledger_update_neither_deadlocks_nor_loses_
     task.used = used
     assert _finishes(lambda: ledger.charge(task, "cpu", 8, None))
     assert ledger.used("cpu") == 8 and task.used == {"cpu": 8}
+
+
+def test_outside_allocations_are_queued_without_a_lock_yet_seen_by_every_reader() -> None:
+    from hetero.scheduler.usage import OUTSIDE_BATCH, Ledger
+
+    ledger = Ledger()
+    seen = ledger.generation
+    ledger.note_outside("cpu", 10)
+    assert ledger.generation != seen  # a load-based placement decided before it re-decides
+    ledger.forget_outside("cpu", 10)
+    ledger.note_outside("opencl:0", 7)
+    assert ledger.outside("cpu") == 0 and ledger.outside("opencl:0") == 7
+    for _ in range(3 * OUTSIDE_BATCH):  # a program that never asks placement: the queue stays bounded
+        ledger.note_outside("cpu", 1)
+    assert len(ledger._outside_changes) < OUTSIDE_BATCH
+    assert ledger.outside("cpu") == 3 * OUTSIDE_BATCH

@@ -118,7 +118,7 @@ class Array(_views.ViewMethods, OperatorMethods, ReductionMethods, HostValueMeth
     def _buffer(self) -> Any:
         """The buffer, computing a recorded (fused) value first."""
         if self._pending is not None:
-            _fusion.REALIZE.call(self)
+            (_fusion.REALIZE.answer or _fusion.REALIZE.get())(self)
         return self._buf
 
     def _escape(self) -> None:

@@ -27,13 +27,22 @@ import numpy as np
 from hetero.array.hooks import ELEMENTWISE, MATMUL
 
 
+#: The types :func:`_operand` took (every operation asks: one set lookup for them).
+_TAKEN: set[type] = {bool, int, float}
+
+
 def _operand(value: Any) -> bool:
     """Whether the operators take ``value`` (else they return NotImplemented, as Python wants).
     A NumPy array is a TypeError here: Python's fallback would make ``x == host`` a silent False."""
+    if type(value) in _TAKEN:
+        return True
     if isinstance(value, np.ndarray):
         raise TypeError(f"a hetero.Array and a NumPy array of shape {value.shape} cannot be operands together; "
                         "move the NumPy array to the device first: hetero.asarray(host, device=x.device)")
-    return isinstance(value, (bool, int, float, complex, np.generic, OperatorMethods))
+    taken = isinstance(value, (bool, int, float, complex, np.generic, OperatorMethods))
+    if taken and len(_TAKEN) < 64:
+        _TAKEN.add(type(value))
+    return taken
 
 
 def _binary(op: str) -> tuple[Any, Any, Any]:

@@ -53,7 +53,7 @@ Converter = Callable[[Any], Any]
 class Recipe:
     """One described operation, ready to run: see the module docstring."""
 
-    __slots__ = ("addressed", "arrays", "converters", "device", "dtype", "global_size", "kernel", "layout",
+    __slots__ = ("addressed", "arrays", "converters", "device", "direct", "dtype", "global_size", "kernel", "layout",
                  "local_size", "plan", "scalars", "shape", "unaliased", "values", "wholes")
 
     def __init__(self, plan: elementwise.Plan, operands: tuple[Any, ...], shape: tuple[int, ...], device: Device) -> None:
@@ -72,6 +72,8 @@ class Recipe:
         self.scalars = len(scalars)
         #: per array operand: whether the kernel takes it as it is (a 1-D array owning its buffer)
         self.wholes = tuple(elementwise.whole(x) is x for x in arrays)
+        #: a 1-D result from arrays alone, each taken as it is: the launch's arguments need no sorting
+        self.direct = len(shape) == 1 and not scalars and all(self.wholes)
         first_layout = 1 + len(arrays) + len(scalars)
         fixed = {position: args[position] for position in range(first_layout, len(args))}
         self.layout = [None] * len(fixed)  # the layout's places in a launch's arguments (self.values fills them)
@@ -105,6 +107,10 @@ class Recipe:
         # the new array's launch value made here (not through its buffer property, which would
         # ask fusion again while this very array is being computed)
         runtime = self.kernel.runtime
+        if self.direct:
+            out._karg = runtime.kernel_arg(out._buf, self.shape, self.dtype)
+            self._go(parts, [out, *parts, *self.layout])
+            return
         if len(self.shape) == 1:
             out._karg = runtime.kernel_arg(out._buf, self.shape, self.dtype)
             args: list[Any] = [out]
@@ -123,8 +129,12 @@ class Recipe:
             if convert is not None:
                 args.append(part)
         args.extend(self.layout)
+        self._go(arrays, args)
+
+    def _go(self, arrays: Sequence[Array], args: list[Any]) -> None:
+        """Launch the kernel (its unaliased variant where ``arrays`` share memory) on ``args``."""
         entry = self.kernel
-        if self.unaliased and (shares_memory(arrays, tuple(range(len(arrays)))) if self.addressed
+        if self.unaliased and (shares_memory(list(arrays), tuple(range(len(arrays)))) if self.addressed
                                else len({id(array._buf) for array in arrays}) < len(arrays)):
             entry = entry.unaliased()
         entry.runtime.launch(entry.loaded, self.global_size, self.local_size, self.values(args))
@@ -211,18 +221,18 @@ def _remember(key: tuple[Any, ...], op: str, operands: tuple[Any, ...]) -> None:
 
 def _run(recipe: Recipe, operands: Sequence[Any], parts: Sequence[Any]) -> Array:
     """Record the operation (fusion on) or compute it now into a new array."""
+    arrays = [x for x, convert in zip(operands, recipe.converters) if convert is None] if recipe.scalars else operands
     escaped = False
-    reads: set[int] = set()
-    for x, convert in zip(operands, recipe.converters):
-        if convert is None:
-            reads.add(id(x._buf))
-            escaped = escaped or (x._base if x._base is not None else x)._escaped
+    for x in arrays:
+        if (x._base if x._base is not None else x)._escaped:
+            escaped = True
+            break
     if not fusion_state.ENABLED or escaped:
         result = empty(recipe.shape, recipe.dtype, device=recipe.device)
         recipe.launch(result, parts)
         return result
-    node = fusion.Lazy(recipe.plan, tuple(parts), recipe.shape, recipe.device, 1, recipe.arrays, frozenset(reads),
-                       recipe)
+    node = fusion.Lazy(recipe.plan, tuple(parts), recipe.shape, recipe.device, 1, recipe.arrays,
+                       frozenset([id(x._buf) for x in arrays]), recipe)
     result = Array(None, recipe.device, recipe.shape, recipe.dtype)
     result._pending = node
     fusion_state.record(result)

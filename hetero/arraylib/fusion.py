@@ -139,7 +139,21 @@ def realize(x: Array) -> None:
     can be queued ahead of the kernel that writes the value."""
     with fusion_state.LOCK:
         node = x._pending
-        if node is None or id(x) in _computing:  # computed, or being queued by this thread (the lock's holder)
+        if node is None:  # computed (by another thread, while this one waited for the lock)
+            return
+        recipe = node.recipe
+        if recipe is not None:  # a lone operation on computed arrays: its launch reads no array's value
+            if x._buf is None:
+                give_buffer(x)
+            fusion_state.computed(x)
+            try:
+                recipe.launch(x, node.operands)
+            except BaseException:
+                fusion_state.record(x)  # still recorded (its buffer kept): a later read computes it again
+                raise
+            x._pending = None
+            return
+        if id(x) in _computing:  # being queued by this thread (the lock's holder)
             return
         if x._buf is None:
             give_buffer(x)

@@ -49,6 +49,12 @@ class Hook(Generic[F]):
         self._function = function
         return function
 
+    @property
+    def answer(self) -> F | None:
+        """The registered function, or None before its provider registers it (a hot path reads
+        this, then calls :meth:`get` only when it is None)."""
+        return self._function
+
     def provided_by(self, module: str) -> None:
         """Name the module that registers this hook when imported (loaded on the first call)."""
         self._provider = module
