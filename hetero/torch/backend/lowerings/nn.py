@@ -143,3 +143,80 @@ def max_pool2d(x: hetero.Array, kernel_size: Sequence[int], stride: Sequence[int
 
 def _pair(value: Sequence[int]) -> tuple[int, int]:
     return (value[0], value[0]) if len(value) == 1 else (value[0], value[1])
+
+
+def _window_slices(i: int, j: int, oh: int, ow: int, stride: tuple[int, int], dilation: tuple[int, int]) -> tuple[slice, slice]:
+    """The rows and columns of a padded input that window offset (i, j) reads, one per output position."""
+    (sh, sw), (dh, dw) = stride, dilation
+    return slice(i * dh, i * dh + sh * (oh - 1) + 1, sh), slice(j * dw, j * dw + sw * (ow - 1) + 1, sw)
+
+
+def _fold(parts: Any, shape: tuple[int, int, int, int], kernel: tuple[int, int], stride: tuple[int, int],
+          padding: tuple[int, int], dilation: tuple[int, int], dtype: Any, device: Any) -> Any:
+    """col2im: ``parts(i, j)`` (n, c, oh, ow) summed into the input positions window offset (i, j)
+    read, offsets in row-major order; the padding cropped."""
+    n, c, h, w = shape
+    (kh, kw), (ph, pw) = kernel, padding
+    grad = hetero.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=dtype, device=device)
+    for i in range(kh):
+        for j in range(kw):
+            part = parts(i, j)
+            rows, cols = _window_slices(i, j, part.shape[2], part.shape[3], stride, dilation)
+            grad[:, :, rows, cols] += part
+    return grad[:, :, ph: ph + h, pw: pw + w] if ph or pw else grad
+
+
+@lowers(aten.convolution_backward.default)
+def convolution_backward(grad_out: hetero.Array, x: hetero.Array, weight: hetero.Array, bias_sizes: Any,
+                         stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int], transposed: bool,
+                         output_padding: Sequence[int], groups: int, output_mask: Sequence[bool]) -> Any:
+    """The gradients of :func:`convolution`: of the input (the weights' transpose times the output
+    gradient, folded back over the windows), of the weights (the output gradient times the
+    windows) and of the bias (the output gradient summed over batch and positions)."""
+    if transposed or groups != 1 or x.ndim != 4:
+        raise NotLowered("a convolution backward other than 2-D, groups=1, not transposed")
+    _floats(grad_out, x, weight)
+    stride2, padding2, dilation2 = _pair(stride), _pair(padding), _pair(dilation)
+    n, c, h, w = x.shape
+    o, _, kh, kw = weight.shape
+    _, _, oh, ow = grad_out.shape
+    flat_grad = xp.reshape(grad_out, (n, o, oh * ow))
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        columns = xp.matmul(xp.permute_dims(xp.reshape(weight, (o, c * kh * kw)), (1, 0)), flat_grad)
+        columns = xp.reshape(columns, (n, c, kh * kw, oh, ow))
+        grad_input = _fold(lambda i, j: columns[:, :, i * kw + j], (n, c, h, w), (kh, kw), stride2, padding2,
+                           dilation2, x.dtype, x.device)
+    if output_mask[1]:
+        ph, pw = padding2
+        padded = constant_pad_nd(x, (pw, pw, ph, ph), 0.0) if ph or pw else x
+        windows = xp.stack([padded[(slice(None), slice(None), *_window_slices(i, j, oh, ow, stride2, dilation2))]
+                            for i in range(kh) for j in range(kw)], axis=2)
+        columns = xp.reshape(xp.permute_dims(xp.reshape(windows, (n, c * kh * kw, oh * ow)), (1, 0, 2)),
+                             (c * kh * kw, n * oh * ow))
+        outputs = xp.reshape(xp.permute_dims(flat_grad, (1, 0, 2)), (o, n * oh * ow))
+        grad_weight = xp.reshape(xp.matmul(outputs, xp.permute_dims(columns, (1, 0))), (o, c, kh, kw))
+    if output_mask[2]:
+        grad_bias = xp.sum(grad_out, axis=(0, 2, 3))
+    return grad_input, grad_weight, grad_bias
+
+
+@lowers(aten.max_pool2d_with_indices_backward.default)
+def max_pool2d_backward(grad_out: hetero.Array, x: hetero.Array, kernel_size: Sequence[int], stride: Sequence[int],
+                        padding: Sequence[int], dilation: Sequence[int], ceil_mode: bool, indices: hetero.Array) -> Any:
+    """Each output's gradient added to the input position its index names (window offsets in
+    row-major order)."""
+    if ceil_mode or x.ndim != 4 or x.dtype.kind != "f":
+        raise NotLowered("max pooling backward with ceil_mode, or of a tensor that is not 4-D float")
+    kh, kw = _pair(kernel_size)
+    stride2 = _pair(stride) if stride else (kh, kw)
+    (ph, pw), (dh, dw) = _pair(padding), _pair(dilation)
+    n, c, h, w = x.shape
+    _, _, oh, ow = grad_out.shape
+    rows = xp.reshape(hetero.arange(oh, dtype="int64", device=x.device) * stride2[0] - ph, (oh, 1))
+    cols = xp.reshape(hetero.arange(ow, dtype="int64", device=x.device) * stride2[1] - pw, (1, ow))
+    zero = hetero.zeros((), dtype=grad_out.dtype, device=x.device)
+
+    def part(i: int, j: int) -> Any:
+        return xp.where(indices == (rows + i * dh) * w + cols + j * dw, grad_out, zero)
+    return _fold(part, (n, c, h, w), (kh, kw), stride2, (ph, pw), (dh, dw), grad_out.dtype, x.device)
