@@ -142,7 +142,8 @@ class GraphProgram:
                 elif node.op == "get_attr":
                     env[node] = self._constant(node)
                 elif node.op == "output":
-                    return list(_tree_map(node.args[0], lambda a: env[a] if isinstance(a, torch.fx.Node) else a))
+                    values = _tree_map(node.args[0], lambda a: env[a] if isinstance(a, torch.fx.Node) else a)
+                    return list(values) if isinstance(values, (list, tuple)) else [values]
         finally:
             DEVICE.reset(token)
         raise RuntimeError("the graph has no output node")

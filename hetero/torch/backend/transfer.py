@@ -46,12 +46,13 @@ def host_view(tensor: torch.Tensor) -> np.ndarray:
 
 def to_device(tensor: torch.Tensor, device: Device) -> hetero.Array:
     """A copy of ``tensor`` on ``device``."""
-    return hetero.asarray(np.ascontiguousarray(host_view(tensor)), device=device, copy=True)
+    values = host_view(tensor)  # not np.ascontiguousarray: it makes a 0-d tensor 1-d
+    return hetero.asarray(values if values.flags.c_contiguous else values.copy(order="C"), device=device, copy=True)
 
 
 def to_torch(array: hetero.Array) -> torch.Tensor:
     """``array``'s values as a new CPU tensor of the same dtype and shape."""
-    return torch.from_numpy(np.ascontiguousarray(array.numpy()).copy())
+    return torch.from_numpy(np.array(array.numpy(), order="C", copy=True))
 
 
 class ParameterCache:

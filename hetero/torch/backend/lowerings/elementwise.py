@@ -152,6 +152,16 @@ def where(condition: hetero.Array, a: Any, b: Any) -> Any:
     return xp.where(condition, a, b)
 
 
+@lowers(aten.clamp.Tensor)
+def clamp_tensor(a: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 (ATen's argument names)
+    """torch.clamp with tensor bounds: max(a, min), then min(., max) (NaN in either propagates)."""
+    if min is not None:
+        a = xp.maximum(*operands(a, min))
+    if max is not None:
+        a = xp.minimum(*operands(a, max))
+    return a
+
+
 @lowers(aten.clamp.default)
 def clamp(a: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 (ATen's argument names)
     for bound in (min, max):

@@ -88,8 +88,16 @@ def layer_norm(x: hetero.Array, normalized_shape: Sequence[int], weight: hetero.
 def convolution(x: hetero.Array, weight: hetero.Array, bias: hetero.Array | None, stride: Sequence[int],
                 padding: Sequence[int], dilation: Sequence[int], transposed: bool, output_padding: Sequence[int],
                 groups: int) -> Any:
-    if transposed or groups != 1 or x.ndim != 4 or weight.ndim != 4:
-        raise NotLowered("a convolution other than 2-D, groups=1, not transposed")
+    if transposed or weight.ndim != 4 or x.ndim not in (3, 4):
+        raise NotLowered("a convolution other than 2-D, or transposed")
+    if x.ndim == 3:  # unbatched
+        return convolution(xp.expand_dims(x, axis=0), weight, bias, stride, padding, dilation, transposed,
+                           output_padding, groups)[0]
+    if groups != 1:  # each group its own product, the outputs side by side
+        c, o = x.shape[1] // groups, weight.shape[0] // groups
+        return xp.concat([convolution(x[:, g * c:(g + 1) * c], weight[g * o:(g + 1) * o],
+                                      None if bias is None else bias[g * o:(g + 1) * o], stride, padding, dilation,
+                                      transposed, output_padding, 1) for g in range(groups)], axis=1)
     _floats(x, weight, *(() if bias is None else (bias,)))
     sh, sw = (stride * 2)[:2] if len(stride) == 1 else stride
     ph, pw = (padding * 2)[:2] if len(padding) == 1 else padding
@@ -119,8 +127,11 @@ def max_pool2d(x: hetero.Array, kernel_size: Sequence[int], stride: Sequence[int
                dilation: Sequence[int] = (1,), ceil_mode: bool = False) -> Any:
     """The windows' largest values and their flat indices into each input plane (the first
     largest in the window's row-major order, NaN largest: torch's choice)."""
-    if ceil_mode or x.ndim != 4 or x.dtype.kind != "f":
-        raise NotLowered("max pooling with ceil_mode, or of a tensor that is not 4-D float")
+    if ceil_mode or x.ndim not in (3, 4) or x.dtype.kind != "f":
+        raise NotLowered("max pooling with ceil_mode, or of a tensor that is not 3-D or 4-D float")
+    if x.ndim == 3:  # unbatched
+        values, index = max_pool2d(xp.expand_dims(x, axis=0), kernel_size, stride, padding, dilation, ceil_mode)
+        return values[0], index[0]
     kh, kw = _pair(kernel_size)
     sh, sw = _pair(stride) if stride else (kh, kw)
     ph, pw = _pair(padding)

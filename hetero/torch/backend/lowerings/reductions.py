@@ -69,11 +69,15 @@ def amin(x: hetero.Array, dim: Any = (), keepdim: bool = False) -> Any:
 @lowers(aten.argmax.default)
 def argmax(x: hetero.Array, dim: int | None = None, keepdim: bool = False) -> Any:
     """The first largest (NaN counts as largest), as torch."""
+    if x.ndim == 0:
+        return hetero.zeros((), dtype="int64", device=x.device)  # torch takes dim 0 / -1 of a 0-d tensor
     return xp.argmax(x, axis=dim, keepdims=keepdim)
 
 
 @lowers(aten.argmin.default)
 def argmin(x: hetero.Array, dim: int | None = None, keepdim: bool = False) -> Any:
+    if x.ndim == 0:
+        return hetero.zeros((), dtype="int64", device=x.device)
     return xp.argmin(x, axis=dim, keepdims=keepdim)
 
 
