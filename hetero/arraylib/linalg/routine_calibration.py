@@ -66,7 +66,10 @@ def devices_with_a_choice(devices: Sequence[Device]) -> list[Device]:
 
 def steps(devices: Sequence[Device], quick: bool) -> int:
     """Progress steps of :func:`calibrate` (one per device, class and routine)."""
-    per_device = sum(len(routine_choice.candidates("CLBlast", routine_choice.representative(klass)[2])) for klass in classes(quick))
+    per_device = 0
+    for klass in classes(quick):
+        m, n, k = routine_choice.representative(klass)
+        per_device += len(routine_choice.candidates("CLBlast", k, m * n))
     return len(devices) * per_device
 
 
