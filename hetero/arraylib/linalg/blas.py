@@ -15,8 +15,10 @@ device       float16 / float32 / float64               integers
 
 On OpenCL devices, which have both CLBlast and hetero's kernel, the configuration's ``blas:
 auto`` (the default) runs the fastest of CLBlast in one call, CLBlast over K in chunks (deep
-products) and hetero's kernel per shape class, as ``hetero calibrate`` measured them on the
-device, and a built-in rule before any calibration (:mod:`hetero.arraylib.linalg.routine_choice`);
+products), hetero's Gram kernel (small outputs past K = 256: split over K, the same bits every
+run, :mod:`hetero.arraylib.linalg.gram`) and hetero's tiled kernel per shape class, as ``hetero
+calibrate`` measured them on the device, and a built-in rule before any calibration
+(:mod:`hetero.arraylib.linalg.routine_choice`);
 ``blas: on`` always CLBlast in one call.
 And hetero's own tiled kernel (:mod:`hetero.compiler.array_kernels.matmul`) everywhere else: on OpenCL
 devices without CLBlast (``libclblast`` not installed: :func:`hetero.backends.opencl.clblast.missing`
@@ -35,7 +37,7 @@ or columns are contiguous is passed with its leading dimension, a transposed one
 transpose flag, and anything else (negative or zero strides, gaps both ways) is copied to a
 contiguous array first, as is an operand whose dtype is not the result's. The tiled kernel
 reads any row and batch strides in place, and copies an operand whose rows are not contiguous
-(a transposed view) first.
+(a transposed view) first; the Gram kernel reads a transposed view in place.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``hetero calibrate``'s matmul part: on each device with several matmul routines (CLBlast, in
-one call and over K in chunks, and hetero's tiled kernel: :func:`hetero.arraylib.linalg.blas.routines`),
+one call and over K in chunks, hetero's Gram kernel for small outputs, and hetero's tiled kernel: :func:`hetero.arraylib.linalg.blas.routines`),
 time each at each shape class's representative product (:data:`hetero.arraylib.linalg.routine_choice.REPRESENTATIVES`;
 a transposed view of the first operand for the classes of transposed operands)
 and record the times in the cost model, where :func:`~hetero.arraylib.linalg.routine_choice.decide`
