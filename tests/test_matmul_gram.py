@@ -55,10 +55,12 @@ def _operand(device: hetero.Device, shape: tuple[int, ...], transposed: bool) ->
     return on, host
 
 
-# (M, K, N, a transposed, b transposed): PCA's x.T @ x; K past one chunk by 1 and short of two;
-# odd M and N below and past a tile (64 columns, 64 rows); both operands transposed (the
-# transposed orientation c.T = b.T @ a.T); b alone transposed with a contiguous (b copied)
-SHAPES = [(64, 2 * CHUNK + 5, 64, True, False), (7, CHUNK + 1, 13, False, False), (70, 2 * CHUNK - 1, 130, True, False),
+# (M, K, N, a transposed, b transposed): PCA's x.T @ x; K past a whole number of chunks by 1
+# (chunk_for(K): 4096 for the deep one, its last chunk one element) or short of one; odd M and N
+# below and past a tile (64 columns, 64 rows); both operands transposed (the transposed
+# orientation c.T = b.T @ a.T); b alone transposed with a contiguous (b copied)
+SHAPES = [(64, 2 * CHUNK + 5, 64, True, False), (8, 16 * CHUNK + 1, 8, True, False), (7, CHUNK + 1, 13, False, False),
+          (70, 2 * CHUNK - 1, 130, True, False),
           (33, CHUNK + 300, 65, True, True), (129, 1000, 3, False, True), (1, 3000, 1, False, False)]
 
 
@@ -111,6 +113,15 @@ def test_gram_gives_the_same_bits_every_run_and_in_both_layouts(device: hetero.D
     assert _gram(a, hetero.matrix_transpose(a)).tobytes() == first.tobytes()
 
 
+def test_the_chunk_follows_from_k_alone() -> None:
+    # about K / 16 in steps of 256 (work-groups for the cores at short depths), at most CHUNK
+    assert [kernel.chunk_for(k) for k in (1, 257, 1000, 4096, 8195, 65536, 65537, 200_000)] == \
+        [256, 256, 256, 256, 768, 4096, 4096, 4096]
+    for k in (300, 5000, 40_000, 70_000):
+        chunk = kernel.chunk_for(k)
+        assert chunk % kernel.CHUNK_STEP == 0 and (chunk == CHUNK or chunk * kernel.CHUNK_TARGET >= k)
+
+
 def test_the_kernel_refuses_an_unknown_layout() -> None:
     from hetero.core.types import f32
 
@@ -146,14 +157,16 @@ def test_pca_product_runs_the_gram_kernel_by_default_on_a_cpu_device(opencl_devi
     device = opencl_device_fixture
     if clblast.library() is None:
         pytest.skip(clblast.missing())
-    x, host = _operand(device, (CHUNK * 2 + 3, 24), False)
+    k = kernel.CHUNK_TARGET * CHUNK + 3
+    x, host = _operand(device, (k, 24), False)
     told = hetero.explain_op("matmul", x.T, x)
     if device.info.kind.value != "cpu":
         assert told.library == "CLBlast"
         return
     assert told.library == "hetero" and told.choice.split_k
     assert f"Gram kernel gram_f32_f32_f32_{gram.layout_for(device)}" in told.routine
-    assert f"chunks of {CHUNK}" in told.routine and "same bits every run" in told.routine
+    assert f"K = {k} in {kernel.CHUNK_TARGET + 1} chunks of {CHUNK}" in told.routine
+    assert "same bits every run" in told.routine
     assert "on a CPU device, without a calibration: hetero's Gram kernel" in told.choice.basis
     before = blas.calls().get(device.name, {}).get("hetero", 0)
     product = (x.T @ x).numpy()

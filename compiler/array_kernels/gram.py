@@ -3,8 +3,9 @@
 
 A product ``c = a @ b`` (``a``: M x K, ``b``: K x N) is summed in two launches:
 
-1. :func:`build` (``gram_*``): work-group ``(g0, g1)`` takes the fixed chunk
-   ``[c * CHUNK, min((c + 1) * CHUNK, K))`` of K (``c = g1 // mtiles``) and a tile of
+1. :func:`build` (``gram_*``): work-group ``(g0, g1)`` takes the chunk
+   ``[c * chunk, min((c + 1) * chunk, K))`` of K (``c = g1 // mtiles``; ``chunk`` is
+   :func:`chunk_for` of K) and a tile of
    :data:`TILE_N` columns by ``rows * group_rows`` rows of the output, and writes that tile's
    partial sums into ``p[c, m, n]`` (a ``chunks x M x N`` array in the accumulator type). Each
    partial is summed in increasing k, as ``acc = acc + a[m, k] * b[k, n]`` (two roundings:
@@ -15,7 +16,7 @@ A product ``c = a @ b`` (``a``: M x K, ``b``: K x N) is summed in two launches:
 
 So every output element is the same sequence of operations on every run, whatever the number
 of cores or the order the work-groups run in: the result has the same bits every time (the
-chunk, :data:`CHUNK`, is a constant, never derived from the device). The two layouts below
+chunk follows from K alone, never from the device). The two layouts below
 perform the same operations on each element, so they give the same bits too.
 
 ``a`` is read through any strides in place (``a_offset + m * a_rs + k * a_cs``; a transposed
@@ -47,8 +48,20 @@ import dataclasses
 from hetero.compiler.ir import nodes as ir
 from hetero.core.types import ArrayType, ScalarType, bool_t, i64
 
-#: K summed by each work-group (the chunk every partial covers; part of the result's bits).
+#: K summed by each work-group at most (the chunk every partial covers, with :func:`chunk_for`).
 CHUNK = 4096
+#: The chunks a product aims at when K is short of ``CHUNK_TARGET * CHUNK`` (work-groups enough for the cores).
+CHUNK_TARGET = 16
+#: The shortest chunk, and what every shorter-than-CHUNK chunk is a multiple of.
+CHUNK_STEP = 256
+
+
+def chunk_for(k: int) -> int:
+    """The chunk of K each partial sums, from K alone (so the bits do not depend on the device):
+    :data:`CHUNK`, or for a shorter K about ``K / CHUNK_TARGET`` rounded up to a multiple of
+    :data:`CHUNK_STEP` (a 64 x 64 x 4096 product runs 16 work-groups, not one)."""
+    wanted = -(-k // CHUNK_TARGET)
+    return min(CHUNK, max(CHUNK_STEP, -(-wanted // CHUNK_STEP) * CHUNK_STEP))
 #: Output columns of one work-group's tile.
 TILE_N = 64
 #: Work-items per merge work-group.
@@ -91,11 +104,11 @@ class Gram:
         return self.rows * self.group[1]
 
     def param_names(self) -> list[str]:
-        return ["p", "a", "b", "M", "N", "K", "mtiles", "a_offset", "a_rs", "a_cs", "b_offset", "b_rs"]
+        return ["p", "a", "b", "M", "N", "K", "chunk_k", "mtiles", "a_offset", "a_rs", "a_cs", "b_offset", "b_rs"]
 
     def launch(self, M: int, N: int, K: int) -> tuple[tuple[int, int], tuple[int, int], int, int]:
         """``(global size, local size, mtiles, chunks)`` of the partial launch for an M x K @ K x N product."""
-        mtiles, ntiles, chunks = -(-M // self.tile_m), -(-N // TILE_N), -(-K // CHUNK)
+        mtiles, ntiles, chunks = -(-M // self.tile_m), -(-N // TILE_N), -(-K // chunk_for(K))
         lx, ly = self.group
         return (ntiles * lx, mtiles * ly * chunks), (lx, ly), mtiles, chunks
 
@@ -223,8 +236,8 @@ def build(spec: Gram) -> ir.Function:
         _set("group", ir.WorkItem(i64, "group_id", 1)),
         _set("chunk", _bin("//", _v("group"), _v("mtiles"))),
         _set("m0", _bin("*", _bin("+", _bin("*", _bin("%", _v("group"), _v("mtiles")), _c(ly)), _v("ly")), _c(spec.rows))),
-        _set("k0", _bin("*", _v("chunk"), _c(CHUNK))),
-        _set("k1", _min(_bin("+", _v("k0"), _c(CHUNK)), _v("K"))),
+        _set("k0", _bin("*", _v("chunk"), _v("chunk_k"))),
+        _set("k1", _min(_bin("+", _v("k0"), _v("chunk_k")), _v("K"))),
         _set("start", _bin("*", ir.WorkItem(i64, "group_id", 0), _c(TILE_N))),
         # the last tile moved left to end at N (when N >= TILE_N), so its loads stay inside the rows
         _set("base", _max(_min(_v("start"), _bin("-", _v("N"), _c(TILE_N))), _c(0))),
@@ -279,4 +292,4 @@ def build_merge(spec: GramMerge) -> ir.Function:
     return ir.Function(spec.name, params, ir.VOID, locals_, (), body, True, _LOC, features=frozenset(features))
 
 
-__all__ = ["CHUNK", "LAYOUTS", "MERGE_GROUP", "TILE_N", "Gram", "GramMerge", "build", "build_merge"]
+__all__ = ["CHUNK", "CHUNK_STEP", "CHUNK_TARGET", "LAYOUTS", "MERGE_GROUP", "TILE_N", "Gram", "GramMerge", "build", "build_merge", "chunk_for"]

@@ -154,7 +154,7 @@ def _choose(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[An
         if decision.routine == "hetero":
             return _tiled(device, a, b, out, rank, f"instead of CLBlast's {vendor.routine}", decision.basis)
         if decision.routine == routine_choice.GRAM:
-            return _gram(device, a, b, out, f"instead of CLBlast's {vendor.routine}", decision.basis)
+            return _gram(device, a, b, out, k, f"instead of CLBlast's {vendor.routine}", decision.basis)
         if decision.routine == routine_choice.CHUNKED:
             vendor = _chunked(vendor, k)
         return dataclasses.replace(vendor, basis=decision.basis)
@@ -177,8 +177,9 @@ def _clblast_choice(out: np.dtype[Any], batch: int) -> Choice:
     return Choice("CLBlast", name.partition(" ")[2], clblast.routine(out, batch))
 
 
-def _gram(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[Any], why: str, basis: str = "") -> Choice:
-    return Choice("hetero", "", gram.describe(device, a, b, out), why, basis, split_k=True)
+def _gram(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[Any], k: int, why: str,
+          basis: str = "") -> Choice:
+    return Choice("hetero", "", gram.describe(device, a, b, out, k), why, basis, split_k=True)
 
 
 def _chunked(vendor: Choice, k: int) -> Choice:
@@ -202,7 +203,7 @@ def routines(device: Device, x1: Array, x2: Array, out: np.dtype[Any], batch: tu
     if routine_choice.CHUNKED in names:
         found[routine_choice.CHUNKED] = _chunked(vendor, k)
     if routine_choice.GRAM in names:
-        found[routine_choice.GRAM] = _gram(device, x1.dtype, x2.dtype, out, "")
+        found[routine_choice.GRAM] = _gram(device, x1.dtype, x2.dtype, out, k, "")
     return {name: found[name] for name in names}
 
 

@@ -48,10 +48,11 @@ def spec(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[Any])
     return kernel.Gram(scalar_type(a), scalar_type(b), _accumulator(out), layout_for(device))
 
 
-def describe(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[Any]) -> str:
-    """What runs, for explain_op: the kernels and how K is split."""
-    return (f"Gram kernel {spec(device, a, b, out).name} (K in chunks of {kernel.CHUNK}, one work-group each, "
-            f"partials merged in chunk order by gram_merge: the same bits every run)")
+def describe(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[Any], k: int) -> str:
+    """What runs a product of depth ``k``, for explain_op: the kernels and how K is split."""
+    chunk = kernel.chunk_for(k)
+    return (f"Gram kernel {spec(device, a, b, out).name} (K = {k} in {-(-k // chunk)} chunks of {chunk}, one "
+            f"work-group each, partials merged in chunk order by gram_merge: the same bits every run)")
 
 
 def _compiled(key: object, build: Any, device: Device) -> GeneratedSpecialization:
@@ -97,7 +98,7 @@ def multiply(out: Array, a: Array, b: Array, layout: Layout) -> None:
     for index in np.ndindex(*shape):
         c_at, row_at, col_at = (x.offset + sum(i * s for i, s in zip(index, bs, strict=True))
                                 for x, bs in ((out, c_bs), (row_x, row_bs), (col_x, col_bs)))
-        first.run(global_size, [whole(partials), whole(row_x), whole(col_x), M, N, K, mtiles,
+        first.run(global_size, [whole(partials), whole(row_x), whole(col_x), M, N, K, kernel.chunk_for(K), mtiles,
                                 row_at, row_rs, row_cs, col_at, col_rs], local_size)
         second.run((merge_size,), [whole(out), whole(partials), M * N, N, chunks, c_at, c_rs, c_cs],
                    (kernel.MERGE_GROUP,))
