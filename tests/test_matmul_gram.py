@@ -175,3 +175,31 @@ def test_pca_product_runs_the_gram_kernel_by_default_on_a_cpu_device(opencl_devi
     assert (x.T @ x).numpy().tobytes() == product.tobytes()
     tiny = hetero.explain_op("matmul", x[:200].T, x[:200])  # K <= 256: not a candidate, CLBlast by default
     assert tiny.library == "CLBlast"
+
+
+def test_a_calibration_measures_the_gram_kernel_where_it_is_a_candidate(opencl_device_fixture: hetero.Device,
+                                                                        fresh_model: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hetero.arraylib.linalg import routine_calibration
+    from hetero.scheduler.cost_model import CostModel, default_path
+
+    device = opencl_device_fixture
+    if clblast.library() is None:
+        pytest.skip(clblast.missing())
+    klass = ShapeClass("small", "short", True)
+    monkeypatch.setitem(routine_choice.REPRESENTATIVES, ShapeClass("small", "short"), (8, 8, 512))  # small: times nothing
+    monkeypatch.setattr(routine_calibration, "QUICK_CLASSES", (klass,))
+    model = CostModel(default_path())
+    figures = routine_calibration.calibrate([device], model, quick=True)
+    assert [f.routine for f in figures] == ["CLBlast", routine_choice.GRAM, "hetero"]
+    assert routine_calibration.steps([device], quick=True) == 3
+    model.save()
+    reset_default_model()
+    x = hetero.asarray(np.ones((512, 8), np.float32), device=device)
+    told = hetero.explain_op("matmul", x.T, x)
+    assert "hetero calibrate's figures" in told.choice.basis and "hetero's Gram kernel" in told.choice.basis
+    times = {f.routine: f.seconds for f in figures}
+    best = min(times, key=times.__getitem__)
+    default = routine_choice.GRAM if device.info.kind.value == "cpu" else "CLBlast"
+    chosen = best if times[best] * routine_choice.MARGIN <= times[default] else default
+    assert told.choice.split_k == (chosen == routine_choice.GRAM)
