@@ -203,3 +203,22 @@ def test_a_calibration_measures_the_gram_kernel_where_it_is_a_candidate(opencl_d
     default = routine_choice.GRAM if device.info.kind.value == "cpu" else "CLBlast"
     chosen = best if times[best] * routine_choice.MARGIN <= times[default] else default
     assert told.choice.split_k == (chosen == routine_choice.GRAM)
+
+
+def test_a_jit_replay_of_the_gram_product_gives_eagers_bits(opencl_device_fixture: hetero.Device,
+                                                             fresh_model: Path) -> None:
+    device = opencl_device_fixture
+    if clblast.library() is None or device.info.kind.value != "cpu":
+        pytest.skip("the Gram kernel is the default only on a CPU OpenCL device with CLBlast")
+
+    def gram_of(x: hetero.Array) -> hetero.Array:
+        return x.T @ x
+
+    jitted = hetero.jit(gram_of)
+    for call in range(3):  # a trace, then two replays with new inputs (the partials made anew)
+        host = RNG.standard_normal((CHUNK + 77, 24)).astype(np.float32)
+        x = hetero.asarray(host, device=device)
+        assert hetero.explain_op("matmul", x.T, x).choice.split_k
+        eager, replayed = gram_of(x).numpy(), jitted(hetero.asarray(host, device=device)).numpy()
+        assert eager.tobytes() == replayed.tobytes(), f"call {call}"
+    assert (jitted.traces, jitted.replays) == (1, 2)
