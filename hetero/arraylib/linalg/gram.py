@@ -11,7 +11,6 @@ order on the device's queue (they share one partials array).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -23,10 +22,10 @@ from hetero.compiler.array_kernels import gram as kernel
 from hetero.core import dtypes
 from hetero.core.device import Device
 from hetero.core.types import f32, scalar_type
-from hetero.kernels.generated import GeneratedSpecialization
+from hetero.kernels.generated import SpecializationCache
 
-_lock = threading.Lock()
-_kernels: dict[tuple[object, Device], GeneratedSpecialization] = {}
+_partials = SpecializationCache(kernel.build)
+_merges = SpecializationCache(kernel.build_merge)
 #: The OpenCL platform whose CPU driver vectorises only innermost loops (see the kernel's docstring).
 _POCL = "Portable Computing Language"
 
@@ -53,16 +52,6 @@ def describe(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[A
     chunk = kernel.chunk_for(k)
     return (f"Gram kernel {spec(device, a, b, out).name} (K = {k} in {-(-k // chunk)} chunks of {chunk}, one "
             f"work-group each, partials merged in chunk order by gram_merge: the same bits every run)")
-
-
-def _compiled(key: object, build: Any, device: Device) -> GeneratedSpecialization:
-    found = _kernels.get((key, device))
-    if found is None:
-        with _lock:
-            found = _kernels.get((key, device))
-            if found is None:
-                found = _kernels[(key, device)] = GeneratedSpecialization(build(key), device)
-    return found
 
 
 def _columns_contiguous(x: Array) -> bool:
@@ -93,7 +82,7 @@ def multiply(out: Array, a: Array, b: Array, layout: Layout) -> None:
     merge = kernel.GramMerge(partial.acc, scalar_type(out.dtype))
     global_size, local_size, mtiles, chunks = partial.launch(M, N, K)
     partials = empty((chunks * M * N,), partial.acc.dtype, device=device)
-    first, second = _compiled(partial, kernel.build, device), _compiled(merge, kernel.build_merge, device)
+    first, second = _partials.get(partial, device), _merges.get(merge, device)
     merge_size = -(-M * N // kernel.MERGE_GROUP) * kernel.MERGE_GROUP
     for index in np.ndindex(*shape):
         c_at, row_at, col_at = (x.offset + sum(i * s for i, s in zip(index, bs, strict=True))
