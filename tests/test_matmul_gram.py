@@ -99,6 +99,22 @@ def test_gram_of_other_float_dtypes(device: hetero.Device) -> None:
     assert np.all(np.abs(got - want) <= bound)
 
 
+def test_gram_of_float16_sums_in_float32(device: hetero.Device) -> None:
+    _kernels(device)
+    target = device.runtime.kernel_target()
+    if target is None or "fp16" not in target.features:
+        pytest.skip(f"{device.name} has no fp16 kernels")
+    host = RNG.uniform(-1, 1, (CHUNK + 5, 16)).astype(np.float16)
+    x = hetero.asarray(host, device=device)
+    got = _gram(x.T, x)
+    assert got.dtype == np.float16
+    # the sum in float32, rounded once to float16: half an ulp of float16 plus float32's bound
+    want = host.T.astype(np.float64) @ host.astype(np.float64)
+    scale = np.abs(host.T).astype(np.float64) @ np.abs(host)
+    bound = np.abs(want) * np.finfo(np.float16).eps + 4 * host.shape[0] * np.finfo(np.float32).eps * scale + 1e-6
+    assert np.all(np.abs(got - want) <= bound)
+
+
 def test_gram_gives_the_same_bits_every_run_and_in_both_layouts(device: hetero.Device,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     _kernels(device)
