@@ -160,10 +160,11 @@ class Decision:
 def default_rule(vendor: str, klass: ShapeClass, cpu: bool = False) -> Decision:
     """The choice before a calibration. On a CPU device (``cpu``), hetero's Gram kernel for a
     small output past the tiny depths: on 2026-12-07 (the 2-core VM, load 3 to 4, CLBlast 1.5.3)
-    it ran 64 x 64 outputs at K = 4096, 32768, 131072 and PCA's 200k (``x.T @ x``) 3 to 16 times
+    it ran 64 x 64 outputs at K = 4096, 32768, 131072 and PCA's 200k (``x.T @ x``) 2.4 to 16 times
     faster than CLBlast's one call on PoCL 3.1 and Intel's CPU runtime (``python -m
     benchmarks.matmul_choice``). Else the vendor routine in one call (tuned, and hetero's choice
-    before calibration existed; a GPU runs few of the Gram kernel's work-groups at short depths).
+    before calibration existed; the Gram kernel is unmeasured on GPUs, where CLBlast's tuned
+    kernels are the safer guess).
     Not the chunks for deep products: on the same day one CLBlast call of a 64 x 64 x 200k product
     ran at 9 and 27 GFLOP/s, over K in chunks of 32768 at 5 and 6: the cliff the issue saw was not
     there to avoid, and only a calibration on the device can say where it is."""
