@@ -17,12 +17,15 @@
     python -m benchmarks.array_api [--quick] [--devices cpu oneapi:0 opencl:0] [--repeats N] [--sections sort pca linalg fft]
 
 Every hetero result is checked against NumPy once before timing. Writes
-``benchmarks/results/array_api.json`` (a ``--quick`` run writes ``array_api_quick.json``).
+``benchmarks/results/array_api.json`` (a ``--quick`` run writes ``array_api_quick.json``); a run
+of some of the sections keeps the file's other sections (and devices), each marked with the
+command and time that measured it (``measured_by``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -36,7 +39,7 @@ import numpy as np  # noqa: E402
 
 import hetero  # noqa: E402
 import hetero.xp as xp  # noqa: E402
-from benchmarks.harness import Progress, command_line, compare, write_results  # noqa: E402
+from benchmarks.harness import RESULTS_DIR, Progress, command_line, compare, write_results  # noqa: E402
 from benchmarks.kernel_bench import DEFAULT_DEVICES, choose_devices, describe, is_opencl, load_average  # noqa: E402
 from benchmarks.kernel_bench import opencl, print_footer  # noqa: E402
 from hetero.arraylib.linalg.blas import multiply, routines  # noqa: E402
@@ -268,11 +271,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {device.name} {section}: {_summary(entry[section])}", flush=True)
         results[device.name] = entry
     name = "array_api_quick" if args.quick else "array_api"
+    _keep_other_sections(name, results)
     path = write_results(name, {"quick": args.quick, "sizes": sizes, "load_average_before": load_before,
                                 "load_average_after": load_average(), "devices": results, "missing": missing},
                          command_line("benchmarks.array_api", list(argv) if argv is not None else sys.argv[1:]))
     print_footer(missing, load_before, path)
     return 0
+
+
+def _keep_other_sections(name: str, results: dict[str, Any]) -> None:
+    """Add to ``results`` the sections and devices of the existing ``<name>.json`` this run did
+    not measure, each marked with the command and time that did (``measured_by``)."""
+    path = RESULTS_DIR / f"{name}.json"
+    if not path.exists():
+        return
+    old = json.loads(path.read_text())
+    by = {"command": old.get("command"), "timestamp_utc": old.get("timestamp_utc")}
+    for device, entry in old.get("devices", {}).items():
+        kept = results.setdefault(device, {"device": entry.get("device")})
+        for section in SECTIONS:
+            if section in entry and section not in kept:
+                kept[section] = {**entry[section], "measured_by": entry[section].get("measured_by", by)}
 
 
 def _summary(section: dict[str, Any]) -> str:

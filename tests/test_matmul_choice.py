@@ -78,7 +78,8 @@ def test_both_routines_match_numpy_on_the_same_inputs(device: hetero.Device, bla
 
 def test_every_routine_matches_numpy_on_a_deep_product(opencl_device_fixture: hetero.Device,
                                                         with_clblast: None) -> None:
-    # past K_CHUNK: CLBlast in one call, CLBlast over K in chunks, and the tiled kernel; a transposed
+    # past K_CHUNK: CLBlast in one call, CLBlast over K in chunks, the Gram kernel (small outputs) and
+    # the tiled kernel; a transposed
     # view (PCA's x.T @ x) and a batch with a broadcast operand (the chunks of StridedBatched)
     device = opencl_device_fixture
     k = routine_choice.K_CHUNK + 1000
@@ -89,7 +90,7 @@ def test_every_routine_matches_numpy_on_a_deep_product(opencl_device_fixture: he
     for (a, b), (host_a, host_b) in cases:
         batch_shape = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
         found = blas.routines(device, a, b, F32, batch_shape)
-        assert list(found) == ["CLBlast", routine_choice.CHUNKED, "hetero"]
+        assert list(found) == ["CLBlast", routine_choice.CHUNKED, routine_choice.GRAM, "hetero"]
         results = []
         for choice in found.values():
             out = hetero.empty((*batch_shape, a.shape[-2], b.shape[-1]), F32, device=device)
@@ -102,12 +103,12 @@ def test_every_routine_matches_numpy_on_a_deep_product(opencl_device_fixture: he
 
 def _record(device: hetero.Device, klass: ShapeClass, **seconds: float) -> None:
     """A calibration record: the routines' times for ``klass`` on ``device`` (``CLBlast=...``,
-    ``chunks=...``, ``hetero=...``), as hetero calibrate saves them."""
+    ``chunks=...``, ``gram=...``, ``hetero=...``), as hetero calibrate saves them."""
     model = CostModel(default_path())
     n = routine_choice.multiply_adds(klass)
     version = (clblast.library() or "CLBlast ").partition(" ")[2]
     for name, time in seconds.items():
-        routine = routine_choice.CHUNKED if name == "chunks" else name
+        routine = {"chunks": routine_choice.CHUNKED, "gram": routine_choice.GRAM}.get(name, name)
         model.record(routine_choice.record_key(routine, version, F32, klass), device.stable_id, n, time,
                      device_name=device.name)
     model.save()
@@ -118,9 +119,10 @@ def test_the_choice_follows_the_calibration_record(opencl_device_fixture: hetero
                                                    fresh_model: Path) -> None:
     device = opencl_device_fixture
     short, deep = ShapeClass("small", "short"), ShapeClass("small", "deep")
-    _record(device, short, CLBlast=0.010, hetero=0.020)  # CLBlast twice as fast on short products
+    # (the Gram kernel, the default on a CPU device for small outputs, measured slowest but where it wins)
+    _record(device, short, CLBlast=0.010, gram=0.030, hetero=0.020)  # CLBlast the fastest on short products
     _record(device, ShapeClass("large", "short"), CLBlast=0.100, hetero=0.095)  # within the margin: CLBlast stays
-    _record(device, deep, CLBlast=0.300, chunks=0.200, hetero=0.100)  # the tiled kernel fastest on deep ones
+    _record(device, deep, CLBlast=0.300, chunks=0.200, gram=0.400, hetero=0.100)  # the tiled kernel fastest on deep ones
     a = hetero.asarray(RNG.standard_normal((8, 40000)).astype(np.float32), device=device)
     b = hetero.asarray(RNG.standard_normal((40000, 8)).astype(np.float32), device=device)
     told_deep = hetero.explain_op("matmul", a, b)
@@ -134,7 +136,7 @@ def test_the_choice_follows_the_calibration_record(opencl_device_fixture: hetero
     told_short = hetero.explain_op("matmul", a[:, :512], b[:512])
     assert told_short.library == "CLBlast" and told_short.choice.basis.startswith("hetero calibrate's figures")
     # a transposed operand is its own class (the tiled kernel copies it first): CLBlast measured faster there
-    _record(device, ShapeClass("small", "deep", copied=True), CLBlast=0.100, chunks=0.200, hetero=0.300)
+    _record(device, ShapeClass("small", "deep", copied=True), CLBlast=0.100, chunks=0.200, gram=0.200, hetero=0.300)
     told_transposed = hetero.explain_op("matmul", b.T, b)
     assert told_transposed.library == "CLBlast" and "an operand transposed" in told_transposed.choice.basis
     # K <= 256 is a class of its own (each call's fixed cost decides): measured, it follows its own figures
@@ -145,10 +147,19 @@ def test_the_choice_follows_the_calibration_record(opencl_device_fixture: hetero
     _close((a @ b).numpy(), a.numpy(), b.numpy())
     assert blas.calls()[device.name]["hetero"] == before + 1  # the product ran where explain_op said
     (fresh_model / "costs.json").unlink()  # a new calibration (samples otherwise merge, medians of the recent)
-    _record(device, deep, CLBlast=0.300, chunks=0.050, hetero=0.100)  # the chunks fastest
+    _record(device, deep, CLBlast=0.300, chunks=0.050, gram=0.400, hetero=0.100)  # the chunks fastest
     told = hetero.explain_op("matmul", a, b)
     assert told.library == "CLBlast" and told.choice.k_chunk == routine_choice.K_CHUNK
     assert "over K in 2 calls" in told.routine
+    (fresh_model / "costs.json").unlink()
+    _record(device, deep, CLBlast=0.300, chunks=0.200, gram=0.020, hetero=0.100)  # the Gram kernel fastest
+    told = hetero.explain_op("matmul", a, b)
+    assert told.library == "hetero" and told.choice.split_k and "Gram kernel gram_f32_f32_f32_" in told.routine
+    gram_rate = 2 * routine_choice.multiply_adds(deep) / 0.020 / 1e9
+    assert f"hetero's Gram kernel {gram_rate:.1f} GFLOP/s" in told.choice.basis
+    before = blas.calls()[device.name]["hetero"]
+    _close((a @ b).numpy(), a.numpy(), b.numpy())
+    assert blas.calls()[device.name]["hetero"] == before + 1
 
 
 def test_default_rule_before_a_calibration(opencl_device_fixture: hetero.Device, with_clblast: None,
@@ -156,7 +167,12 @@ def test_default_rule_before_a_calibration(opencl_device_fixture: hetero.Device,
     device = opencl_device_fixture
     a = hetero.asarray(np.ones((4, 40000), np.float32), device=device)
     deep, short = hetero.explain_op("matmul", a, a.T), hetero.explain_op("matmul", a[:, :100], a[:, :100].T)
-    assert deep.library == short.library == "CLBlast" and deep.choice.k_chunk == short.choice.k_chunk == 0
+    # a small output past K = 256: hetero's Gram kernel on a CPU device, CLBlast in one call elsewhere
+    if device.info.kind.value == "cpu":
+        assert deep.library == "hetero" and deep.choice.split_k and "on a CPU device" in deep.choice.basis
+    else:
+        assert deep.library == "CLBlast" and deep.choice.k_chunk == 0
+    assert short.library == "CLBlast" and short.choice.k_chunk == 0  # K <= 256
     assert all("without a calibration" in told.choice.basis for told in (deep, short))
     blas_mode("on")  # type: ignore[operator]
     forced = hetero.explain_op("matmul", a, a.T)

@@ -15,8 +15,10 @@ device       float16 / float32 / float64               integers
 
 On OpenCL devices, which have both CLBlast and hetero's kernel, the configuration's ``blas:
 auto`` (the default) runs the fastest of CLBlast in one call, CLBlast over K in chunks (deep
-products) and hetero's kernel per shape class, as ``hetero calibrate`` measured them on the
-device, and a built-in rule before any calibration (:mod:`hetero.arraylib.linalg.routine_choice`);
+products), hetero's Gram kernel (small outputs past K = 256: split over K, the same bits every
+run, :mod:`hetero.arraylib.linalg.gram`) and hetero's tiled kernel per shape class, as ``hetero
+calibrate`` measured them on the device, and a built-in rule before any calibration
+(:mod:`hetero.arraylib.linalg.routine_choice`);
 ``blas: on`` always CLBlast in one call.
 And hetero's own tiled kernel (:mod:`hetero.compiler.array_kernels.matmul`) everywhere else: on OpenCL
 devices without CLBlast (``libclblast`` not installed: :func:`hetero.backends.opencl.clblast.missing`
@@ -35,7 +37,7 @@ or columns are contiguous is passed with its leading dimension, a transposed one
 transpose flag, and anything else (negative or zero strides, gaps both ways) is copied to a
 contiguous array first, as is an operand whose dtype is not the result's. The tiled kernel
 reads any row and batch strides in place, and copies an operand whose rows are not contiguous
-(a transposed view) first.
+(a transposed view) first; the Gram kernel reads a transposed view in place.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from hetero.array.ndarray import Array
 from hetero.arraylib.copy import merged_axes
 from hetero.kernels.generated import GeneratedSpecialization
 from hetero.arraylib.elementwise import evaluate
-from hetero.arraylib.linalg import routine_choice
+from hetero.arraylib.linalg import gram, routine_choice
 from hetero.backends.opencl import clblast
 from hetero.compiler.array_kernels import elementwise
 from hetero.compiler.array_kernels import matmul as tiled
@@ -87,6 +89,7 @@ class Choice:
     why: str = ""
     basis: str = ""
     k_chunk: int = 0  # CLBlast: K in calls of at most this many (0: one call)
+    split_k: bool = False  # hetero: the Gram kernel (split over K), not the tiled one
 
     def __str__(self) -> str:
         name = f"{self.library} {self.version}".strip()
@@ -150,6 +153,8 @@ def _choose(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[An
         decision = routine_choice.decide(device, vendor.library, vendor.version, out, outputs, k, copied)
         if decision.routine == "hetero":
             return _tiled(device, a, b, out, rank, f"instead of CLBlast's {vendor.routine}", decision.basis)
+        if decision.routine == routine_choice.GRAM:
+            return _gram(device, a, b, out, k, f"instead of CLBlast's {vendor.routine}", decision.basis)
         if decision.routine == routine_choice.CHUNKED:
             vendor = _chunked(vendor, k)
         return dataclasses.replace(vendor, basis=decision.basis)
@@ -172,6 +177,11 @@ def _clblast_choice(out: np.dtype[Any], batch: int) -> Choice:
     return Choice("CLBlast", name.partition(" ")[2], clblast.routine(out, batch))
 
 
+def _gram(device: Device, a: np.dtype[Any], b: np.dtype[Any], out: np.dtype[Any], k: int, why: str,
+          basis: str = "") -> Choice:
+    return Choice("hetero", "", gram.describe(device, a, b, out, k), why, basis, split_k=True)
+
+
 def _chunked(vendor: Choice, k: int) -> Choice:
     chunk = routine_choice.K_CHUNK
     return dataclasses.replace(vendor, routine=f"{vendor.routine} over K in {-(-k // chunk)} calls of at most {chunk}",
@@ -187,11 +197,14 @@ def routines(device: Device, x1: Array, x2: Array, out: np.dtype[Any], batch: tu
     strides = tuple(math.prod(batch[k + 1:]) for k in range(len(batch)))
     merged, _ = merged_axes(batch, strides, _batch_strides(x1, batch), _batch_strides(x2, batch))
     vendor = _clblast_choice(out, math.prod(merged[-1:]))
-    k = x1.shape[-1]
+    k, outputs = x1.shape[-1], math.prod(batch) * x1.shape[-2] * x2.shape[-1]
+    names = routine_choice.candidates("CLBlast", k, outputs)
     found = {"CLBlast": vendor, "hetero": _tiled(device, x1.dtype, x2.dtype, out, len(merged), "")}
-    if routine_choice.CHUNKED in routine_choice.candidates("CLBlast", k):
+    if routine_choice.CHUNKED in names:
         found[routine_choice.CHUNKED] = _chunked(vendor, k)
-    return {name: found[name] for name in routine_choice.candidates("CLBlast", k)}
+    if routine_choice.GRAM in names:
+        found[routine_choice.GRAM] = _gram(device, x1.dtype, x2.dtype, out, k, "")
+    return {name: found[name] for name in names}
 
 
 def calls() -> dict[str, dict[str, int]]:
@@ -244,6 +257,9 @@ def multiply(out: Array, a: Array, b: Array, choice: Choice) -> None:
         _cupy(out, a, b, choice)
     elif choice.library == "CLBlast":
         _clblast(out, a, b, choice)
+    elif choice.split_k:
+        gram.multiply(out, a, b, _layout)
+        _calls[(out.device.name, "hetero")] += 1
     else:
         _tiled_launch(out, a, b)
 

@@ -1,5 +1,5 @@
 """``hetero calibrate``'s matmul part: on each device with several matmul routines (CLBlast, in
-one call and over K in chunks, and hetero's tiled kernel: :func:`hetero.arraylib.linalg.blas.routines`),
+one call and over K in chunks, hetero's Gram kernel for small outputs, and hetero's tiled kernel: :func:`hetero.arraylib.linalg.blas.routines`),
 time each at each shape class's representative product (:data:`hetero.arraylib.linalg.routine_choice.REPRESENTATIVES`;
 a transposed view of the first operand for the classes of transposed operands)
 and record the times in the cost model, where :func:`~hetero.arraylib.linalg.routine_choice.decide`
@@ -66,7 +66,10 @@ def devices_with_a_choice(devices: Sequence[Device]) -> list[Device]:
 
 def steps(devices: Sequence[Device], quick: bool) -> int:
     """Progress steps of :func:`calibrate` (one per device, class and routine)."""
-    per_device = sum(len(routine_choice.candidates("CLBlast", routine_choice.representative(klass)[2])) for klass in classes(quick))
+    per_device = 0
+    for klass in classes(quick):
+        m, n, k = routine_choice.representative(klass)
+        per_device += len(routine_choice.candidates("CLBlast", k, m * n))
     return len(devices) * per_device
 
 
