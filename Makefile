@@ -62,7 +62,8 @@ lint-imports: setup
 # benchmarks/results/numba_cuda_examples.json, files not passing yet in tests/numba_cuda_examples_expected.txt.
 # Then numba-cuda's unit suite (numba/cuda/tests/cudapy of the numba-cuda 0.30.4 wheel, fetched from the
 # package index into build/): per file and device in benchmarks/results/numba_cuda_suite.json, expected
-# failures in tests/numba_cuda_xfails.txt (make numba-cuda-suite runs it alone).
+# failures in tests/numba_cuda_xfails.txt (make numba-cuda-suite runs it alone). Then torch's OpInfo
+# samples (the torch wheel's op_db) through hetero's torch backend: benchmarks/results/torch_opinfo.json.
 # Last, NVIDIA's cuda-samples kernels (../shared/peers/cuda-samples) through the CUDA C front end on every device.
 # Each is skipped, with a message, where its peer folder (or the wheel) is absent.
 CONFORMANCE_DEVICES ?=
@@ -74,6 +75,7 @@ conformance: setup
 		$(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 	$(PY) -m benchmarks.numba_cuda_examples $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 	$(PY) -m benchmarks.numba_cuda_suite $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
+	$(PY) -m benchmarks.torch_opinfo $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 	$(if $(filter 0,$(CONFORMANCE_SAMPLES)),@echo "cuda-samples: skipped (CONFORMANCE_SAMPLES=0: make test ran tests/test_cuda_samples.py)",\
 	$(PY) -m pytest -q -p no:cacheprovider -rs tests/test_cuda_samples.py)
 
