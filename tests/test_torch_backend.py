@@ -231,3 +231,33 @@ def test_torch_compile_finds_the_backend_by_name_without_importing_hetero() -> N
             "import sys; assert 'hetero.torch.backend.interpreter' in sys.modules\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.usefixtures("state_dir")
+def test_a_compiled_model_under_the_guard_moves_to_another_vendor_when_its_device_is_lost() -> None:
+    names = {d.name for d in hetero.devices()}
+    if not {"oneapi:0", "cpu"} <= names:
+        pytest.skip("needs oneapi:0 (Intel's OpenCL CPU runtime) and cpu")
+    torch.manual_seed(7)
+    model, twin = mlp(), mlp()
+    twin.load_state_dict(model.state_dict())
+    compiled = ht.compile(model)  # no device: hetero.device(), the guard's inside the guard
+    opt, twin_opt = torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(twin.parameters(), lr=0.1)
+    x, target = torch.randn(16, 64), torch.randint(0, 10, (16,))
+
+    def step(m: Any, o: Any) -> None:
+        o.zero_grad()
+        nn.functional.cross_entropy(m(x), target).backward()
+        o.step()
+
+    with hetero.fault.inject("oneapi:0:launch:nth=56:lost"):  # in step 5 (about 11 launches a step)
+        with hetero.guard({"model": model, "opt": opt}, device="oneapi:0", devices=["oneapi:0", "cpu"],
+                          snapshot_every=2) as g:
+            for _ in range(6):
+                g.run(step, compiled, opt)
+    for _ in range(6):
+        step(twin, twin_opt)
+    assert [(r["failed_device"], r["device"]) for r in g.recoveries] == [("oneapi:0", "cpu")]
+    assert g.recoveries[0]["steps_replayed"] >= 1  # restored from the snapshot before, replayed on cpu
+    for p, q in zip(model.parameters(), twin.parameters(), strict=True):  # the fault-free run, to rounding
+        torch.testing.assert_close(p, q, **TOLERANCE)

@@ -19,8 +19,8 @@ class CompiledModel:
     def __init__(self, model: Any, device: str | Device | None, jit: bool, cache_parameters: bool,
                  dynamic: bool | None) -> None:
         self.model = model
-        self.device = resolve_device(device)
-        self.report = Report(self.device.name)
+        self.device = None if device is None else resolve_device(device)
+        self.report = Report("hetero.device()" if self.device is None else self.device.name)
         self._compiled = torch.compile(model, backend=make_backend(self.device, jit=jit,
                                                                    cache_parameters=cache_parameters,
                                                                    report=self.report),
@@ -35,7 +35,9 @@ class CompiledModel:
 
 def compile(model: Any, device: str | Device | None = None, *, jit: bool = True,  # noqa: A001 (torch's name)
             cache_parameters: bool = True, dynamic: bool | None = False) -> CompiledModel:
-    """``model`` (an ``nn.Module`` or a function of tensors) compiled to run on hetero's ``device``.
+    """``model`` (an ``nn.Module`` or a function of tensors) compiled to run on hetero's ``device``
+    (None: ``hetero.device()`` at each call, which inside ``hetero.guard`` is the guard's device,
+    so a fault that moves the guard's work moves the model's graphs with it).
 
     Forward and backward graphs run there (``loss.backward()`` fills ``p.grad`` as usual);
     operations hetero does not lower run in torch on the host, counted in ``.report``. Shapes

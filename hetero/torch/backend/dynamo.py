@@ -2,7 +2,8 @@
 through the ``torch_dynamo_backends`` entry point, so no import is needed), or
 :func:`hetero.torch.compile`.
 
-Options: ``device`` (a hetero device name or Device; default: hetero's default device),
+Options: ``device`` (a hetero device name or Device; default: ``hetero.device()`` at each call,
+the guard's device inside ``hetero.guard``),
 ``jit`` (default True: replay fully lowered graphs as launch plans), ``cache_parameters``
 (default True: parameters uploaded once per torch version, :mod:`.transfer`).
 """
@@ -22,9 +23,9 @@ from torch._dynamo.backends.common import aot_autograd
 from hetero.core.device import Device
 from hetero.core.errors import ConfigError
 from hetero.core.named_device import device as resolve_device
-from hetero.torch.backend.interpreter import GraphProgram
+from hetero.torch.backend.interpreter import GraphProgram, Placement
 from hetero.torch.backend.report import Report
-from hetero.torch.backend.transfer import ParameterCache
+from hetero.torch.backend.transfer import ParameterCaches
 
 _OPTIONS = ("device", "jit", "cache_parameters")
 _lock = threading.Lock()
@@ -45,16 +46,18 @@ def _options(options: dict[str, Any] | None) -> dict[str, Any]:
 
 def make_backend(device: str | Device | None = None, *, jit: bool = True, cache_parameters: bool = True,
                  report: Report | None = None) -> Callable[..., Any]:
-    """A TorchDynamo backend running graphs on ``device`` (see the module docstring)."""
-    target = resolve_device(device)
+    """A TorchDynamo backend running graphs on ``device`` (see the module docstring); None:
+    on ``hetero.device()`` at each call, which inside ``hetero.guard`` is the guard's device, so
+    the graphs follow it when a fault moves the work."""
+    placement = Placement(None if device is None else resolve_device(device))
     if report is None:
         with _lock:
-            report = REPORTS.setdefault(target.name, Report(target.name))
-    parameters = ParameterCache(target) if cache_parameters else None
+            report = REPORTS.setdefault(placement.name, Report(placement.name))
+    parameters = ParameterCaches() if cache_parameters else None
 
     def compiler(kind: str) -> Callable[[torch.fx.GraphModule, list[Any]], GraphProgram]:
         def compile_graph(graph: torch.fx.GraphModule, example_inputs: list[Any]) -> GraphProgram:
-            return GraphProgram(graph, target, report, f"{kind}{next(_numbers)}", parameters, jit=jit)
+            return GraphProgram(graph, placement, report, f"{kind}{next(_numbers)}", parameters, jit=jit)
         return compile_graph
 
     return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),

@@ -30,7 +30,8 @@ from hetero.plans.errors import JitError
 from hetero.torch.backend.lowerings import LOWERINGS, NotLowered
 from hetero.torch.backend.lowerings.shapes import DEVICE
 from hetero.torch.backend.report import Report
-from hetero.torch.backend.transfer import DTYPES, ParameterCache, is_parameter, to_device, to_torch
+from hetero.core.named_device import device as resolve_device
+from hetero.torch.backend.transfer import DTYPES, ParameterCaches, is_parameter, to_device, to_torch
 
 
 class LoweringMismatch(HeteroError, RuntimeError):
@@ -61,15 +62,28 @@ def _check(node: torch.fx.Node, value: Any, expected: Any) -> None:
                                    f"torch gives {expected.dtype}{list(want_shape)}: a bug in hetero, please report it")
 
 
+class Placement:
+    """Where a compiled model's graphs run: one ``device``, or (None) ``hetero.device()`` at
+    each call, the guard's current device inside ``hetero.guard``."""
+
+    def __init__(self, device: Device | None) -> None:
+        self.fixed = device
+        self.name = device.name if device is not None else "hetero.device()"
+
+    def current(self) -> Device:
+        return self.fixed if self.fixed is not None else resolve_device(None)
+
+
 class GraphProgram:
     """A graph compiled for ``device``; call it with the graph's inputs (a list, boxed)."""
 
     _boxed_call = True  # AOTAutograd passes the inputs as one list it may free
 
-    def __init__(self, graph: torch.fx.GraphModule, device: Device, report: Report, name: str,
-                 parameters: ParameterCache | None, jit: bool = True) -> None:
+    def __init__(self, graph: torch.fx.GraphModule, placement: Placement | Device, report: Report, name: str,
+                 parameters: ParameterCaches | None, jit: bool = True) -> None:
         self.module = graph
-        self.device = device
+        self.placement = placement if isinstance(placement, Placement) else Placement(placement)
+        self.device = self.placement.current()
         self.report = report
         self.parameters = parameters
         self.nodes = list(graph.graph.nodes)
@@ -84,13 +98,14 @@ class GraphProgram:
         self.want_jit = jit
         self._jitted: Any = None
         self._host_run = False
-        self._constants: dict[str, hetero.Array] = {}
+        self._constants: dict[tuple[str, str], hetero.Array] = {}
 
     # -- a call --------------------------------------------------------------------
     def __call__(self, *given: Any) -> list[Any]:
         """The outputs for the inputs: one list (boxed, which AOTAutograd may free as it goes) or
         the inputs themselves (the backward's caller passes them unboxed)."""
         args = given[0] if len(given) == 1 and type(given[0]) is list else list(given)
+        self.device = self.placement.current()
         inputs = [self._input(a) for a in args]
         if len(given) == 1 and type(given[0]) is list:
             given[0].clear()
@@ -123,7 +138,7 @@ class GraphProgram:
     def _input(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
             if self.parameters is not None and is_parameter(value):
-                return self.parameters.get(value)
+                return self.parameters.on(self.device).get(value)
             return to_device(value, self.device)
         return value
 
@@ -152,9 +167,10 @@ class GraphProgram:
         value = getattr(self.module, str(node.target))
         if not isinstance(value, torch.Tensor):
             return value
-        made = self._constants.get(str(node.target))
-        if made is None:
-            made = self._constants[str(node.target)] = to_device(value, self.device)
+        key = (str(node.target), self.device.name)
+        made = self._constants.get(key)
+        if made is None or made.device is not self.device:
+            made = self._constants[key] = to_device(value, self.device)
         return made
 
     def _call(self, node: torch.fx.Node, env: dict[torch.fx.Node, Any], count: bool) -> Any:
@@ -192,4 +208,4 @@ class GraphProgram:
         return _tree_map(result, lambda r: to_device(r, self.device) if isinstance(r, torch.Tensor) else r)
 
 
-__all__ = ["GraphProgram", "LoweringMismatch", "MutatingGraph"]
+__all__ = ["GraphProgram", "LoweringMismatch", "MutatingGraph", "Placement"]

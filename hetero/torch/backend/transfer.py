@@ -86,10 +86,29 @@ class ParameterCache:
             self._copies.clear()
 
 
+class ParameterCaches:
+    """One :class:`ParameterCache` per device (a model that follows the guard has copies where it ran)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._caches: dict[str, ParameterCache] = {}
+
+    def on(self, device: Device) -> ParameterCache:
+        with self._lock:
+            cache = self._caches.get(device.name)
+            if cache is None or cache.device is not device:
+                cache = self._caches[device.name] = ParameterCache(device)
+            return cache
+
+    def clear(self) -> None:
+        with self._lock:
+            self._caches.clear()
+
+
 def is_parameter(tensor: Any) -> bool:
     """Whether ``tensor`` is a model's own tensor (a parameter, or a leaf that needs no grad but
     lives in a module: torch.compile passes buffers as plain tensors, so any leaf counts)."""
     return isinstance(tensor, torch.nn.Parameter)
 
 
-__all__ = ["DTYPES", "ParameterCache", "TransferError", "host_view", "is_parameter", "to_device", "to_torch"]
+__all__ = ["DTYPES", "ParameterCache", "ParameterCaches", "TransferError", "host_view", "is_parameter", "to_device", "to_torch"]
