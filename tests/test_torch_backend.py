@@ -261,3 +261,45 @@ def test_a_compiled_model_under_the_guard_moves_to_another_vendor_when_its_devic
     assert g.recoveries[0]["steps_replayed"] >= 1  # restored from the snapshot before, replayed on cpu
     for p, q in zip(model.parameters(), twin.parameters(), strict=True):  # the fault-free run, to rounding
         torch.testing.assert_close(p, q, **TOLERANCE)
+
+
+def test_batch_norm_and_average_pooling_train_and_evaluate_as_in_eager(device: hetero.Device) -> None:
+    torch.manual_seed(8)
+
+    def make() -> Any:
+        return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.AvgPool2d(2),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4))
+    model, twin = make(), make()
+    twin.load_state_dict(model.state_dict())
+    compiled = ht.compile(model, device)
+    opt, twin_opt = torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(twin.parameters(), lr=0.1)
+    x = torch.randn(4, 3, 8, 8)
+    for _ in range(2):
+        for m, o in ((compiled, opt), (twin, twin_opt)):
+            o.zero_grad()
+            m(x).pow(2).mean().backward()
+            o.step()
+    for got, want in zip(model.state_dict().values(), twin.state_dict().values(), strict=True):  # running stats too
+        torch.testing.assert_close(got, want, **TOLERANCE)
+    model.eval()
+    twin.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), twin(x), **TOLERANCE)
+    assert not compiled.report.host_ops, str(compiled.report)
+
+
+def test_embedding_and_tanh_gelu_lower_and_exact_gelu_is_counted_on_the_host(device: hetero.Device) -> None:
+    torch.manual_seed(9)
+    table = nn.Embedding(10, 8)
+    tokens = torch.tensor([[1, 9, 0], [4, 4, 2]])
+
+    def f(t: Any) -> Any:
+        e = table(t)
+        return nn.functional.gelu(e, approximate="tanh") + nn.functional.gelu(e)
+
+    compiled = ht.compile(f, device)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(tokens), f(tokens), **TOLERANCE)
+    report = compiled.report
+    assert report.ops["aten.embedding.default"].lowered == 1 and report.ops["aten.gelu.default"].lowered == 1
+    assert "erf" in next(iter(report.host_ops["aten.gelu.default"].reasons))

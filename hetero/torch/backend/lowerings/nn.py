@@ -231,3 +231,105 @@ def max_pool2d_backward(grad_out: hetero.Array, x: hetero.Array, kernel_size: Se
     def part(i: int, j: int) -> Any:
         return xp.where(indices == (rows + i * dh) * w + cols + j * dw, grad_out, zero)
     return _fold(part, (n, c, h, w), (kh, kw), stride2, (ph, pw), (dh, dw), grad_out.dtype, x.device)
+
+
+def _channel(v: hetero.Array, ndim: int) -> Any:
+    """A per-channel vector shaped to broadcast over (N, C, ...)."""
+    return xp.reshape(v, (1, v.shape[0]) + (1,) * (ndim - 2))
+
+
+def _batch_norm(x: hetero.Array, weight: hetero.Array | None, bias: hetero.Array | None, mean: Any, rstd: Any) -> Any:
+    out = (x - _channel(mean, x.ndim)) * _channel(rstd, x.ndim)
+    if weight is not None:
+        out = out * _channel(weight, x.ndim)
+    if bias is not None:
+        out = out + _channel(bias, x.ndim)
+    return out
+
+
+@lowers(aten._native_batch_norm_legit_functional.default)
+def batch_norm_training(x: hetero.Array, weight: hetero.Array | None, bias: hetero.Array | None,
+                        running_mean: hetero.Array, running_var: hetero.Array, training: bool, momentum: float,
+                        eps: float) -> Any:
+    """Batch statistics (the biased variance normalises; the running variance takes the unbiased
+    one, as torch), and the running averages' new values."""
+    if x.dtype.kind != "f" or x.ndim < 2:
+        raise NotLowered("batch norm of a non-float tensor or of fewer than 2 dimensions")
+    if not training:
+        out, save_mean, save_rstd = batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, eps)
+        return out, save_mean, save_rstd, running_mean, running_var
+    axes = (0, *range(2, x.ndim))
+    count = x.size // x.shape[1]
+    mean = xp.mean(x, axis=axes)
+    centered = x - _channel(mean, x.ndim)
+    var = xp.mean(centered * centered, axis=axes)
+    rstd = 1.0 / xp.sqrt(var + eps)
+    out = _batch_norm(x, weight, bias, mean, rstd)
+    new_mean = running_mean * (1.0 - momentum) + mean * momentum
+    new_var = running_var * (1.0 - momentum) + var * (momentum * count / max(count - 1, 1))
+    return out, mean, rstd, new_mean, new_var
+
+
+@lowers(aten._native_batch_norm_legit_no_training.default)
+def batch_norm_inference(x: hetero.Array, weight: hetero.Array | None, bias: hetero.Array | None,
+                         running_mean: hetero.Array, running_var: hetero.Array, momentum: float, eps: float) -> Any:
+    if x.dtype.kind != "f" or x.ndim < 2:
+        raise NotLowered("batch norm of a non-float tensor or of fewer than 2 dimensions")
+    rstd = 1.0 / xp.sqrt(running_var + eps)
+    empty = hetero.zeros((0,), dtype=x.dtype, device=x.device)
+    return _batch_norm(x, weight, bias, running_mean, rstd), empty, empty
+
+
+@lowers(aten.avg_pool2d.default)
+def avg_pool2d(x: hetero.Array, kernel_size: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
+               ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None) -> Any:
+    """The windows' means: their sum in row-major window order, divided by the window's size
+    (``divisor_override`` where given)."""
+    kh, kw = _pair(kernel_size)
+    (sh, sw), (ph, pw) = (_pair(stride) if stride else (kh, kw)), _pair(padding)
+    if ceil_mode or x.ndim not in (3, 4) or x.dtype.kind != "f" or ((ph or pw) and not count_include_pad):
+        raise NotLowered("average pooling with ceil_mode, padding not counted, or of a tensor that is not 3-D or 4-D float")
+    if x.ndim == 3:
+        return avg_pool2d(xp.expand_dims(x, axis=0), kernel_size, stride, padding, ceil_mode, count_include_pad,
+                          divisor_override)[0]
+    n, c, h, w = x.shape
+    oh, ow = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise NotLowered("average pooling with an empty output")
+    padded = constant_pad_nd(x, (pw, pw, ph, ph), 0.0) if ph or pw else x
+    total = None
+    for i in range(kh):
+        for j in range(kw):
+            rows, cols = _window_slices(i, j, oh, ow, (sh, sw), (1, 1))
+            part = padded[:, :, rows, cols]
+            total = part if total is None else total + part
+    return total / float(divisor_override or kh * kw)
+
+
+@lowers(aten.avg_pool2d_backward.default)
+def avg_pool2d_backward(grad_out: hetero.Array, x: hetero.Array, kernel_size: Sequence[int], stride: Sequence[int],
+                        padding: Sequence[int], ceil_mode: bool, count_include_pad: bool,
+                        divisor_override: int | None) -> Any:
+    kh, kw = _pair(kernel_size)
+    stride2, padding2 = (_pair(stride) if stride else (kh, kw)), _pair(padding)
+    if ceil_mode or x.ndim != 4 or x.dtype.kind != "f" or (any(padding2) and not count_include_pad):
+        raise NotLowered("average pooling backward with ceil_mode, padding not counted, or not 4-D float")
+    share = grad_out / float(divisor_override or kh * kw)
+    return _fold(lambda i, j: share, x.shape, (kh, kw), stride2, padding2, (1, 1), grad_out.dtype, x.device)
+
+
+@lowers(aten.embedding.default)
+def embedding(weight: hetero.Array, indices: hetero.Array, padding_idx: int = -1, scale_grad_by_freq: bool = False,
+              sparse: bool = False) -> Any:
+    """The rows of ``weight`` the indices name (an index out of range is an error, as in torch)."""
+    if indices.dtype.kind not in "iu":
+        raise NotLowered("embedding indices that are not integers")
+    rows = xp.take(weight, xp.reshape(indices, (-1,)), axis=0)
+    return xp.reshape(rows, indices.shape + weight.shape[1:])
+
+
+@lowers(aten.gelu.default)
+def gelu(x: hetero.Array, *, approximate: str = "none") -> Any:
+    if approximate != "tanh" or x.dtype.kind != "f":
+        raise NotLowered("the exact gelu (it needs erf, which hetero's array API lacks yet); approximate='tanh' lowers")
+    return 0.5 * x * (1.0 + xp.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
