@@ -8,7 +8,8 @@ Models (random initialisation, no downloads): pytorch/examples' MNIST CNN on 8x8
 heads, batch 8 x 16 tokens). Per model and device: the forward (``no_grad``, eval) and one SGD
 training step (forward, ``backward``, ``opt.step``; dropout off, as torch's generator would run
 on the host), their compile time (the first call), the graphs and the operations that ran on the
-host. torchvision's ResNet-18 is measured where torchvision is installed (it is not a dependency).
+host; and ResNet-18 (``examples/resnet.py``, torchvision's architecture written out: torchvision's
+wheel must match torch's build) on 2 x 3 x 64 x 64 images.
 Writes ``benchmarks/results/torch_backend.json``.
 """
 
@@ -30,6 +31,7 @@ from benchmarks.harness import command_line, compare, format_seconds, write_resu
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from mnist_digits import Net  # noqa: E402
+from resnet import ResNet18  # noqa: E402
 
 
 def models() -> dict[str, tuple[Callable[[], nn.Module], Callable[[], torch.Tensor], Callable[[Any], torch.Tensor]]]:
@@ -46,13 +48,10 @@ def models() -> dict[str, tuple[Callable[[], nn.Module], Callable[[], torch.Tens
                                      enable_nested_tensor=False)
     made = {"mnist_cnn": (mnist, lambda: torch.randn(64, 1, 8, 8), lambda y: y.mean()),
             "transformer_encoder": (encoder, lambda: torch.randn(8, 16, 32), lambda y: (y * y).mean())}
-    try:
-        import torchvision
-    except ImportError:
-        pass
-    else:
-        made["resnet18"] = (lambda: torchvision.models.resnet18(num_classes=10), lambda: torch.randn(2, 3, 64, 64),
-                            lambda y: y.mean())
+    def resnet() -> nn.Module:
+        torch.manual_seed(0)
+        return ResNet18(classes=10)
+    made["resnet18"] = (resnet, lambda: torch.randn(2, 3, 64, 64), lambda y: y.mean())
     return made
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from hetero.torch.backend.interpreter import GraphProgram, LoweringMismatch, Mut
 from hetero.torch.backend.lowerings import LOWERINGS  # noqa: E402
 from hetero.torch.backend.report import Report  # noqa: E402
 
+ROOT = Path(__file__).resolve().parent.parent
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}  # float32 sums in another order (docs/torch.md)
 
 
@@ -144,6 +146,18 @@ def test_max_pool_indices_are_torchs_including_ties_and_padding(device: hetero.D
     values, index = ht.compile(pool, device)(x)
     want_values, want_index = pool(x)
     assert torch.equal(values, want_values) and torch.equal(index, want_index)
+
+
+def test_resnet18_forward_matches_eager(device: hetero.Device) -> None:
+    sys.path.insert(0, str(ROOT / "examples"))
+    from resnet import ResNet18
+
+    torch.manual_seed(10)
+    model, x = ResNet18(classes=10).eval(), torch.randn(2, 3, 64, 64)
+    compiled = ht.compile(model, device)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), **TOLERANCE)
+    assert not compiled.report.host_ops and compiled.report.ops["aten.convolution.default"].lowered == 20
 
 
 def test_a_transformer_encoder_layer_runs_with_layer_norm_and_attention(device: hetero.Device) -> None:
