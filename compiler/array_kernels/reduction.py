@@ -7,7 +7,7 @@ work-group loops run the barriers). The input is the whole buffer under a stride
 result; inner axes last: those reduced), so one compiled kernel per :class:`Reduction`
 serves every shape, stride and offset::
 
-    reduce_{op}_{source}_{acc}_{out}_o{outer}_i{inner}_{stage}[_lanes][_c](dst, [dst_index,] src, [src_index,]
+    reduce_{op}_{source}_{acc}_{out}_o{outer}_i{inner}_{stage}[_lanes][_xL][_c](dst, [dst_index,] src, [src_index,]
         [center,] n_out, groups, seg_len, chunk, divisor, shape_0.., src_offset, src_stride_0..)
 
 **The order** (the same bits every run on a device; no atomics). Part ``g`` of the launch
@@ -26,11 +26,14 @@ the same way as one part (``groups = 1``, ``chunk >= seg_len``). Devices differ 
 rounding of their arithmetic (and not at all where it is IEEE's and no contraction applies).
 
 The segment stage has two forms that keep this order, so they give the same bits: ``items``
-(a work-group of ``W`` work-items per part, item ``t`` folding lane ``t``, the tree over
-local memory with barriers: coalesced on GPUs, one vector load per row across the items on
-OpenCL CPU runtimes) and ``lanes`` (one work-item per part, the lanes a loop over a local
-array inside the loop over rows: the CPU target's, whose work-group loops would otherwise
-run each item's lane to its end before the next one starts, reading every ``W``-th element).
+(a work-group of ``W / L`` work-items per part, ``L`` = ``per_item``: item ``i`` folds lanes
+``i, i + W/L, i + 2W/L ...`` in private accumulators, the tree's steps of ``W/L`` and above
+within the item, the rest over local memory with barriers; ``L = 1`` on GPUs, coalesced;
+``L = 8`` on Intel's OpenCL CPU runtime, which runs 16 neighbouring items as one vector, so a
+row is 8 vector loads) and ``lanes`` (one work-item per part, the lanes a loop over a local
+array inside the loop over rows: the CPU target's and PoCL's, whose work-group loops would
+otherwise run each item's lane to its end before the next one starts, reading every ``W``-th
+element).
 A ``contiguous`` kernel (one inner axis of stride 1) reads ``src[base + j]``, which the
 compilers vectorize; others compute each position from the shape and strides.
 
@@ -132,7 +135,9 @@ def _const(t: ScalarType, value: int | float) -> ir.Const:
 
 
 def _isnan(value: ir.Expr) -> ir.Expr:
-    return ir.Math(bool_t, "isnan", (value,))
+    # NaN is the one value unequal to itself (IEEE; no kernel is built with fast-math): a compare
+    # vectorizes where PoCL's isnan() call kept the CPU lanes' argmax loop scalar (2x slower)
+    return ir.Compare(bool_t, "!=", value, value)
 
 
 def offset_code(prefix: str, index: ir.Expr, axes: range, into: str) -> list[ir.Stmt]:

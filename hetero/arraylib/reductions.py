@@ -15,8 +15,9 @@ part is a contiguous range folded in :data:`~hetero.compiler.array_kernels.reduc
 lanes (lane ``t`` takes elements ``t, t + 128, t + 256 ...`` of the part in order), the lanes
 combined by a fixed tree (step 64, 32 ... 1), and the parts' partials folded by a second
 launch in the same way (the exact statement: :mod:`hetero.compiler.array_kernels.reduction`).
-The CPU target runs each part as one work-item whose inner loop is the 128 lanes (a vector
-loop); other devices run a work-group of 128 items per part; both forms keep the order. Where
+The CPU target and PoCL run each part as one work-item whose inner loop is the 128 lanes (a
+vector loop: :func:`lanes_form`); Intel's OpenCL CPU runtime a work-group of 16 items holding 8
+lanes each, GPUs one of 128 items (:func:`items_per_lane_group`); every form keeps the order. Where
 neighbouring outputs are neighbours in memory (``sum(axis=0)`` of a C-ordered matrix) a
 work-item folds a chunk of one output's segment in order instead (the ``columns`` stage), up
 to :data:`COLUMN_PARTS` chunks of about :data:`COLUMN_CHUNK` elements, and the same second
