@@ -496,6 +496,7 @@ def test_every_form_of_the_segment_stage_gives_the_same_bits(device: hetero.Devi
     results = {}
     for lanes, per_item in ((False, 1), form):
         monkeypatch.setattr(reductions, "lanes_form", lambda device, lanes=lanes: lanes)
+        monkeypatch.setattr(reductions, "column_lanes_form", lambda device, lanes=lanes: lanes)
         monkeypatch.setattr(reductions, "items_per_lane_group", lambda device, per_item=per_item: per_item)
         results[lanes, per_item] = [call().numpy().tobytes() for call in calls]
     assert results[False, 1] == results[form]
@@ -503,10 +504,12 @@ def test_every_form_of_the_segment_stage_gives_the_same_bits(device: hetero.Devi
 
 def test_each_device_uses_the_form_that_reads_rows_as_vectors(device: hetero.Device) -> None:
     """The CPU target and PoCL fold a part in one work-item, Intel's CPU runtime in 16 items of 8
-    lanes, GPUs in 128 items of one lane (the forms measured fastest: benchmarks/array_reductions.py)."""
+    lanes, GPUs in 128 items of one lane; every CPU device folds columns 512 outputs per item
+    (the forms measured fastest: benchmarks/array_reductions.py)."""
     from hetero.arraylib import reductions
 
     lanes, per_item = reductions.lanes_form(device), reductions.items_per_lane_group(device)
+    assert reductions.column_lanes_form(device) == (device.kind is hetero.Kind.CPU)
     if device.kind is not hetero.Kind.CPU:
         assert (lanes, per_item) == (False, 1)
     elif device.backend == "oneapi":

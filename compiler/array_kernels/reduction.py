@@ -503,7 +503,7 @@ def _build_columns(spec: Reduction) -> ir.Function:
 
 
 def _build_column_lanes(spec: Reduction) -> ir.Function:
-    """The ``columns`` stage on the CPU (``lanes``, ``contiguous``: the one outer axis has stride
+    """The ``columns`` stage on CPU devices (``lanes``, ``contiguous``: the one outer axis has stride
     1): work-item ``gid`` folds chunk ``c = gid // blocks`` of :data:`COLUMN_LANES` neighbouring
     outputs ``m0 = (gid % blocks) * COLUMN_LANES ..`` at once, row by row, the outputs an inner
     loop over neighbouring elements (it vectorizes). Each output still folds its chunk's
