@@ -340,6 +340,10 @@ KERNELS: list[reduction.Reduction | scan.Scan] = [
     reduction.Reduction("any", bool_t, i32, bool_t, 0, 1, contiguous=True, lanes=True),
     reduction.Reduction("argmin", f32, f32, i64, 1, 2, columns=True, contiguous=True, lanes=True),
     reduction.Reduction("sumsq", f16, f32, f16, 1, 1, finish="sqrt", columns=True, contiguous=True, lanes=True),
+    reduction.Reduction("sum", f32, f32, f32, 0, 1, contiguous=True, per_item=8),
+    reduction.Reduction("argmax", f32, f32, i64, 1, 2, per_item=8),
+    reduction.Reduction("argmin", f32, f32, i64, 1, 1, merge=True, contiguous=True, per_item=4),
+    reduction.Reduction("sumsq", f16, f32, f16, 1, 1, finish="sqrt", per_item=8),
     scan.Scan("sum", i32, i64, i64, 1), scan.Scan("prod", f16, f32, f16, 0), scan.Scan("sum", f64, f64, f64, 2),
 ]
 
@@ -467,29 +471,59 @@ def test_float_sums_follow_the_documented_order_bit_for_bit(device: hetero.Devic
         [_documented_sum(host), _documented_sum(host[::-1].copy())], np.float32).tobytes()
 
 
-def test_both_forms_of_the_segment_stage_give_the_same_bits(device: hetero.Device,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """One work-item per lane (the OpenCL/GPU form) and one work-item per part (the CPU's) fold
-    in one order, so they agree bit for bit, arg-reductions and NaN included; so do the two
-    forms of the ``columns`` stage (a work-item per output, or per 512 neighbouring outputs)."""
+@pytest.mark.parametrize("form", [(False, 8), (True, 1)], ids=["items_x8", "lanes"])
+def test_every_form_of_the_segment_stage_gives_the_same_bits(device: hetero.Device, monkeypatch: pytest.MonkeyPatch,
+                                                              form: tuple[bool, int]) -> None:
+    """One work-item per lane (the GPUs' form), a work-group of 16 items holding 8 lanes each
+    (Intel's CPU runtime's) and one work-item per part (the CPU target's and PoCL's) fold in one
+    order, so each agrees bit for bit with the first, arg-reductions, NaN and short parts included;
+    so do the two forms of the ``columns`` stage (a work-item per output, or per 512 outputs)."""
     from hetero.arraylib import reductions
 
     host = _values((3, 70_001), "float32", 14)
     host[1, 50_000] = np.nan
     host[2, 123] = host[2].max()  # a tie: the first index wins
     x = hetero.asarray(host, device=device)
+    short = hetero.asarray(_values((5, 77), "float32", 16), device=device)  # parts shorter than a row
     tall = _values((3001, 700), "float32", 15)  # the columns stage: 12 chunks, 2 blocks of outputs on the CPU
     tall[2000, 5] = np.nan
     m = hetero.asarray(tall, device=device)
     calls = [lambda: hetero.sum(x), lambda: hetero.sum(x, axis=1), lambda: hetero.max(x, axis=1),
              lambda: hetero.argmax(x, axis=1), lambda: hetero.argmin(x), lambda: hetero.var(x, axis=1),
+             lambda: hetero.sum(short, axis=1), lambda: hetero.argmax(short, axis=1), lambda: hetero.min(short, axis=1),
              lambda: hetero.sum(m, axis=0), lambda: hetero.max(m, axis=0), lambda: hetero.argmin(m, axis=0),
              lambda: hetero.std(m, axis=0)]
     results = {}
-    for lanes in (False, True):
+    for lanes, per_item in ((False, 1), form):
         monkeypatch.setattr(reductions, "lanes_form", lambda device, lanes=lanes: lanes)
-        results[lanes] = [call().numpy().tobytes() for call in calls]
-    assert results[False] == results[True]
+        monkeypatch.setattr(reductions, "column_lanes_form", lambda device, lanes=lanes: lanes)
+        monkeypatch.setattr(reductions, "items_per_lane_group", lambda device, per_item=per_item: per_item)
+        results[lanes, per_item] = [call().numpy().tobytes() for call in calls]
+    assert results[False, 1] == results[form]
+
+
+def test_each_device_uses_the_form_that_reads_rows_as_vectors(device: hetero.Device) -> None:
+    """The CPU target and PoCL fold a part in one work-item, Intel's CPU runtime in 16 items of 8
+    lanes, GPUs in 128 items of one lane; every CPU device folds columns 512 outputs per item
+    (the forms measured fastest: benchmarks/array_reductions.py)."""
+    from hetero.arraylib import reductions
+
+    lanes, per_item = reductions.lanes_form(device), reductions.items_per_lane_group(device)
+    assert reductions.column_lanes_form(device) == (device.kind is hetero.Kind.CPU)
+    if device.kind is not hetero.Kind.CPU:
+        assert (lanes, per_item) == (False, 1)
+    elif device.backend == "oneapi":
+        assert (lanes, per_item) == (False, 8)
+    else:
+        assert lanes
+
+
+def test_a_reduction_refuses_lanes_per_item_it_cannot_split() -> None:
+    for per_item in (0, 3, 128):
+        with pytest.raises(ValueError, match="no kernel"):
+            reduction.build(reduction.Reduction("sum", f32, f32, f32, 0, 1, per_item=per_item))
+    with pytest.raises(ValueError, match="no kernel"):
+        reduction.build(reduction.Reduction("sum", f32, f32, f32, 0, 1, lanes=True, per_item=8))
 
 
 # -- the ``columns`` stage: sum(axis=0) of a C-ordered matrix and its kin -------------------------
