@@ -11,8 +11,9 @@ eager on the CPU (``torch.testing.assert_close`` at the OpInfo's float32 toleran
 Each sample ends as one of: ``device`` (right, every ATen operation ran on the device), ``host``
 (right, some ran in torch on the host: counted with the reason), ``wrong`` (a value beyond
 tolerance, a dtype or a shape differing: the worst outcome, listed), ``error`` (hetero raised),
-or ``skipped`` (torch itself cannot trace it: random or data-dependent operations, in-place
-variants). The pass rate is (device + host) / (all but skipped); the device rate counts only
+or ``skipped`` (torch itself cannot run or trace it: data-dependent operations, in-place
+variants; or it is random: two runs of torch eager on the sample differ, or the graph draws from
+torch's generator, which OpInfos seed inside their call). The pass rate is (device + host) / (all but skipped); the device rate counts only
 samples that never left the device. Writes ``benchmarks/results/torch_opinfo.json``.
 """
 
@@ -66,6 +67,20 @@ def _tolerances(op: Any) -> dict[str, float]:
     return {"rtol": 1e-5, "atol": 1e-5}
 
 
+def _same(a: Any, b: Any) -> bool:
+    left, right = pytree.tree_leaves(a), pytree.tree_leaves(b)
+    if len(left) != len(right):
+        return False
+    for x, y in zip(left, right, strict=True):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if x.shape != y.shape or not torch.equal(torch.nan_to_num(x), torch.nan_to_num(y)) \
+                    or not torch.equal(x.isnan(), y.isnan()):
+                return False
+        elif x != y and not (x != x and y != y):
+            return False
+    return True
+
+
 def check_sample(op: Any, sample: Any, device: hetero.Device) -> tuple[str, str]:
     """(outcome, detail) of one OpInfo sample on ``device`` (see the module docstring)."""
     args = (sample.input, *sample.args)
@@ -82,12 +97,19 @@ def check_sample(op: Any, sample: Any, device: hetero.Device) -> tuple[str, str]
 
     try:
         expected = call(*tensors)
+        again = call(*tensors)
     except Exception as exc:  # torch cannot run it on these inputs: nothing to compare
         return "skipped", f"torch: {type(exc).__name__}"
+    if not _same(expected, again):  # random (dropout_p > 0, a sampler): two eager runs differ too
+        return "skipped", "random: two runs of torch eager differ"
     report = Report(device.name)
     programs: list[GraphProgram] = []
 
+    random: list[str] = []
+
     def compile_graph(graph: torch.fx.GraphModule, example: Any) -> GraphProgram:
+        random.extend(str(n.target) for n in graph.graph.nodes if isinstance(n.target, torch._ops.OpOverload)
+                      and torch.Tag.nondeterministic_seeded in n.target.tags)
         programs.append(GraphProgram(graph, device, report, op.name, None, jit=False))
         return programs[-1]
 
@@ -100,6 +122,8 @@ def check_sample(op: Any, sample: Any, device: hetero.Device) -> tuple[str, str]
         if not programs:  # AOTAutograd could not trace it (data-dependent, in-place, ...): not hetero's
             return "skipped", f"torch: {type(exc).__name__}"
         return "error", f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    if random:  # the OpInfo seeds torch's generator inside its call, where a traced graph cannot
+        return "skipped", f"random: {', '.join(sorted(set(random)))} draws from torch's generator"
     want = [x for x in pytree.tree_leaves(expected)]
     if len(got) != len(want):
         return "wrong", f"{len(got)} outputs, torch {len(want)}"
