@@ -4,7 +4,8 @@ a type (``cuda.shared.array(n, ary_dtype)``), an atomic or another intrinsic
 
 Such an argument has no value at run time: the callee is lowered once per object given, with
 the parameter naming that object (as a global would), and the call passes the other arguments.
-An integer literal given for a parameter the callee uses as an array's shape is bound alike.
+An integer literal given for a parameter the callee uses as an array's shape is bound alike, and
+so is a tuple of constants (``(4, 8)``: a shape, read in the callee as a tuple from outside).
 """
 
 from __future__ import annotations
@@ -52,5 +53,7 @@ def bound(obj: Any, is_type: bool) -> Bound | None:
     if is_type or isinstance(obj, (language.Intrinsic, language.DeviceFunction)) or hasattr(obj, "__hetero_foreign__"):
         return Bound(obj)
     if type(obj).__module__.startswith("numba.") and callable(getattr(obj, "py_func", None)):  # @numba.jit
+        return Bound(obj)
+    if isinstance(obj, tuple) and obj and all(type(v) in (int, float, bool) for v in obj):  # a shape from outside
         return Bound(obj)
     return None

@@ -1,0 +1,167 @@
+"""hetero.compat.cuda: tuple values in Numba-CUDA kernels (hetero.compiler.frontend.tuple_locals), on
+every device: tuple locals, constant indexing, a tuple as an array index, unpacking, ``len``,
+``cuda.grid(n)`` kept as a value, a constant tuple given to a device function; the forms still
+refused say so at the user's line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import hetero
+from hetero.compat import cuda
+from hetero.compat.cuda import uint32
+from hetero.core.errors import CompileError
+
+
+@pytest.fixture
+def on(device: hetero.Device) -> Iterator[hetero.Device]:
+    with hetero.use_device(device):
+        yield device
+
+
+@cuda.jit
+def tuple_local_index(ary, out):
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    at = (tx, ty)
+    at = (at[1] % 8, at[-2] % 4)  # reassigned from itself: every item read before any is written
+    out[at[1], at[0]] = ary[at[1], at[0]] * 10 + len(at)
+
+
+@cuda.jit
+def grid_value(ary, out):
+    gid = cuda.grid(2)
+    if gid[0] < out.shape[0] and gid[1] < out.shape[1]:
+        out[gid] = ary[gid] + gid[0] * 100 + gid[1]
+
+
+@cuda.jit
+def unpack_and_loop(out):
+    pair = (cuda.threadIdx.x, 7)
+    a, b = pair
+    total = 0
+    for item in pair:
+        total += item
+    out[a] = a * 1000 + b * 10 + total
+
+
+@cuda.jit(device=True)
+def shared_add(ary, shape, dtype, op):
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    sm = cuda.shared.array(shape, dtype)
+    sm[tx, ty] = ary[tx, ty]
+    cuda.syncthreads()
+    where = (tx % shape[0], (ty + 1) % shape[1])
+    op(sm, where, 1)
+    cuda.syncthreads()
+    ary[tx, ty] = sm[tx, ty]
+
+
+@cuda.jit
+def atomic_with_tuple_index(ary):
+    shared_add(ary, (4, 8), uint32, cuda.atomic.add)
+
+
+def test_tuple_local_indexed_with_constants(on: hetero.Device) -> None:
+    ary = np.arange(32, dtype=np.int64).reshape(4, 8)
+    out = np.zeros_like(ary)
+    tuple_local_index[1, (4, 8)](ary, out)
+    np.testing.assert_array_equal(out, ary * 10 + 2)
+
+
+def test_cuda_grid_kept_as_a_tuple_indexes_arrays(on: hetero.Device) -> None:
+    ary = np.arange(15, dtype=np.float64).reshape(3, 5)
+    out = np.zeros_like(ary)
+    grid_value[(1, 2), (4, 4)](ary, out)  # more threads than elements: the test guards
+    rows, cols = np.indices(ary.shape)
+    np.testing.assert_array_equal(out, ary + rows * 100 + cols)
+
+
+def test_tuple_unpacked_and_looped_over(on: hetero.Device) -> None:
+    out = np.zeros(4, dtype=np.int64)
+    unpack_and_loop[1, 4](out)
+    lanes = np.arange(4)
+    np.testing.assert_array_equal(out, lanes * 1000 + 70 + lanes + 7)
+
+
+def test_atomic_through_a_device_function_with_a_tuple_index(on: hetero.Device) -> None:
+    """numba-cuda's atomic tests' form: a shape tuple, a type and cuda.atomic.add passed to a device
+    function that builds a tuple index."""
+    ary = np.arange(32, dtype=np.uint32).reshape(4, 8)
+    expected = ary.copy()
+    for tx in range(4):
+        for ty in range(8):
+            expected[tx % 4, (ty + 1) % 8] += 1
+    atomic_with_tuple_index[1, (4, 8)](ary)
+    np.testing.assert_array_equal(ary, expected)
+
+
+def _compile_error(kernel: object, *args: object) -> str:
+    with pytest.raises(CompileError) as info:
+        kernel[1, 1](*args)  # type: ignore[index]
+    return str(info.value)
+
+
+def test_run_time_index_of_a_tuple_is_refused_with_the_remedy() -> None:
+    @cuda.jit
+    def runtime_index(out, k):
+        t = (1, 2, 3)
+        out[0] = t[k]
+
+    message = _compile_error(runtime_index, np.zeros(1, np.int64), 1)
+    assert "indexed with a constant integer" in message and "cuda.local.array" in message
+
+
+def test_out_of_range_tuple_index_is_refused() -> None:
+    @cuda.jit
+    def past_the_end(out):
+        t = (1, 2)
+        out[0] = t[2]
+
+    assert "tuple index 2 is out of range" in _compile_error(past_the_end, np.zeros(1, np.int64))
+
+
+def test_tuple_used_whole_is_refused() -> None:
+    @cuda.jit
+    def whole(out):
+        t = (1, 2)
+        out[0] = t + 1
+
+    assert "'t' is a tuple" in _compile_error(whole, np.zeros(1, np.int64))
+
+
+def test_local_holding_a_scalar_and_a_tuple_is_refused() -> None:
+    @cuda.jit
+    def both(out):
+        t = (1, 2)
+        t = 3
+        out[0] = t
+
+    assert "scalar or a tuple, not both" in _compile_error(both, np.zeros(1, np.int64))
+
+
+def test_tuples_of_two_lengths_in_one_local_are_refused() -> None:
+    @cuda.jit
+    def lengths(out):
+        t = (1, 2)
+        t = (1, 2, 3)
+        out[0] = t[0]
+
+    assert "tuple of 2 item(s) elsewhere and 3 here" in _compile_error(lengths, np.zeros(1, np.int64))
+
+
+def test_run_time_tuple_given_to_a_device_function_is_refused() -> None:
+    @cuda.jit(device=True)
+    def first(t):
+        return t[0]
+
+    @cuda.jit
+    def caller(out):
+        t = (cuda.threadIdx.x, 2)
+        out[0] = first(t)
+
+    assert "pass its items as arguments" in _compile_error(caller, np.zeros(1, np.int64))
