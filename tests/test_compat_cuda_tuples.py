@@ -5,6 +5,7 @@ refused say so at the user's line."""
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Iterator
 
 import numpy as np
@@ -165,3 +166,109 @@ def test_run_time_tuple_given_to_a_device_function_is_refused() -> None:
         out[0] = first(t)
 
     assert "pass its items as arguments" in _compile_error(caller, np.zeros(1, np.int64))
+
+
+# -- tuple and namedtuple kernel arguments (hetero.compiler.frontend.tuple_args) --------------------
+Point = namedtuple("Point", ("x", "y", "r"))
+SCALE = 3
+
+
+@cuda.jit
+def read_tuple_argument(out, t):
+    i = cuda.grid(1)
+    if i < len(t[0]):
+        a, b = t[2]
+        out[i] = t[0][i] * t[1] + a - b + len(t) * 1000 + SCALE
+
+
+@cuda.jit
+def read_namedtuple(out_i, out_f, p):
+    out_i[0] = p.x
+    out_i[1] = p[1]
+    out_f[0] = p.r
+
+
+@cuda.jit
+def index_with_a_tuple(out, at):
+    out[at] = 5
+    pair = at
+    out[pair[1], pair[0]] = 7
+
+
+def test_nested_tuple_of_array_scalar_and_tuple(on: hetero.Device) -> None:
+    data = np.arange(6, dtype=np.float64)
+    out = np.zeros(6)
+    read_tuple_argument[1, 8](out, (data, 2.5, (10, 4)))
+    np.testing.assert_array_equal(out, data * 2.5 + 6 + 3000 + SCALE)
+
+
+def test_tuple_argument_arrays_are_written_back(on: hetero.Device) -> None:
+    @cuda.jit
+    def add_into(x):
+        i = cuda.grid(1)
+        if i < x[0].size:
+            x[0][i] = x[1][i] + x[2][i]
+
+    dest, a, b = np.zeros(10), np.arange(10.0), np.full(10, 3.0)
+    add_into[1, 16]((dest, a, b))
+    np.testing.assert_array_equal(dest, a + b)
+
+
+def test_namedtuple_fields_and_items(on: hetero.Device) -> None:
+    out_i, out_f = np.zeros(2, np.int64), np.zeros(1)
+    read_namedtuple[1, 1](out_i, out_f, Point(4, 5, 2.236))
+    assert out_i.tolist() == [4, 5] and out_f[0] == 2.236
+
+
+def test_tuple_argument_as_an_array_index(on: hetero.Device) -> None:
+    out = np.zeros((3, 3), np.int64)
+    index_with_a_tuple[1, 1](out, (2, 0))
+    expected = np.zeros((3, 3), np.int64)
+    expected[2, 0], expected[0, 2] = 5, 7
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_each_tuple_layout_gets_its_own_variant(on: hetero.Device) -> None:
+    """Two launches with tuples of different lengths and types: neither is served the other's code."""
+    @cuda.jit
+    def total(out, t):
+        s = 0.0
+        for v in t:
+            s += v
+        out[0] = s + len(t)
+
+    out = np.zeros(1)
+    total[1, 1](out, (1, 2))
+    assert out[0] == 5
+    total[1, 1](out, (1.5, 2.5, 3.0))
+    assert out[0] == 10
+    total[1, 1](out, ())
+    assert out[0] == 0
+
+
+def test_tuple_argument_errors_name_the_form() -> None:
+    @cuda.jit
+    def bad_index(out, t, k):
+        out[0] = t[k]
+
+    @cuda.jit
+    def bad_field(out, p):
+        out[0] = p.z
+
+    @cuda.jit
+    def assigns(out, t):
+        t = 1
+        out[0] = t
+
+    out = np.zeros(1)
+    assert "indexed with a constant integer" in _compile_error(bad_index, out, (1, 2), 0)
+    assert "no attribute 'z'" in _compile_error(bad_field, out, Point(1, 2, 3.0))
+    assert "tuple index 2 is out of range" in _compile_error(read_namedtuple_past_end, out, (1, 2))
+    assert "cannot be assigned" in _compile_error(assigns, out, (1, 2))
+    with pytest.raises(TypeError, match="tuple arguments are taken without a signature"):
+        cuda.jit("void(float64[:], int64)")(read_namedtuple_past_end.py_func)[1, 1](out, (1, 2))
+
+
+@cuda.jit
+def read_namedtuple_past_end(out, t):
+    out[0] = t[2]
