@@ -5,6 +5,7 @@ refused say so at the user's line."""
 
 from __future__ import annotations
 
+import operator
 from collections import namedtuple
 from collections.abc import Iterator
 
@@ -272,3 +273,55 @@ def test_tuple_argument_errors_name_the_form() -> None:
 @cuda.jit
 def read_namedtuple_past_end(out, t):
     out[0] = t[2]
+
+
+# -- operator functions called in kernels and given to device functions (operator_calls) ------------
+@cuda.jit(device=True)
+def combine(op, x, y):
+    return op(x, y)
+
+
+def test_operator_functions_as_values(on: hetero.Device) -> None:
+    cases = [(operator.add, np.add), (operator.sub, np.subtract), (operator.mul, np.multiply),
+             (operator.truediv, np.true_divide), (operator.floordiv, np.floor_divide), (operator.mod, np.mod),
+             (operator.lt, np.less), (operator.ge, np.greater_equal)]
+    a = np.array([7.0, -3.5, 2.0, 9.25])
+    b = np.array([2.0, 1.5, -4.0, 0.5])
+    for op, reference in cases:
+        @cuda.jit
+        def direct(out, x, y):
+            i = cuda.grid(1)
+            if i < out.size:
+                out[i] = op(x[i], y[i])
+
+        @cuda.jit
+        def through_device_function(out, x, y):
+            i = cuda.grid(1)
+            if i < out.size:
+                out[i] = combine(op, x[i], y[i])
+
+        for kernel in (direct, through_device_function):
+            out = np.zeros(4)
+            kernel[1, 4](out, a, b)
+            np.testing.assert_array_equal(out, reference(a, b).astype(np.float64), err_msg=f"{op.__name__}")
+
+
+def test_unary_operator_functions(on: hetero.Device) -> None:
+    @cuda.jit
+    def unary(out, x):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = operator.neg(x[i]) + operator.abs(x[i]) * 10
+
+    x = np.array([3, -4, 0], dtype=np.int64)
+    out = np.zeros(3, np.int64)
+    unary[1, 3](out, x)
+    np.testing.assert_array_equal(out, -x + np.abs(x) * 10)
+
+
+def test_operator_function_with_the_wrong_arity_is_refused() -> None:
+    @cuda.jit
+    def wrong(out):
+        out[0] = operator.add(1, 2, 3)
+
+    assert "operator.add() takes 2 positional argument(s), got 3" in _compile_error(wrong, np.zeros(1))

@@ -24,7 +24,7 @@ from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32,
 from hetero.compiler.ir import nodes as ir
 from hetero.compiler.frontend.complex_expressions import CMATH, ComplexExpressions
 from hetero.compiler.frontend.numba_builtins import CUDA_MATH, NumbaBuiltins
-from hetero.compiler.frontend import static_args
+from hetero.compiler.frontend import operator_calls, static_args
 from hetero.compiler.frontend.values import Value, cast, const, weak
 from hetero.compiler.frontend.source import MISSING, FunctionSource, function_source
 from hetero.compiler.ir.warp_emulation import warp_lane
@@ -397,6 +397,8 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             return self.call_cmath(CMATH[callee], node)
         if callee is complex:
             return self.call_complex(node)
+        if operator_calls.is_operator(callee):  # op(a, b) given operator.add: a + b
+            return self.expr(operator_calls.written_out(callee, node, self.src.error))
         if callee is MISSING and isinstance(node.func, ast.Attribute) and node.func.attr == "conjugate":
             return self.conjugate(node)
         if isinstance(callee, language.DeviceFunction):
