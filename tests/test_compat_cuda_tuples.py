@@ -1,4 +1,5 @@
-"""hetero.compat.cuda: tuple values in Numba-CUDA kernels (hetero.compiler.frontend.tuple_locals), on
+"""hetero.compat.cuda: tuple values in Numba-CUDA kernels (hetero.compiler.frontend.tuple_locals,
+tuple_args), operator functions (operator_calls) and loops over enumerate/zip (loops), on
 every device: tuple locals, constant indexing, a tuple as an array index, unpacking, ``len``,
 ``cuda.grid(n)`` kept as a value, a constant tuple given to a device function; the forms still
 refused say so at the user's line."""
@@ -325,3 +326,59 @@ def test_operator_function_with_the_wrong_arity_is_refused() -> None:
         out[0] = operator.add(1, 2, 3)
 
     assert "operator.add() takes 2 positional argument(s), got 3" in _compile_error(wrong, np.zeros(1))
+
+
+# -- for loops over enumerate()/zip() (hetero.compiler.frontend.loops) -------------------------------
+WEIGHTS = (1, 2, 3)
+OFFSETS = (0.5, 0.25, 0.125, 99.0)
+
+
+@cuda.jit
+def enumerate_zip_arrays(x, y, out, error):
+    count = 0
+    for i, (a, b) in enumerate(zip(x, y), 10):
+        out[i - 10] = a * b + i
+        count += 1
+    for k, v in enumerate(x):
+        if x[k] != v:
+            error[0] = 1
+    error[1] = count
+
+
+@cuda.jit
+def zip_tuples(out):
+    total = 0.0
+    for w, o in zip(WEIGHTS, OFFSETS):  # the shorter tuple bounds the loop: 99.0 is never read
+        total += w * o
+    pair_sum = 0.0
+    for pair in zip(WEIGHTS, OFFSETS):
+        pair_sum += pair[0] + pair[1]
+    out[0] = total
+    out[1] = pair_sum
+
+
+def test_loop_over_enumerate_of_zip_of_arrays(on: hetero.Device) -> None:
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    y = np.array([5.0, 6.0, 7.0])  # shorter: zip stops at 3
+    out = np.zeros(4)
+    error = np.zeros(2, np.int64)
+    enumerate_zip_arrays[1, 1](x, y, out, error)
+    np.testing.assert_array_equal(out, [5.0 + 10, 12.0 + 11, 21.0 + 12, 0.0])
+    assert error.tolist() == [0, 3]
+
+
+def test_loop_over_zip_of_tuples_from_outside(on: hetero.Device) -> None:
+    out = np.zeros(2)
+    zip_tuples[1, 1](out)
+    assert out[0] == 1 * 0.5 + 2 * 0.25 + 3 * 0.125
+    assert out[1] == 6 + 0.875
+
+
+def test_loop_over_rows_is_refused_with_the_remedy() -> None:
+    @cuda.jit
+    def rows(a, out):
+        for k, row in enumerate(a):
+            out[k] = 0
+
+    message = _compile_error(rows, np.zeros((2, 2)), np.zeros(2))
+    assert "its items would be rows" in message and "range(len(a))" in message

@@ -22,7 +22,7 @@ from hetero.core.errors import CompileError
 from hetero.core.types import ArrayType, ScalarType, bool_t, c128, f16, f64, i32, i64, scalar_type
 
 from hetero.compiler.ir import complex_lowering, grid_sync, inline, nodes as ir
-from hetero.compiler.frontend import block_votes, cuda_contract, static_args, typing_numba, typing_rules, ufunc_calls
+from hetero.compiler.frontend import block_votes, cuda_contract, loops, static_args, typing_numba, typing_rules, ufunc_calls
 from hetero.compiler.emit.cpu_regions import check_barriers
 from hetero.compiler.ir.queries import all_expressions
 from hetero.compiler.frontend.expressions import BINOPS, ArrayAlias, ExpressionLowering, Value, cast, const, foreign_device_function
@@ -723,6 +723,9 @@ class Lowerer(TupleLocals, ExpressionLowering):
     def stmt_For(self, node: ast.For) -> list[ir.Stmt]:
         if node.orelse:
             raise self.src.error(node, "for … else is not supported in kernels")
+        rewritten = loops.counted(self, node)  # for i, v in enumerate(x) / for a, b in zip(x, y)
+        if rewritten is not None:
+            return self.stmt_For(rewritten)
         call = node.iter
         if isinstance(call, ast.Name) and call.id in self.tuple_locals:  # for v in t: each item of a tuple local
             names = [ast.copy_location(ast.Name(n.expr.name, ast.Load()), call)  # type: ignore[attr-defined]
