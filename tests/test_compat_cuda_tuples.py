@@ -382,3 +382,29 @@ def test_loop_over_rows_is_refused_with_the_remedy() -> None:
 
     message = _compile_error(rows, np.zeros((2, 2)), np.zeros(2))
     assert "its items would be rows" in message and "range(len(a))" in message
+
+
+def test_tuple_argument_given_to_a_device_function_is_refused_with_the_remedy() -> None:
+    @cuda.jit(device=True)
+    def first(t):
+        return t[0]
+
+    @cuda.jit
+    def caller(out, t):
+        out[0] = first(t)
+
+    assert "pass its items as arguments" in _compile_error(caller, np.zeros(1), (1.0, 2.0))
+
+
+def test_device_array_inside_a_tuple_picks_the_launch_device(device: hetero.Device) -> None:
+    """No other argument says where to run: the device array inside the tuple does."""
+    @cuda.jit
+    def double(t):
+        i = cuda.grid(1)
+        if i < t[0].size:
+            t[0][i] = t[0][i] * 2
+
+    with hetero.use_device(device):
+        d = cuda.to_device(np.arange(4.0))
+    double[1, 4]((d,))
+    np.testing.assert_array_equal(d.copy_to_host(), np.arange(4.0) * 2)

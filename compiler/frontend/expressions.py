@@ -707,7 +707,7 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             if fixed is None and isinstance(arg, ast.Tuple) and arg.elts and all(
                     isinstance(e, ast.Constant) and type(e.value) in (int, float, bool) for e in arg.elts):
                 fixed = static_args.Bound(tuple(e.value for e in arg.elts))  # type: ignore[union-attr]
-            if fixed is None and self.index_items(arg) is not None:
+            if fixed is None and (isinstance(arg, ast.Tuple) or self.index_items(arg) is not None):
                 raise self.src.error(arg, f"passing the tuple {ast.unparse(arg)} to a device function is not supported "
                                           "yet (a tuple of constants is); pass its items as arguments of their own")
             if fixed is None and position < len(tree.args.args) and tree.args.args[position].arg in shapes:

@@ -195,7 +195,8 @@ class LaunchConfig:
     def _launch(self, args: tuple[Any, ...]) -> None:
         dispatcher = self.dispatcher
         declared = dispatcher._declared
-        device = next((a.device for a in args if isinstance(a, (DeviceNDArray, Array))), None) or hetero.device()
+        flat = [leaf for a in args for leaf in (tuple_args.leaves(a) if isinstance(a, tuple) else [a])]
+        device = next((a.device for a in flat if isinstance(a, (DeviceNDArray, Array))), None) or hetero.device()
         values: list[Any] = []
         copies: list[tuple[np.ndarray, Array]] = []
         layout: list[tuple[str, Any]] = []
