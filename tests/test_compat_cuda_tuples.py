@@ -408,3 +408,24 @@ def test_device_array_inside_a_tuple_picks_the_launch_device(device: hetero.Devi
         d = cuda.to_device(np.arange(4.0))
     double[1, 4]((d,))
     np.testing.assert_array_equal(d.copy_to_host(), np.arange(4.0) * 2)
+
+
+@cuda.jit(device=True)
+def sum_and_difference(a, b):
+    return a + b, a - b
+
+
+@cuda.jit
+def tuple_from_a_device_function(x, y, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        sd = sum_and_difference(x[i], y[i])
+        out[i, 0] = sd[0]
+        out[i, 1] = sd[-1] * len(sd)
+
+
+def test_tuple_returned_by_a_device_function_kept_in_a_local(on: hetero.Device) -> None:
+    x, y = np.array([1.0, 5.0, -2.0]), np.array([4.0, 0.5, 3.0])
+    out = np.zeros((3, 2))
+    tuple_from_a_device_function[1, 4](x, y, out)
+    np.testing.assert_array_equal(out, np.stack([x + y, (x - y) * 2], axis=1))
