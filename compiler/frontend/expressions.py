@@ -24,7 +24,7 @@ from hetero.core.types import ArrayType, ScalarType, bool_t, f16, f32, f64, i32,
 from hetero.compiler.ir import nodes as ir
 from hetero.compiler.frontend.complex_expressions import CMATH, ComplexExpressions
 from hetero.compiler.frontend.numba_builtins import CUDA_MATH, NumbaBuiltins
-from hetero.compiler.frontend import static_args
+from hetero.compiler.frontend import operator_calls, static_args
 from hetero.compiler.frontend.values import Value, cast, const, weak
 from hetero.compiler.frontend.source import MISSING, FunctionSource, function_source
 from hetero.compiler.ir.warp_emulation import warp_lane
@@ -68,7 +68,7 @@ _UNSUPPORTED = {
     ast.DictComp: "dict comprehensions", ast.SetComp: "set comprehensions", ast.GeneratorExp: "generator expressions",
     ast.Lambda: "lambda functions", ast.JoinedStr: "f-strings", ast.Starred: "starred expressions",
     ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield", ast.NamedExpr: "assignment expressions (:=)",
-    ast.Tuple: "tuples (outside indexing)", ast.Slice: "slices",
+    ast.Tuple: "tuples (outside assignment, indexing and unpacking)", ast.Slice: "slices",
 }
 
 
@@ -103,6 +103,21 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
 
         def call_ufunc(self, ufunc: np.ufunc, node: ast.Call) -> Value: ...
 
+    # -- tuple values: hetero.compiler.frontend.tuple_locals overrides these in the Lowerer --------
+    tuple_locals: dict[str, int] = {}
+
+    def tuple_item(self, node: ast.Subscript) -> Value | None:
+        return None
+
+    def tuple_length(self, node: ast.expr) -> Value | None:
+        return None
+
+    def index_items(self, index: ast.expr) -> list[Value] | None:
+        return None
+
+    def whole_tuple_error(self, node: ast.Name) -> Exception:
+        return self.src.error(node, f"{node.id!r} is a tuple; it cannot be used whole here")
+
     def expr(self, node: ast.expr) -> Value:
         method = getattr(self, f"expr_{type(node).__name__}", None)
         if method is None:
@@ -123,6 +138,8 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             return Value(load)
         if node.id in self.arrays:
             raise self.src.error(node, f"array {node.id!r} cannot be used as a value: index it, e.g. {node.id}[i]")
+        if node.id in self.tuple_locals:
+            raise self.whole_tuple_error(node)
         if node.id in self.pointers:
             raise self.src.error(node, f"{node.id!r} is a pointer to {self.pointers[node.id]!r}: pass it to a foreign "
                                        "function (cuda.declare_device)")
@@ -182,7 +199,10 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             element = self.element_type(target.id)
             load = self.through_alias(target.id, lambda array: ir.Load(element, array, indices))
             return Value(ir.Cast(f32, load) if element == f16 else load)
-        raise self.src.error(node, "only arrays and x.shape can be indexed in kernels")
+        item = self.tuple_item(node)
+        if item is not None:
+            return item
+        raise self.src.error(node, "only arrays, tuples and x.shape can be indexed in kernels")
 
     def through_alias(self, name: str, use: Any) -> ir.Expr:
         """``use(array)`` for the array ``name`` names: a Select over the arrays an alias may name."""
@@ -223,7 +243,8 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
         Numba; in Numba-CUDA kernels (which Numba wraps) and with ``wrap`` (atomics), so does any
         negative signed index computed at run time. hetero's own kernel language leaves a run-time
         index as it is (C's rule; checked mode, HETERO_BOUNDS_CHECK, catches one out of bounds)."""
-        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        items = self.index_items(index)  # a tuple value as the whole index: sm[bin], a[cuda.grid(2)]
+        parts: list[ast.expr] = index.elts if isinstance(index, ast.Tuple) else [index] * len(items or [index])
         if any(isinstance(p, ast.Slice) for p in parts):
             raise self.src.error(node, "slicing is not supported in kernels: index one element at a time")
         array = self.arrays[name]
@@ -232,7 +253,7 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             raise self.src.error(node, f"{name} has {ndim} dimension(s) but is indexed with {len(parts)}")
         lowered = []
         for axis, part in enumerate(parts):
-            value = self.expr(part)
+            value = items[axis] if items is not None else self.expr(part)
             if not (value.type.is_int or value.type == bool_t):
                 raise self.src.error(part, f"array index must be an integer, got {value.type}")
             index_value = cast(value, i64)
@@ -376,6 +397,8 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             return self.call_cmath(CMATH[callee], node)
         if callee is complex:
             return self.call_complex(node)
+        if operator_calls.is_operator(callee):  # op(a, b) given operator.add: a + b
+            return self.expr(operator_calls.written_out(callee, node, self.src.error))
         if callee is MISSING and isinstance(node.func, ast.Attribute) and node.func.attr == "conjugate":
             return self.conjugate(node)
         if isinstance(callee, language.DeviceFunction):
@@ -418,6 +441,9 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             t = self.rules.arithmetic_type(value.type)
             return Value(ir.UnaryOp(t, "abs", cast(value, t)))
         if callee is len:
+            length = self.tuple_length(node.args[0]) if len(node.args) == 1 else None
+            if length is not None:
+                return length
             if len(node.args) != 1 or not (isinstance(node.args[0], ast.Name) and node.args[0].id in self.arrays):
                 raise self.src.error(node, "len() in kernels takes one array")
             return self.shape_of(node.args[0].id, 0, node)
@@ -678,6 +704,12 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
         for position, arg in enumerate(node.args):
             obj = self.static(arg)
             fixed = static_args.bound(obj, _cast_type(obj) is not None) if obj is not MISSING else None
+            if fixed is None and isinstance(arg, ast.Tuple) and arg.elts and all(
+                    isinstance(e, ast.Constant) and type(e.value) in (int, float, bool) for e in arg.elts):
+                fixed = static_args.Bound(tuple(e.value for e in arg.elts))  # type: ignore[union-attr]
+            if fixed is None and (isinstance(arg, ast.Tuple) or self.index_items(arg) is not None):
+                raise self.src.error(arg, f"passing the tuple {ast.unparse(arg)} to a device function is not supported "
+                                          "yet (a tuple of constants is); pass its items as arguments of their own")
             if fixed is None and position < len(tree.args.args) and tree.args.args[position].arg in shapes:
                 value = self.expr(arg)
                 if value.weak and type(getattr(value.expr, "value", None)) is int:

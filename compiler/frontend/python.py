@@ -22,11 +22,12 @@ from hetero.core.errors import CompileError
 from hetero.core.types import ArrayType, ScalarType, bool_t, c128, f16, f64, i32, i64, scalar_type
 
 from hetero.compiler.ir import complex_lowering, grid_sync, inline, nodes as ir
-from hetero.compiler.frontend import block_votes, cuda_contract, static_args, typing_numba, typing_rules, ufunc_calls
+from hetero.compiler.frontend import block_votes, cuda_contract, loops, static_args, typing_numba, typing_rules, ufunc_calls
 from hetero.compiler.emit.cpu_regions import check_barriers
 from hetero.compiler.ir.queries import all_expressions
 from hetero.compiler.frontend.expressions import BINOPS, ArrayAlias, ExpressionLowering, Value, cast, const, foreign_device_function
 from hetero.compiler.frontend.source import FunctionSource, function_source
+from hetero.compiler.frontend.tuple_locals import TupleLocals
 
 _MAX_PASSES = 8
 _RULES = {"hetero": typing_rules, "numba": typing_numba}
@@ -252,7 +253,7 @@ def _assigned_names(tree: ast.FunctionDef) -> set[str]:
     return names
 
 
-class Lowerer(ExpressionLowering):
+class Lowerer(TupleLocals, ExpressionLowering):
     """One lowering pass over a function body with the variable types of the previous pass."""
 
     def __init__(self, src: FunctionSource, params: tuple[ir.Param, ...], is_kernel: bool, program: Program,
@@ -278,6 +279,7 @@ class Lowerer(ExpressionLowering):
         self.returns: list[Value] = []
         self.ufunc_loads: dict[str, ir.Load] = {}  # the element loads of an array ufunc statement (ufunc_calls)
         self.grid_groups: set[str] = set()
+        self.tuple_locals: dict[str, int] = {}  # name -> item count (hetero.compiler.frontend.tuple_locals)
         self.captured = self.captured_arrays()
         self.arrays.update({p.name: p.type for p in self.captured})
         self.arrays.update(self.array_aliases())
@@ -443,6 +445,12 @@ class Lowerer(ExpressionLowering):
             if source not in alias.candidates:
                 raise self.src.error(node, f"{target.id!r} names an array here; it cannot also hold a scalar")
             return [ir.Assign(self.src.loc(node), target.id, const(alias.candidates.index(source), i32))]
+        if isinstance(target, ast.Name) and self.is_tuple_value(node.value):  # t = (a, b), gid = cuda.grid(2)
+            values = self.tuple_values(node.value)
+            return self.unpack(self.tuple_target(target, len(values), node), values, node)
+        if isinstance(target, ast.Name) and target.id in self.tuple_locals:
+            raise self.src.error(node, f"{target.id!r} holds a tuple elsewhere; a kernel's local holds a scalar or a "
+                                       "tuple, not both: give the scalar a name of its own")
         if isinstance(target, ast.Name) and self.is_this_grid(node.value):
             self.grid_groups.add(target.id)  # names the grid group: no value at run time
             self.assigned.discard(target.id)
@@ -519,7 +527,10 @@ class Lowerer(ExpressionLowering):
         before any target is assigned, as Python does, so ``a, b = b, a`` swaps."""
         if any(isinstance(t, ast.Starred) for t in target.elts):
             raise self.src.error(node, "starred assignment (a, *b = …) is not supported in kernels")
-        values = self.tuple_values(node.value)
+        return self.unpack(target, self.tuple_values(node.value), node)
+
+    def unpack(self, target: ast.Tuple, values: list[Value], node: ast.Assign) -> list[ir.Stmt]:
+        """``target`` assigned ``values`` item by item, each value computed before any is assigned."""
         if len(values) != len(target.elts):
             raise self.src.error(node, f"cannot unpack {len(values)} value(s) into {len(target.elts)} target(s)")
         loc = self.src.loc(node)
@@ -543,6 +554,8 @@ class Lowerer(ExpressionLowering):
             if any(isinstance(e, ast.Starred) for e in node.elts):
                 raise self.src.error(node, "starred expressions are not supported in kernels")
             return [self.expr(e) for e in node.elts]
+        if isinstance(node, ast.Name) and node.id in self.tuple_locals:  # a, b = t
+            return self.local_items(node.id, node)
         if isinstance(node, ast.Attribute) and node.attr == "shape" and isinstance(node.value, ast.Name) \
                 and node.value.id in self.arrays:  # m, n = a.shape
             array = self.arrays[node.value.id]
@@ -559,8 +572,8 @@ class Lowerer(ExpressionLowering):
             callee = callee if isinstance(callee, language.DeviceFunction) else foreign_device_function(callee)
             if isinstance(callee, language.DeviceFunction):
                 return self.tuple_call(callee, node)
-        raise self.src.error(node, "tuple assignment takes a tuple (a, b = x, y) or cuda.grid(n) / cuda.gridsize(n) "
-                                   "on the right")
+        raise self.src.error(node, "tuple assignment takes a tuple (a, b = x, y), a tuple local, cuda.grid(n) / "
+                                   "cuda.gridsize(n), a.shape or a device function returning a tuple on the right")
 
     def tuple_call(self, callee: language.DeviceFunction, node: ast.Call) -> list[Value]:
         """``a, b = f(x)`` of a device function returning a tuple: one call per value, each of a variant
@@ -710,7 +723,14 @@ class Lowerer(ExpressionLowering):
     def stmt_For(self, node: ast.For) -> list[ir.Stmt]:
         if node.orelse:
             raise self.src.error(node, "for … else is not supported in kernels")
+        rewritten = loops.counted(self, node)  # for i, v in enumerate(x) / for a, b in zip(x, y)
+        if rewritten is not None:
+            return self.stmt_For(rewritten)
         call = node.iter
+        if isinstance(call, ast.Name) and call.id in self.tuple_locals:  # for v in t: each item of a tuple local
+            names = [ast.copy_location(ast.Name(n.expr.name, ast.Load()), call)  # type: ignore[attr-defined]
+                     for n in self.local_items(call.id, call)]
+            call = ast.copy_location(ast.Tuple(names, ast.Load()), call)
         if isinstance(call, ast.Tuple) and isinstance(node.target, ast.Name):
             return self.tuple_loop(node, call)
         if not (isinstance(call, ast.Call) and self.static(call.func) is range):

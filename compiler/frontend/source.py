@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 
 from hetero.core.errors import CompileError
-from hetero.language import DeviceFunction, Intrinsic, dynamic_shared_of, typing_of
+from hetero.language import DeviceFunction, Intrinsic, dynamic_shared_of, tuple_args_of, typing_of
 from hetero.core.types import ArrayType, ScalarType
 
 from hetero.compiler.ir import nodes as ir
-from hetero.compiler.frontend import source_index
+from hetero.compiler.frontend import source_index, tuple_args
 
 _MISSING = object()
 
@@ -134,6 +134,8 @@ def _parse(py_func: Callable[..., Any]) -> tuple[ast.FunctionDef, str, int, int]
         raise CompileError(f"the source found for {py_func.__qualname__} at {file}:{first_line} defines {tree.name!r}: "
                            "the text under that name has changed since the function was made; compile each text under "
                            "a name of its own", file, first_line)
+    if tuple_args_of(py_func):  # a variant taking a tuple argument's items as parameters of their own
+        tree = tuple_args.flatten(tree, tuple_args_of(py_func), file, first_line)
     return tree, file, first_line, indent
 
 
@@ -222,6 +224,8 @@ def _function_fingerprint(func: Callable[..., Any], memo: dict[int, Fingerprint]
             digest.update(f"typing:{typing_of(func)}\0".encode())
         if dynamic_shared_of(func):  # the variant compiled for that many bytes of dynamic shared memory
             digest.update(f"dynamic_shared:{dynamic_shared_of(func)}\0".encode())
+        if tuple_args_of(func):  # the variant for that layout of tuple arguments
+            digest.update(f"tuple_args:{tuple_args_of(func)!r}\0".encode())
         try:
             digest.update("".join(source_lines(func)[0]).encode("utf-8"))
             chains = _free_chains(func)

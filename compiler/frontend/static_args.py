@@ -1,10 +1,12 @@
 """Arguments a device function takes at compile time, as Numba-CUDA device functions take them:
 a type (``cuda.shared.array(n, ary_dtype)``), an atomic or another intrinsic
-(``binop_func(sm, i, v)`` given ``cuda.atomic.add``), or another device function.
+(``binop_func(sm, i, v)`` given ``cuda.atomic.add``), an ``operator`` function (``op(a, b)``
+given ``operator.add``), or another device function.
 
 Such an argument has no value at run time: the callee is lowered once per object given, with
 the parameter naming that object (as a global would), and the call passes the other arguments.
-An integer literal given for a parameter the callee uses as an array's shape is bound alike.
+An integer literal given for a parameter the callee uses as an array's shape is bound alike, and
+so is a tuple of constants (``(4, 8)``: a shape, read in the callee as a tuple from outside).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 from typing import Any
 
 from hetero import language
+from hetero.compiler.frontend import operator_calls
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,8 +52,11 @@ def shape_params(tree: ast.FunctionDef) -> set[str]:
 
 def bound(obj: Any, is_type: bool) -> Bound | None:
     """``obj`` as a compile-time argument if it is one (``is_type``: the frontend reads it as a cast's type)."""
-    if is_type or isinstance(obj, (language.Intrinsic, language.DeviceFunction)) or hasattr(obj, "__hetero_foreign__"):
+    if is_type or isinstance(obj, (language.Intrinsic, language.DeviceFunction)) or hasattr(obj, "__hetero_foreign__") \
+            or operator_calls.is_operator(obj):
         return Bound(obj)
     if type(obj).__module__.startswith("numba.") and callable(getattr(obj, "py_func", None)):  # @numba.jit
+        return Bound(obj)
+    if isinstance(obj, tuple) and obj and all(type(v) in (int, float, bool) for v in obj):  # a shape from outside
         return Bound(obj)
     return None

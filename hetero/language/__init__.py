@@ -142,6 +142,22 @@ def dynamic_shared_of(py_func: Callable[..., Any]) -> int:
     return int(getattr(py_func, "__hetero_dynamic_shared__", 0))
 
 
+#: How a kernel's tuple arguments are laid out: per parameter, a tree whose leaves (None) are the
+#: scalars and arrays passed in its place, and whose nodes are ``(field names or None, children)``.
+TupleLayout = tuple[tuple[str, Any], ...]
+
+
+def set_tuple_args(py_func: Callable[..., Any], layout: TupleLayout) -> None:
+    """Lower ``py_func`` with its tuple parameters flattened as ``layout`` says (the launch passes
+    each leaf as an argument of its own: :mod:`hetero.compiler.frontend.tuple_args`)."""
+    py_func.__hetero_tuple_args__ = layout  # type: ignore[attr-defined]
+
+
+def tuple_args_of(py_func: Callable[..., Any]) -> TupleLayout:
+    """The tuple layout ``py_func`` is lowered with (see :func:`set_tuple_args`); empty if none."""
+    return tuple(getattr(py_func, "__hetero_tuple_args__", ()))
+
+
 def func(py_func: Callable[..., Any]) -> DeviceFunction:
     """Mark ``py_func`` as a device function callable from kernels."""
     return DeviceFunction(py_func)

@@ -13,6 +13,9 @@ taken as Numba takes them:
 * a Python ``int`` is i64, ``float`` f64, ``complex`` c128, ``bool`` bool; NumPy scalars keep
   their type; complex arrays and scalars work as in Numba
   (:mod:`hetero.compiler.ir.complex_lowering`);
+* a tuple or namedtuple (nested, or empty) is passed item by item: each scalar or array in it is
+  an argument of its own, and the kernel reads them through the tuple's name
+  (:mod:`hetero.compiler.frontend.tuple_args`; a variant of the kernel per layout of tuples);
 * with a signature, scalars are converted to its types and arrays must match them.
 
 The kernel runs on the device its arrays live on, else on ``hetero.device()``; the body is
@@ -34,10 +37,12 @@ from hetero.array.ndarray import Array
 from hetero.compat.cuda import types as nbtypes
 from hetero.compat.cuda.arrays import DeviceNDArray
 from hetero.compat.cuda.streams import scope as stream_scope
+from hetero.compat.cuda.tuple_launch import flattened_function
+from hetero.compiler.frontend import tuple_args
 from hetero.core.device import Device
 from hetero.core.errors import CompileError, KernelLaunchError
 from hetero.kernels.kernel import Kernel
-from hetero.language import DeviceFunction, set_dynamic_shared, set_typing
+from hetero.language import DeviceFunction, TupleLayout, set_dynamic_shared, set_tuple_args, set_typing
 from hetero.core.types import ArrayType, ScalarType
 
 #: Threads per block ``forall`` launches with (Numba asks the driver for an occupancy-based
@@ -84,7 +89,7 @@ class Dispatcher:
         if self._declared is not None and len(self._declared) != len(self.kernel.param_names()):
             raise CompileError(f"{py_func.__name__}: the signature has {len(self._declared)} argument(s), the "
                                f"function {len(self.kernel.param_names())}")
-        self._variants: dict[int, Kernel] = {}  # by bytes of dynamic shared memory
+        self._variants: dict[tuple[int, TupleLayout], Kernel] = {}  # by shared memory bytes and tuple layout
         #: Numba's per-signature compiled kernels, keyed by the signature given to ``cuda.jit``.
         self.overloads: dict[Any, Overload] = {}
         if signature is not None:
@@ -98,19 +103,27 @@ class Dispatcher:
     def __repr__(self) -> str:
         return f"<hetero.compat.cuda kernel {self.py_func.__qualname__}>"
 
-    def kernel_for(self, shared_mem: int) -> Kernel:
+    def kernel_for(self, shared_mem: int, layout: TupleLayout = ()) -> Kernel:
         """The kernel compiled for ``shared_mem`` bytes of dynamic shared memory (``cuda.shared.array(0,
-        dtype)`` takes that size): a variant of its own per size, keyed apart in every cache."""
-        if not shared_mem:
+        dtype)`` takes that size) and for tuple arguments of ``layout``: a variant of its own per size and
+        layout, keyed apart in every cache."""
+        if not shared_mem and not layout:
             return self.kernel
-        variant = self._variants.get(shared_mem)
+        variant = self._variants.get((shared_mem, layout))
         if variant is None:
             f = self.py_func
-            copy = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
-            copy.__dict__.update(f.__dict__)
-            copy.__qualname__ = f.__qualname__
-            set_dynamic_shared(copy, shared_mem)
-            variant = self._variants.setdefault(shared_mem, Kernel(copy, debug=self.debug))
+            if layout:
+                names = self.kernel.param_names()
+                copy = flattened_function(f, tuple_args.parameters(names, layout))
+            else:
+                copy = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+                copy.__dict__.update(f.__dict__)
+                copy.__qualname__ = f.__qualname__
+            if shared_mem:
+                set_dynamic_shared(copy, shared_mem)
+            if layout:
+                set_tuple_args(copy, layout)
+            variant = self._variants.setdefault((shared_mem, layout), Kernel(copy, debug=self.debug))
         return variant
 
     def __getitem__(self, config: Any) -> LaunchConfig:
@@ -182,13 +195,27 @@ class LaunchConfig:
     def _launch(self, args: tuple[Any, ...]) -> None:
         dispatcher = self.dispatcher
         declared = dispatcher._declared
-        device = next((a.device for a in args if isinstance(a, (DeviceNDArray, Array))), None) or hetero.device()
+        flat = [leaf for a in args for leaf in (tuple_args.leaves(a) if isinstance(a, tuple) else [a])]
+        device = next((a.device for a in flat if isinstance(a, (DeviceNDArray, Array))), None) or hetero.device()
         values: list[Any] = []
         copies: list[tuple[np.ndarray, Array]] = []
+        layout: list[tuple[str, Any]] = []
+        names = dispatcher.kernel.param_names()
         for position, arg in enumerate(args):
             want = declared[position] if declared is not None and position < len(declared) else None
+            if isinstance(arg, tuple):  # passed item by item (hetero.compiler.frontend.tuple_args)
+                if want is not None or position >= len(names):
+                    raise TypeError(f"{dispatcher.py_func.__name__}: argument {position} is a tuple; tuple arguments "
+                                    "are taken without a signature (leave the signature out of cuda.jit)")
+                layout.append((names[position], tuple_args.layout_of(arg)))
+                values.extend(_argument(dispatcher.py_func.__name__, position, item, None, device, copies)
+                              for item in tuple_args.leaves(arg))
+                continue
             values.append(_argument(dispatcher.py_func.__name__, position, arg, want, device, copies))
-        dispatcher.kernel_for(self.shared_mem)[self.global_size, self.local_size](*values)
+        if layout and len(args) != len(names):
+            raise KernelLaunchError(f"{dispatcher.py_func.__name__} takes {len(names)} argument(s) ({', '.join(names)}), "
+                                    f"got {len(args)}")
+        dispatcher.kernel_for(self.shared_mem, tuple(layout))[self.global_size, self.local_size](*values)
         for host, staged in copies:  # Numba copies NumPy arguments back after the launch
             if host.flags.writeable:
                 np.copyto(host, staged.numpy())
