@@ -62,6 +62,23 @@ def _check(node: torch.fx.Node, value: Any, expected: Any) -> None:
                                    f"torch gives {expected.dtype}{list(want_shape)}: a bug in hetero, please report it")
 
 
+def _holds_array(args: Any, kwargs: dict[str, Any]) -> bool:
+    for value in (*args, *kwargs.values()):
+        for leaf in (value if isinstance(value, (list, tuple)) else (value,)):
+            if isinstance(leaf, hetero.Array):
+                return True
+    return False
+
+
+def _host_tensor(args: Any, kwargs: dict[str, Any]) -> torch.dtype | None:
+    """The dtype of a torch tensor among the arguments (one hetero has no dtype for), or None."""
+    for value in (*args, *kwargs.values()):
+        for leaf in (value if isinstance(value, (list, tuple)) else (value,)):
+            if isinstance(leaf, torch.Tensor):
+                return leaf.dtype
+    return None
+
+
 class Placement:
     """Where a compiled model's graphs run: one ``device``, or (None) ``hetero.device()`` at
     each call, the guard's current device inside ``hetero.guard``."""
@@ -121,7 +138,7 @@ class GraphProgram:
             outputs = self.run(inputs, count=True)
             if first:
                 self._after_first_call()
-        return [to_torch(o) if isinstance(o, hetero.Array) else o for o in outputs]
+        return [to_torch(o) if isinstance(o, hetero.Array) else o for o in outputs]  # torch tensors kept on the host pass
 
     def _after_first_call(self) -> None:
         if self._host_run:
@@ -137,6 +154,8 @@ class GraphProgram:
 
     def _input(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
+            if value.dtype not in DTYPES:  # complex, bfloat16: stays a torch tensor, its operations on the host
+                return value
             if self.parameters is not None and is_parameter(value):
                 return self.parameters.on(self.device).get(value)
             return to_device(value, self.device)
@@ -182,10 +201,18 @@ class GraphProgram:
         if target is operator.getitem:
             return args[0][args[1]]
         if not isinstance(target, torch._ops.OpOverload):
-            return target(*args, **kwargs)  # Python arithmetic on sizes
+            if not _holds_array(args, kwargs):
+                return target(*args, **kwargs)  # Python arithmetic on sizes
+            if count:
+                self.report.count(getattr(target, "__name__", str(target)), "not an ATen operation")
+            self._host_run = True
+            return self._on_host(target, args, kwargs)
         name = str(target)
         lowering = LOWERINGS.get(target)
         reason = "no lowering yet"
+        kept = _host_tensor(args, kwargs)
+        if kept is not None:
+            lowering, reason = None, f"a {kept} tensor (no hetero dtype: it stays in torch)"
         if lowering is not None:
             try:
                 result = lowering(*args, **kwargs)
@@ -205,7 +232,8 @@ class GraphProgram:
         def to_host(a: Any) -> Any:
             return to_torch(a) if isinstance(a, hetero.Array) else a
         result = target(*_tree_map(args, to_host), **{k: _tree_map(v, to_host) for k, v in kwargs.items()})
-        return _tree_map(result, lambda r: to_device(r, self.device) if isinstance(r, torch.Tensor) else r)
+        return _tree_map(result, lambda r: to_device(r, self.device)
+                         if isinstance(r, torch.Tensor) and r.dtype in DTYPES else r)
 
 
 __all__ = ["GraphProgram", "LoweringMismatch", "MutatingGraph", "Placement"]

@@ -23,7 +23,13 @@ def _binary(function: Callable[[Any, Any], Any], *ops: Any) -> None:
     lowers(*ops)(lowering)
 
 
-for _function, _name in ((xp.multiply, "mul"), (xp.maximum, "maximum"), (xp.minimum, "minimum"),
+def _multiply(a: Any, b: Any) -> Any:
+    if kind(a) == 0 and kind(b) == 0:
+        return xp.logical_and(a, b)  # torch multiplies bools as "and"
+    return xp.multiply(a, b)
+
+
+for _function, _name in ((_multiply, "mul"), (xp.maximum, "maximum"), (xp.minimum, "minimum"),
                          (xp.equal, "eq"), (xp.not_equal, "ne"), (xp.less, "lt"), (xp.less_equal, "le"),
                          (xp.greater, "gt"), (xp.greater_equal, "ge"), (xp.logical_and, "logical_and"),
                          (xp.logical_or, "logical_or"), (xp.logical_xor, "logical_xor"), (xp.atan2, "atan2"),
@@ -44,6 +50,8 @@ def _scaled(b: Any, alpha: Any) -> Any:
 @lowers(aten.add.Tensor, aten.add.Scalar)
 def add(a: Any, b: Any, *, alpha: Any = 1) -> Any:
     a, b = operands(a, _scaled(b, alpha))
+    if kind(a) == 0 and kind(b) == 0:
+        return xp.logical_or(a, b)  # torch adds bools as "or"
     return xp.add(a, b)
 
 
@@ -90,6 +98,21 @@ def pow_(a: Any, b: Any) -> Any:
     if kind(a) != 2:
         raise NotLowered("pow of integers (negative exponents are an error in torch)")
     return xp.pow(a, b)
+
+
+@lowers(aten.pow.Scalar)
+def pow_scalar(base: Any, exponent: hetero.Array) -> Any:
+    """A Python number to a tensor's power."""
+    if kind(exponent) != 2 or isinstance(base, bool):
+        raise NotLowered("pow of a number by an integer tensor")
+    return xp.pow(float(base), exponent)
+
+
+@lowers(aten.hardtanh.default)
+def hardtanh(a: Any, min_val: Any = -1.0, max_val: Any = 1.0) -> Any:
+    if kind(a) != 2:
+        raise NotLowered("hardtanh of a non-float tensor")
+    return xp.minimum(xp.maximum(a, float(min_val)), float(max_val))
 
 
 @lowers(aten.remainder.Tensor, aten.remainder.Scalar)

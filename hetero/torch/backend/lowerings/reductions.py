@@ -107,3 +107,18 @@ def var(x: hetero.Array, dim: Any = None, *, correction: Any = None, keepdim: bo
 
 
 __all__ = ["axes"]
+
+
+@lowers(aten.var_mean.correction)
+def var_mean(x: hetero.Array, dim: Any = None, *, correction: Any = None, keepdim: bool = False) -> Any:
+    if x.dtype.kind != "f":
+        raise NotLowered("var_mean of a non-float tensor")
+    return var(x, dim, correction=correction, keepdim=keepdim), mean(x, dim, keepdim)
+
+
+@lowers(aten.linalg_vector_norm.default)
+def vector_norm(x: hetero.Array, ord: float = 2, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+                dtype: torch.dtype | None = None) -> Any:
+    if x.dtype.kind != "f" or dtype is not None:
+        raise NotLowered("the norm of a non-float tensor or with dtype=")
+    return xp.linalg.vector_norm(x, axis=axes(x, dim), keepdims=keepdim, ord=float(ord))
