@@ -1,7 +1,8 @@
 """PyTorch models through hetero's torch backend (``hetero.torch.compile``), against torch eager and
 ``torch.compile`` (inductor) on the same CPU, side by side in one run; on the OpenCL devices too.
 
-    python -m benchmarks.torch_backend [--devices cpu oneapi:0 opencl:0] [--repeats 9] [--no-inductor]
+    python -m benchmarks.torch_backend [--devices cpu oneapi:0 opencl:0] [--models mnist_cnn ...] [--repeats 9]
+        [--no-inductor] [--merge]
 
 Models (random initialisation, no downloads): pytorch/examples' MNIST CNN on 8x8 digits
 (``examples/mnist_digits.Net``, batch 64) and a small transformer encoder (2 layers, d=32, 4
@@ -16,6 +17,7 @@ Writes ``benchmarks/results/torch_backend.json``.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -27,7 +29,7 @@ from torch import nn
 
 import hetero
 import hetero.torch as ht
-from benchmarks.harness import command_line, compare, format_seconds, write_results
+from benchmarks.harness import RESULTS_DIR, command_line, compare, format_seconds, write_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from mnist_digits import Net  # noqa: E402
@@ -109,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", default=None)
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--no-inductor", action="store_true", help="leave torch.compile's inductor out (it needs a C++ compiler)")
+    parser.add_argument("--merge", action="store_true", help="keep the results file's other rows (model, device)")
     args = parser.parse_args(argv)
     rows = []
     for name in args.models or list(models()):
@@ -118,8 +121,14 @@ def main(argv: list[str] | None = None) -> int:
             cells = "  ".join(f"{phase} {side} {format_seconds(t['median_s'])}" for phase in ("forward", "train_step")
                               for side, t in row[phase].items())
             print(f"{name:<20} {device_name:<9} {cells}  host ops: {row['train_step_host_ops'] or 'none'}")
-    write_results("torch_backend", {"rows": rows, "torch": torch.__version__},
-                  command_line("benchmarks.torch_backend", sys.argv[1:] if argv is None else argv))
+    command = command_line("benchmarks.torch_backend", sys.argv[1:] if argv is None else argv)
+    for row in rows:
+        row["command"] = command
+    if args.merge and (RESULTS_DIR / "torch_backend.json").is_file():
+        done = {(r["model"], r["device"]) for r in rows}
+        kept = json.loads((RESULTS_DIR / "torch_backend.json").read_text()).get("rows", [])
+        rows = [r for r in kept if (r["model"], r["device"]) not in done] + rows
+    write_results("torch_backend", {"rows": rows, "torch": torch.__version__}, command)
     return 0
 
 
