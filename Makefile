@@ -70,12 +70,16 @@ CONFORMANCE_DEVICES ?=
 CONFORMANCE_EXAMPLES ?= 5
 # CI runs make test first, which holds tests/test_cuda_samples.py: CONFORMANCE_SAMPLES=0 skips the second run.
 CONFORMANCE_SAMPLES ?= 1
+# The whole OpInfo database takes 5-25 minutes a device; CI runs its common operations in make test
+# (tests/test_torch_opinfo.py) and passes CONFORMANCE_TORCH=0.
+CONFORMANCE_TORCH ?= 1
 conformance: setup
 	$(PY) -m benchmarks.array_api_conformance --max-examples $(CONFORMANCE_EXAMPLES) \
 		$(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 	$(PY) -m benchmarks.numba_cuda_examples $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 	$(PY) -m benchmarks.numba_cuda_suite $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
-	$(PY) -m benchmarks.torch_opinfo $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
+	$(if $(filter 0,$(CONFORMANCE_TORCH)),@echo "torch OpInfo: skipped (CONFORMANCE_TORCH=0: make test ran tests/test_torch_opinfo.py)",\
+	$(PY) -m benchmarks.torch_opinfo $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES)))
 	$(if $(filter 0,$(CONFORMANCE_SAMPLES)),@echo "cuda-samples: skipped (CONFORMANCE_SAMPLES=0: make test ran tests/test_cuda_samples.py)",\
 	$(PY) -m pytest -q -p no:cacheprovider -rs tests/test_cuda_samples.py)
 
