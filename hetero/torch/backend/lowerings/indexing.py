@@ -60,20 +60,18 @@ def flip(x: hetero.Array, dims: Sequence[int]) -> Any:
     return xp.flip(x, axis=tuple(sorted({d % x.ndim for d in dims})))
 
 
-@lowers(aten.cumsum.default)
-def cumsum(x: hetero.Array, dim: int, *, dtype: torch.dtype | None = None) -> Any:
-    wanted = dtype_of(dtype, np.dtype(np.int64) if x.dtype.kind in "biu" else x.dtype)
-    if x.ndim == 0:
-        return xp.astype(x, wanted)
-    return xp.cumulative_sum(x, axis=dim % x.ndim, dtype=wanted)
+def _scan(cumulative: Any) -> Any:
+    """A torch scan (``cumsum``, ``cumprod``) over ``cumulative``: bools and integers in int64, as torch."""
+    def lowering(x: hetero.Array, dim: int, *, dtype: torch.dtype | None = None) -> Any:
+        wanted = dtype_of(dtype, np.dtype(np.int64) if x.dtype.kind in "biu" else x.dtype)
+        if x.ndim == 0:
+            return xp.astype(x, wanted)
+        return cumulative(x, axis=dim % x.ndim, dtype=wanted)
+    return lowering
 
 
-@lowers(aten.cumprod.default)
-def cumprod(x: hetero.Array, dim: int, *, dtype: torch.dtype | None = None) -> Any:
-    wanted = dtype_of(dtype, np.dtype(np.int64) if x.dtype.kind in "biu" else x.dtype)
-    if x.ndim == 0:
-        return xp.astype(x, wanted)
-    return xp.cumulative_prod(x, axis=dim % x.ndim, dtype=wanted)
+cumsum = lowers(aten.cumsum.default)(_scan(xp.cumulative_sum))
+cumprod = lowers(aten.cumprod.default)(_scan(xp.cumulative_prod))
 
 
 @lowers(aten.copy.default)
