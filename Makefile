@@ -73,11 +73,15 @@ CONFORMANCE_SAMPLES ?= 1
 # The whole OpInfo database takes 5-25 minutes a device; CI runs its common operations in make test
 # (tests/test_torch_opinfo.py) and passes CONFORMANCE_TORCH=0.
 CONFORMANCE_TORCH ?= 1
+# numba-cuda's unit suite: all 40 files (about 12 minutes a device), or CONFORMANCE_SUITE=quick for its
+# 8 small files (CI: the runner and its stale-entry rule on every device it tests; the 40 are make conformance's).
+CONFORMANCE_SUITE ?= full
 conformance: setup
 	$(PY) -m benchmarks.array_api_conformance --max-examples $(CONFORMANCE_EXAMPLES) \
 		$(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 	$(PY) -m benchmarks.numba_cuda_examples $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
-	$(PY) -m benchmarks.numba_cuda_suite $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
+	$(PY) -m benchmarks.numba_cuda_suite $(if $(filter quick,$(CONFORMANCE_SUITE)),--quick --no-write) \
+		$(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES))
 	$(if $(filter 0,$(CONFORMANCE_TORCH)),@echo "torch OpInfo: skipped (CONFORMANCE_TORCH=0: make test ran tests/test_torch_opinfo.py)",\
 	$(PY) -m benchmarks.torch_opinfo $(if $(CONFORMANCE_DEVICES),--devices $(CONFORMANCE_DEVICES)))
 	$(if $(filter 0,$(CONFORMANCE_SAMPLES)),@echo "cuda-samples: skipped (CONFORMANCE_SAMPLES=0: make test ran tests/test_cuda_samples.py)",\
