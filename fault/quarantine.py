@@ -24,6 +24,11 @@ A device the user names explicitly (``hetero.device("oneapi:0")``, ``device=...`
 it is in the persistent store (:func:`refuse_named`, :mod:`hetero.core.named_device`); a drill's
 entries never refuse a name.
 
+A cluster can add a third layer (:class:`ClusterLayer`, :func:`set_cluster_layer`): ``hetero.ray``
+registers one backed by Ray's key-value store, so that a device quarantined on one node is avoided by
+every node of the cluster that shares it, and released everywhere at once. Every :func:`add` is sent
+to it too (a drill's entry as a drill's: never written to a node's persistent store).
+
 A corrupt store (not UTF-8, not JSON, nested too deep, not hetero's format, or an entry whose
 times are not plausible epoch seconds) is moved aside to
 ``quarantine.json.corrupt-<time>`` with a warning naming both files, and an empty store
@@ -321,9 +326,40 @@ def forget_drill() -> None:
 _Layer = tuple[Callable[[], Mapping[str, Entry]], Callable[[], contextlib.AbstractContextManager[dict[str, Entry]]]]
 
 
-def _layers() -> tuple[_Layer, _Layer]:
-    """(read, transaction) of the persistent store, then of the drill's."""
-    return (lambda: _load(store_path()), _transaction), (_drill_entries, _drill_transaction)
+class ClusterLayer:
+    """A store shared by the machines of a cluster (:mod:`hetero.ray.cluster_quarantine`): ``entries``
+    are this machine's devices' entries by stable id (cheap: a cached copy), ``transaction`` changes
+    them, ``put`` records one entry (an :func:`add` anywhere on the machine)."""
+
+    def entries(self) -> Mapping[str, Entry]:
+        raise NotImplementedError
+
+    def transaction(self) -> contextlib.AbstractContextManager[dict[str, Entry]]:
+        raise NotImplementedError
+
+    def put(self, entry: Entry) -> None:
+        raise NotImplementedError
+
+
+_cluster: list[ClusterLayer | None] = [None]
+
+
+def set_cluster_layer(layer: ClusterLayer | None) -> ClusterLayer | None:
+    """Add (or, with None, remove) the cluster's layer; returns the one it replaces."""
+    old, _cluster[0] = _cluster[0], layer
+    return old
+
+
+def cluster_layer() -> ClusterLayer | None:
+    """The cluster's layer, or None outside a cluster."""
+    return _cluster[0]
+
+
+def _layers() -> tuple[_Layer, ...]:
+    """(read, transaction) of the persistent store, then of the drill's, then of the cluster's."""
+    local: tuple[_Layer, ...] = ((lambda: _load(store_path()), _transaction), (_drill_entries, _drill_transaction))
+    cluster = _cluster[0]
+    return local if cluster is None else (*local, (cluster.entries, cluster.transaction))
 
 
 # -- the API ------------------------------------------------------------------------------
@@ -355,13 +391,21 @@ def add(device: Device | DeviceInfo | str, reason: str, fault_class: FaultClass 
     now = time.time()
     expires = None if math.isinf(ttl) else now + max(float(ttl), 0.0)
     drill = injected and not get_config().faults_persist
-    with (_drill_transaction() if drill else _transaction()) as entries:
+    cluster = _cluster[0]
+    # In a cluster, the cluster's store is a drill's scope: one entry every process sees and releases.
+    with (contextlib.nullcontext({}) if drill and cluster is not None else
+          _drill_transaction() if drill else _transaction()) as entries:
         old = entries.get(stable_id)
         if old is not None and (old.expires is None or (expires is not None and old.expires > expires)):
             expires = old.expires
         entry = Entry(stable_id, device_name or (old.name if old else stable_id), reason, klass, now, expires,
                       socket.gethostname(), os.getpid(), drill)
         entries[stable_id] = entry
+    if cluster is not None:
+        try:
+            cluster.put(entry)
+        except Exception as exc:  # noqa: BLE001 - the local quarantine stands; the cluster's may be gone
+            log.warning("%s quarantined on this machine, but not in the cluster's store: %s", entry.name, exc)
     log.log(logging.DEBUG if quiet else logging.WARNING, "%s (%s) %s", entry.name, stable_id, entry.describe())
     event_bus.publish("quarantined", device=entry.name, stable_id=stable_id, reason=reason,
                       fault_class=klass, expires=expires, drill=drill)
@@ -403,15 +447,34 @@ def release_all(why: str = "released by hand") -> list[Entry]:
 
 
 def entries() -> list[Entry]:
-    """Every entry, the drill's included, expired ones included (they stay until the device reports
-    healthy), oldest first."""
-    return sorted([e for read, _ in _layers() for e in read().values()], key=lambda e: e.time)
+    """Every entry, the drill's (and the cluster's, for this machine's devices) included, expired ones
+    included (they stay until the device reports healthy), oldest first; one per device (the
+    persistent store's first)."""
+    found: dict[str, Entry] = {}
+    for read, _ in _layers():
+        for e in read().values():
+            found.setdefault(e.stable_id, e)
+    return sorted(found.values(), key=lambda e: e.time)
 
 
 def entry(spec: Device | DeviceInfo | str) -> Entry | None:
     """The entry of a device (by Device, descriptor, stable id or name), or None."""
     key = spec.info.stable_id if isinstance(spec, Device) else spec.stable_id if isinstance(spec, DeviceInfo) else spec
     return next((e for read, _ in _layers() for e in read().values() if _matches(e, key)), None)
+
+
+def _beside_the_store() -> Mapping[str, Entry]:
+    """The drill's entries and the cluster's (for this machine), by stable id."""
+    drill = _drill_entries()
+    cluster = _cluster[0]
+    if cluster is None:
+        return drill
+    try:
+        shared = cluster.entries()
+    except Exception as exc:  # noqa: BLE001 - a cluster store that went away must not stop device selection
+        log.debug("the cluster's quarantine cannot be read: %s", exc)
+        return drill
+    return {**shared, **drill} if shared else drill
 
 
 def quarantined_ids() -> frozenset[str]:
@@ -421,7 +484,7 @@ def quarantined_ids() -> frozenset[str]:
     global _last_auto_check
     path = store_path()
     snapshot = _snapshot(path)
-    drill = _drill_entries()
+    drill = _beside_the_store()
     first_expiry = min([snapshot.first_expiry, *(e.expires for e in drill.values() if e.expires is not None)])
     if first_expiry <= time.time() and time.monotonic() - _last_auto_check >= get_config().health_interval:
         _last_auto_check = time.monotonic()
@@ -429,7 +492,7 @@ def quarantined_ids() -> frozenset[str]:
             from hetero.core.registry import opened_devices
 
             if auto_release(opened_devices()):
-                snapshot, drill = _snapshot(path), _drill_entries()
+                snapshot, drill = _snapshot(path), _beside_the_store()
         except QuarantineError:
             raise
         except Exception:  # a failing health source must not break device selection

@@ -72,7 +72,7 @@ DEBUG_HELP = "on an error, print the traceback too (as HETERO_LOG=DEBUG does)"
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"devices": cmd_devices}
 #: Modules with ``add_commands(subparsers) -> {name: handler}``: ``hetero quarantine …``, ``hetero calibrate``.
 _OPTIONAL_COMMANDS = ("hetero.cli.quarantine", "hetero.cli.calibrate", "hetero.cli.serve", "hetero.cli.infer",
-                      "hetero.cli.top")
+                      "hetero.cli.top", "hetero.cli.ray_cluster")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,38 @@
+"""hetero on a Ray cluster (``pip install hetero[ray]``): a node's devices as Ray resources and
+labels, tasks and actors on hetero devices, one quarantine for the whole cluster, ONNX serving
+across nodes, and training workers that survive a node.
+
+- :mod:`hetero.ray.node_share`: what a node offers (``hetero ray resources``, ``hetero ray labels``);
+- :func:`remote`: ``@hetero.ray.remote(backend="oneapi")`` tasks and actors (:mod:`hetero.ray.placement`
+  chooses where, :mod:`hetero.ray.lease` which device);
+- :mod:`hetero.ray.cluster_quarantine`: the quarantine in Ray's key-value store;
+- :class:`LocalCluster`: several nodes on this machine, each with its share of the devices.
+
+Nothing here is imported by ``import hetero``; Ray is imported when first needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_LAZY = {
+    "remote": ("hetero.ray.remote", "remote"),
+    "LocalCluster": ("hetero.ray.local_cluster", "LocalCluster"),
+    "node_share": ("hetero.ray.node_share", "node_share"),
+    "cluster_entries": ("hetero.ray.cluster_quarantine", "cluster_entries"),
+    "cluster_devices": ("hetero.ray.placement", "cluster_devices"),
+    "NoDeviceError": ("hetero.ray.errors", "NoDeviceError"),
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'hetero.ray' has no attribute {name!r}")
+    import importlib
+
+    module, attr = _LAZY[name]
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value

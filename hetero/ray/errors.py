@@ -1,0 +1,13 @@
+"""The errors of hetero on Ray."""
+
+from __future__ import annotations
+
+from hetero.core.errors import HeteroError
+
+
+class NoDeviceError(HeteroError, LookupError):
+    """No node of the cluster (or no device of this node) can take what a task asks for: none has a
+    matching device, or every matching one is quarantined or held. The message says which."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), self.args)
