@@ -36,9 +36,59 @@ def _when(seconds: float | None) -> str:
     return "never" if seconds is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
 
 
+def _cluster_entries(address: str | None) -> dict[tuple[str, str], Any]:
+    """The Ray cluster's quarantine (``--cluster``): connect to ``address`` (default: ``RAY_ADDRESS``, else
+    the cluster started on this machine) and read its store."""
+    from hetero.core.optional import require
+
+    ray = require("ray", extra="ray", feature="hetero quarantine --cluster")
+    from hetero.ray.cluster_quarantine import cluster_entries
+
+    if not ray.is_initialized():
+        ray.init(address=address or "auto", logging_level="ERROR", log_to_driver=False, include_dashboard=False)
+    return cluster_entries()
+
+
+def _cmd_list_cluster(args: argparse.Namespace) -> int:
+    found = sorted(_cluster_entries(args.address).items(), key=lambda kv: kv[1].time)
+    if args.json:
+        now = time.time()
+        print(json.dumps({"store": "ray", "entries": [{**e.as_dict(), "machine": machine, "expired": e.expired(now)}
+                                                      for (machine, _), e in found]}, indent=2))
+        return 0
+    if not found:
+        print("no device is quarantined in the cluster")
+        return 0
+    from hetero.cli.table import table as _table
+
+    rows = [[e.name, machine, e.host, e.fault_class + (" (drill)" if e.drill else ""), _when(e.time),
+             _when(e.expires), e.reason] for (machine, _), e in found]
+    print(_table(rows, ["device", "machine", "recorded on", "class", "since", "expires", "reason"]))
+    return 0
+
+
+def _cmd_release_cluster(args: argparse.Namespace) -> int:
+    from hetero.ray.cluster_quarantine import release
+
+    found = _cluster_entries(args.address)
+    chosen = [key for key, e in found.items() if args.all or args.device in (e.name, e.stable_id)]
+    if not args.all and not args.device:
+        return usage_error("hetero quarantine release --cluster", "name a DEVICE or STABLE_ID, or pass --all")
+    if not chosen:
+        listed = ", ".join(f"{e.name} ({e.stable_id}) on {m}" for (m, _), e in found.items()) or "none"
+        print(f"hetero: error: {args.device!r} is not quarantined in the cluster; quarantined: {listed}", file=sys.stderr)
+        return 1
+    for machine, stable_id in chosen:
+        release(machine, stable_id)
+    print(f"released {len(chosen)} device(s) in the cluster: " + ", ".join(found[k].name or k[1] for k in chosen))
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from hetero.fault import quarantine
 
+    if getattr(args, "cluster", False):
+        return _cmd_list_cluster(args)
     entries = quarantine.entries()
     if args.json:
         now = time.time()
@@ -60,6 +110,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_release(args: argparse.Namespace) -> int:
     from hetero.fault import quarantine
 
+    if getattr(args, "cluster", False):
+        return _cmd_release_cluster(args)
     if args.all:
         gone = quarantine.release_all()
         print(f"released {len(gone)} device(s)" + (": " + ", ".join(e.name or e.stable_id for e in gone) if gone else ""))
@@ -117,6 +169,11 @@ def add_commands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
     release = actions.add_parser("release", help="take a device out of quarantine")
     release.add_argument("device", nargs="?", metavar="DEVICE|STABLE_ID", help="device name (cuda:0) or stable id")
     release.add_argument("--all", action="store_true", help="release every device")
+    for action in (listing, release):
+        action.add_argument("--cluster", action="store_true",
+                            help="the Ray cluster's quarantine (every machine's), not this machine's (hetero[ray])")
+        action.add_argument("--address", default=None,
+                            help="the Ray cluster with --cluster (default: RAY_ADDRESS, else the one on this machine)")
     add = actions.add_parser("add", help="quarantine a device by hand (drain it for maintenance)")
     add.add_argument("device", metavar="DEVICE", help="device name, e.g. cuda:0")
     add.add_argument("--reason", required=True, help="why (shown by 'hetero devices' and 'quarantine list')")

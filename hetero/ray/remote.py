@@ -64,8 +64,8 @@ class RemoteFunction:
         return self._task.options(**{**placed, **self._options}).remote(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(f"{self._function.__qualname__} is a Ray task on a hetero device: call "
-                        f"{self._function.__qualname__}.remote(...)")
+        name = self._function.__name__
+        raise TypeError(f"{name} is a Ray task on a hetero device: call {name}.remote(...) (and ray.get its result)")
 
 
 def _actor_class(cls: type, request: Request) -> type:
