@@ -238,6 +238,34 @@ def test_injected_fault_end_to_end() -> None:
     assert_same_state(state, fault_free(a, 10))
 
 
+def test_a_step_that_leaves_lazy_arrays_in_the_state_is_recovered_when_they_are_made() -> None:
+    """A step whose results are fused expressions not made yet (``x = x * 2``): their kernels run when
+    the guard reads the state after the step. A device fault there is the step's, and is recovered
+    (it escaped the guard before: found running a guarded step in a Ray task)."""
+    if len(DEVICES) < 2:
+        pytest.skip("needs two devices")
+    a = next((d for d in DEVICES if d != "cpu"), DEVICES[1])  # where elementwise expressions fuse lazily
+    b = "cpu" if a != "cpu" else DEVICES[1]
+
+    def run(rule: str | None) -> tuple[np.ndarray, list[dict[str, Any]]]:
+        state = {"x": hetero.asarray(np.arange(16, dtype=np.float32), device=a)}
+        float(hetero.sum(state["x"]))  # made before the rule is on
+
+        def step() -> None:
+            state["x"] = state["x"] * 2 + 1  # lazy: made when read
+
+        context = hetero.fault.inject(rule) if rule else contextlib.nullcontext()
+        with context, hetero.guard(state, devices=[a, b]) as g:
+            g.run(step)
+            g.run(step)
+        return state["x"].numpy(), list(g.recoveries)
+
+    expected, _ = run(None)
+    got, recoveries = run(f"{a}:launch:nth=1:lost")
+    assert [e["device"] for e in recoveries] == [b]
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_non_device_errors_propagate_unchanged() -> None:
     state = new_state(DEVICES[0])
     boom = ValueError("a bug in the step")

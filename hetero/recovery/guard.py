@@ -143,7 +143,7 @@ import logging
 import sys
 import time
 import traceback
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, ParamSpec, TypeVar
 
 from hetero.array.ndarray import Array
@@ -313,6 +313,7 @@ class Guard:
                         reason, due = due, None
                         self._snapshot_at_entry(reason, entry_rng)
                     result = fn(*args, **kwargs)
+                    _make_pending(self.state)  # a lazy result's kernels are the step's: a fault in them is recovered
                     break
                 except Exception as raised:
                     error = _device_error(raised, self._device)
@@ -674,6 +675,15 @@ def _rehome(value: Any, target: Device) -> Any:
     if isinstance(value, list):
         return [_rehome(v, target) for v in value]
     return value
+
+
+def _make_pending(state: Mapping[str, Any]) -> None:
+    """Make the state's arrays that are fused expressions not run yet (``x = x * 2`` in a step), so that
+    their kernels run inside the step, where a device fault is recovered, and not when the guard
+    reads the state after it."""
+    for value in state.values():
+        if type(value) is Array and value._pending is not None:
+            value.buffer  # noqa: B018 - reading it runs the expression's kernels
 
 
 def _device_error(raised: BaseException, device: Device) -> DeviceError | None:
