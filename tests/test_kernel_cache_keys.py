@@ -177,3 +177,17 @@ def test_a_record_from_another_code_generator_is_emitted_again(tmp_path: Path, m
     monkeypatch.setattr(pipeline, "codegen_digest", lambda: "0" * 16)
     pipeline.compile_function(function, device.runtime, target, cache=cache)
     assert stats.emitted == before + 1, "another code generator's record is not reused"
+
+
+def test_every_module_of_the_compiler_and_the_kernel_language_enters_the_code_generator_digest() -> None:
+    """A fix in the frontend, an IR pass or an emitter changes the kernels made from one source: a
+    record written before it must not be reused (it was: only compiler/build/ was hashed, so a checkout
+    with another emitter reused the old one's kernels, silently)."""
+    from hetero.compiler.build import pipeline
+
+    root = Path(pipeline.__file__).resolve().parents[1]
+    language = Path(hetero.__file__).resolve().parent / "language"
+    wanted = {p.resolve() for p in [*root.rglob("*.py"), *language.rglob("*.py")] if "__pycache__" not in p.parts}
+    hashed = set(pipeline.codegen_files())
+    assert {root / "emit", root / "ir", root / "frontend"} <= {p.parent for p in hashed}
+    assert wanted <= hashed, sorted(str(p) for p in wanted - hashed)[:5]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import sys
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -83,15 +84,30 @@ def compile_key(stage: str, made_from: str, *, dialect: str, arch: str, toolchai
     return CacheKey.from_ir(made_from, dialect=dialect, target=arch, toolchain=toolchain, options=options, **parts)
 
 
+def codegen_files() -> list[Path]:
+    """The source files whose code decides what a kernel compiles to: every module of the compiler
+    (frontend, IR and its passes, emitters, build, the array kernels' builders) and of the kernel
+    language (``hetero/language``, ``hetero/math.py``), sorted."""
+    compiler = Path(__file__).resolve().parents[1]
+    package = Path(sys.modules["hetero"].__file__ or "").resolve().parent
+    found = [*compiler.rglob("*.py"), *(package / "language").rglob("*.py"), package / "math.py"]
+    return sorted({p.resolve() for p in found if "__pycache__" not in p.parts and p.is_file()})
+
+
 @functools.cache
 def codegen_digest() -> str:
-    """The sha256 (16 hex digits) of the compiler package's own source files. A record of the
-    source emitted for a kernel is reused only by the code generator that wrote it, even
-    within one hetero version (a development build): a changed emitter re-emits, and the new
-    source text keys new artifacts. Read once per process (about 2 ms)."""
+    """The sha256 (16 hex digits) of :func:`codegen_files`. A record of the source emitted for a kernel
+    is reused only by the code generator that wrote it, even within one hetero version (a development
+    build, another checkout): a changed frontend, pass or emitter re-emits, and the new source text
+    keys new artifacts. Read once per process (a few milliseconds)."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        digest.update(path.name.encode())
+    compiler = Path(__file__).resolve().parents[2]
+    for path in codegen_files():
+        try:
+            name = path.relative_to(compiler).as_posix()
+        except ValueError:
+            name = path.as_posix()
+        digest.update(name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
