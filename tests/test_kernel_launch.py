@@ -128,3 +128,19 @@ def test_cache_cli_info_and_clear(tmp_path: Path) -> None:
     info = subprocess.run([sys.executable, "-m", "hetero.cli.main", "cache", "info", "--json"], capture_output=True,
                           text=True, env=env, check=True)
     assert json.loads(info.stdout)["entries"] == 0
+
+
+@hetero.kernel
+def _choose(out: hetero.Array[hetero.i32], flag: hetero.bool_) -> None:
+    i = hetero.global_id(0)
+    if i < out.shape[0]:
+        out[i] = 1 if flag else 2
+
+
+def test_a_bool_scalar_argument_launches_on_every_device(device: hetero.Device) -> None:
+    """OpenCL declares bool parameters uchar; PyOpenCL refused to pack a bool (Python's or NumPy's) into
+    that slot (``std::bad_cast``), so no bool argument launched on an OpenCL device."""
+    for flag, want in ((True, 1), (np.bool_(True), 1), (False, 2), (np.bool_(False), 2), (1, 1), (0, 2)):
+        out = hetero.zeros(4, dtype="int32", device=device)
+        _choose[4](out, flag)
+        assert out.numpy().tolist() == [want] * 4, (flag, device.name)

@@ -462,8 +462,9 @@ def _event_status(cl: ModuleType, event: Any) -> int:
 
 
 def _abi_dtype(arg: Any) -> np.dtype[Any]:
-    # bool kernel arguments are declared uchar (OpenCL forbids bool parameters).
-    return np.dtype(np.uint8) if arg.dtype.dtype == np.bool_ else arg.dtype.dtype
+    # bool kernel arguments are declared uchar (OpenCL forbids bool parameters): PyOpenCL packs a
+    # bool dtype as the one byte that reads (its uint8 slot refuses Python's and NumPy's bools).
+    return arg.dtype.dtype  # type: ignore[no-any-return]
 
 
 def _kind(cl: ModuleType, device_type: int) -> Kind:
