@@ -47,7 +47,7 @@ demo: setup
 # file's tests share the kernels they build; TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= auto
 test: setup
-	$(PY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+	$(PY) -m pytest --durations=25 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 # The import contracts in pyproject.toml ([tool.importlinter]: the floors, the scheduler's purity),
 # checked by import-linter. It reads hetero/ as Python lays the package out: hetero/backends,
