@@ -29,7 +29,7 @@ from hetero.language import DeviceFunction, Intrinsic, dynamic_shared_of, tuple_
 from hetero.core.types import ArrayType, ScalarType
 
 from hetero.compiler.ir import nodes as ir
-from hetero.compiler.frontend import source_index, tuple_args
+from hetero.compiler.frontend import exec_sources, source_index, tuple_args
 
 _MISSING = object()
 
@@ -99,10 +99,13 @@ def _unfiled_lines(py_func: Callable[..., Any], code: types.CodeType) -> tuple[l
     lines = list(entry[2]) if entry is not None and len(entry) > 2 else []
     if not lines:  # a module whose loader can give its source (linecache's lazy entries)
         lines = linecache.getlines(code.co_filename, getattr(py_func, "__globals__", None))
+    if not lines:  # text given to exec(), as hetero.compat.cuda's audit hook saw it
+        lines = exec_sources.lines_of(code) or []
     first = code.co_firstlineno
     if not lines or first > len(lines):
         raise OSError(f"no source of {py_func.__qualname__}: {code.co_filename} is not a file and linecache holds no "
-                      "text for it (a function made by exec() of a string, or typed at a prompt that keeps none)")
+                      "text for it (a function made by exec() of a string before hetero.compat.cuda was imported, "
+                      "or typed at a prompt that keeps none)")
     block = inspect.getblock(lines[first - 1:])
     return list(block), first
 

@@ -30,6 +30,7 @@ import importlib.util
 
 import hetero
 from hetero.compat.cuda import cudadrv, devicearray, types
+from hetero.compiler.frontend import exec_sources
 from hetero.compat.cuda.arrays import (
     DeviceNDArray, device_array, device_array_like, mapped_array, mapped_array_like, pinned, pinned_array,
     pinned_array_like, to_device,
@@ -56,6 +57,8 @@ from hetero.language.cuda import (
     shfl_up_sync, shfl_xor_sync, syncthreads, syncthreads_and, syncthreads_count, syncthreads_or, syncwarp,
     threadfence, threadfence_block, threadfence_system, threadIdx, warpsize,
 )
+
+exec_sources.install()  # kernels made by exec() of a template keep their text for the front end
 
 #: Whether Numba itself (``numba.jit``) is installed beside this module, as numba-cuda's flag says.
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
