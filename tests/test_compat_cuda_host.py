@@ -178,3 +178,32 @@ def test_to_device_copies_even_where_the_device_shares_host_memory(on: hetero.De
     bump[1, 16](d)
     np.testing.assert_array_equal(host, np.zeros(16, np.int32))  # Numba's to_device copies: the host is untouched
     np.testing.assert_array_equal(d.copy_to_host(), np.ones(16, np.int32))
+
+
+def _maximum(a, b, c):  # type: ignore[no-untyped-def]
+    i = cuda.grid(1)
+    if i < c.size:
+        c[i] = max(a[i], b[i])
+
+
+def test_inspect_asm_gives_the_ptx_hetero_s_cuda_path_makes(device: hetero.Device) -> None:
+    from hetero.backends.cupy import nvrtc_compile
+
+    if not nvrtc_compile.available():
+        pytest.skip("NVRTC (cuda-bindings, nvidia-cuda-nvrtc) is not installed")
+    kernel = cuda.jit(_maximum)
+    with pytest.raises(hetero.CompileError, match="no signature yet"):
+        kernel.inspect_asm()
+    a, b = np.arange(8.0), np.full(8, 3.0)
+    c = np.zeros(8)
+    with hetero.use_device(device):
+        kernel[1, 8](a, b, c)
+    (ptx,) = kernel.inspect_asm().values()
+    assert ".visible .entry" in ptx and "max.f64" in ptx
+    assert kernel.inspect_lto_ptx("void(float64[:], float64[:], float64[:])") == ptx
+    typed = cuda.jit("void(float32[:], float32[:], float32[:])")(_maximum)
+    assert "max.f32" in typed.inspect_asm("void(float32[:], float32[:], float32[:])")
+    with pytest.raises(hetero.CompileError, match="no LLVM IR.*inspect_asm"):
+        kernel.inspect_llvm()
+    with pytest.raises(hetero.CompileError, match="cuobjdump"):
+        kernel.inspect_sass()

@@ -518,14 +518,14 @@ def test_atomics_use_the_vendor_functions(dialect: str) -> None:
     assert "atomicAdd(&a32[" in text and "atomicSub(&b32[" in text and "atomicMin(&b64[" in text
     assert "(long long)atomicAdd((unsigned long long*)&a64[" in text  # signed 64-bit: on the unsigned word
     assert "atomicAdd(&d64[" in text and "atomicAdd(&f[" in text  # native f64 and f32 adds
-    assert "hetero_atomic_max_float(&peak[" in text and "hetero_atomic_min_long_long(&a64[" in text
+    assert "heterohelp_atomic_max_float(&peak[" in text and "heterohelp_atomic_min_long_long(&a64[" in text
     assert "__int_as_float(atomicCAS((int*)&f[" in text
 
 
 def test_double_add_without_native_atomic_is_a_compare_and_swap_loop() -> None:
     old_gpu = Target("cuda", "sm_52", FEATURES, "nvcc 11.8")
     text = CUDA.emit(lowered("atomics"), old_gpu).text
-    assert "hetero_atomic_add_double(&d64[" in text and "atomicAdd(&d64[" not in text
+    assert "heterohelp_atomic_add_double(&d64[" in text and "atomicAdd(&d64[" not in text
 
 
 @DIALECTS
@@ -543,5 +543,5 @@ def test_missing_target_features_are_compile_errors(dialect: str) -> None:
 
 def test_hip_rounds_double_to_half_once() -> None:
     text = source("hip", "halves")
-    assert "hetero_half_from_double(d[i])" in text and "__double2half" not in text
+    assert "heterohelp_half_from_double(d[i])" in text and "__double2half" not in text
     assert "__double2half(d[i])" in source("cuda", "halves")

@@ -144,3 +144,31 @@ def test_a_bool_scalar_argument_launches_on_every_device(device: hetero.Device) 
         out = hetero.zeros(4, dtype="int32", device=device)
         _choose[4](out, flag)
         assert out.numpy().tolist() == [want] * 4, (flag, device.name)
+
+
+@hetero.func
+def fn_twice(x: hetero.f64) -> hetero.f64:
+    return x * 2.0
+
+
+@hetero.func
+def twice(x: hetero.f64) -> hetero.f64:
+    return x + x
+
+
+@hetero.kernel
+def atomic_add_double_global(total: hetero.Array[hetero.f64], x: hetero.Array[hetero.f64]) -> None:
+    # named as hetero's OpenCL helper for this very atomic, and calling functions whose generated
+    # names once met each other's and the kernel's
+    i = hetero.global_id(0)
+    if i < x.shape[0]:
+        hetero.atomic_add(total, 0, twice(x[i]) + fn_twice(x[i]))
+
+
+def test_kernel_and_function_names_never_clash_with_the_names_hetero_generates(device: hetero.Device) -> None:
+    if not device.info.fp64:
+        pytest.skip(f"{device.name} has no float64")
+    x = hetero.asarray(np.arange(8, dtype=np.float64), device=device)
+    total = hetero.zeros(1, dtype="float64", device=device)
+    atomic_add_double_global[8](total, x)
+    assert total.numpy()[0] == 4 * np.arange(8).sum()

@@ -148,6 +148,40 @@ class Dispatcher:
         """The code generated for ``device`` at its last launch there."""
         return self.kernel.source(device)
 
+    # -- what the kernel compiles to (hetero.compat.cuda.inspection) ------------------------------
+    def inspect_asm(self, signature: Any = None) -> str | dict[Any, str]:
+        """The PTX hetero's CUDA path (NVRTC) makes of this kernel: for ``signature``, or
+        ``{signature: PTX}`` for each signature it has (see :mod:`hetero.compat.cuda.inspection`)."""
+        from hetero.compat.cuda import inspection
+
+        return inspection.asm(self, signature)
+
+    def inspect_lto_ptx(self, signature: Any = None) -> str | dict[Any, str]:
+        """The PTX of :meth:`inspect_asm` (hetero links no LTO-IR: the PTX is the whole kernel)."""
+        return self.inspect_asm(signature)
+
+    def inspect_types(self, signature: Any = None, file: Any = None, **kwargs: Any) -> None:
+        """Print hetero's typed IR of each signature (the types it inferred for every value) to ``file``."""
+        import sys
+
+        from hetero.compat.cuda import inspection
+
+        print(inspection.typed_ir(self, signature), file=file or sys.stdout)
+
+    def inspect_llvm(self, signature: Any = None) -> Any:
+        """Refused: hetero compiles through CUDA C++ and NVRTC, not NVVM, so there is no LLVM IR."""
+        from hetero.compat.cuda import inspection
+
+        raise inspection.refuse(self, "inspect_llvm", "hetero compiles kernels through CUDA C++ and NVRTC, not NVVM, "
+                                "so it makes no LLVM IR", ["inspect_asm() for the PTX", "source(device)"])
+
+    def inspect_sass(self, signature: Any = None) -> Any:
+        """Refused: SASS needs cuobjdump on a cubin, which hetero does not run."""
+        from hetero.compat.cuda import inspection
+
+        raise inspection.refuse(self, "inspect_sass", "SASS comes from cuobjdump on a cubin, which hetero does not run",
+                                ["inspect_asm() for the PTX"])
+
 
 class Overload:
     """What Numba's ``kernel.overloads[signature]`` answers about one compiled signature."""
