@@ -87,4 +87,4 @@ def hold(devices: Iterable[Device]) -> list[Any]:
     return handles
 
 
-__all__ = ["NAMESPACE", "QuarantineHold", "hold", "hold_name", "held_resources"]
+__all__ = ["NAMESPACE", "QuarantineHold", "held_resources", "hold", "hold_name"]

@@ -133,10 +133,11 @@ class KServeIngress:
         self.max_body_bytes = max_body_bytes
         self._specs: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
 
-    async def _call(self, method: str, *args: Any) -> Any:
+    async def _call(self, method: str, *args: Any, retries: int | None = None) -> Any:
         """``method`` on some replica, again on another while the failure is a device's (bounded)."""
+        retries = self.retries if retries is None else retries
         failures: list[str] = []
-        for attempt in range(self.retries + 1):
+        for attempt in range(retries + 1):
             try:
                 return await getattr(self._replicas, method).remote(*args)
             except Exception as error:
@@ -146,10 +147,10 @@ class KServeIngress:
                 failures.append(f"{type(cause).__name__}: {str(cause).strip().splitlines()[0] if str(cause).strip() else ''}")
                 log.info("model %r: attempt %d of %s failed on a replica (%s); asking another", self.name,
                          attempt + 1, method, failures[-1])
-                if attempt < self.retries:
+                if attempt < retries:
                     await asyncio.sleep(backoff(attempt))
         raise InferenceFailedError(f"model {self.name!r}: no replica could answer in {len(failures)} attempts "
-                                   f"(the ingress's retry budget, retries={self.retries}); last: {failures[-1]}", [])
+                                   f"(the ingress's retry budget, retries={retries}); last: {failures[-1]}", [])
 
     async def specs(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         if self._specs is None:
@@ -166,7 +167,7 @@ class KServeIngress:
         """(status, body, headers) for one HTTP request; every failure becomes the protocol's error body."""
         try:
             return await self._answer(route(method, path), headers, body)
-        except Exception as error:  # noqa: BLE001 - every failure is answered with its status
+        except Exception as error:
             status, message = status_of(error)
             if status == 500:
                 log.exception("model %r: %s %s failed", self.name, method, path, exc_info=error)
@@ -210,9 +211,9 @@ class KServeIngress:
 
     async def _ready(self) -> tuple[int, bytes, dict[str, str]]:
         try:
-            if await self._call("ready"):
+            if await self._call("ready", retries=1):  # a health probe: answered fast
                 return 200, b"", {}
-        except Exception as error:  # noqa: BLE001 - not ready, and why
+        except Exception as error:
             raise HttpError(503, f"model {self.name!r} is not ready: {status_of(error)[1]}") from error
         raise HttpError(503, f"model {self.name!r} is not ready: no device of the replica asked is healthy")
 

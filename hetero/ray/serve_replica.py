@@ -32,10 +32,10 @@ def usable(devices: Iterable[Device], quarantined: Collection[str]) -> list[Devi
         if device.stable_id in quarantined:
             continue
         try:
-            state = device.health().state
+            state: HealthState | None = device.health().state
         except Exception:  # noqa: BLE001 - a health source that raises is not healthy
-            continue
-        if state is not HealthState.UNHEALTHY:
+            state = None
+        if state is not None and state is not HealthState.UNHEALTHY:
             found.append(device)
     return found
 
