@@ -265,3 +265,12 @@ def test_the_router_leaves_out_replicas_without_a_usable_device() -> None:
     stats = {"a": {USABLE: True}, "b": {USABLE: False}, "c": {}}
     assert usable_replicas(["a", "b", "c"], stats.__getitem__) == ["a", "c"]
     assert usable_replicas(["b"], stats.__getitem__) == ["b"]  # all out: the ingress gets their refusal
+
+
+def test_deploy_names_a_missing_model_and_bad_arguments_before_touching_ray(tmp_path: Any) -> None:
+    from hetero.ray.serve import deploy
+
+    with pytest.raises(FileNotFoundError, match="no ONNX model at"):
+        deploy(tmp_path / "missing.onnx")
+    with pytest.raises(ValueError, match="num_replicas must be >= 1"):
+        deploy(MODEL.data, num_replicas=0)

@@ -115,6 +115,7 @@ def deploy(model: ModelSource, *, name: str = "model", num_replicas: int = 2, ba
     if num_replicas < 1 or devices_per_replica <= 0 or retries < 0:
         raise ValueError(f"num_replicas must be >= 1, devices_per_replica > 0 and retries >= 0; got {num_replicas}, "
                          f"{devices_per_replica}, {retries}")
+    argument = _model_argument(model)  # a missing or unsafe model fails here, before any cluster work
     ray = require("ray", extra="ray", feature="hetero.ray.serve")
     serve = require("ray.serve", extra="ray", feature="hetero.ray.serve", package="ray[serve]")
     from hetero.ray import cluster_quarantine
@@ -122,7 +123,6 @@ def deploy(model: ModelSource, *, name: str = "model", num_replicas: int = 2, ba
     from hetero.ray.serve_ingress import KServeIngress
     from hetero.ray.serve_replica import PoolReplica
 
-    argument = _model_argument(model)
     if not ray.is_initialized():
         ray.init()
     cluster_quarantine.attach()
