@@ -211,7 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge and path.is_file():
         reserved = {"benchmark", "command", "timestamp_utc", "machine", "versions"}
         payload = {k: v for k, v in json.loads(path.read_text()).items() if k not in reserved}
-    payload["serving"] = {**serving, "command": command}
+    import onnxruntime
+    import ray
+
+    payload["serving"] = {**serving, "command": command, "ray": ray.__version__, "onnxruntime": onnxruntime.__version__}
     write_results("ray_cluster", payload, command)
     print(json.dumps(serving, indent=2))
     return 0

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from hetero.onnx.errors import Attempt, InferenceFailedError, InputError
+from hetero.ray.node_share import HOST_ENV
 from hetero.ray.errors import ReplicaUnavailableError
 from hetero.ray.serve_ingress import HttpError, Route, backoff, retryable, route, status_of
 from hetero.serve.protocol import ProtocolError
@@ -243,17 +244,28 @@ def test_load_while_a_device_fails_and_its_replica_is_replaced_elsewhere(cluster
     # hold won the unit refuses to start: it never serves). The head is full: it waits for room.
     assert _wait(lambda: _hold_alive(other.node_id), 30), "a hold on the quarantined node's CPU"
     assert _wait(lambda: other.node_id not in served.replica_nodes(), 30)
-    third = cluster.add_node("cpu")
+    # the third node's CPU fails on its replica's 30th inference (an injected fault: a drill)
+    third = cluster.add_node("cpu", env={"HETERO_FAULTS": "cpu:infer:nth=30:lost"})
     assert _wait(lambda: sorted(served.replica_nodes()) == sorted([head.node_id, third.node_id]), 40)
     with triton.InferenceServerClient(f"127.0.0.1:{PORT}") as client:
         np.testing.assert_allclose(_infer(client, SAMPLES[0]), ANSWERS[0], **TOLERANCE)
     _drill(other.node_id, release=True)
 
 
+def test_a_device_error_inside_a_replicas_inference_is_answered_by_another(cluster: Any) -> None:
+    from hetero.ray import cluster_entries
+
+    third = cluster.nodes[-1]
+    _check_answers(_load(REQUESTS, lambda: None))  # the third node's replica fails at its 30th inference
+    drills = [entry for (host, _), entry in cluster_entries().items() if host == third.env[HOST_ENV]]
+    assert drills and all(entry.drill for entry in drills), "the injected fault quarantined that node's CPU, as a drill"
+
+
 def test_load_while_a_node_is_removed(cluster: Any) -> None:
-    served = cluster.served
-    victim = cluster.nodes[-1]
-    assert victim.node_id in served.replica_nodes()
+    served, head = cluster.served, cluster.nodes[0]
+    # the third node's replica went with its CPU; its replacement runs on the second node again
+    assert _wait(lambda: len(served.replica_nodes()) == 2 and head.node_id in served.replica_nodes(), 40)
+    victim = next(n for n in cluster.nodes if n is not head and n.node_id in served.replica_nodes())
     _check_answers(_load(10, lambda: cluster.remove_node(victim)))
     assert _wait(lambda: victim.node_id not in served.replica_nodes(), 30)  # once Ray has seen the node die
 

@@ -90,9 +90,11 @@ class LocalCluster:
                 "object_store_memory": self.object_store_memory,
                 "env_vars": {**self.env, **node.env, "HETERO_BACKENDS": node.backends}}
 
-    def add_node(self, backends: str) -> Node:
-        """Start a node with ``HETERO_BACKENDS=backends`` (its share of this machine's devices)."""
+    def add_node(self, backends: str, env: Mapping[str, str] | None = None) -> Node:
+        """Start a node with ``HETERO_BACKENDS=backends`` (its share of this machine's devices); ``env``:
+        more environment for this node's processes only (``HETERO_FAULTS`` for a drill there)."""
         own = {HOST_ENV: f"{host_id()}-node{self._added}"} if self.separate_hosts else {}
+        own.update(env or {})
         self._added += 1
         resources, labels = share_for(backends, {**self.env, **own})
         node = Node(backends, resources, labels, env=own)

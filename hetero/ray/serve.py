@@ -93,7 +93,7 @@ def _head_node() -> str | None:
 def deploy(model: ModelSource, *, name: str = "model", num_replicas: int = 2, backend: str | None = None,
            kind: str | None = None, vendor: str | None = None, devices_per_replica: float = 1.0,
            host: str = "127.0.0.1", port: int = 8000, retries: int = 8, max_batch: int | None = None,
-           max_body_bytes: int = 64 << 20, pool_retries: int = 3, pool_timeout: float = 2.0,
+           max_body_bytes: int = 64 << 20, pool_retries: int = 3, pool_timeout: float = 0.25,
            quarantine_ttl: float | None = None, threads: int | None = None, app_name: str | None = None,
            health_check_period: float = HEALTH_PERIOD, health_check_timeout: float = HEALTH_TIMEOUT) -> ServedModel:
     """Serve ``model`` (a path, bytes or an ``onnx.ModelProto``) on the Ray cluster this process is
@@ -104,7 +104,8 @@ def deploy(model: ModelSource, *, name: str = "model", num_replicas: int = 2, ba
     ``backend``/``kind``/``vendor`` name (None: any hetero device; name a backend whose devices have
     an ONNX Runtime provider where some nodes have others, such as ``opencl``). ``retries``: further
     replicas the ingress asks when one fails for a device. ``pool_retries``, ``pool_timeout``,
-    ``quarantine_ttl``, ``threads``: each replica's :class:`hetero.onnx.Pool`'s. ``max_batch``,
+    ``quarantine_ttl``, ``threads``: each replica's :class:`hetero.onnx.Pool`'s (its timeout is short:
+    a replica with no device left gives the request back to the ingress, which has other replicas). ``max_batch``,
     ``max_body_bytes``: as ``hetero serve``'s. Returns once every replica is up.
 
     Raises :class:`~hetero.core.errors.MissingDependencyError` without Ray Serve, ``FileNotFoundError``
