@@ -6,7 +6,11 @@ across nodes, and training workers that survive a node.
 - :func:`remote`: ``@hetero.ray.remote(backend="oneapi")`` tasks and actors (:mod:`hetero.ray.placement`
   chooses where, :mod:`hetero.ray.lease` which device);
 - :mod:`hetero.ray.cluster_quarantine`: the quarantine in Ray's key-value store;
-- :class:`LocalCluster`: several nodes on this machine, each with its share of the devices.
+- :class:`LocalCluster`: several nodes on this machine, each with its share of the devices;
+- :mod:`hetero.ray.serve`: ``deploy(model, ...)``, an ONNX model on Ray Serve replicas over hetero pools,
+  behind KServe v2 (:mod:`~hetero.ray.serve_replica`, :mod:`~hetero.ray.serve_ingress`,
+  :mod:`~hetero.ray.serve_router`), with :mod:`~hetero.ray.quarantine_hold` keeping new work off
+  quarantined devices.
 
 Nothing here is imported by ``import hetero``; Ray is imported when first needed.
 """

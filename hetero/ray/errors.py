@@ -11,3 +11,12 @@ class NoDeviceError(HeteroError, LookupError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), self.args)
+
+
+class ReplicaUnavailableError(HeteroError, RuntimeError):
+    """A serving replica (:mod:`hetero.ray.serve`) has no device that may answer: every device of its
+    pool is quarantined (on this node or by the cluster) or unhealthy. The ingress sends the request
+    to another replica; Ray Serve replaces this one (its health check raises the same error)."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), self.args)

@@ -5,6 +5,11 @@ what the tests and benchmarks run on, and a way to try a cluster without one.
         ...                                # ray is initialised; cluster.nodes[1] is the opencl node
         cluster.remove_node(cluster.nodes[1])
 
+``separate_hosts=True`` makes each node a machine of its own for the cluster's quarantine (its
+``HETERO_RAY_HOST``): a device quarantined on one node then stays usable on the others, as on a real
+cluster, where the nodes' ``cpu`` devices are different CPUs. By default the nodes share this
+machine's quarantine, as they share its devices.
+
 Every node listens on 127.0.0.1 only and starts no dashboard. A node's resources and labels are what
 ``hetero ray resources`` / ``hetero ray labels`` print in that node's environment (run as a
 subprocess with its ``HETERO_BACKENDS``), so the test exercises the same path as ``ray start``.
@@ -21,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hetero.core.errors import HeteroError
+from hetero.ray.node_share import HOST_ENV, host_id
 
 
 @dataclasses.dataclass
@@ -31,6 +37,7 @@ class Node:
     resources: dict[str, float]
     labels: dict[str, str]
     handle: Any = None
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def node_id(self) -> str:
@@ -65,26 +72,32 @@ class LocalCluster:
     process (``ray.init``) and adds the cluster's quarantine to it."""
 
     def __init__(self, shares: Sequence[str], *, num_cpus: int = 1, env: Mapping[str, str] | None = None,
-                 object_store_memory: int = 128 << 20) -> None:
+                 object_store_memory: int = 128 << 20, separate_hosts: bool = False) -> None:
         if not shares:
             raise ValueError("a LocalCluster needs at least one node (a HETERO_BACKENDS string per node)")
         self.shares = list(shares)
         self.num_cpus = num_cpus
         self.env = dict(env or {})
         self.object_store_memory = object_store_memory
+        self.separate_hosts = separate_hosts
         self.nodes: list[Node] = []
         self._cluster: Any = None
+        self._added = 0
 
     def _node_args(self, node: Node) -> dict[str, Any]:
         return {"num_cpus": self.num_cpus, "resources": node.resources, "labels": node.labels,
                 "include_dashboard": False,
                 "object_store_memory": self.object_store_memory,
-                "env_vars": {**self.env, "HETERO_BACKENDS": node.backends}}
+                "env_vars": {**self.env, **node.env, "HETERO_BACKENDS": node.backends}}
 
-    def add_node(self, backends: str) -> Node:
-        """Start a node with ``HETERO_BACKENDS=backends`` (its share of this machine's devices)."""
-        resources, labels = share_for(backends, self.env)
-        node = Node(backends, resources, labels)
+    def add_node(self, backends: str, env: Mapping[str, str] | None = None) -> Node:
+        """Start a node with ``HETERO_BACKENDS=backends`` (its share of this machine's devices); ``env``:
+        more environment for this node's processes only (``HETERO_FAULTS`` for a drill there)."""
+        own = {HOST_ENV: f"{host_id()}-node{self._added}"} if self.separate_hosts else {}
+        own.update(env or {})
+        self._added += 1
+        resources, labels = share_for(backends, {**self.env, **own})
+        node = Node(backends, resources, labels, env=own)
         if self._cluster is None:
             from ray.cluster_utils import Cluster
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import platform
 import re
 from collections.abc import Iterable, Mapping
@@ -31,6 +32,9 @@ from hetero.core.device import Device, DeviceInfo
 DEVICE_RESOURCE = "hetero_device"
 LABEL_PREFIX = "hetero.dev/"
 HOST_LABEL = LABEL_PREFIX + "host"
+#: Names this node's machine in the cluster's quarantine instead of ``/etc/machine-id``: set by
+#: :class:`hetero.ray.LocalCluster` (``separate_hosts=True``) so nodes on one machine act as machines.
+HOST_ENV = "HETERO_RAY_HOST"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -53,7 +57,10 @@ def label_value(text: str) -> str:
 
 def host_id() -> str:
     """This machine's id as the quarantine keys it: a hash of ``/etc/machine-id`` (else the host name).
-    Several Ray nodes on one machine share it, as they share its devices."""
+    Several Ray nodes on one machine share it, as they share its devices; ``HETERO_RAY_HOST`` overrides it."""
+    given = os.environ.get(HOST_ENV, "").strip()
+    if given:
+        return label_value(given)
     for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
         try:
             text = Path(path).read_text().strip()
