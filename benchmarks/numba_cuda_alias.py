@@ -128,7 +128,7 @@ def install() -> None:
     except ImportError:
         pass
     # numba-cuda's subpackages that hetero provides, under their numba names (one module object each)
-    for name in ("np", "np.numpy_support", "typing", "kernels", "kernels.transpose", "cudadrv"):
+    for name in ("np", "np.numpy_support", "typing", "kernels", "kernels.transpose", "cudadrv", "compiler"):
         modules[f"numba.cuda.{name}"] = importlib.import_module(f"hetero.compat.cuda.{name}")
     # numba.cuda.core's config and errors, as the suite reads them: not the simulator, and a typing
     # error is hetero's CompileError

@@ -207,3 +207,24 @@ def test_inspect_asm_gives_the_ptx_hetero_s_cuda_path_makes(device: hetero.Devic
         kernel.inspect_llvm()
     with pytest.raises(hetero.CompileError, match="cuobjdump"):
         kernel.inspect_sass()
+
+
+def _broadcast_lane0(a, n):  # type: ignore[no-untyped-def]
+    i = cuda.grid(1)
+    if i < n:
+        a[i] = cuda.shfl_sync(0xFFFFFFFF, a[i], 0)
+
+
+def test_compile_ptx_compiles_a_kernel_for_a_compute_capability_without_launching_it() -> None:
+    from hetero.backends.cupy import nvrtc_compile
+    from hetero.compat.cuda.compiler import compile_ptx as from_compiler
+
+    if not nvrtc_compile.available():
+        pytest.skip("NVRTC (cuda-bindings, nvidia-cuda-nvrtc) is not installed")
+    ptx, resty = cuda.compile_ptx(_broadcast_lane0, (types.int32[:], types.int32), cc=(9, 0))
+    assert resty is types.void and ".target sm_90" in ptx and "shfl.sync" in ptx
+    assert from_compiler is cuda.compile_ptx
+    with pytest.raises(hetero.CompileError, match="device=True.*kernels that call it"):
+        cuda.compile_ptx(_broadcast_lane0, (types.int32[:], types.int32), device=True)
+    with pytest.raises(hetero.CompileError, match="LTO-IR"):
+        cuda.compile_ptx(_broadcast_lane0, (types.int32[:], types.int32), output="ltoir")

@@ -38,6 +38,7 @@ from hetero.compat.cuda.arrays import (
 from hetero.compat.cuda.devices import (
     close, current_context, detect, get_context, get_current_device, gpus, list_devices, select_device,
 )
+from hetero.compat.cuda.compiler import compile_ptx, compile_ptx_for_current_device
 from hetero.compat.cuda.dispatcher import Dispatcher, LaunchConfig, jit
 from hetero.compat.cuda.ffi import config, declare_device
 from hetero.compat.cuda.raw import RawKernel, RawModule
@@ -64,7 +65,7 @@ exec_sources.install()  # kernels made by exec() of a template keep their text f
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
 
 __all__ = [
-    "HAS_NUMBA", "cudadrv", "devicearray", "Event", "Stream", "b1", "c8", "c16", "close", "complex64", "complex128", "current_context",
+    "HAS_NUMBA", "compile_ptx", "compile_ptx_for_current_device", "cudadrv", "devicearray", "Event", "Stream", "b1", "c8", "c16", "close", "complex64", "complex128", "current_context",
     "default_stream", "detect", "double", "event", "event_elapsed_time", "external_stream", "f2", "f4", "f8",
     "get_context", "get_current_device", "gpus", "i1", "i2", "i4", "i8", "legacy_default_stream", "list_devices",
     "mapped_array_like", "none", "per_thread_default_stream", "pinned_array_like", "select_device", "stream", "u1",

@@ -40,8 +40,9 @@ def cuda_arch() -> str:
     return f"sm_{min(archs)}"
 
 
-def ptx(dispatcher: Dispatcher, kernel: Kernel, types: tuple[ParamType, ...]) -> str:
-    """The PTX hetero's CUDA path makes of ``kernel`` (``dispatcher``'s, or a variant of it) for ``types``."""
+def ptx(dispatcher: Dispatcher, kernel: Kernel, types: tuple[ParamType, ...], arch: str | None = None) -> str:
+    """The PTX hetero's CUDA path makes of ``kernel`` (``dispatcher``'s, or a variant of it) for ``types``,
+    for ``arch`` (``sm_90``; default :func:`cuda_arch`)."""
     from hetero.backends.cupy import nvrtc_compile
     from hetero.compiler.build import pipeline
 
@@ -50,10 +51,21 @@ def ptx(dispatcher: Dispatcher, kernel: Kernel, types: tuple[ParamType, ...]) ->
             f"{dispatcher.py_func.__name__}.inspect_asm() shows the PTX hetero's CUDA path makes, with NVRTC: "
             "pip install 'hetero[cuda]' (cuda-bindings and nvidia-cuda-nvrtc), no GPU needed")
     function = kernel._lowered(types, kernel.checked())
-    target = Target("cuda", cuda_arch(), frozenset(FEATURES), f"nvrtc {nvrtc_compile.version()}")
+    target = Target("cuda", _supported(arch or cuda_arch()), frozenset(FEATURES), f"nvrtc {nvrtc_compile.version()}")
     source = pipeline.emit(function, target)
     _, image = nvrtc_compile.compile_cuda(source.text, source.entry, target.arch, tuple(source.options), kind="ptx")
     return image.rstrip(b"\0").decode("utf-8", "replace")
+
+
+def _supported(arch: str) -> str:
+    """``arch``, or the newest this NVRTC knows below it (a GPU newer than the compiler runs its PTX)."""
+    from hetero.backends.cupy import nvrtc_compile
+
+    number, archs = nvrtc_compile.arch_number(arch), nvrtc_compile.supported_archs()
+    if number in archs:
+        return arch
+    below = [a for a in archs if a <= number]
+    return f"sm_{max(below) if below else min(archs)}"
 
 
 def signatures(dispatcher: Dispatcher, signature: Any) -> list[tuple[Any, Kernel, tuple[ParamType, ...]]]:
