@@ -271,3 +271,23 @@ def test_negative_indices_count_from_the_end(on: hetero.Device) -> None:
     negative_indices[1, 1](a, grid, np.int64(-3))
     np.testing.assert_array_equal(a, [0, 1, 3, 5])
     np.testing.assert_array_equal(grid, [[9, 0, 0], [7, 0, 0]])
+
+
+def _cas_on_a_view(res, old, ary, fill):  # type: ignore[no-untyped-def]
+    gid = cuda.grid(1)
+    if gid < res.size:
+        old[gid] = cuda.atomic.compare_and_swap(res[gid:], fill, ary[gid])
+
+
+def test_compare_and_swap_on_a_view_from_an_index_swaps_that_element(device: hetero.Device) -> None:
+    """numba-cuda's own atomics tests call compare_and_swap(res[gid:], ...): element 0 of the view."""
+    n = 32
+    res = np.where(np.arange(n) % 2 == 0, 7, 3).astype(np.int32)
+    ary = np.arange(100, 100 + n, dtype=np.int32)
+    old = np.zeros(n, dtype=np.int32)
+    with hetero.use_device(device):
+        d_res, d_old = cuda.to_device(res), cuda.to_device(old)
+        cuda.jit(_cas_on_a_view)[1, n](d_res, d_old, cuda.to_device(ary), np.int32(7))
+        got_res, got_old = d_res.copy_to_host(), d_old.copy_to_host()
+    np.testing.assert_array_equal(got_old, res)
+    np.testing.assert_array_equal(got_res, np.where(res == 7, ary, res))

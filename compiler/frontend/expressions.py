@@ -539,8 +539,15 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
         if name == "cuda.atomic.compare_and_swap":
             if len(node.args) != 3:
                 raise self.src.error(node, "usage: cuda.atomic.compare_and_swap(ary, old, val) (on ary[0])")
-            zero = ast.copy_location(ast.Constant(0), node)
-            return self.call_atomic("cas", ast.copy_location(ast.Call(node.func, [node.args[0], zero, *node.args[1:]], []), node))
+            target, start = node.args[0], ast.copy_location(ast.Constant(0), node)
+            if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Slice):
+                # on ary[lo:] (a view whose element 0 is ary[lo], as Numba compiles it): ary at lo
+                if target.slice.step is not None or target.slice.upper is not None:
+                    raise self.src.error(target, "compare_and_swap on a slice takes ary[lo:] (element 0 of the view "
+                                                 "is ary[lo]); for other views pass the array and use "
+                                                 "cuda.atomic.cas(ary, index, old, val)")
+                target, start = target.value, target.slice.lower or start
+            return self.call_atomic("cas", ast.copy_location(ast.Call(node.func, [target, start, *node.args[1:]], []), node))
         if name in CUDA_MATH:
             return self.call_math(CUDA_MATH[name], node)
         if name in language_cuda.WARP_CALLS:
