@@ -188,3 +188,19 @@ def bare_frexp(x, out):
 def test_frexp_unpacked_only(on: hetero.Device) -> None:
     with pytest.raises(CompileError, match=r"frexp.*unpack"):
         bare_frexp[1, 1](np.ones(1), np.ones(1))
+
+
+def _selp(a, b, c):  # type: ignore[no-untyped-def]
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = cuda.selp(a[i] < b, a[i] * 2, c[i])
+
+
+def test_selp_selects_without_a_branch(device: hetero.Device) -> None:
+    a = np.arange(16, dtype=np.int64)
+    c = np.full(16, 17, dtype=np.int64)
+    with hetero.use_device(device):
+        d_a = cuda.to_device(a)
+        cuda.jit(_selp)[1, 16](d_a, 6, cuda.to_device(c))
+        got = d_a.copy_to_host()
+    np.testing.assert_array_equal(got, np.where(a < 6, a * 2, c))

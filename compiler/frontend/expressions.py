@@ -550,6 +550,10 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             return self.call_atomic("cas", ast.copy_location(ast.Call(node.func, [target, start, *node.args[1:]], []), node))
         if name in CUDA_MATH:
             return self.call_math(CUDA_MATH[name], node)
+        if name == "cuda.selp":  # a select: the conditional expression's rules
+            if len(node.args) != 3 or node.keywords:
+                raise self.src.error(node, "usage: cuda.selp(predicate, a, b)")
+            return self.expr_IfExp(ast.copy_location(ast.IfExp(node.args[0], node.args[1], node.args[2]), node))
         if name in language_cuda.WARP_CALLS:
             return self.call_warp(language_cuda.WARP_CALLS[name], node)
         if name == "cuda.eq_sync":  # the same in every lane: all true, or none

@@ -127,6 +127,7 @@ match_all_sync = _warp("match_all_sync", "m, pred = cuda.match_all_sync(mask, va
                        "mask has this lane's value, else (0, False); integer values", ("mask", "value"))
 fma = Intrinsic("cuda.fma", "cuda.fma(a, b, c): a * b + c rounded once (f32 or f64)")
 cbrt = Intrinsic("cuda.cbrt", "cuda.cbrt(x): the cube root of x (f32 or f64)")
+selp = Intrinsic("cuda.selp", "cuda.selp(predicate, a, b): a where predicate holds, else b (a select, no branch)")
 #: The bit intrinsics (device functions of :mod:`hetero.language.bits`).
 BIT_CALLS = ("cuda.popc", "cuda.clz", "cuda.ffs", "cuda.brev")
 #: The warp intrinsics and the operation of :class:`hetero.compiler.ir.nodes.Warp` each is.
