@@ -21,6 +21,8 @@ import os
 import sys
 import types
 import unittest
+
+import numpy as np
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -38,6 +40,8 @@ def _testing_module() -> types.ModuleType:
 
     class CUDATestCase(unittest.TestCase):
         """numba-cuda's base class for tests that use a device."""
+
+        FLOAT16_RTOL = np.finfo(np.float16).eps  # as numba-cuda's: float16 results compared to one ulp
 
     module.CUDATestCase = CUDATestCase  # type: ignore[attr-defined]
     module.ContextResettingTestCase = CUDATestCase  # type: ignore[attr-defined]

@@ -204,3 +204,33 @@ def test_selp_selects_without_a_branch(device: hetero.Device) -> None:
         cuda.jit(_selp)[1, 16](d_a, 6, cuda.to_device(c))
         got = d_a.copy_to_host()
     np.testing.assert_array_equal(got, np.where(a < 6, a * 2, c))
+
+
+def _fp16_ops(out, a, b, c):  # type: ignore[no-untyped-def]
+    i = cuda.grid(1)
+    if i < a.size:
+        out[0, i] = cuda.fp16.hadd(a[i], b[i])
+        out[1, i] = cuda.fp16.hmul(a[i], b[i])
+        out[2, i] = cuda.fp16.hdiv(a[i], b[i])
+        out[3, i] = cuda.fp16.hfma(a[i], b[i], c[i])
+        out[4, i] = cuda.fp16.hsqrt(cuda.fp16.habs(a[i]))
+        out[5, i] = cuda.fp16.hmax(a[i], b[i])
+        out[6, i] = cuda.fp16.hneg(a[i]) if cuda.fp16.hlt(a[i], b[i]) else a[i]
+
+
+def test_fp16_intrinsics_round_each_result_to_float16_once(device: hetero.Device) -> None:
+    if device.info.backend != "cpu" and "fp16" not in device.runtime.kernel_target().features:
+        pytest.skip(f"{device.name} has no float16 arithmetic (cl_khr_fp16)")
+    rng = np.random.default_rng(7)
+    a, b, c = (rng.standard_normal(64).astype(np.float16) * 8 for _ in range(3))
+    out = np.zeros((7, 64), dtype=np.float16)
+    with hetero.use_device(device):
+        d_out = cuda.to_device(out)
+        cuda.jit(_fp16_ops)[1, 64](d_out, cuda.to_device(a), cuda.to_device(b), cuda.to_device(c))
+        got = d_out.copy_to_host()
+    wide = [x.astype(np.float64) for x in (a, b, c)]
+    want = [a + b, a * b, a / b,  # NumPy's float16 arithmetic rounds each result once
+            (wide[0] * wide[1] + wide[2]).astype(np.float16),  # a*b exact in f64: one rounding to f16 (inputs this small)
+            np.sqrt(np.abs(a)), np.maximum(a, b), np.where(a < b, -a, a)]
+    for row, expected in enumerate(want):
+        np.testing.assert_array_equal(got[row], expected, err_msg=f"row {row} on {device.name}")

@@ -31,6 +31,10 @@ from hetero.compiler.ir.warp_emulation import warp_lane
 
 
 
+_FP16_BINARY = {"hadd": "+", "hsub": "-", "hmul": "*", "hdiv": "/"}
+_FP16_COMPARE = {"heq": "==", "hne": "!=", "hgt": ">", "hge": ">=", "hlt": "<", "hle": "<="}
+
+
 class DeviceFunctions(Protocol):
     """Where a call lowers its device function (:class:`hetero.compiler.frontend.python.Program` is one):
     declared here so that this module never imports the frontend that mixes it in."""
@@ -550,6 +554,8 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             return self.call_atomic("cas", ast.copy_location(ast.Call(node.func, [target, start, *node.args[1:]], []), node))
         if name in CUDA_MATH:
             return self.call_math(CUDA_MATH[name], node)
+        if name.startswith("cuda.fp16."):
+            return self.call_fp16(name.removeprefix("cuda.fp16."), node)
         if name == "cuda.selp":  # a select: the conditional expression's rules
             if len(node.args) != 3 or node.keywords:
                 raise self.src.error(node, "usage: cuda.selp(predicate, a, b)")
@@ -589,6 +595,34 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
         if name == "local_array":
             raise self.src.error(node, "local_array() must be assigned to a name: tile = hetero.local_array((16, 16), hetero.f32)")
         raise self.src.error(node, f"hetero.{name} is not supported here")  # pragma: no cover
+
+    def call_fp16(self, op: str, node: ast.Call) -> Value:
+        """``cuda.fp16.<op>``: float16 operands (as f32 values, the way f16 is computed), the result rounded
+        to float16 once, as CUDA's half intrinsics give it: exact for +, -, *, / and sqrt (f32 holds the
+        f16 result's rounding bits); hfma goes through an f64 fma, so only its final rounding is to f16."""
+        if op not in language_cuda.FP16:
+            raise self.src.error(node, f"cuda.fp16.{op} is not supported (supported: {', '.join(language_cuda.FP16)})")
+        arity = 3 if op == "hfma" else 2 if op in _FP16_BINARY or op in _FP16_COMPARE or op in ("hmax", "hmin") else 1
+        values = [cast(v, f32) for v in self.args(node, arity)]
+        for v in values:
+            self.note_type(f16)
+        a = values[0]
+        if op in _FP16_COMPARE:
+            return Value(ir.Compare(bool_t, _FP16_COMPARE[op], a, values[1]))
+        if op in _FP16_BINARY:
+            result: ir.Expr = ir.BinOp(f32, _FP16_BINARY[op], a, values[1])
+        elif op == "hfma":
+            result = ir.Math(f64, "fma", tuple(ir.Cast(f64, v) for v in values))
+        elif op == "hneg":
+            result = ir.UnaryOp(f32, "-", a)
+        elif op == "hrcp":
+            result = ir.BinOp(f32, "/", ir.Const(f32, 1.0), a)
+        elif op == "hexp10":
+            result = ir.Math(f32, "pow", (ir.Const(f32, 10.0), a))
+        else:
+            function = {"habs": "fabs", "hmax": "fmax", "hmin": "fmin"}.get(op, op[1:])
+            result = ir.Math(f32, function, tuple(values))
+        return Value(ir.Cast(f32, ir.Cast(f16, result)))
 
     def call_warp(self, op: str, node: ast.Call) -> Value:
         """A warp shuffle or vote (:class:`ir.Warp`), with CUDA's argument types."""

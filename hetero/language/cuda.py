@@ -163,3 +163,15 @@ atomic = _Namespace(
     compare_and_swap=Intrinsic("cuda.atomic.compare_and_swap", "compare_and_swap(ary, old, val): cas on ary[0]",
                                ("ary", "old", "val")),
 )
+
+#: ``cuda.fp16``'s intrinsics: name -> what it is (each takes and gives float16, rounded to float16 once).
+FP16 = {
+    "hadd": "a + b", "hsub": "a - b", "hmul": "a * b", "hdiv": "a / b", "hfma": "a * b + c, rounded once",
+    "hneg": "-a", "habs": "|a|", "hmax": "the larger (a NaN loses)", "hmin": "the smaller (a NaN loses)",
+    "heq": "a == b", "hne": "a != b", "hgt": "a > b", "hge": "a >= b", "hlt": "a < b", "hle": "a <= b",
+    "hsin": "sin", "hcos": "cos", "hlog": "log", "hlog2": "log2", "hlog10": "log10", "hexp": "exp",
+    "hexp2": "2**a", "hexp10": "10**a", "hsqrt": "sqrt", "hrsqrt": "1/sqrt", "hrcp": "1/a", "hceil": "ceil",
+    "hfloor": "floor", "htrunc": "trunc", "hrint": "round half to even",
+}
+fp16 = _Namespace("fp16", **{name: Intrinsic(f"cuda.fp16.{name}", f"cuda.fp16.{name}: {what} (float16)")
+                             for name, what in FP16.items()})

@@ -52,7 +52,7 @@ from hetero.compat.cuda.types import (
     int16, int32, int64, intp, none, u1, u2, u4, u8, uint8, uint16, uint32, uint64, uintp, void,
 )
 from hetero.language.cuda import (
-    activemask, all_sync, any_sync, atomic, ballot_sync, blockDim, blockIdx, brev, cbrt, cg, clz, const, eq_sync, ffs, fma,
+    activemask, all_sync, any_sync, atomic, ballot_sync, fp16, blockDim, blockIdx, brev, cbrt, cg, clz, const, eq_sync, ffs, fma,
     grid, gridDim,
     gridsize, laneid, lanemask_lt, local, match_all_sync, match_any_sync, popc, shared, shfl_down_sync, shfl_sync,
     selp, shfl_up_sync, shfl_xor_sync, syncthreads, syncthreads_and, syncthreads_count, syncthreads_or, syncwarp,
@@ -65,7 +65,7 @@ exec_sources.install()  # kernels made by exec() of a template keep their text f
 HAS_NUMBA = importlib.util.find_spec("numba") is not None
 
 __all__ = [
-    "HAS_NUMBA", "compile_ptx", "compile_ptx_for_current_device", "cudadrv", "devicearray", "Event", "Stream", "b1", "c8", "c16", "close", "complex64", "complex128", "current_context",
+    "HAS_NUMBA", "compile_ptx", "compile_ptx_for_current_device", "fp16", "cudadrv", "devicearray", "Event", "Stream", "b1", "c8", "c16", "close", "complex64", "complex128", "current_context",
     "default_stream", "detect", "double", "event", "event_elapsed_time", "external_stream", "f2", "f4", "f8",
     "get_context", "get_current_device", "gpus", "i1", "i2", "i4", "i8", "legacy_default_stream", "list_devices",
     "mapped_array_like", "none", "per_thread_default_stream", "pinned_array_like", "select_device", "selp", "stream", "u1",
