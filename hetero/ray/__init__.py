@@ -6,6 +6,8 @@ across nodes, and training workers that survive a node.
 - :func:`remote`: ``@hetero.ray.remote(backend="oneapi")`` tasks and actors (:mod:`hetero.ray.placement`
   chooses where, :mod:`hetero.ray.lease` which device);
 - :mod:`hetero.ray.cluster_quarantine`: the quarantine in Ray's key-value store;
+- :func:`run`: training workers as actors across nodes with ``hetero-run``'s policy (only a failed
+  worker restarts, on a healthy device of any node, from its checkpoint): :mod:`hetero.ray.train`;
 - :class:`LocalCluster`: several nodes on this machine, each with its share of the devices.
 
 Nothing here is imported by ``import hetero``; Ray is imported when first needed.
@@ -22,6 +24,8 @@ _LAZY = {
     "cluster_entries": ("hetero.ray.cluster_quarantine", "cluster_entries"),
     "cluster_devices": ("hetero.ray.placement", "cluster_devices"),
     "NoDeviceError": ("hetero.ray.errors", "NoDeviceError"),
+    "run": ("hetero.ray.train", "run"),
+    "RayRunResult": ("hetero.ray.train", "RayRunResult"),
 }
 
 __all__ = sorted(_LAZY)
