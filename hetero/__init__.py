@@ -47,7 +47,7 @@ from hetero.core.registry import AUTO_DEVICE as _AUTO_DEVICE
 from hetero.core.registry import CHECK_REQUEST as _CHECK_REQUEST
 from hetero.core.registry import RUNTIMES_OPENED as _RUNTIMES_OPENED
 from hetero.kernels.hooks import SPLIT_KERNEL as _SPLIT_KERNEL
-from hetero.launcher.hooks import RAY_RUN as _RAY_RUN
+from hetero.core.cluster_hooks import RAY_RUN as _RAY_RUN
 from hetero.array import hooks as _array_hooks
 from hetero.arraylib import hooks as _arraylib_hooks
 from hetero.core import fusion_state as _fusion_state

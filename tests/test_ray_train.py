@@ -109,7 +109,7 @@ def test_hetero_run_ray_refuses_a_device_of_one_machine(tmp_path: Path, capsys: 
 
 # -- a real two-node cluster ---------------------------------------------------------------
 try:
-    import ray  # noqa: F401
+    import ray
 except ImportError:
     ray = None
 needs_ray = pytest.mark.skipif(ray is None, reason="hetero.ray's training needs Ray: pip install 'hetero[ray]'")
@@ -209,3 +209,19 @@ def test_a_lost_node_restarts_only_its_worker_elsewhere_from_its_checkpoint(clus
     fault_free = _fault_free("opencl:0")
     assert lost_run["accuracy"] == fault_free["accuracy"]
     assert lost_run["weights"] == pytest.approx(fault_free["weights"], rel=1e-5)
+
+
+@needs_ray
+def test_a_node_seen_lost_gets_no_new_worker_before_ray_notices() -> None:
+    # Ray offers a lost node's resources until its health checks give up; the run excludes it at once
+    from hetero.ray.node_share import LabelledDevice
+    from hetero.ray.placement import NodeDevices, Request, ray_options
+
+    def node(node_id: str) -> NodeDevices:
+        return NodeDevices(node_id, "host", ((LabelledDevice(name="cpu", backend="cpu", stable_id="s",
+                                                             vendor="x", kind="cpu", model="m", memory_mib=1), False),))
+
+    nodes = [node("a" * 56), node("b" * 56)]
+    assert "scheduling_strategy" not in ray_options(Request(), nodes=nodes)
+    pinned = ray_options(Request(), nodes=nodes, exclude={"b" * 56})["scheduling_strategy"]
+    assert (pinned.node_id, pinned.soft) == ("a" * 56, False)

@@ -21,7 +21,6 @@ module              runs in     job
 ``warmup``          supervisor  checkpoint verification and device warm-up ahead of a restart
 ``descendants``     supervisor  finding and killing what a dead worker left running
 ``metrics``         supervisor  the Prometheus endpoint
-``hooks``           supervisor  what ``hetero-run --ray`` asks of :mod:`hetero.ray.train` (a floor above)
 ``worker_main``     worker      the worker's bootstrap (``python -m hetero.launcher.worker_main``)
 ==================  ==========  =========================================================
 

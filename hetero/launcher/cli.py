@@ -31,8 +31,15 @@ from hetero._version import __version__
 from hetero.core.exit_status import Parser, debug_wanted, report
 from hetero.launcher.assign import POLICIES, OptionError
 from hetero.launcher.config import (
-    DEFAULT_GRACE, DEFAULT_HEARTBEAT_TIMEOUT, DEFAULT_MAX_RESTARTS, DEFAULT_METRICS_ADDR, DEFAULT_RDZV_ID,
-    RESTART_MODES, RESTART_ON, LaunchConfig, Nodes,
+    DEFAULT_GRACE,
+    DEFAULT_HEARTBEAT_TIMEOUT,
+    DEFAULT_MAX_RESTARTS,
+    DEFAULT_METRICS_ADDR,
+    DEFAULT_RDZV_ID,
+    RESTART_MODES,
+    RESTART_ON,
+    LaunchConfig,
+    Nodes,
 )
 
 
@@ -153,8 +160,7 @@ def check_ray_options(parser: argparse.ArgumentParser, args: argparse.Namespace)
         return
     local = [option for option, given in (
         ("--nnodes", args.nnodes != 1), ("--rdzv-endpoint", args.rdzv_endpoint), ("--metrics-port", args.metrics_port),
-        ("--policy", args.policy != "spread"), ("--master-port", args.master_port), ("--preload", args.preload),
-        ("--no-standby", not args.standby)) if given]
+        ("--policy", args.policy != "spread"), ("--master-port", args.master_port)) if given]
     if local:
         parser.error(f"{', '.join(local)} do not apply with --ray: Ray places the workers (one per node first) "
                      "and the nodes are Ray's")
@@ -185,7 +191,7 @@ def _main(argv: Sequence[str] | None) -> int:
     check_ray_options(parser, args)
     try:
         if args.ray:
-            from hetero.launcher.hooks import RAY_RUN
+            from hetero.core.cluster_hooks import RAY_RUN
 
             return int(RAY_RUN.get()(build_config(parser, args), args.ray_address))  # hetero.ray.train
         return _run(build_config(parser, args))  # a bad HETERO_* setting (read for the run dir) is said too

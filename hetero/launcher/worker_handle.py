@@ -104,9 +104,8 @@ class Worker:
               output: Path | None = None, cwd: Path | None = None) -> None:
         """Start a new incarnation on ``self.device`` (fresh heartbeat and report files): hand
         ``command`` to ``standby`` when given and alive, else run ``argv`` afresh. ``output``: a
-        file for its stdout and stderr (default: this process's); ``cwd``: its working directory
-        (default: this process's). A standby takes neither, so give them without one
-        (:mod:`hetero.ray.train_worker` runs a worker on a Ray node this way)."""
+        file for its stdout and stderr when started afresh (default: this process's; a standby's is
+        the one it was started with); ``cwd``: its working directory (default: this process's)."""
         self.heartbeat_file = run_dir / f"heartbeat-{self.rank}-{self.restarts}.json"
         self.fault_report = run_dir / f"fault-{self.rank}-{self.restarts}.json"
         self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
@@ -136,7 +135,7 @@ class Worker:
         self.launches = 0
         self.host_fallbacks = 0
         self.torch_device = None
-        proc = standby.activate(list(command), env) if standby is not None else None
+        proc = standby.activate(list(command), env, None if cwd is None else str(cwd)) if standby is not None else None
         if proc is None and output is not None:
             fd = os.open(output, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # private, as event logs
             with open(fd, "ab", buffering=0) as sink:  # the child keeps its own descriptor

@@ -30,6 +30,7 @@ failure seen); the summary table and :class:`~hetero.launcher.state.RunResult` a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -41,13 +42,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hetero.core.cluster_hooks import RAY_RUN
 from hetero.core.errors import HeteroError
 from hetero.launcher.assign import LaunchError, OptionError
 from hetero.launcher.config import DEFAULT_GRACE, DEFAULT_HEARTBEAT_TIMEOUT, DEFAULT_MAX_RESTARTS, LaunchConfig
 from hetero.launcher.descendants import new_run_id
 from hetero.launcher.events import EventLog, Progress, Summary
 from hetero.launcher.faults import restartable, signal_name
-from hetero.launcher.hooks import RAY_RUN
 from hetero.launcher.state import Failure, RunResult, WorkerResult, WorkerState, check_transition
 from hetero.ray.placement import Request
 from hetero.ray.train_worker import TrainWorker, WorkerSpec
@@ -91,6 +92,7 @@ class Rank:
     failed_at: float | None = None  # when the previous incarnation was seen failing
     lost_since: float | None = None  # its last progress that was kept
     output: str = ""
+    warm: bool = False  # its current incarnation runs in the run's spare actor (placed and warm ahead)
 
     @property
     def where(self) -> str:
@@ -118,11 +120,10 @@ def connect(address: str | None) -> bool:
     """Connect this process to Ray (``address``, else the running cluster Ray finds, else a new one-node
     cluster offering this machine's devices); join the cluster's quarantine. True when it started Ray
     (and so :func:`run` shuts it down at the end)."""
-    from hetero.ray.local_cluster import loopback_only
-
     import ray
 
     from hetero.ray import cluster_quarantine
+    from hetero.ray.local_cluster import loopback_only
 
     started = False
     if not ray.is_initialized():
@@ -190,6 +191,10 @@ class TrainRun:
         self._failures: list[Failure] = []
         self._next_beats = 0.0
         self._next_node_check = 0.0
+        self._spare: Any = None  # an actor placed ahead of need, its warm interpreter waiting (config.standby)
+        self._spare_info: Any = None  # its info() call: ready once it is placed
+        self._last_start = 0.0
+        self._gone: set[str] = set()  # nodes seen lost (Ray may offer their resources a while longer)
 
     # -- the run ---------------------------------------------------------------------------
     def run(self) -> RayRunResult:
@@ -200,8 +205,9 @@ class TrainRun:
                           devices=[self.request.backend or "auto"], policy="ray", max_restarts=config.max_restarts,
                           restart=config.restart, command=list(config.command), ray=True,
                           checkpoint_dir=str(config.checkpoint_dir))
-            for rank in self.ranks:
-                self._start(rank)
+            actors = [self._new_actor() for _ in self.ranks]  # placed side by side
+            for rank, actor in zip(self.ranks, actors):
+                self._start(rank, actor)
             self._state = self._loop()
         except HeteroError as exc:  # no device for a worker, a placement that timed out
             self.log.emit("gave_up", worker=None, reason=str(exc))
@@ -235,42 +241,85 @@ class TrainRun:
             if self._reason is not None:
                 return WorkerState.FAILED
             self._read_beats()
+            self._keep_spare(time.monotonic())
 
     # -- starting --------------------------------------------------------------------------
-    def _place(self, rank: Rank) -> dict[str, Any]:
-        """A new actor for ``rank`` on a healthy device of some node; its :meth:`TrainWorker.info`."""
-        import ray
-
+    def _new_actor(self) -> Any:
+        """A worker actor placed on a healthy device of some node (not waited for)."""
         from hetero.ray.placement import ray_options
 
-        spec = WorkerSpec(rank.rank, self.config.nproc, rank.restarts, self.command, str(self.config.checkpoint_dir),
-                          self.run_id, os.getcwd(), self.env, self.config.heartbeat_timeout, self.config.grace)
-        options = ray_options(self.request)  # NoDeviceError (a HeteroError) when no node has a healthy one
+        options = ray_options(self.request, exclude=self._gone)  # NoDeviceError (a HeteroError): no healthy one
         options.setdefault("scheduling_strategy", "SPREAD")  # one worker per node first, as spread does
         options = {"num_cpus": 0, "max_restarts": 0, "max_concurrency": 4, **options, **self.actor_options}
-        actor = self._actor_class.options(**options).remote(spec)
+        return self._actor_class.options(**options).remote(self.run_id, self.env, self.config.preload)
+
+    def _take_spare(self) -> Any:
+        """The spare actor when it is ready, its node there and its device not quarantined; else None
+        (a spare not ready yet is dropped: it must not take the device a restart is about to ask for)."""
+        import ray
+
+        spare, ready, self._spare = self._spare, self._spare_info, None
+        self._spare_info = None
+        if spare is None:
+            return None
         try:
-            info: dict[str, Any] = ray.get(actor.info.remote(), timeout=self.placement_timeout)
+            done, _ = ray.wait([ready], timeout=0)
+            info = ray.get(done[0]) if done else None
+        except ray.exceptions.RayError:
+            info = None
+        if info is not None and node_gone(info["node_id"], timeout=0.5) is None:
+            from hetero.ray.cluster_quarantine import cluster_entries
+
+            if (info["host"], info["stable_id"]) not in cluster_entries():
+                return spare
+        _kill(spare)
+        return None
+
+    def _keep_spare(self, now: float) -> None:
+        """Once every rank trains and none started for a second, start a spare actor (its warm worker
+        interpreter waiting), so that a restart skips Ray's and Python's start-up."""
+        if (not self.config.standby or self._spare is not None or now - self._last_start < 1.0
+                or not all(r.state is WorkerState.HEALTHY for r in self.ranks if r.state.running)):
+            return
+        try:
+            self._spare = self._new_actor()
+        except HeteroError:  # no healthy device left over: no spare
+            self._last_start = now + 30.0  # ask again later, not every poll
+            return
+        self._spare_info = self._spare.info.remote()
+
+    def _launch(self, rank: Rank, spare: bool = True) -> Any:
+        """The actor for ``rank``'s next incarnation: the spare when usable, else a new one."""
+        actor = self._take_spare() if spare else None
+        rank.warm = actor is not None
+        return actor if actor is not None else self._new_actor()
+
+    def _start(self, rank: Rank, actor: Any = None, because: str | None = None, group: bool = False) -> None:
+        """Start ``rank``'s next incarnation on ``actor`` (default: :meth:`_launch`'s); after a failure
+        ``because`` names its class."""
+        import ray
+
+        actor = self._launch(rank) if actor is None else actor
+        spec = WorkerSpec(rank.rank, self.config.nproc, rank.restarts, self.command, str(self.config.checkpoint_dir),
+                          self.run_id, os.getcwd(), self.env, self.config.heartbeat_timeout, self.config.grace)
+        try:
+            info: dict[str, Any] = ray.get(actor.assign.remote(spec), timeout=self.placement_timeout)
         except ray.exceptions.GetTimeoutError:
-            ray.kill(actor)
+            _kill(actor)
             raise LaunchError(f"worker {rank.rank} found no free {self.request} for {self.placement_timeout:.0f} s: "
                               "every matching device of the cluster is held (by this run's other workers or other "
                               "tasks); add nodes, or run fewer workers") from None
         except ray.exceptions.RayActorError as exc:
+            _kill(actor)
             raise LaunchError(f"worker {rank.rank} could not start on the cluster: {_cause(exc)}") from None
         rank.actor = actor
-        return info
-
-    def _start(self, rank: Rank, because: str | None = None, group: bool = False) -> None:
-        """Start ``rank``'s next incarnation (after a failure: ``because`` names its class)."""
         from_where = rank.where
-        info = self._place(rank)
         rank.device, rank.node_id, rank.resume_step = info["device"], info["node_id"], info["resume_step"]
         if because is not None:
             self.log.emit("restart", worker=rank.rank, from_device=from_where, to_device=rank.where,
-                          restart=rank.restarts, reason=because, group=group)
-        rank.done = rank.actor.run.remote()
-        rank.started = time.monotonic()
+                          restart=rank.restarts, reason=because, group=group, warm=rank.warm)
+        rank.done = actor.run.remote()
+        rank.started = self._last_start = time.monotonic()
         rank.progress, rank.seen = Progress(), 0
         rank.enter(WorkerState.STARTING)
         self.log.emit("worker_started", worker=rank.rank, device=rank.device, node=rank.node_id, host=info["host"],
@@ -341,6 +390,7 @@ class TrainRun:
             gone = node_gone(node_id, timeout=0.5)
             if gone is None:
                 continue
+            self._gone.add(node_id)
             for rank in (r for r in running if r.node_id == node_id):
                 self._ended(rank, {"returncode": None, "reason": "node-lost", "fault_class": "node-lost",
                                    "fields": {"message": f"node {node_id[:8]} lost: {gone}"}, "quarantined": None})
@@ -372,6 +422,8 @@ class TrainRun:
     def _actor_lost(self, rank: Rank, exc: BaseException) -> dict[str, Any]:
         """How an incarnation whose actor died ended: ``node-lost`` when its node is gone, else ``crash``."""
         gone = node_gone(rank.node_id)
+        if gone:
+            self._gone.add(rank.node_id)
         reason = "node-lost" if gone else "crash"
         message = f"node {rank.node_id[:8]} lost: {gone}" if gone else f"its actor died: {_cause(exc)}"
         return {"returncode": None, "reason": reason, "fault_class": reason, "fields": {"message": message},
@@ -426,10 +478,11 @@ class TrainRun:
         for each in restarting:
             each.enter(WorkerState.RESTARTING)
         try:
-            for each in restarting:
+            actors = [self._launch(each, spare=each is rank) for each in restarting]  # placed side by side
+            for each, actor in zip(restarting, actors):
                 progress, started = each.progress, each.started
                 each.restarts += 1
-                self._start(each, because=fault_class, group=each is not rank)  # learns its resume step
+                self._start(each, actor, because=fault_class, group=each is not rank)  # learns its resume step
                 if each.rank not in finished:
                     self._close(each, kept_up_to=each.resume_step, now=now, failed=True, progress=progress,
                                 started=started)
@@ -461,14 +514,8 @@ class TrainRun:
     # -- stopping --------------------------------------------------------------------------
     def _release(self, rank: Rank) -> None:
         """End ``rank``'s actor (its device goes back to the cluster)."""
-        import ray
-
         actor, rank.actor = rank.actor, None
-        if actor is not None:
-            try:
-                ray.kill(actor, no_restart=True)
-            except Exception:  # noqa: BLE001 - an actor that is gone already
-                pass
+        _kill(actor)
 
     def _stop(self, ranks: Iterable[Rank], reason: str) -> None:
         """Stop the running ``ranks`` (SIGTERM to their processes, SIGKILL after the grace), record each exit."""
@@ -504,6 +551,8 @@ class TrainRun:
             self._release(rank)
 
     def _finish(self) -> RayRunResult:
+        spare, self._spare, self._spare_info = self._spare, None, None
+        _kill(spare)
         self.summary.ended = time.monotonic()
         self.summary.worker_results = {r.rank: r.state.describe(r.where) for r in self.ranks}
         result = RayRunResult(
@@ -541,6 +590,16 @@ def node_gone(node_id: str, timeout: float = 1.0) -> str | None:
             return None
     except OSError as exc:
         return f"its raylet at {address}:{port} does not answer ({exc.strerror or type(exc).__name__})"
+
+
+def _kill(actor: Any) -> None:
+    """End ``actor`` (None: nothing), gone already or not; its device goes back to the cluster."""
+    if actor is None:
+        return
+    import ray
+
+    with contextlib.suppress(Exception):  # an actor that is gone already
+        ray.kill(actor, no_restart=True)
 
 
 def _cause(exc: BaseException) -> str:
@@ -607,7 +666,7 @@ def run(script_or_module: str | os.PathLike[str], args: Sequence[str] = (), *, n
         address: str | None = None, max_restarts: int = DEFAULT_MAX_RESTARTS, restart: str = "worker",
         restart_on: str = "fault", heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT, grace: float = DEFAULT_GRACE,
         inject: Sequence[str] = (), quota: str | None = None, env: Mapping[str, str] | None = None,
-        actor_options: Mapping[str, Any] | None = None, placement_timeout: float = PLACEMENT_TIMEOUT,
+        standby: bool = True, preload: Sequence[str] = (), actor_options: Mapping[str, Any] | None = None, placement_timeout: float = PLACEMENT_TIMEOUT,
         quiet: bool = False) -> RayRunResult:
     """Run a training script (``"train.py"``) or module (``"pkg.train"``) with ``args`` as ``num_workers``
     workers across the Ray cluster, each a Ray actor on a hetero device of ``backend`` (None: any), with
@@ -620,7 +679,10 @@ def run(script_or_module: str | os.PathLike[str], args: Sequence[str] = (), *, n
     raises :class:`~hetero.launcher.assign.OptionError` naming it): ``max_restarts``, ``restart``
     (``"worker"`` or ``"group"``), ``restart_on`` (``"fault"`` or ``"any"``), ``heartbeat_timeout``,
     ``grace``, ``inject`` (fault rules for the workers), ``quota``; ``env``: variables added to every
-    worker's environment; ``actor_options``: Ray options for the workers' actors (``num_cpus``,
+    worker's environment; ``standby``: once the workers train, keep a spare actor on a free device with a
+    warm interpreter (hetero imported), so that a restart skips Ray's and Python's start-up (it holds that
+    device idle meanwhile; none is kept when no device is free); ``preload``: modules that warm interpreter
+    imports too (what the script imports at its start: ``["torch"]``, ``["sklearn.datasets"]``); ``actor_options``: Ray options for the workers' actors (``num_cpus``,
     ``runtime_env``...); ``quiet``: no progress lines or summary on stderr. Returns a
     :class:`RayRunResult` (``exit_code`` 0 when every worker finished)."""
     target = os.fspath(script_or_module)
@@ -638,7 +700,8 @@ def run(script_or_module: str | os.PathLike[str], args: Sequence[str] = (), *, n
         checkpoint_dir=Path(checkpoint_dir).resolve() if checkpoint_dir is not None else root / "checkpoints",
         events=Path(events).resolve() if events is not None else root / "events.jsonl", nproc=num_workers,
         devices=backend, max_restarts=max_restarts, inject=tuple(inject), quota=quota,
-        heartbeat_timeout=heartbeat_timeout, restart=restart, restart_on=restart_on, grace=grace)
+        heartbeat_timeout=heartbeat_timeout, restart=restart, restart_on=restart_on, grace=grace, standby=standby,
+        preload=tuple(preload))
     return run_config(config, address, backend=backend_of(backend), actor_options=actor_options, env=env,
                       placement_timeout=placement_timeout, quiet=quiet)
 

@@ -26,7 +26,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,63 +104,92 @@ def read_tail(path: Path, size: int = OUTPUT_TAIL) -> str:
 
 class TrainWorker:
     """The actor's class (wrapped by :func:`hetero.ray.remote.actor_class`, which leases its device and
-    sets ``HETERO_DEVICE``): :meth:`info` at once, :meth:`run` until the worker ends, :meth:`beats` and
-    :meth:`stop` meanwhile (a threaded actor: ``max_concurrency`` > 1)."""
+    sets ``HETERO_DEVICE``; a threaded actor: ``max_concurrency`` > 1).
 
-    def __init__(self, spec: WorkerSpec) -> None:
+    It starts a warm worker interpreter at once (the launcher's
+    :class:`~hetero.launcher.worker_main.WarmStandby`: hetero imported, no device opened), so an actor
+    created ahead of need (the run's spare) takes a restarted worker without Ray's or Python's start-up.
+    Then :meth:`assign` gives it a rank's incarnation, :meth:`run` runs it to its end; :meth:`beats` and
+    :meth:`stop` meanwhile."""
+
+    def __init__(self, run_id: str, env: Mapping[str, str] | None = None, preload: Sequence[str] = ()) -> None:
         import ray
 
         import hetero
-        from hetero.checkpoint.store import latest_step
+        from hetero.launcher.assign import device_env
+        from hetero.launcher.worker_handle import warm_modules
+        from hetero.launcher.worker_main import WarmStandby
         from hetero.ray.node_share import host_id
 
-        self.spec = spec
         self.device = hetero.device(os.environ["HETERO_DEVICE"]).info
         self.node_id = str(ray.get_runtime_context().get_node_id())
         self.host = host_id()
-        self.run_dir = node_run_dir(spec.run_id)
-        self.checkpoint_dir = Path(spec.checkpoint_root) / f"worker-{spec.rank}"
-        self.resume_step = latest_step(self.checkpoint_dir) if self.checkpoint_dir.is_dir() else None
-        self.log_file = self.run_dir / f"worker-{spec.rank}-{spec.restart}.log"
+        self.run_dir = node_run_dir(run_id)
+        self.log_file = self.run_dir / f"worker-{self.device.name.replace(':', '-')}-{os.getpid()}.log"
+        base = worker_env(WorkerSpec(-1, 0, 0, (), "", run_id, env=dict(env or {})), os.environ, self.run_dir, os.getpid())
+        # Unlike hetero-run's standby, this one knows its device: it starts with the device's visibility
+        # variables, so it may import the backend modules (and the vendor library they load) ahead.
+        base.update(device_env(self.device))
+        self._standby: Any = WarmStandby(env=base, preload=(*preload, *warm_modules()), output=self.log_file)
+        self.spec: WorkerSpec | None = None
+        self.checkpoint_dir: Path | None = None
+        self.resume_step: int | None = None
         self._beats: list[tuple[float, int | None]] = []  # (wall time, step) of each heartbeat seen
         self._pid: int | None = None
         self._stopping = False
         self._ended = threading.Event()
 
     def info(self) -> dict[str, Any]:
-        """Where this worker is: its device, node, host and the step it resumes from."""
+        """Where this actor is: its device, node and host (and, once assigned, the step it resumes from)."""
         return {"device": self.device.name, "stable_id": self.device.stable_id, "node_id": self.node_id,
                 "host": self.host, "resume_step": self.resume_step, "log": str(self.log_file)}
+
+    def assign(self, spec: WorkerSpec) -> dict[str, Any]:
+        """Take ``spec``'s incarnation: its checkpoint folder and the newest valid step there (read from this
+        node: the storage every node reads); :meth:`info` then."""
+        from hetero.checkpoint.store import latest_step
+
+        self.spec = spec
+        self.checkpoint_dir = Path(spec.checkpoint_root) / f"worker-{spec.rank}"
+        self.resume_step = latest_step(self.checkpoint_dir) if self.checkpoint_dir.is_dir() else None
+        return self.info()
 
     def beats(self, since: int = 0) -> dict[str, Any]:
         """The heartbeats from the ``since``-th on, as (wall time, step), and the worker's pid."""
         return {"pid": self._pid, "beats": self._beats[since:]}
 
     def run(self) -> dict[str, Any]:
-        """Start the worker process and watch it to its end (in this thread: the bootstrap's parent-death
-        signal follows the thread that started it). Returns how it ended: ``returncode``, ``reason``
-        (``ok``, ``fault``, ``crash``, ``error``, ``hang``, ``stopped``), ``fault_class`` and the fault
-        report's ``fields``, ``quarantined`` (the entry this node recorded, or None), ``runtime_s`` and
-        the end of its ``output``."""
+        """Start the assigned worker (in the warm interpreter when it is usable) and watch it to its end.
+        Returns how it ended: ``returncode``, ``reason`` (``ok``, ``fault``, ``crash``, ``error``, ``hang``,
+        ``stopped``), ``fault_class`` and the fault report's ``fields``, ``quarantined`` (the entry this
+        node recorded, or None), ``runtime_s`` and the end of its ``output``."""
         from hetero.launcher.worker_handle import Worker, become_subreaper, bootstrap_command
 
-        spec = self.spec
+        spec, checkpoint_dir = self.spec, self.checkpoint_dir
+        if spec is None or checkpoint_dir is None:
+            raise RuntimeError("hetero.ray internal error: TrainWorker.run before assign")
         become_subreaper()  # what the worker leaves behind is reaped here
-        worker = Worker(spec.rank, self.device, self.checkpoint_dir, restarts=spec.restart,
-                        resume_step=self.resume_step)
+        worker = Worker(spec.rank, self.device, checkpoint_dir, restarts=spec.restart, resume_step=self.resume_step)
         cwd = Path(spec.cwd) if spec.cwd and Path(spec.cwd).is_dir() else None
+        standby, self._standby = self._standby, None
         worker.start(bootstrap_command(spec.command), self.run_dir,
-                     worker_env(spec, os.environ, self.run_dir, os.getpid()), dist_env(spec),
-                     output=self.log_file, cwd=cwd)
+                     worker_env(spec, os.environ, self.run_dir, os.getpid()), dist_env(spec), standby=standby,
+                     command=spec.command, output=self.log_file, cwd=cwd)
         assert worker.proc is not None  # start() made one or raised
         self._pid = worker.proc.pid
         try:
-            code, reason = self._watch(worker)
+            code, reason = self._watch(worker, spec)
         finally:
             self._ended.set()
         return self._outcome(worker, code, reason)
 
-    def _watch(self, worker: Any) -> tuple[int, str]:
+    def close(self) -> None:
+        """Retire the warm interpreter of an actor that will run nothing (the run's spare at its end)."""
+        standby, self._standby = self._standby, None
+        if standby is not None:
+            standby.close()
+
+    def _watch(self, worker: Any, spec: WorkerSpec) -> tuple[int, str]:
         from hetero.launcher.faults import exit_reason
         from hetero.launcher.worker_handle import await_exits, kill_group, wait_for_exit
 
@@ -174,11 +203,11 @@ class TrainWorker:
                 step = worker.progress.beats[-1][1]
                 self._beats.append((time.time(), step))
             silent = worker.silent_for(now)
-            timeout = self.spec.heartbeat_timeout
+            timeout = spec.heartbeat_timeout
             if timeout > 0 and silent is not None and silent > timeout and not self._stopping:
                 kill_group(worker.proc.pid, signal.SIGKILL)  # a hung device call does not answer SIGTERM
                 codes: dict[int, int] = {}
-                await_exits([worker], codes, max(self.spec.grace, 1.0))
+                await_exits([worker], codes, max(spec.grace, 1.0))
                 return codes.get(worker.rank, -signal.SIGKILL), "hang"
             wait_for_exit([worker], POLL_SECONDS if now - started > 1.0 else 0.02)
 
@@ -214,6 +243,6 @@ class TrainWorker:
             return
         self._stopping = True
         kill_group(pid, signal.SIGTERM)
-        if not self._ended.wait(self.spec.grace if grace is None else grace):
+        if not self._ended.wait((self.spec.grace if self.spec else 5.0) if grace is None else grace):
             kill_group(pid, signal.SIGKILL)
             self._ended.wait(5.0)

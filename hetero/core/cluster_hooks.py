@@ -1,8 +1,9 @@
-"""The questions ``hetero-run`` asks of the floor above it (see :mod:`hetero.core.hooks`).
+"""The question ``hetero-run`` asks of the cluster floor (see :mod:`hetero.core.hooks`).
 
 ``hetero-run --ray`` runs its workers as Ray actors across a cluster; that lives in
 :mod:`hetero.ray.train`, a floor above the launcher, so the command line asks through
-:data:`RAY_RUN` (``hetero/__init__.py`` names its provider: the first call imports it).
+:data:`RAY_RUN`, declared here on the ground floor (every floor, and ``hetero/__init__.py``, which
+names its provider, may import it; the first call imports the provider).
 """
 
 from __future__ import annotations
