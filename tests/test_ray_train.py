@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,16 @@ def _summary(output: str) -> dict[str, Any]:
     return json.loads(output.strip().splitlines()[-1])
 
 
+def _wait_until_idle(seconds: float = 30.0) -> None:
+    """Until every hetero device of the cluster is free: actors a previous run killed (ray.kill returns at
+    once) may hold theirs a moment longer, and Ray would then place both workers on one node."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ray.available_resources().get("hetero_device") == ray.cluster_resources().get("hetero_device"):
+            return
+        time.sleep(0.1)
+
+
 def _fault_free(device: str) -> dict[str, Any]:
     done = subprocess.run([sys.executable, EXAMPLE, "--device", device, "--steps", str(STEPS), "--json"],
                           capture_output=True, text=True, timeout=120, check=True,
@@ -155,13 +166,14 @@ def test_an_error_of_the_program_ends_the_run_without_a_restart(cluster: Any, tm
 @needs_ray
 def test_a_lost_node_restarts_only_its_worker_elsewhere_from_its_checkpoint(cluster: Any, tmp_path: Path) -> None:
     import hetero.ray
-    from hetero.checkpoint.store import latest_step
+    from hetero.checkpoint.store import CheckpointWarning, latest_step
 
     events_file = tmp_path / "events.jsonl"
     head = cluster.nodes[0].node_id
     removed: dict[str, Any] = {}
 
     def lose_the_other_node() -> None:  # once its worker has checkpointed: a machine lost mid-run
+        warnings.filterwarnings("ignore", category=CheckpointWarning)  # one pruned while read here: harmless
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not removed:
             started = {e["worker"]: e for e in _events(events_file) if e["event"] == "worker_started"}
@@ -174,12 +186,13 @@ def test_a_lost_node_restarts_only_its_worker_elsewhere_from_its_checkpoint(clus
                     return
             time.sleep(0.05)
 
+    _wait_until_idle()
     killer = threading.Thread(target=lose_the_other_node, daemon=True)
     killer.start()
     result = hetero.ray.run(EXAMPLE, ["--steps", str(STEPS), "--checkpoint-every", str(EVERY), "--json"],
                             num_workers=2, checkpoint_dir=tmp_path / "ckpt", run_dir=tmp_path, quiet=True)
     killer.join(5)
-    assert removed, "the second node was never taken away (a worker finished before checkpointing twice?)"
+    assert removed, ("the second node was never taken away: " + str([(e["worker"], e["device"], e["node"][:8]) for e in _events(events_file) if e["event"] == "worker_started"]) + f" head {head[:8]}")
     lost, kept = removed["rank"], 1 - removed["rank"]
     assert removed["nodes"][kept] == head, "the two workers should start on two nodes (one per node first)"
 

@@ -105,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the workers as Ray actors on hetero devices across a Ray cluster (hetero.ray.run); only a failed "
              "worker restarts, on any node; give --checkpoint-dir on storage every node reads")
     add("--ray-address", metavar="ADDR",
-        help="with --ray: the cluster to join (default: the one Ray finds, e.g. RAY_ADDRESS, else a new local one)")
+        help="with --ray: the cluster to join, HOST:PORT or auto (the one Ray finds on this machine); default: "
+             "RAY_ADDRESS, else a new one-node cluster of this machine's devices")
     add("--json", dest="summary_json", action="store_true",
         help="the end-of-run summary as one JSON object, the last line of stdout (instead of a table on stderr)")
     add("--debug", action="store_true", help="on an error of hetero-run itself, print the traceback too "

@@ -7,7 +7,8 @@ across nodes, and training workers that survive a node.
   chooses where, :mod:`hetero.ray.lease` which device);
 - :mod:`hetero.ray.cluster_quarantine`: the quarantine in Ray's key-value store;
 - :func:`run`: training workers as actors across nodes with ``hetero-run``'s policy (only a failed
-  worker restarts, on a healthy device of any node, from its checkpoint): :mod:`hetero.ray.train`;
+  worker restarts, on a healthy device of any node, from its checkpoint): :mod:`hetero.ray.train`
+  (:mod:`hetero.ray.train_run` the driver's loop, :mod:`hetero.ray.train_worker` the worker's actor);
 - :class:`LocalCluster`: several nodes on this machine, each with its share of the devices.
 
 Nothing here is imported by ``import hetero``; Ray is imported when first needed.

@@ -14,8 +14,10 @@ quarantined here, on its node, so the entry lands in the cluster's store under t
 Why a process under an actor, not the script inside the actor: a crash of the script (a segfault in a
 vendor library, the OOM killer) then ends one worker process, which the actor reports, and the
 script runs exactly as under ``hetero-run`` (its own ``__main__``, ``sys.argv``, fault reports, exit
-86). A lost node takes the actor with it: the driver sees the actor die (see :mod:`hetero.ray.train`),
-and the worker process dies with its actor (the bootstrap's parent-death signal, ``HETERO_LAUNCHER_PID``).
+86). A lost node takes the actor with it: the driver sees the node go (see :mod:`hetero.ray.train`), and
+the worker process dies with its actor (the bootstrap's parent-death signal, ``HETERO_LAUNCHER_PID``);
+an actor that outlives its raylet for a moment (a node whose raylet was killed) kills its worker at
+once, so a worker of a lost node never writes a checkpoint after its restart has read the newest.
 """
 
 from __future__ import annotations
@@ -138,6 +140,7 @@ class TrainWorker:
         self._pid: int | None = None
         self._stopping = False
         self._ended = threading.Event()
+        self._raylet = os.getppid()  # Ray's worker processes are its raylet's children
 
     def info(self) -> dict[str, Any]:
         """Where this actor is: its device, node and host (and, once assigned, the step it resumes from)."""
@@ -198,6 +201,11 @@ class TrainWorker:
             code = worker.exited()
             if code is not None:
                 return code, "stopped" if self._stopping and code != 0 else exit_reason(code)
+            if os.getppid() != self._raylet:  # the node's raylet died: the node is lost, so is its work
+                kill_group(worker.proc.pid, signal.SIGKILL)  # before its checkpoints race its restart's
+                codes: dict[int, int] = {}
+                await_exits([worker], codes, 1.0)
+                return codes.get(worker.rank, -signal.SIGKILL), "node-lost"
             now = time.monotonic()
             if worker.read_heartbeat(now) is not None:
                 step = worker.progress.beats[-1][1]
@@ -206,7 +214,7 @@ class TrainWorker:
             timeout = spec.heartbeat_timeout
             if timeout > 0 and silent is not None and silent > timeout and not self._stopping:
                 kill_group(worker.proc.pid, signal.SIGKILL)  # a hung device call does not answer SIGTERM
-                codes: dict[int, int] = {}
+                codes = {}
                 await_exits([worker], codes, max(spec.grace, 1.0))
                 return codes.get(worker.rank, -signal.SIGKILL), "hang"
             wait_for_exit([worker], POLL_SECONDS if now - started > 1.0 else 0.02)
@@ -214,6 +222,10 @@ class TrainWorker:
     def _outcome(self, worker: Any, code: int, reason: str) -> dict[str, Any]:
         from hetero.launcher.faults import diagnose
 
+        if reason == "node-lost":
+            return {"returncode": code, "reason": reason, "fault_class": reason, "quarantined": None,
+                    "fields": {"message": f"node {self.node_id[:8]} lost: its raylet died"},
+                    "runtime_s": round(time.monotonic() - worker.started, 3), "output": read_tail(self.log_file)}
         report = worker.read_fault_report() if code > 0 else None
         diagnosis = diagnose(code, reason, report)
         quarantined = None
