@@ -192,7 +192,8 @@ def test_a_lost_node_restarts_only_its_worker_elsewhere_from_its_checkpoint(clus
     result = hetero.ray.run(EXAMPLE, ["--steps", str(STEPS), "--checkpoint-every", str(EVERY), "--json"],
                             num_workers=2, checkpoint_dir=tmp_path / "ckpt", run_dir=tmp_path, quiet=True)
     killer.join(5)
-    assert removed, ("the second node was never taken away: " + str([(e["worker"], e["device"], e["node"][:8]) for e in _events(events_file) if e["event"] == "worker_started"]) + f" head {head[:8]}")
+    placed = [(e["worker"], e["device"], e["node"][:8]) for e in _events(events_file) if e["event"] == "worker_started"]
+    assert removed, f"the second node was never taken away: workers {placed}, head node {head[:8]}"
     lost, kept = removed["rank"], 1 - removed["rank"]
     assert removed["nodes"][kept] == head, "the two workers should start on two nodes (one per node first)"
 

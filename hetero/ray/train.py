@@ -106,8 +106,8 @@ def run(script_or_module: str | os.PathLike[str], args: Sequence[str] = (), *, n
         address: str | None = None, max_restarts: int = DEFAULT_MAX_RESTARTS, restart: str = "worker",
         restart_on: str = "fault", heartbeat_timeout: float = DEFAULT_HEARTBEAT_TIMEOUT, grace: float = DEFAULT_GRACE,
         inject: Sequence[str] = (), quota: str | None = None, env: Mapping[str, str] | None = None,
-        standby: bool = True, preload: Sequence[str] = (), actor_options: Mapping[str, Any] | None = None, placement_timeout: float = PLACEMENT_TIMEOUT,
-        quiet: bool = False) -> RayRunResult:
+        standby: bool = True, preload: Sequence[str] = (), actor_options: Mapping[str, Any] | None = None,
+        placement_timeout: float = PLACEMENT_TIMEOUT, quiet: bool = False) -> RayRunResult:
     """Run a training script (``"train.py"``) or module (``"pkg.train"``) with ``args`` as ``num_workers``
     workers across the Ray cluster, each a Ray actor on a hetero device of ``backend`` (None: any), with
     ``hetero-run``'s policy: only a failed worker restarts, on a healthy device of any node, from its
@@ -123,8 +123,8 @@ def run(script_or_module: str | os.PathLike[str], args: Sequence[str] = (), *, n
     worker's environment; ``standby``: once the workers train, keep a spare actor on a free device with a
     warm interpreter (hetero imported), so that a restart skips Ray's and Python's start-up (it holds that
     device idle meanwhile; none is kept when no device is free); ``preload``: modules that warm interpreter
-    imports too (what the script imports at its start: ``["torch"]``, ``["sklearn.datasets"]``); ``actor_options``: Ray options for the workers' actors (``num_cpus``,
-    ``runtime_env``...); ``quiet``: no progress lines or summary on stderr. Returns a
+    imports too (what the script imports at its start: ``["torch"]``, ``["sklearn.datasets"]``);
+    ``actor_options``: Ray options for the workers' actors (``num_cpus``, ``runtime_env``...); ``quiet``: no progress lines or summary on stderr. Returns a
     :class:`RayRunResult` (``exit_code`` 0 when every worker finished)."""
     target = os.fspath(script_or_module)
     if target.endswith(".py") or Path(target).is_file():
