@@ -47,6 +47,7 @@ from hetero.core.registry import AUTO_DEVICE as _AUTO_DEVICE
 from hetero.core.registry import CHECK_REQUEST as _CHECK_REQUEST
 from hetero.core.registry import RUNTIMES_OPENED as _RUNTIMES_OPENED
 from hetero.kernels.hooks import SPLIT_KERNEL as _SPLIT_KERNEL
+from hetero.core.cluster_hooks import RAY_RUN as _RAY_RUN
 from hetero.array import hooks as _array_hooks
 from hetero.arraylib import hooks as _arraylib_hooks
 from hetero.core import fusion_state as _fusion_state
@@ -69,6 +70,7 @@ _QUARANTINED_IDS.provided_by("hetero.fault.quarantine")
 _REFUSE_QUARANTINED.provided_by("hetero.fault.quarantine")
 _SUBSCRIBE.provided_by("hetero.fault.event_bus")
 _SPLIT_KERNEL.provided_by("hetero.kernels.split.launch")
+_RAY_RUN.provided_by("hetero.ray.train")  # hetero-run --ray
 for _hook in (_array_hooks.COPY_INTO, _array_hooks.ASSIGN, _array_hooks.VIEW_TO_NUMPY, _array_hooks.STAGED_LAUNCH):
     _hook.provided_by("hetero.arraylib.copy")
 _array_hooks.REDUCTION.provided_by("hetero.arraylib.reductions")

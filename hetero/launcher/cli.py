@@ -4,6 +4,7 @@ failed workers on healthy devices from their newest checkpoint.
     hetero-run train.py --epochs 3
     hetero-run --nproc 2 --devices cpu,oneapi --inject 'cpu:launch:nth=2000:crash' train.py
     hetero-run --nnodes 2 --node-rank 0 --rdzv-endpoint host0:29400 --nproc 4 -m my.train
+    hetero-run --ray --nproc 4 --checkpoint-dir /shared/ckpt train.py    # workers as Ray actors, any node
 
 A worker is restarted for a device fault (a fault report, a crash by a signal, a hang);
 an exception of the program itself ends the run, as with torchrun (``--restart-on any``
@@ -30,8 +31,15 @@ from hetero._version import __version__
 from hetero.core.exit_status import Parser, debug_wanted, report
 from hetero.launcher.assign import POLICIES, OptionError
 from hetero.launcher.config import (
-    DEFAULT_GRACE, DEFAULT_HEARTBEAT_TIMEOUT, DEFAULT_MAX_RESTARTS, DEFAULT_METRICS_ADDR, DEFAULT_RDZV_ID,
-    RESTART_MODES, RESTART_ON, LaunchConfig, Nodes,
+    DEFAULT_GRACE,
+    DEFAULT_HEARTBEAT_TIMEOUT,
+    DEFAULT_MAX_RESTARTS,
+    DEFAULT_METRICS_ADDR,
+    DEFAULT_RDZV_ID,
+    RESTART_MODES,
+    RESTART_ON,
+    LaunchConfig,
+    Nodes,
 )
 
 
@@ -93,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous endpoint (c10d), required with --nnodes > 1")
     add("--rdzv-id", default=DEFAULT_RDZV_ID,
         help=f"rendezvous (job) id shared by every node (default {DEFAULT_RDZV_ID!r})")
+    add("--ray", action="store_true",
+        help="run the workers as Ray actors on hetero devices across a Ray cluster (hetero.ray.run); only a failed "
+             "worker restarts, on any node; give --checkpoint-dir on storage every node reads")
+    add("--ray-address", metavar="ADDR",
+        help="with --ray: the cluster to join, HOST:PORT or auto (the one Ray finds on this machine); default: "
+             "RAY_ADDRESS, else a new one-node cluster of this machine's devices")
     add("--json", dest="summary_json", action="store_true",
         help="the end-of-run summary as one JSON object, the last line of stdout (instead of a table on stderr)")
     add("--debug", action="store_true", help="on an error of hetero-run itself, print the traceback too "
@@ -139,6 +153,20 @@ def build_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> L
         parser.error(str(exc))
 
 
+def check_ray_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--ray-address`` needs ``--ray``; options of one machine's supervisor do not apply to a cluster run."""
+    if args.ray_address and not args.ray:
+        parser.error("--ray-address needs --ray")
+    if not args.ray:
+        return
+    local = [option for option, given in (
+        ("--nnodes", args.nnodes != 1), ("--rdzv-endpoint", args.rdzv_endpoint), ("--metrics-port", args.metrics_port),
+        ("--policy", args.policy != "spread"), ("--master-port", args.master_port)) if given]
+    if local:
+        parser.error(f"{', '.join(local)} do not apply with --ray: Ray places the workers (one per node first) "
+                     "and the nodes are Ray's")
+
+
 def default_run_dir() -> Path:
     from hetero.core.config import get_config
 
@@ -161,7 +189,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parse_args(parser, argv)
+    check_ray_options(parser, args)
     try:
+        if args.ray:
+            from hetero.core.cluster_hooks import RAY_RUN
+
+            return int(RAY_RUN.get()(build_config(parser, args), args.ray_address))  # hetero.ray.train
         return _run(build_config(parser, args))  # a bad HETERO_* setting (read for the run dir) is said too
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - one line (and a status) for every error
         return report("hetero-run", exc, debug_wanted(args.debug))

@@ -100,9 +100,12 @@ class Worker:
         self.state = state
 
     def start(self, argv: Sequence[str], run_dir: Path, base_env: Mapping[str, str],
-              dist: Mapping[str, str], standby: WarmStandby | None = None, command: Sequence[str] = ()) -> None:
+              dist: Mapping[str, str], standby: WarmStandby | None = None, command: Sequence[str] = (),
+              output: Path | None = None, cwd: Path | None = None) -> None:
         """Start a new incarnation on ``self.device`` (fresh heartbeat and report files): hand
-        ``command`` to ``standby`` when given and alive, else run ``argv`` afresh."""
+        ``command`` to ``standby`` when given and alive, else run ``argv`` afresh. ``output``: a
+        file for its stdout and stderr when started afresh (default: this process's; a standby's is
+        the one it was started with); ``cwd``: its working directory (default: this process's)."""
         self.heartbeat_file = run_dir / f"heartbeat-{self.rank}-{self.restarts}.json"
         self.fault_report = run_dir / f"fault-{self.rank}-{self.restarts}.json"
         self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
@@ -132,8 +135,13 @@ class Worker:
         self.launches = 0
         self.host_fallbacks = 0
         self.torch_device = None
-        proc = standby.activate(list(command), env) if standby is not None else None
-        self.proc = proc or subprocess.Popen(list(argv), env=env, start_new_session=True)
+        proc = standby.activate(list(command), env, None if cwd is None else str(cwd)) if standby is not None else None
+        if proc is None and output is not None:
+            fd = os.open(output, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # private, as event logs
+            with open(fd, "ab", buffering=0) as sink:  # the child keeps its own descriptor
+                proc = subprocess.Popen(list(argv), env=env, start_new_session=True, stdout=sink,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd)
+        self.proc = proc or subprocess.Popen(list(argv), env=env, start_new_session=True, cwd=cwd)
         self.started = time.monotonic()
         self.close_pidfd()
         with contextlib.suppress(AttributeError, OSError):  # no pidfd_open here: the launcher polls

@@ -62,11 +62,11 @@ from typing import Any
 
 from hetero.core.device import Device
 from hetero.core.errors import ContextCorruptedError, DeviceDegradedError, DeviceError, DeviceLostError, DeviceOutOfMemoryError
+from hetero.core.files import atomic_write
 from hetero.fault import foreign_errors
 from hetero.fault import heartbeat as _heartbeat
-from hetero.launcher.descendants import guard_launcher_death
 from hetero.fault.protocol import ENV_FAULT_REPORT, ENV_WORKER, FAULT_EXIT_CODE
-from hetero.core.files import atomic_write
+from hetero.launcher.descendants import guard_launcher_death
 
 USAGE = ("usage: python -m hetero.launcher.worker_main [-m module | script.py] [args...]\n"
          "       python -m hetero.launcher.worker_main --standby [--preload MODULE[,MODULE...]]")
@@ -294,13 +294,22 @@ class WarmStandby:
     by itself when the supervisor closes its stdin or exits, so it cannot be orphaned."""
 
     def __init__(self, env: Mapping[str, str] | None = None, preload: Sequence[str] = (),
-                 python: str = sys.executable) -> None:
+                 python: str = sys.executable, output: Path | None = None) -> None:
+        """``output``: a file for the worker's stdout and stderr (default: this process's)."""
         self.env = dict(os.environ if env is None else env)
         argv = [python, "-m", __spec__.name if __spec__ else "hetero.launcher.worker_main", "--standby"]
         if preload:
             argv += ["--preload", ",".join(preload)]
-        self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(argv, env=self.env, stdin=subprocess.PIPE,
-                                                                     start_new_session=True)
+        sink = None
+        if output is not None:
+            sink = open(os.open(output, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab", buffering=0)  # noqa: SIM115 - closed below
+        try:
+            self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                argv, env=self.env, stdin=subprocess.PIPE, start_new_session=True, stdout=sink,
+                stderr=None if sink is None else subprocess.STDOUT)
+        finally:
+            if sink is not None:
+                sink.close()  # the child keeps its own descriptor
 
     def usable_for(self, env: Mapping[str, str]) -> bool:
         """Whether a worker with ``env`` can run in this standby: it is still waiting, and every

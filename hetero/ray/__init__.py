@@ -6,6 +6,9 @@ across nodes, and training workers that survive a node.
 - :func:`remote`: ``@hetero.ray.remote(backend="oneapi")`` tasks and actors (:mod:`hetero.ray.placement`
   chooses where, :mod:`hetero.ray.lease` which device);
 - :mod:`hetero.ray.cluster_quarantine`: the quarantine in Ray's key-value store;
+- :func:`run`: training workers as actors across nodes with ``hetero-run``'s policy (only a failed
+  worker restarts, on a healthy device of any node, from its checkpoint): :mod:`hetero.ray.train`
+  (:mod:`hetero.ray.train_run` the driver's loop, :mod:`hetero.ray.train_worker` the worker's actor);
 - :class:`LocalCluster`: several nodes on this machine, each with its share of the devices;
 - :mod:`hetero.ray.serve`: ``deploy(model, ...)``, an ONNX model on Ray Serve replicas over hetero pools,
   behind KServe v2 (:mod:`~hetero.ray.serve_replica`, :mod:`~hetero.ray.serve_ingress`,
@@ -26,6 +29,8 @@ _LAZY = {
     "cluster_entries": ("hetero.ray.cluster_quarantine", "cluster_entries"),
     "cluster_devices": ("hetero.ray.placement", "cluster_devices"),
     "NoDeviceError": ("hetero.ray.errors", "NoDeviceError"),
+    "run": ("hetero.ray.train", "run"),
+    "RayRunResult": ("hetero.ray.train", "RayRunResult"),
 }
 
 __all__ = sorted(_LAZY)

@@ -92,11 +92,16 @@ def _free(node_id: str, resource: str) -> float:
         return 1.0
 
 
-def ray_options(request: Request, count: int = 1, nodes: list[NodeDevices] | None = None) -> dict[str, Any]:
+def ray_options(request: Request, count: int = 1, nodes: list[NodeDevices] | None = None,
+                exclude: Iterable[str] = ()) -> dict[str, Any]:
     """Ray options (``resources``, maybe ``scheduling_strategy``) for ``count`` devices of ``request``.
-    :class:`~hetero.ray.errors.NoDeviceError` when no node has one that is not quarantined."""
+    ``exclude``: ids of nodes to leave out too (a node the caller saw lost before Ray's health checks
+    did: Ray still offers its resources until then). :class:`~hetero.ray.errors.NoDeviceError` when no
+    node has a matching device that is not quarantined."""
     nodes = cluster_devices() if nodes is None else nodes
-    allowed, out = allowed_nodes(request, nodes)
+    left_out = set(exclude)
+    allowed, out = allowed_nodes(request, [n for n in nodes if n.node_id not in left_out])
+    out += [n.node_id for n in nodes if n.node_id in left_out]
     if not allowed:
         why = (f"every matching device is quarantined (on {len(out)} node(s); 'hetero quarantine list --cluster' "
                "shows them)" if out else "no node of the cluster offers one (start nodes with "

@@ -68,7 +68,10 @@ class RemoteFunction:
         raise TypeError(f"{name} is a Ray task on a hetero device: call {name}.remote(...) (and ray.get its result)")
 
 
-def _actor_class(cls: type, request: Request) -> type:
+def actor_class(cls: type, request: Request) -> type:
+    """``cls`` as an actor class on a hetero device: its ``__init__`` first joins the cluster's quarantine,
+    leases a device of ``request`` on its node (held for the actor's life) and sets ``HETERO_DEVICE``;
+    ``hetero_device_name()`` says which. Give it to ``ray.remote`` (:class:`RemoteClass` does)."""
     class OnDevice(cls):  # type: ignore[misc, valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             import hetero
@@ -100,7 +103,7 @@ class RemoteClass:
         self._cls = cls
         self._request = request
         self._options = options
-        self._actor = ray.remote(_actor_class(cls, request))
+        self._actor = ray.remote(actor_class(cls, request))
 
     def options(self, **options: Any) -> RemoteClass:
         copy = object.__new__(RemoteClass)
