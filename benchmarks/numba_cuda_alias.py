@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import math
 import os
 import sys
 import types
@@ -34,6 +35,58 @@ def _never(*args: Any) -> Any:
     return lambda obj: obj
 
 
+def _kind(value: Any) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "b"
+    if isinstance(value, (int, np.integer)):
+        return "i"
+    if isinstance(value, (float, np.floating)):
+        return "f"
+    if isinstance(value, (complex, np.complexfloating)):
+        return "c"
+    return type(value).__name__
+
+
+def _precise_equal(case: unittest.TestCase, first: Any, second: Any, prec: str, ulps: int, msg: str | None,
+                   ignore_sign_on_zero: bool, abs_tol: float | None) -> None:
+    """The comparison behind the suite's ``assertPreciseEqual`` (see its docstring)."""
+    if isinstance(first, np.ndarray) or isinstance(second, np.ndarray):
+        a, b = np.asarray(first), np.asarray(second)
+        case.assertEqual(a.shape, b.shape, msg)
+        case.assertEqual(a.dtype.kind, b.dtype.kind, msg)
+        for x, y in zip(a.ravel().tolist(), b.ravel().tolist()):
+            _precise_equal(case, x, y, prec, ulps, msg, ignore_sign_on_zero, abs_tol)
+        return
+    if isinstance(first, (tuple, list)) and isinstance(second, (tuple, list)):
+        case.assertEqual(len(first), len(second), msg)
+        for x, y in zip(first, second):
+            _precise_equal(case, x, y, prec, ulps, msg, ignore_sign_on_zero, abs_tol)
+        return
+    case.assertEqual(_kind(first), _kind(second), msg or f"{first!r} and {second!r} are not numbers of one kind")
+    if _kind(first) == "c":
+        for part in ("real", "imag"):
+            _precise_equal(case, getattr(first, part), getattr(second, part), prec, ulps, msg, ignore_sign_on_zero, abs_tol)
+        return
+    if _kind(first) != "f":
+        case.assertEqual(first, second, msg)
+        return
+    x, y = float(first), float(second)
+    if math.isnan(x) or math.isnan(y):
+        case.assertTrue(math.isnan(x) and math.isnan(y), msg or f"{x!r} != {y!r}")
+        return
+    if x == y:
+        if x == 0 and not ignore_sign_on_zero and prec == "exact":
+            case.assertEqual(math.copysign(1, x), math.copysign(1, y), msg or f"{x!r} != {y!r} (the sign of zero)")
+        return
+    if abs_tol is not None and abs(x - y) <= abs_tol:
+        return
+    if prec == "exact" or math.isinf(x) or math.isinf(y):
+        case.fail(msg or f"{x!r} != {y!r}")
+    dtype = np.float32 if prec == "single" else np.float64
+    spacing = float(np.spacing(dtype(max(abs(x), abs(y)))))
+    case.assertLessEqual(abs(x - y), ulps * spacing, msg or f"{x!r} and {y!r} differ by more than {ulps} ulp(s) of {prec}")
+
+
 def _testing_module() -> types.ModuleType:
     module = types.ModuleType("numba.cuda.testing")
     module.unittest = unittest  # type: ignore[attr-defined]
@@ -42,6 +95,15 @@ def _testing_module() -> types.ModuleType:
         """numba-cuda's base class for tests that use a device."""
 
         FLOAT16_RTOL = np.finfo(np.float16).eps  # as numba-cuda's: float16 results compared to one ulp
+
+        def assertPreciseEqual(self, first: Any, second: Any, prec: str = "exact", ulps: int = 1,  # noqa: N802
+                               msg: str | None = None, ignore_sign_on_zero: bool = False,
+                               abs_tol: float | None = None) -> None:
+            """numba's TestCase.assertPreciseEqual, as its tests use it: numbers (and arrays of them) of the
+            same kind, equal bit for bit with ``prec="exact"`` (NaN equals NaN; 0.0 and -0.0 differ unless
+            ``ignore_sign_on_zero``), or within ``ulps`` units in the last place of a float64
+            (``"double"``) or float32 (``"single"``), or ``abs_tol``."""
+            _precise_equal(self, first, second, prec, ulps, msg, ignore_sign_on_zero, abs_tol)
 
     module.CUDATestCase = CUDATestCase  # type: ignore[attr-defined]
     module.ContextResettingTestCase = CUDATestCase  # type: ignore[attr-defined]
