@@ -73,3 +73,28 @@ def on_float(x, out):
 def test_a_float_argument_is_refused(on: hetero.Device) -> None:
     with pytest.raises(CompileError, match="takes an integer"):
         on_float[1, 1](np.zeros(1, np.float32), np.zeros(1, np.int64))
+
+
+def _bit_count(out, a8, a16, a32, a64, u64v):  # type: ignore[no-untyped-def]
+    i = cuda.grid(1)
+    if i < a8.size:
+        out[0, i] = a8[i].bit_count()
+        out[1, i] = a16[i].bit_count()
+        out[2, i] = a32[i].bit_count()
+        out[3, i] = a64[i].bit_count()
+        out[4, i] = u64v[i].bit_count()
+
+
+def test_int_bit_count_counts_the_bits_of_the_magnitude_as_python_does(device: hetero.Device) -> None:
+    a8 = np.array([0, 1, -1, -5, 127, -128, 85, -86], dtype=np.int8)
+    a16 = np.array([0, 1, -1, -32768, 32767, 4369, -4369, 256], dtype=np.int16)
+    a32 = np.array([0, 1, -1, -2**31, 2**31 - 1, 123456789, -123456789, 65535], dtype=np.int32)
+    a64 = np.array([0, 1, -1, -2**63, 2**63 - 1, 2**40 + 7, -(2**40 + 7), 3], dtype=np.int64)
+    u64v = np.array([0, 1, 2**64 - 1, 2**63, 255, 2**32, 12345, 7], dtype=np.uint64)
+    out = np.zeros((5, 8), dtype=np.int64)
+    with hetero.use_device(device):
+        d_out = cuda.to_device(out)
+        cuda.jit(_bit_count)[1, 8](d_out, *(cuda.to_device(a) for a in (a8, a16, a32, a64, u64v)))
+        got = d_out.copy_to_host()
+    for row, values in enumerate((a8, a16, a32, a64, u64v)):
+        assert got[row].tolist() == [int(v).bit_count() for v in values.tolist()], (row, device.name)

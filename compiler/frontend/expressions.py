@@ -405,6 +405,8 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
             return self.expr(operator_calls.written_out(callee, node, self.src.error))
         if callee is MISSING and isinstance(node.func, ast.Attribute) and node.func.attr == "conjugate":
             return self.conjugate(node)
+        if callee is MISSING and isinstance(node.func, ast.Attribute) and node.func.attr == "bit_count":
+            return self.bit_count(node)
         if isinstance(callee, language.DeviceFunction):
             return self.call_function(callee, node)
         if hasattr(callee, "__hetero_foreign__"):
@@ -683,6 +685,25 @@ class ExpressionLowering(ComplexExpressions, NumbaBuiltins):
         if op in ("ffs", "brev"):
             return Value(result)
         return Value(cast(Value(result), own))
+
+    def bit_count(self, node: ast.Call) -> Value:
+        """``x.bit_count()``: Python's, the bits set in ``|x|`` (an integer of x's type; -2**63 counts 1,
+        as its magnitude is 2**63)."""
+        if node.args or node.keywords:
+            raise self.src.error(node, "x.bit_count() takes no arguments")
+        assert isinstance(node.func, ast.Attribute)
+        value = self.expr(node.func.value)
+        own = self.rules.literal_type(value.expr.value) if value.weak else value.type  # type: ignore[attr-defined]
+        if not own.is_int:
+            raise self.src.error(node, f"bit_count() is a method of integers, got {own}")
+        pattern = scalar_type(f"u{own.bits}")
+        bits = cast(value, pattern)
+        if own.kind == "i":  # the magnitude, computed on the unsigned pattern (0 - x wraps for the lowest value)
+            negative = ir.Compare(bool_t, "<", value.expr, ir.Const(own, 0))
+            bits = ir.Select(pattern, negative, ir.BinOp(pattern, "-", ir.Const(pattern, 0), bits), bits)
+        wide = u64 if own.bits == 64 else u32
+        function = self.program.function(language_bits.FUNCTIONS["popc"][own.bits == 64], [wide], self.src, node)
+        return Value(cast(Value(ir.Call(function.return_type, function.name, (cast(Value(bits), wide),))), own))
 
     def grid_values(self, name: str, node: ast.Call) -> list[Value]:
         """``cuda.grid(n)`` / ``cuda.gridsize(n)``: n values (i64), axis 0 first."""

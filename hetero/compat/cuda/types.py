@@ -19,7 +19,12 @@ from hetero.core import types as ht
 from hetero.core.errors import CompileError
 
 
-class NumbaType:
+class Type:
+    """The base of the type objects here, as ``numba.types.Type`` is Numba's (``isinstance(t, types.Type)``);
+    hetero does not take new subclasses of it (Numba's type-extension API)."""
+
+
+class NumbaType(Type):
     """A Numba scalar type: ``hetero_type`` is the hetero type it stands for."""
 
     def __init__(self, name: str, hetero_type: ht.ScalarType | None) -> None:
@@ -45,6 +50,13 @@ class NumbaType:
             raise TypeError(f"{self.name}(…) takes one value, or argument types to make a signature")
         return self.dtype.type(args[0])
 
+    @property
+    def underlying_float(self) -> NumbaType:
+        """A complex type's part type (``complex64.underlying_float`` is ``float32``), as Numba's."""
+        if self.hetero_type is None or not self.hetero_type.is_complex:
+            raise AttributeError(f"{self.name} is not a complex type: it has no underlying_float")
+        return float32 if self.name == "complex64" else float64
+
     def __str__(self) -> str:
         return self.name
 
@@ -52,7 +64,7 @@ class NumbaType:
 
 
 @dataclasses.dataclass(frozen=True)
-class ArrayT:
+class ArrayT(Type):
     """``float32[:, :]``: an array of ``dtype`` with ``ndim`` dimensions (any layout: hetero
     passes contiguous arrays, and copies a strided view into a contiguous one)."""
 
@@ -148,11 +160,20 @@ _NUMBA_NAMES: dict[NumbaType, tuple[str, ...]] = {
 }
 
 
-def Array(dtype: NumbaType, ndim: int, layout: str = "A") -> ArrayT:  # Numba's name
-    """``types.Array(float32, 2, "C")``: an array type (any layout, as :class:`ArrayT`)."""
-    if not isinstance(dtype, NumbaType) or dtype.hetero_type is None or not isinstance(ndim, int) or ndim < 1:
-        raise TypeError(f"Array(dtype, ndim, layout) takes a scalar type and a number of dimensions, got {dtype}, {ndim}")
-    return ArrayT(dtype, ndim)
+class _ArrayMeta(type):
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return isinstance(instance, ArrayT)
+
+    def __call__(cls, dtype: NumbaType, ndim: int, layout: str = "A") -> ArrayT:  # type: ignore[override]
+        if not isinstance(dtype, NumbaType) or dtype.hetero_type is None or not isinstance(ndim, int) or ndim < 1:
+            raise TypeError(f"Array(dtype, ndim, layout) takes a scalar type and a number of dimensions, got {dtype}, "
+                            f"{ndim}")
+        return ArrayT(dtype, ndim)
+
+
+class Array(metaclass=_ArrayMeta):  # Numba's name: a class, for isinstance(t, types.Array), and its constructor
+    """``types.Array(float32, 2, "C")``: an array type (any layout, as :class:`ArrayT`); ``isinstance(t,
+    types.Array)`` holds for every array type (``float32[:, :]`` too)."""
 
 
 BY_NAME: dict[str, Any] = {name: t for t, names in _NUMBA_NAMES.items() for name in names}
