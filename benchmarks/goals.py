@@ -44,6 +44,8 @@ ADAPTERS: dict[str, Adapter] = {
     "digits_arrays": goals_compute.digits_arrays,
     "array_jit": goals_compute.array_jit,
     "inference": goals_runtime.inference,
+    "ray_cluster": goals_runtime.ray_cluster,
+    "ray_train": goals_runtime.ray_train,
     "compat_cuda": goals_compute.compat_cuda,
     "gpu_check": goals_compute.gpu_check,
     "split_h200": goals_runtime.split_elsewhere,

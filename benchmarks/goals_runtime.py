@@ -225,3 +225,36 @@ def torch_guard(data: Results) -> list[Goal]:
                          f"{duration(summary['hetero-run']['time_lost_s'])} vs {duration(summary['torchrun']['time_lost_s'])} "
                          f"({ratio(value)})", f"<= {resume_limit:g}x", at_most(value, resume_limit)))
     return rows
+
+
+#: Issue 49 ("beyond one machine"): served throughput through the cluster against plain Ray Serve running
+#: ONNX Runtime directly, and a lost node's training recovery against Ray Train's restart of every worker.
+RAY_SERVE_MIN_RATIO = 0.9
+RAY_TRAIN_MAX_RATIO = 0.5
+RAY_ISSUE = 49
+
+
+def ray_cluster(data: Results) -> list[Goal]:
+    serving = data.get("serving") or {}
+    through, loss = serving.get("throughput") or {}, serving.get("node_loss") or {}
+    value = through.get("ratio_hetero_to_plain")
+    rows = [Goal("ray_cluster", "`hetero.ray.serve` throughput vs plain Ray Serve running ONNX Runtime (tritonclient, "
+                 "2 nodes)", f"{ratio(value)} ({through['hetero_requests_per_s']:.0f} vs {through['plain_requests_per_s']:.0f}"
+                 " req/s)" if value is not None else "not measured", f">= {RAY_SERVE_MIN_RATIO:g}x",
+                 at_least(value, RAY_SERVE_MIN_RATIO), RAY_ISSUE)]
+    if loss:
+        rows.append(Goal("ray_cluster", f"a node lost under load: requests failed ({loss['requests']} sent), first answer "
+                         "from elsewhere", f"{loss['failed']} failed, {duration(loss.get('first_answer_after_loss_s'))}",
+                         "none failed", "PASS" if not loss["failed"] else "MISS", RAY_ISSUE))
+    return rows
+
+
+def ray_train(data: Results) -> list[Goal]:
+    value = data.get("ratio_training_again")
+    against = data.get("goal_against", data.get("baseline", "the restart-all policy"))
+    median = data.get("median") or {}
+    worker, base = median.get("worker") or {}, median.get(str(against)) or {}
+    shown = (f"{ratio(value)} ({duration(worker.get('training_again_s'))} vs {duration(base.get('training_again_s'))})"
+             if value is not None else "not measured")
+    return [Goal("ray_train", f"a node's loss -> every worker training again: only the lost worker restarts vs {against} "
+                 "restarting all", shown, f"<= {RAY_TRAIN_MAX_RATIO:g}x", at_most(value, RAY_TRAIN_MAX_RATIO), RAY_ISSUE)]

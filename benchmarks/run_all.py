@@ -35,7 +35,7 @@ from benchmarks.goals import RESULTS_DIR, Goal, ResultsError, format_table, issu
 BENCHMARKS: tuple[str, ...] = (
     "import_time", "copy_bandwidth", "launch_overhead", "stream_triad", "sgemm", "array_ops", "digits_arrays", "array_jit",
     "compile_time", "compile_bundle", "placement", "split", "injection_overhead", "guard_overhead", "guard_recovery",
-    "launcher_overhead", "recovery_vs_torchrun", "compat_cuda", "inference",
+    "launcher_overhead", "recovery_vs_torchrun", "compat_cuda", "inference", "ray_cluster", "ray_train",
     "torch_guard",  # last: its lost drill leaves the cpu device unhealthy for the process
 )
 RECORD = "run_all.json"
