@@ -15,8 +15,8 @@ Two deployments make the application:
   devices are all quarantined or unhealthy fails Ray Serve's health check and is replaced; a hold on
   the quarantined devices (:mod:`hetero.ray.quarantine_hold`) keeps the replacement off that node.
 - ``<name>-ingress``: :class:`~hetero.ray.serve_ingress.KServeIngress` on the head node (beside Ray
-  Serve's proxy, which listens there only), decoding each request once and moving it to another
-  replica when one fails for a device or dies with its node.
+  Serve's proxy, which listens there only), handing each request's body to a replica (which decodes
+  and encodes it) and moving it to another replica when one fails for a device or dies with its node.
 
 Ray and Ray Serve are imported when :func:`deploy` is called (``pip install 'hetero[ray]'``).
 """
@@ -35,6 +35,13 @@ from hetero.ray.placement import Request
 HEALTH_PERIOD = 2.0
 HEALTH_TIMEOUT = 10.0
 HEAD_RESOURCE = "node:__internal_head__"
+#: Ray Serve's settings for this application's actors (ingress and replicas), those of its
+#: "throughput optimized" mode that touch only the actor they are set in: the user code and the
+#: router on the actor's event loop rather than a thread and a loop of their own (no hand-off per
+#: request: these methods are short), and the access log written in batches to the replica's log
+#: file, not flushed per request, and not copied to stderr (which Ray ships, line by line, to the driver).
+SERVE_ENV = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
+             "RAY_SERVE_REQUEST_PATH_LOG_BUFFER_SIZE": "1000", "RAY_SERVE_LOG_TO_STDERR": "0"}
 
 
 @dataclasses.dataclass
@@ -95,7 +102,8 @@ def deploy(model: ModelSource, *, name: str = "model", num_replicas: int = 2, ba
            host: str = "127.0.0.1", port: int = 8000, retries: int = 8, max_batch: int | None = None,
            max_body_bytes: int = 64 << 20, pool_retries: int = 3, pool_timeout: float = 0.25,
            quarantine_ttl: float | None = None, threads: int | None = None, app_name: str | None = None,
-           health_check_period: float = HEALTH_PERIOD, health_check_timeout: float = HEALTH_TIMEOUT) -> ServedModel:
+           health_check_period: float = HEALTH_PERIOD, health_check_timeout: float = HEALTH_TIMEOUT,
+           grpc: bool = True) -> ServedModel:
     """Serve ``model`` (a path, bytes or an ``onnx.ModelProto``) on the Ray cluster this process is
     connected to (``ray.init`` first; a local Ray is started otherwise), over KServe v2 at
     ``http://host:port`` (Ray Serve's HTTP proxy, on the head node; ``127.0.0.1`` unless told).
@@ -106,7 +114,8 @@ def deploy(model: ModelSource, *, name: str = "model", num_replicas: int = 2, ba
     replicas the ingress asks when one fails for a device. ``pool_retries``, ``pool_timeout``,
     ``quarantine_ttl``, ``threads``: each replica's :class:`hetero.onnx.Pool`'s (its timeout is short:
     a replica with no device left gives the request back to the ingress, which has other replicas). ``max_batch``,
-    ``max_body_bytes``: as ``hetero serve``'s. Returns once every replica is up.
+    ``max_body_bytes``: as ``hetero serve``'s. ``grpc``: the ingress reaches the replicas over Ray
+    Serve's inter-deployment gRPC channel (False: Ray actor calls, through the object store). Returns once every replica is up.
 
     Raises :class:`~hetero.core.errors.MissingDependencyError` without Ray Serve, ``FileNotFoundError``
     / :class:`~hetero.onnx.errors.ModelError` for a model that cannot be read, and
@@ -142,17 +151,18 @@ def deploy(model: ModelSource, *, name: str = "model", num_replicas: int = 2, ba
     router = RequestRouterConfig(request_router_class=PATH, request_routing_stats_period_s=STATS_PERIOD,
                                  request_routing_stats_timeout_s=max(STATS_PERIOD, health_check_timeout))
     replicas = serve.deployment(PoolReplica, name=f"{name}-replicas").options(
-        num_replicas=num_replicas, ray_actor_options={"num_cpus": 0, "resources": resources},
+        num_replicas=num_replicas, ray_actor_options={"num_cpus": 0, "resources": resources,
+                                                   "runtime_env": {"env_vars": SERVE_ENV}},
         request_router_config=router,
         health_check_period_s=health_check_period, health_check_timeout_s=health_check_timeout,
     ).bind(argument, name, request, pool_options)
-    ingress_options: dict[str, Any] = {"num_cpus": 0}
+    ingress_options: dict[str, Any] = {"num_cpus": 0, "runtime_env": {"env_vars": SERVE_ENV}}
     head = _head_node()
     if head is not None:  # beside the proxy: no hop across nodes, and it goes only with the head
         ingress_options["label_selector"] = {"ray.io/node-id": head}
     ingress = serve.deployment(KServeIngress, name=f"{name}-ingress").options(
         num_replicas=1, ray_actor_options=ingress_options,
-    ).bind(replicas, name, retries, max_batch, max_body_bytes)
+    ).bind(replicas, name, retries, max_batch, max_body_bytes, grpc)
     app = app_name or name
     handle = serve.run(ingress, name=app, route_prefix="/")
     return ServedModel(name, app, f"http://{host}:{port}", handle)

@@ -1,7 +1,8 @@
 """The KServe v2 ingress of :mod:`hetero.ray.serve`: the routes and encodings of ``hetero serve``
 (:mod:`hetero.serve.protocol`, the same functions), in front of the replicas' pools.
 
-A request is decoded and checked here, once; only its tensors go to a replica. When a replica
+A request is routed here and its body goes, as bytes, to a replica, which decodes, checks, runs and
+encodes it (:meth:`~hetero.ray.serve_replica.PoolReplica.infer_http`): this hop stays light. When a replica
 cannot answer because of a device (every device of its pool quarantined: :class:`ReplicaUnavailableError`;
 its pool gave up on device faults: :class:`~hetero.onnx.errors.InferenceFailedError` with a device
 fault in its history; the replica or its node died: Ray's actor errors), the ingress asks again,
@@ -24,11 +25,7 @@ from hetero.onnx.errors import InferenceFailedError, InputError
 from hetero.ray.errors import ReplicaUnavailableError
 from hetero.serve.protocol import (
     ProtocolError,
-    check_inputs,
-    decode_request,
     encode_error,
-    encode_response,
-    select_outputs,
     tensor_metadata,
 )
 
@@ -125,8 +122,13 @@ class KServeIngress:
     """The ingress deployment: KServe v2 over HTTP (through Ray Serve's proxy) to the model's replicas."""
 
     def __init__(self, replicas: Any, name: str, retries: int = 8, max_batch: int | None = None,
-                 max_body_bytes: int = 64 << 20) -> None:
-        self._replicas = replicas
+                 max_body_bytes: int = 64 << 20, grpc: bool = True) -> None:
+        # grpc: Ray Serve's inter-deployment gRPC channel straight to the replica (the handle's
+        # ``_by_reference=False``) rather than a Ray actor call through the object store: a lighter hop.
+        # A replica lost mid-request fails the call with UNAVAILABLE, which Ray Serve raises as
+        # ActorUnavailableError (retried here like an actor's death).
+        self._replicas = replicas.options(_by_reference=False) if grpc else replicas
+        self._methods: dict[str, Any] = {}  # a handle per method, made once (options() builds a new handle)
         self.name = name
         self.retries = retries
         self.max_batch = max_batch
@@ -139,7 +141,10 @@ class KServeIngress:
         failures: list[str] = []
         for attempt in range(retries + 1):
             try:
-                return await getattr(self._replicas, method).remote(*args)
+                handle = self._methods.get(method)
+                if handle is None:
+                    handle = self._methods[method] = getattr(self._replicas, method)
+                return await handle.remote(*args)
             except Exception as error:
                 if not retryable(error):
                     raise
@@ -196,14 +201,9 @@ class KServeIngress:
                                     "outputs": [tensor_metadata(s) for s in outputs]}).encode(), as_json
         if len(body) > self.max_body_bytes:
             raise HttpError(413, f"the request body has {len(body)} bytes, over the limit of {self.max_body_bytes}")
-        header_length = headers.get("inference-header-content-length")
-        request = decode_request(body, header_length, self.max_body_bytes)
-        check_inputs(self.name, request.inputs, inputs, self.max_batch)
-        wanted = select_outputs(self.name, request, outputs)
-        results = await self._call("infer", request.inputs, None if request.outputs is None else [o.name for o in wanted])
-        specs = {spec.name: spec for spec in outputs}
-        payload, json_length = encode_response(
-            self.name, [(o.name, _value(results[o.name], specs.get(o.name)), o.binary) for o in wanted], request.id)
+        # the replica decodes, checks, runs and encodes: only bytes cross Ray, and this hop stays light
+        payload, json_length = await self._call("infer_http", body, headers.get("inference-header-content-length"),
+                                                self.max_batch, self.max_body_bytes)
         if json_length is None:
             return 200, payload, as_json
         return 200, payload, {"Content-Type": "application/octet-stream",
@@ -231,13 +231,6 @@ class KServeIngress:
             status, body, headers = await self.answer(request.method, request.url.path, headers, body)
         media = headers.pop("Content-Type", None)
         return Response(content=body, status_code=status, headers=headers, media_type=media)
-
-
-def _value(result: Any, spec: Any) -> Any:
-    """A numeric tensor output as an array; any other (a list of dicts) as it is."""
-    import numpy as np
-
-    return result if spec is not None and not spec.is_tensor else np.asarray(result)
 
 
 __all__ = ["HttpError", "KServeIngress", "Route", "backoff", "retryable", "route", "status_of"]

@@ -11,18 +11,22 @@ vendor) and have an ONNX Runtime provider. It reads the cluster's quarantine
   (:mod:`hetero.ray.quarantine_hold`), so Ray's scheduler places the replacement on another node,
   or keeps it pending until a device is free. A refusal alone is not enough: Ray would offer the
   freed units of the same node to the replacement first, and it would refuse again.
-- ``infer`` answers through the pool. The pool fails a request over between the node's devices; the
+- ``infer`` (tensors) and ``infer_http`` (a KServe v2 body, decoded and encoded here) answer through the pool. The pool fails a request over between the node's devices; the
   ingress (:mod:`hetero.ray.serve_ingress`) then moves it to another replica.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from hetero.core.device import Device, HealthState
 from hetero.ray.errors import ReplicaUnavailableError
 from hetero.ray.placement import Request
+
+#: Seconds between two reads of the cluster's quarantine on the request path (the pool polls too).
+QUARANTINE_POLL = 0.1
 
 
 def usable(devices: Iterable[Device], quarantined: Collection[str]) -> list[Device]:
@@ -74,6 +78,8 @@ class PoolReplica:
                 "oneapi with OpenVINO)")
         self._refuse_unless_usable("cannot start")
         self.pool = Pool(model, self.devices, name=name, **pool_options)
+        self._quarantine_read = float("-inf")
+        self._all_quarantined = False
 
     def _refuse_unless_usable(self, what: str) -> list[Device]:
         """The usable devices, or hold the quarantined ones and raise ReplicaUnavailableError."""
@@ -94,14 +100,48 @@ class PoolReplica:
         """Ray Serve's health check: raises once every device of the pool is quarantined or unhealthy."""
         self._refuse_unless_usable("is unhealthy")
 
+    def _refuse_when_quarantined(self) -> None:
+        """:class:`ReplicaUnavailableError` at once when every device is quarantined (read at most every
+        :data:`QUARANTINE_POLL` seconds: between two reads the pool's own checks stand)."""
+        now = time.monotonic()
+        if now - self._quarantine_read >= QUARANTINE_POLL:
+            from hetero.fault import quarantine
+
+            held = quarantine.quarantined_ids()
+            self._all_quarantined = not any(d.stable_id not in held for d in self.devices)
+            self._quarantine_read = now
+        if self._all_quarantined:
+            self._refuse_unless_usable("takes no requests")
+
     def infer(self, feeds: dict[str, Any], outputs: Sequence[str] | None = None) -> dict[str, Any]:
         """The pool's answer; :class:`ReplicaUnavailableError` at once when no device may answer (the
         ingress then asks another replica)."""
-        from hetero.fault import quarantine
-
-        if not any(d.stable_id not in quarantine.quarantined_ids() for d in self.devices):
-            self._refuse_unless_usable("takes no requests")
+        self._refuse_when_quarantined()
         return self.pool.run(feeds, outputs)
+
+    def infer_http(self, body: bytes, header_length: str | None, max_batch: int | None,
+                   max_body_bytes: int) -> tuple[bytes, int | None]:
+        """One KServe v2 infer request's body in, the answer's body and its JSON header's length out
+        (None: all JSON), decoded and encoded here with :mod:`hetero.serve.protocol`, so only bytes
+        cross Ray between the ingress and the replica. Bad input raises
+        :class:`~hetero.serve.protocol.ProtocolError` / :class:`~hetero.onnx.errors.InputError` (the
+        ingress answers 400 and does not retry)."""
+        import numpy as np
+
+        from hetero.serve.protocol import check_inputs, decode_request, encode_response, select_outputs
+
+        request = decode_request(body, header_length, max_body_bytes)
+        inputs, outputs = self.pool.inputs, self.pool.outputs
+        check_inputs(self.name, request.inputs, inputs, max_batch)
+        wanted = select_outputs(self.name, request, outputs)
+        self._refuse_when_quarantined()
+        results = self.pool.run(request.inputs, None if request.outputs is None else [o.name for o in wanted])
+        specs = {spec.name: spec for spec in outputs}
+        answers = []
+        for o in wanted:
+            spec, value = specs.get(o.name), results[o.name]
+            answers.append((o.name, value if spec is not None and not spec.is_tensor else np.asarray(value), o.binary))
+        return encode_response(self.name, answers, request.id)
 
     def record_routing_stats(self) -> dict[str, Any]:
         """What the ingress's router reads (:mod:`hetero.ray.serve_router`): whether a device may answer."""
