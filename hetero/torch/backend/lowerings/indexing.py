@@ -13,6 +13,7 @@ import torch
 
 import hetero
 import hetero.xp as xp
+from hetero.torch.backend.lowerings import casts
 from hetero.torch.backend.lowerings.registry import NotLowered, lowers
 from hetero.torch.backend.lowerings.shapes import dtype_of
 
@@ -77,9 +78,7 @@ cumprod = lowers(aten.cumprod.default)(_scan(xp.cumulative_prod))
 @lowers(aten.copy.default)
 def copy(x: hetero.Array, src: hetero.Array, non_blocking: bool = False) -> Any:
     """The functional copy: ``src``'s values in ``x``'s shape and dtype."""
-    if x.dtype.kind in "iu" and src.dtype.kind == "f":
-        raise NotLowered("a float to integer copy (out-of-range values differ by device)")
-    values = src if src.dtype == x.dtype else xp.astype(src, x.dtype)
+    values = casts.astype(src, x.dtype)
     return xp.broadcast_to(values, x.shape) if values.shape != x.shape else values
 
 
