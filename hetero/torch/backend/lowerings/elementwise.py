@@ -202,3 +202,21 @@ def clamp(a: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 (ATen'
 
 
 __all__: list[str] = []
+
+
+@lowers(aten.round.default)
+def round_(a: Any) -> Any:
+    """Half to even, as torch's nearbyint; integers as they are."""
+    return xp.round(a) if kind(a) == 2 else a
+
+
+@lowers(aten.round.decimals)
+def round_decimals(a: Any, *, decimals: int = 0) -> Any:
+    """torch's formula: nearbyint(a * 10**d) / 10**d (for d < 0: nearbyint(a / 10**-d) * 10**-d),
+    10**d in a's dtype."""
+    if kind(a) != 2 or a.dtype.itemsize < 4:
+        raise NotLowered("round with decimals of a non-float or float16 tensor (torch computes float16 in float32)")
+    if decimals == 0:
+        return xp.round(a)
+    scale = float(10.0 ** abs(decimals))
+    return xp.round(a / scale) * scale if decimals < 0 else xp.round(a * scale) / scale
