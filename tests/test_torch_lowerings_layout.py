@@ -89,3 +89,27 @@ def test_round_is_half_to_even_with_torchs_decimals(device: hetero.Device, decim
     integers = torch.tensor([-3, 0, 7])
     plain = ht.compile(lambda i: torch.round(i) + 0, device)
     _same([plain(integers)], [torch.round(integers) + 0])
+
+
+def test_index_put_writes_and_accumulates_at_distinct_positions(device: hetero.Device) -> None:
+    w = torch.tensor([[0.5, -1.0, 2.0, float("nan")]])
+
+    def f(x: Any, i: Any, j: Any, v: Any) -> Any:
+        return (torch.index_put(x, (i, j), v), torch.index_put(x, (i,), w, accumulate=True),
+                x.index_add(1, j, torch.ones(3, 3)), x.index_fill(0, i, float("nan")), torch.index_put(x, (i, j), v[0]))
+
+    x = torch.tensor([[1.0, -0.0, 2.0, 3.0], [float("inf"), 5.0, 6.0, 7.0], [8.0, 9.0, 10.0, 11.0]])
+    i, j, v = torch.tensor([0, -1, 1]), torch.tensor([3, 0, 1]), torch.tensor([-1.0, -2.0, float("nan")])
+    compiled = ht.compile(f, device)
+    _same(compiled(x, i, j, v), f(x, i, j, v))
+    _lowered(compiled)
+
+
+def test_index_put_naming_a_position_twice_runs_in_torch(device: hetero.Device) -> None:
+    def f(x: Any, i: Any, v: Any) -> Any:
+        return torch.index_put(x, (i,), v, accumulate=True)
+
+    x, i, v = torch.zeros(4), torch.tensor([1, 3, -3]), torch.tensor([1.0, 2.0, 4.0])  # -3 is 1 again
+    compiled = ht.compile(f, device)
+    _same([compiled(x, i, v)], [f(x, i, v)])
+    assert "a position twice" in next(iter(compiled.report.host_ops["aten.index_put.default"].reasons))

@@ -5,6 +5,7 @@ launch plan)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -83,3 +84,38 @@ def copy(x: hetero.Array, src: hetero.Array, non_blocking: bool = False) -> Any:
 
 
 __all__: list[str] = []
+
+
+def _unique_positions(x: hetero.Array, indices: Sequence[hetero.Array | None]) -> bool:
+    """Whether the integer index tensors name each position of ``x`` at most once (one bool read
+    on the host: torch writes a repeated position in an order it does not define, hetero in its own)."""
+    arrays = [(axis, i) for axis, i in enumerate(indices) if isinstance(i, hetero.Array)]
+    shape = xp.broadcast_arrays(*(i for _, i in arrays))[0].shape
+    if math.prod(shape) < 2:
+        return True
+    linear = None
+    for axis, i in arrays:
+        wrapped = xp.remainder(xp.astype(xp.broadcast_to(i, shape), np.dtype(np.int64)), x.shape[axis])
+        linear = wrapped if linear is None else linear * x.shape[axis] + wrapped
+    ordered = xp.sort(xp.reshape(linear, (-1,)))
+    return not bool(xp.any(ordered[1:] == ordered[:-1]))
+
+
+@lowers(aten.index_put.default)
+def index_put(x: hetero.Array, indices: Sequence[hetero.Array | None], values: hetero.Array,
+              accumulate: bool = False) -> Any:
+    """A new ``x`` with ``x[indices] = values`` (``+=`` with ``accumulate``), NumPy's indexing rules,
+    which torch's are; indices naming a position twice run in torch (see :func:`_unique_positions`)."""
+    _integers(*indices)
+    if not isinstance(values, hetero.Array) or values.dtype != x.dtype:
+        raise NotLowered("index_put of values of another dtype (an error in torch)")
+    if accumulate and x.dtype.kind == "b":
+        raise NotLowered("index_put accumulating bools")
+    if len(indices) > x.ndim or not any(isinstance(i, hetero.Array) for i in indices):
+        raise NotLowered("index_put without an index tensor, or with more indices than dims")
+    if not _unique_positions(x, indices):
+        raise NotLowered("index_put naming a position twice (torch's order of the writes, or of the sums, is its own)")
+    key = tuple(slice(None) if i is None else i for i in indices)
+    out = hetero.asarray(x, copy=True)
+    out[key] = x[key] + values if accumulate else values
+    return out
