@@ -102,3 +102,14 @@ def test_a_float_to_integer_cast_of_a_value_the_integer_cannot_hold_runs_in_torc
         _same([compiled(x)], [x.to(dtype) * 1])  # whatever torch gives on this CPU: its own cast ran
     reasons = compiled.report.host_ops["aten._to_copy.default"].reasons
     assert any("float to integer cast" in r and "range" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("divisor", [3, -3, 1, -1])
+def test_integer_fmod_takes_the_dividends_sign_and_roll_lowers(device: hetero.Device, divisor: int) -> None:
+    def f(i: Any, x: Any) -> Any:
+        return torch.fmod(i, divisor), torch.roll(x, 2, 0), torch.fft.fftshift(x)
+
+    i, x = torch.tensor([-7, -6, -1, 0, 1, 5, 7, -(1 << 40) - 1]), torch.arange(5, dtype=torch.float32)
+    compiled = ht.compile(f, device)
+    _same(compiled(i, x), f(i, x))
+    assert not compiled.report.host_ops, str(compiled.report)

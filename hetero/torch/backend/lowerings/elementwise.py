@@ -220,3 +220,17 @@ def round_decimals(a: Any, *, decimals: int = 0) -> Any:
         return xp.round(a)
     scale = float(10.0 ** abs(decimals))
     return xp.round(a / scale) * scale if decimals < 0 else xp.round(a * scale) / scale
+
+
+@lowers(aten.fmod.Scalar, aten.fmod.Tensor)
+def fmod(a: Any, b: Any) -> Any:
+    """C's fmod on integers (the sign of ``a``): the array API's remainder (the sign of ``b``), less
+    ``b`` where the two signs differ; exact. Float fmod stays in torch (exact in C, not as
+    ``a - trunc(a / b) * b``); so does an integer tensor divisor, which may hold a zero (an error in torch)."""
+    a, b = operands(a, b)
+    if kind(a) != 1 or kind(b) != 1 or isinstance(b, hetero.Array):
+        raise NotLowered("fmod of floats, or by an integer tensor")
+    if b == 0:
+        raise NotLowered("fmod by zero (an error in torch)")
+    r = xp.remainder(a, b)
+    return xp.where(xp.logical_and(r != 0, (a < 0) != (b < 0)), r - b, r)
