@@ -113,3 +113,14 @@ def test_index_put_naming_a_position_twice_runs_in_torch(device: hetero.Device) 
     compiled = ht.compile(f, device)
     _same([compiled(x, i, v)], [f(x, i, v)])
     assert "a position twice" in next(iter(compiled.report.host_ops["aten.index_put.default"].reasons))
+
+
+@pytest.mark.parametrize("size", [(1, 1), (2, 3), (3, 5), (5, 7)])
+def test_adaptive_average_pooling_uses_torchs_windows(device: hetero.Device, size: tuple[int, int]) -> None:
+    x = torch.randn(2, 3, 6, 7, generator=torch.Generator().manual_seed(8))
+    x[0, 0, 0, 0] = float("nan")
+    compiled = ht.compile(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, size), device)
+    _same([compiled(x)], [torch.nn.functional.adaptive_avg_pool2d(x, size)], rtol=1e-5, atol=1e-6)
+    unbatched = ht.compile(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, size), device)
+    _same([unbatched(x[1])], [torch.nn.functional.adaptive_avg_pool2d(x[1], size)], rtol=1e-5, atol=1e-6)
+    _lowered(compiled)
