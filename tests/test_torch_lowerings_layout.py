@@ -124,3 +124,28 @@ def test_adaptive_average_pooling_uses_torchs_windows(device: hetero.Device, siz
     unbatched = ht.compile(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, size), device)
     _same([unbatched(x[1])], [torch.nn.functional.adaptive_avg_pool2d(x[1], size)], rtol=1e-5, atol=1e-6)
     _lowered(compiled)
+
+
+def test_sort_and_argsort_give_torchs_values_and_indices(device: hetero.Device) -> None:
+    def f(x: Any, y: Any) -> Any:
+        return (torch.sort(x, dim=1), torch.sort(x, dim=0, descending=True), torch.argsort(y, stable=True),
+                torch.sort(y, stable=True, descending=True))
+
+    x = torch.tensor([[3.0, -1.0, 2.5, 0.0], [-0.5, 7.0, -3.0, 1.0]])
+    y = torch.tensor([2.0, 1.0, 2.0, -0.0, 0.0, 1.0])  # ties, -0 == 0: stable keeps their order
+    compiled = ht.compile(f, device)
+    got, want = compiled(x, y), f(x, y)
+    _same([got[0][0], got[0][1], got[1][0], got[1][1], got[2], got[3][0], got[3][1]],
+          [want[0][0], want[0][1], want[1][0], want[1][1], want[2], want[3][0], want[3][1]])
+    _lowered(compiled)
+
+
+def test_an_unstable_sort_of_ties_or_nan_runs_in_torch(device: hetero.Device) -> None:
+    x = torch.tensor([1.0, float("nan"), 1.0, 0.0])
+    compiled = ht.compile(lambda x: torch.sort(x[:3]), device)
+    got, want = compiled(x), torch.sort(x[:3])
+    _same(list(got), list(want))
+    ties = ht.compile(lambda x: torch.sort(x[2:] * 0), device)
+    _same(list(ties(x)), list(torch.sort(x[2:] * 0)))
+    assert "NaN" in next(iter(compiled.report.host_ops["aten.sort.default"].reasons))
+    assert "ties" in next(iter(ties.report.host_ops["aten.sort.default"].reasons))

@@ -119,3 +119,33 @@ def index_put(x: hetero.Array, indices: Sequence[hetero.Array | None], values: h
     out = hetero.asarray(x, copy=True)
     out[key] = x[key] + values if accumulate else values
     return out
+
+
+def _sort(x: hetero.Array, dim: int, descending: bool, stable: bool) -> tuple[Any, Any]:
+    """torch's sort as a stable argsort and a gather. NaN (torch puts it last, first when
+    descending) and, unless ``stable``, equal values (torch's order of ties is its own) run in
+    torch: each check reads a bool on the host."""
+    if x.ndim == 0:
+        return x, hetero.zeros((), dtype=np.dtype(np.int64), device=x.device)
+    if x.dtype.kind == "c":
+        raise NotLowered("sort of a complex tensor")
+    if x.dtype.kind == "f" and bool(xp.any(xp.isnan(x))):
+        raise NotLowered("sort of a tensor holding NaN")
+    axis = dim % x.ndim
+    order = xp.argsort(x, axis=axis, descending=descending, stable=True)
+    values = xp.take_along_axis(x, order, axis=axis)
+    if not stable and x.shape[axis] > 1:
+        head, tail = (slice(None),) * axis + (slice(1, None),), (slice(None),) * axis + (slice(None, -1),)
+        if bool(xp.any(values[head] == values[tail])):
+            raise NotLowered("sort of equal values with stable=False (torch's order of ties is its own)")
+    return values, xp.astype(order, np.dtype(np.int64))
+
+
+@lowers(aten.sort.default)
+def sort(x: hetero.Array, dim: int = -1, descending: bool = False) -> Any:
+    return _sort(x, dim, descending, stable=False)
+
+
+@lowers(aten.sort.stable)
+def sort_stable(x: hetero.Array, *, stable: bool | None = None, dim: int = -1, descending: bool = False) -> Any:
+    return _sort(x, dim, descending, stable=bool(stable))
