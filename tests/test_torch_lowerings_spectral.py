@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 
 import hetero.torch as ht  # noqa: E402  (after torch is known to be installed)
 
+
 def nn_pad(z: Any) -> Any:
     return torch.nn.functional.pad(z, (1, 2))
 

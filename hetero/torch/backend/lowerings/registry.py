@@ -43,4 +43,4 @@ def takes_complex(*ops: OpOverload) -> None:
         TAKES_COMPLEX.add(op)
 
 
-__all__ = ["LOWERINGS", "Lowering", "NotLowered", "TAKES_COMPLEX", "lowers", "takes_complex"]
+__all__ = ["LOWERINGS", "TAKES_COMPLEX", "Lowering", "NotLowered", "lowers", "takes_complex"]
