@@ -28,6 +28,7 @@ from hetero.core.device import Device
 from hetero.core.errors import HeteroError
 from hetero.plans.errors import JitError
 from hetero.torch.backend.lowerings import LOWERINGS, NotLowered
+from hetero.torch.backend.lowerings.registry import TAKES_COMPLEX
 from hetero.torch.backend.lowerings.shapes import DEVICE
 from hetero.torch.backend.report import Report
 from hetero.core.named_device import device as resolve_device
@@ -66,6 +67,14 @@ def _holds_array(args: Any, kwargs: dict[str, Any]) -> bool:
     for value in (*args, *kwargs.values()):
         for leaf in (value if isinstance(value, (list, tuple)) else (value,)):
             if isinstance(leaf, hetero.Array):
+                return True
+    return False
+
+
+def _holds_complex(args: Any, kwargs: dict[str, Any]) -> bool:
+    for value in (*args, *kwargs.values()):
+        for leaf in (value if isinstance(value, (list, tuple)) else (value,)):
+            if isinstance(leaf, hetero.Array) and leaf.dtype.kind == "c":
                 return True
     return False
 
@@ -154,7 +163,7 @@ class GraphProgram:
 
     def _input(self, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
-            if value.dtype not in DTYPES:  # complex, bfloat16: stays a torch tensor, its operations on the host
+            if value.dtype not in DTYPES:  # bfloat16, complex32: stays a torch tensor, its operations on the host
                 return value
             if self.parameters is not None and is_parameter(value):
                 return self.parameters.on(self.device).get(value)
@@ -213,6 +222,8 @@ class GraphProgram:
         kept = _host_tensor(args, kwargs)
         if kept is not None:
             lowering, reason = None, f"a {kept} tensor (no hetero dtype: it stays in torch)"
+        elif lowering is not None and target not in TAKES_COMPLEX and _holds_complex(args, kwargs):
+            lowering, reason = None, "a complex tensor (its lowering takes real tensors only)"
         if lowering is not None:
             try:
                 result = lowering(*args, **kwargs)

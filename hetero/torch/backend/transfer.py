@@ -29,6 +29,7 @@ DTYPES: dict[torch.dtype, np.dtype[Any]] = {
     torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64), torch.float16: np.dtype(np.float16),
     torch.int64: np.dtype(np.int64), torch.int32: np.dtype(np.int32), torch.int16: np.dtype(np.int16),
     torch.int8: np.dtype(np.int8), torch.uint8: np.dtype(np.uint8), torch.bool: np.dtype(np.bool_),
+    torch.complex64: np.dtype(np.complex64), torch.complex128: np.dtype(np.complex128),
 }
 
 

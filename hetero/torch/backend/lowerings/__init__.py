@@ -8,14 +8,15 @@ gives torch's result dtype and shape, which the interpreter checks against the g
 record of them (a mismatch is an error, never a silent difference).
 
 Rooms: :mod:`.promotion` (torch's type promotion where it matters), :mod:`.elementwise`,
-:mod:`.reductions`, :mod:`.shapes`, :mod:`.indexing` (gathers, scans), :mod:`.nn` (products, softmax, layer norm, convolution).
+:mod:`.reductions`, :mod:`.shapes`, :mod:`.layout` (empty, diagonal, repeat, slice_scatter), :mod:`.indexing` (gathers, scans), :mod:`.nn` (products, softmax, layer norm, convolution),
+:mod:`.casts` (dtype casts, float to integer checked), :mod:`.spectral` (complex tensors, FFT).
 """
 
 from __future__ import annotations
 
-from hetero.torch.backend.lowerings import elementwise, indexing, nn, reductions, shapes
+from hetero.torch.backend.lowerings import elementwise, indexing, layout, nn, reductions, shapes, spectral
 from hetero.torch.backend.lowerings.registry import LOWERINGS, NotLowered
 
-_ROOMS = (elementwise, indexing, nn, reductions, shapes)  # imported for their registrations
+_ROOMS = (elementwise, indexing, layout, nn, reductions, shapes, spectral)  # imported for their registrations
 
 __all__ = ["LOWERINGS", "NotLowered"]

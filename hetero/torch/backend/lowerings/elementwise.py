@@ -10,7 +10,7 @@ import torch
 
 import hetero
 import hetero.xp as xp
-from hetero.torch.backend.lowerings.promotion import kind, operands
+from hetero.torch.backend.lowerings.promotion import cast, default_float, kind, operands, result_dtype
 from hetero.torch.backend.lowerings.registry import NotLowered, lowers
 
 aten = torch.ops.aten
@@ -68,10 +68,11 @@ def rsub(a: Any, b: Any, *, alpha: Any = 1) -> Any:
 
 @lowers(aten.div.Tensor, aten.div.Scalar)
 def div(a: Any, b: Any) -> Any:
-    if max(kind(a), kind(b)) < 2:
-        raise NotLowered("true division of integers (torch gives its default float)")
-    a, b = operands(a, b)
-    return xp.divide(a, b)
+    """True division: in torch's promoted dtype, its default float where that is bool or integer."""
+    dtype = result_dtype(a, b)
+    if dtype.kind in "biu":
+        dtype = default_float()
+    return xp.divide(cast(a, dtype), cast(b, dtype))
 
 
 @lowers(aten.div.Tensor_mode, aten.div.Scalar_mode)
@@ -121,11 +122,17 @@ def remainder(a: Any, b: Any) -> Any:
     return xp.remainder(a, b)
 
 
+def floating(a: Any) -> Any:
+    """``a`` as torch's float math functions take it: a bool or integer tensor in torch's default
+    float (which they compute and return), a float tensor as it is."""
+    if kind(a) > 2:
+        raise NotLowered(f"a {a.dtype} tensor")
+    return a if kind(a) == 2 else cast(a, default_float())
+
+
 def _unary(function: Callable[[Any], Any], *ops: Any, floats_only: bool = False) -> None:
     def lowering(a: Any) -> Any:
-        if floats_only and kind(a) != 2:
-            raise NotLowered("an integer operand (torch gives its default float)")
-        return function(a)
+        return function(floating(a) if floats_only else a)
     lowers(*ops)(lowering)
 
 
@@ -150,22 +157,19 @@ def relu(a: Any) -> Any:
 
 @lowers(aten.sigmoid.default)
 def sigmoid(a: Any) -> Any:
-    if kind(a) != 2:
-        raise NotLowered("sigmoid of an integer tensor")
+    a = floating(a)
     return 1.0 / (1.0 + xp.exp(-a))
 
 
 @lowers(aten.rsqrt.default)
 def rsqrt(a: Any) -> Any:
-    if kind(a) != 2:
-        raise NotLowered("rsqrt of an integer tensor")
+    a = floating(a)
     return 1.0 / xp.sqrt(a)
 
 
 @lowers(aten.reciprocal.default)
 def reciprocal(a: Any) -> Any:
-    if kind(a) != 2:
-        raise NotLowered("reciprocal of an integer tensor")
+    a = floating(a)
     return 1.0 / a
 
 
@@ -198,3 +202,35 @@ def clamp(a: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002 (ATen'
 
 
 __all__: list[str] = []
+
+
+@lowers(aten.round.default)
+def round_(a: Any) -> Any:
+    """Half to even, as torch's nearbyint; integers as they are."""
+    return xp.round(a) if kind(a) == 2 else a
+
+
+@lowers(aten.round.decimals)
+def round_decimals(a: Any, *, decimals: int = 0) -> Any:
+    """torch's formula: nearbyint(a * 10**d) / 10**d (for d < 0: nearbyint(a / 10**-d) * 10**-d),
+    10**d in a's dtype."""
+    if kind(a) != 2 or a.dtype.itemsize < 4:
+        raise NotLowered("round with decimals of a non-float or float16 tensor (torch computes float16 in float32)")
+    if decimals == 0:
+        return xp.round(a)
+    scale = float(10.0 ** abs(decimals))
+    return xp.round(a / scale) * scale if decimals < 0 else xp.round(a * scale) / scale
+
+
+@lowers(aten.fmod.Scalar, aten.fmod.Tensor)
+def fmod(a: Any, b: Any) -> Any:
+    """C's fmod on integers (the sign of ``a``): the array API's remainder (the sign of ``b``), less
+    ``b`` where the two signs differ; exact. Float fmod stays in torch (exact in C, not as
+    ``a - trunc(a / b) * b``); so does an integer tensor divisor, which may hold a zero (an error in torch)."""
+    a, b = operands(a, b)
+    if kind(a) != 1 or kind(b) != 1 or isinstance(b, hetero.Array):
+        raise NotLowered("fmod of floats, or by an integer tensor")
+    if b == 0:
+        raise NotLowered("fmod by zero (an error in torch)")
+    r = xp.remainder(a, b)
+    return xp.where(xp.logical_and(r != 0, (a < 0) != (b < 0)), r - b, r)

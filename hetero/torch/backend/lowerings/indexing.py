@@ -5,6 +5,7 @@ launch plan)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ import torch
 
 import hetero
 import hetero.xp as xp
+from hetero.torch.backend.lowerings import casts
 from hetero.torch.backend.lowerings.registry import NotLowered, lowers
 from hetero.torch.backend.lowerings.shapes import dtype_of
 
@@ -77,10 +79,73 @@ cumprod = lowers(aten.cumprod.default)(_scan(xp.cumulative_prod))
 @lowers(aten.copy.default)
 def copy(x: hetero.Array, src: hetero.Array, non_blocking: bool = False) -> Any:
     """The functional copy: ``src``'s values in ``x``'s shape and dtype."""
-    if x.dtype.kind in "iu" and src.dtype.kind == "f":
-        raise NotLowered("a float to integer copy (out-of-range values differ by device)")
-    values = src if src.dtype == x.dtype else xp.astype(src, x.dtype)
+    values = casts.astype(src, x.dtype)
     return xp.broadcast_to(values, x.shape) if values.shape != x.shape else values
 
 
 __all__: list[str] = []
+
+
+def _unique_positions(x: hetero.Array, indices: Sequence[hetero.Array | None]) -> bool:
+    """Whether the integer index tensors name each position of ``x`` at most once (one bool read
+    on the host: torch writes a repeated position in an order it does not define, hetero in its own)."""
+    arrays = [(axis, i) for axis, i in enumerate(indices) if isinstance(i, hetero.Array)]
+    shape = xp.broadcast_arrays(*(i for _, i in arrays))[0].shape
+    if math.prod(shape) < 2:
+        return True
+    linear = None
+    for axis, i in arrays:
+        wrapped = xp.remainder(xp.astype(xp.broadcast_to(i, shape), np.dtype(np.int64)), x.shape[axis])
+        linear = wrapped if linear is None else linear * x.shape[axis] + wrapped
+    ordered = xp.sort(xp.reshape(linear, (-1,)))
+    return not bool(xp.any(ordered[1:] == ordered[:-1]))
+
+
+@lowers(aten.index_put.default)
+def index_put(x: hetero.Array, indices: Sequence[hetero.Array | None], values: hetero.Array,
+              accumulate: bool = False) -> Any:
+    """A new ``x`` with ``x[indices] = values`` (``+=`` with ``accumulate``), NumPy's indexing rules,
+    which torch's are; indices naming a position twice run in torch (see :func:`_unique_positions`)."""
+    _integers(*indices)
+    if not isinstance(values, hetero.Array) or values.dtype != x.dtype:
+        raise NotLowered("index_put of values of another dtype (an error in torch)")
+    if accumulate and x.dtype.kind == "b":
+        raise NotLowered("index_put accumulating bools")
+    if len(indices) > x.ndim or not any(isinstance(i, hetero.Array) for i in indices):
+        raise NotLowered("index_put without an index tensor, or with more indices than dims")
+    if not _unique_positions(x, indices):
+        raise NotLowered("index_put naming a position twice (torch's order of the writes, or of the sums, is its own)")
+    key = tuple(slice(None) if i is None else i for i in indices)
+    out = hetero.asarray(x, copy=True)
+    out[key] = x[key] + values if accumulate else values
+    return out
+
+
+def _sort(x: hetero.Array, dim: int, descending: bool, stable: bool) -> tuple[Any, Any]:
+    """torch's sort as a stable argsort and a gather. NaN (torch puts it last, first when
+    descending) and, unless ``stable``, equal values (torch's order of ties is its own) run in
+    torch: each check reads a bool on the host."""
+    if x.ndim == 0:
+        return x, hetero.zeros((), dtype=np.dtype(np.int64), device=x.device)
+    if x.dtype.kind == "c":
+        raise NotLowered("sort of a complex tensor")
+    if x.dtype.kind == "f" and bool(xp.any(xp.isnan(x))):
+        raise NotLowered("sort of a tensor holding NaN")
+    axis = dim % x.ndim
+    order = xp.argsort(x, axis=axis, descending=descending, stable=True)
+    values = xp.take_along_axis(x, order, axis=axis)
+    if not stable and x.shape[axis] > 1:
+        head, tail = (slice(None),) * axis + (slice(1, None),), (slice(None),) * axis + (slice(None, -1),)
+        if bool(xp.any(values[head] == values[tail])):
+            raise NotLowered("sort of equal values with stable=False (torch's order of ties is its own)")
+    return values, xp.astype(order, np.dtype(np.int64))
+
+
+@lowers(aten.sort.default)
+def sort(x: hetero.Array, dim: int = -1, descending: bool = False) -> Any:
+    return _sort(x, dim, descending, stable=False)
+
+
+@lowers(aten.sort.stable)
+def sort_stable(x: hetero.Array, *, stable: bool | None = None, dim: int = -1, descending: bool = False) -> Any:
+    return _sort(x, dim, descending, stable=bool(stable))

@@ -333,3 +333,25 @@ def gelu(x: hetero.Array, *, approximate: str = "none") -> Any:
     if approximate != "tanh" or x.dtype.kind != "f":
         raise NotLowered("the exact gelu (it needs erf, which hetero's array API lacks yet); approximate='tanh' lowers")
     return 0.5 * x * (1.0 + xp.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+def _adaptive_mean(x: hetero.Array, axis: int, size: int) -> Any:
+    """Adaptive average over ``axis`` to ``size`` outputs: output ``i`` averages inputs
+    ``floor(i*n/size)`` to ``ceil((i+1)*n/size)``, torch's windows."""
+    n = x.shape[axis]
+    if n % size == 0:  # equal windows: one reshape and one mean
+        shape = x.shape[:axis] + (size, n // size) + x.shape[axis + 1:]
+        return xp.mean(xp.reshape(x, shape), axis=axis + 1)
+    lead = (slice(None),) * axis
+    parts = [xp.mean(x[lead + (slice((i * n) // size, -((-(i + 1) * n) // size)),)], axis=axis, keepdims=True)
+             for i in range(size)]
+    return xp.concat(parts, axis=axis)
+
+
+@lowers(aten._adaptive_avg_pool2d.default)
+def adaptive_avg_pool2d(x: hetero.Array, output_size: Sequence[int]) -> Any:
+    """The mean of each window, rows then columns (the mean of a rectangle is the mean of its rows'
+    means: within float32 rounding of torch's one sum)."""
+    if x.dtype.kind != "f" or x.ndim not in (3, 4) or len(output_size) != 2 or min(output_size) < 1 or 0 in x.shape[-2:]:
+        raise NotLowered("adaptive average pooling of a tensor that is not 3-D or 4-D float, or to an empty size")
+    return _adaptive_mean(_adaptive_mean(x, x.ndim - 2, output_size[0]), x.ndim - 1, output_size[1])

@@ -14,6 +14,7 @@ import torch
 import hetero
 import hetero.xp as xp
 from hetero.core.device import Device
+from hetero.torch.backend.lowerings import casts
 from hetero.torch.backend.lowerings.registry import NotLowered, lowers
 from hetero.torch.backend.transfer import DTYPES
 
@@ -108,11 +109,7 @@ def to_copy(x: hetero.Array, *, dtype: torch.dtype | None = None, layout: Any = 
     if layout not in (None, torch.strided):
         raise NotLowered(f"layout={layout}")
     wanted = dtype_of(dtype, x.dtype)
-    if wanted == x.dtype:
-        return x
-    if x.dtype.kind == "f" and wanted.kind in "iu":
-        raise NotLowered("a float to integer cast (out-of-range values differ by device)")
-    return xp.astype(x, wanted)
+    return casts.astype(x, wanted)
 
 
 @lowers(aten.select.int)
