@@ -5,6 +5,7 @@ CompileError, naming where the function came from, when no source exists at all.
 from __future__ import annotations
 
 import itertools
+import types
 import linecache
 from collections.abc import Iterator
 from typing import Any
@@ -65,12 +66,23 @@ def test_device_function_from_linecache(on: hetero.Device) -> None:
     np.testing.assert_array_equal(a, 2 * np.arange(10, dtype=np.float32))
 
 
+def test_exec_of_text_not_in_linecache_runs_from_the_text_the_hook_saw(on: hetero.Device) -> None:
+    kernel = cuda.jit(_exec(_SOURCE, register=False))  # exec_sources' audit hook kept the text
+    a = np.zeros(8)
+    kernel[1, 8](a, 2.0)
+    np.testing.assert_array_equal(a, 2.0 * np.arange(8))
+
+
 def test_no_source_is_a_clear_compile_error(on: hetero.Device) -> None:
-    kernel = cuda.jit(_exec(_SOURCE, register=False))
+    made = _exec(_SOURCE, register=False)
+    # a function whose text nothing kept (made before hetero.compat.cuda was imported, say): its code
+    # object is one the hook never saw, and no text compiles to it
+    orphan = types.FunctionType(made.__code__.replace(co_firstlineno=3), made.__globals__, made.__name__)
+    kernel = cuda.jit(orphan)
     with pytest.raises(CompileError, match=r"no source.*exec") as info:
         kernel[1, 8](np.zeros(8), 1.0)
     assert info.value.file is not None and info.value.file.startswith("<hetero-test-")
-    assert info.value.line == 2
+    assert info.value.line == 3
 
 
 def test_source_of_another_function_is_refused(on: hetero.Device) -> None:

@@ -73,6 +73,27 @@ def locked(path: Path) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
+def try_hold(path: Path) -> int | None:
+    """A lock held for as long as the caller keeps it (a lease, not a store's transaction): an exclusive
+    ``flock`` on ``path`` (made 0600, not followed through a link), taken without waiting. The open
+    descriptor, which :func:`let_go` closes (a process's exit does too); None when another holds it.
+    Without ``fcntl`` (Windows) every try holds."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    if fcntl is None:
+        return fd
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def let_go(fd: int) -> None:
+    """Give back a lock :func:`try_hold` took (closing its descriptor releases it)."""
+    os.close(fd)
+
+
 def remove_tree(path: Path) -> bool:
     """Remove the directory ``path`` so that no reader finds it half-deleted: it is first renamed
     to a hidden sibling (``.NAME.removing-XXXX``, atomic), then deleted. False when it was not

@@ -10,13 +10,12 @@ the process if the process dies, and :meth:`Lease.release` gives it back when a 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
-import os
 import tempfile
 import time
 from pathlib import Path
 
 from hetero.core.device import Device
+from hetero.core.files import let_go, try_hold
 from hetero.ray.errors import NoDeviceError
 from hetero.ray.placement import Request
 
@@ -33,11 +32,8 @@ class Lease:
 
     def release(self) -> None:
         if self.fd >= 0:
-            try:
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self.fd)
-                self.fd = -1
+            fd, self.fd = self.fd, -1
+            let_go(fd)
 
 
 def lease_dir(node_id: str) -> Path:
@@ -69,14 +65,9 @@ def acquire(request: Request, wait: float = WAIT) -> Lease:
                 f"this node has none (its devices: {', '.join(d.name for d in hetero.devices()) or 'none'})")
             raise NoDeviceError(f"{request} for a Ray task on node {_node_id()}: {why}")
         for device in healthy:
-            path = directory / (device.name.replace(":", "-") + ".lock")
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue
-            return Lease(device, fd)
+            fd = try_hold(directory / (device.name.replace(":", "-") + ".lock"))
+            if fd is not None:
+                return Lease(device, fd)
         if time.monotonic() >= deadline:
             raise NoDeviceError(f"{request} for a Ray task on node {_node_id()}: all of "
                                       f"{', '.join(d.name for d in healthy)} stayed held by other tasks for {wait:.0f} s")
