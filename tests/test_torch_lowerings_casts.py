@@ -16,22 +16,13 @@ import hetero
 torch = pytest.importorskip("torch")
 
 import hetero.torch as ht  # noqa: E402  (after torch is known to be installed)
+from torch_lowering_checks import EXACT, fresh_dynamo, same  # noqa: E402, F401 (the fixture applies by import)
 
-EXACT = {"rtol": 0.0, "atol": 0.0}
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-5}
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo() -> Any:
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
-
-def _same(got: Any, want: Any, **tolerance: float) -> None:
-    for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
-        torch.testing.assert_close(g, w, equal_nan=True, **(tolerance or EXACT))
+_same = same
 
 
 def test_an_integer_and_a_float_tensor_compute_in_torchs_promoted_dtype(device: hetero.Device) -> None:

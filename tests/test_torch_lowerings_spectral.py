@@ -16,6 +16,7 @@ import hetero
 torch = pytest.importorskip("torch")
 
 import hetero.torch as ht  # noqa: E402  (after torch is known to be installed)
+from torch_lowering_checks import EXACT, fresh_dynamo, same  # noqa: E402, F401 (the fixture applies by import)
 
 
 def nn_pad(z: Any) -> Any:
@@ -25,17 +26,9 @@ def nn_pad(z: Any) -> Any:
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-4}  # float32 transforms summed in another order
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo() -> Any:
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
-
 
 def _same(got: Any, want: Any) -> None:
-    for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
-        torch.testing.assert_close(g, w, equal_nan=True, **TOLERANCE)
+    same(got, want, **TOLERANCE)
 
 
 @pytest.mark.parametrize("norm", [None, "ortho", "forward"])
