@@ -37,7 +37,25 @@ def _on_device(function: Callable[..., Any], request: Request, *args: Any, **kwa
         held.release()
 
 
-class RemoteFunction:
+class _Placed:
+    """A Ray task or actor class whose every ``.remote()`` is placed by :func:`ray_options` first."""
+
+    _request: Request
+    _options: dict[str, Any]
+    _ray: Any  # the ray.remote object
+
+    def options(self, **options: Any) -> Any:
+        copy = object.__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        copy._options = {**self._options, **options}
+        return copy
+
+    def remote(self, *args: Any, **kwargs: Any) -> Any:
+        placed = ray_options(self._request)
+        return self._ray.options(**{**placed, **self._options}).remote(*args, **kwargs)
+
+
+class RemoteFunction(_Placed):
     """A function as a Ray task on a hetero device: ``.remote(...)``, ``.options(...)``."""
 
     def __init__(self, function: Callable[..., Any], request: Request, options: dict[str, Any]) -> None:
@@ -46,22 +64,13 @@ class RemoteFunction:
         self._function = function
         self._request = request
         self._options = options
+
         def task(*args: Any, **kwargs: Any) -> Any:
             return _on_device(function, request, *args, **kwargs)
 
         functools.update_wrapper(task, function)
-        self._task = ray.remote(task)
+        self._ray = ray.remote(task)
         functools.update_wrapper(self, function)  # type: ignore[arg-type]
-
-    def options(self, **options: Any) -> RemoteFunction:
-        copy = object.__new__(RemoteFunction)
-        copy.__dict__.update(self.__dict__)
-        copy._options = {**self._options, **options}
-        return copy
-
-    def remote(self, *args: Any, **kwargs: Any) -> Any:
-        placed = ray_options(self._request)
-        return self._task.options(**{**placed, **self._options}).remote(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         name = self._function.__name__
@@ -94,7 +103,7 @@ def actor_class(cls: type, request: Request) -> type:
     return OnDevice
 
 
-class RemoteClass:
+class RemoteClass(_Placed):
     """A class as a Ray actor on a hetero device: ``.remote(...)`` starts one, ``.options(...)``."""
 
     def __init__(self, cls: type, request: Request, options: dict[str, Any]) -> None:
@@ -103,17 +112,7 @@ class RemoteClass:
         self._cls = cls
         self._request = request
         self._options = options
-        self._actor = ray.remote(actor_class(cls, request))
-
-    def options(self, **options: Any) -> RemoteClass:
-        copy = object.__new__(RemoteClass)
-        copy.__dict__.update(self.__dict__)
-        copy._options = {**self._options, **options}
-        return copy
-
-    def remote(self, *args: Any, **kwargs: Any) -> Any:
-        placed = ray_options(self._request)
-        return self._actor.options(**{**placed, **self._options}).remote(*args, **kwargs)
+        self._ray = ray.remote(actor_class(cls, request))
 
 
 def remote(target: Any = None, *, backend: str | None = None, kind: str | None = None, vendor: str | None = None,
